@@ -17,8 +17,10 @@ type sentinelErr struct {
 	err       error
 }
 
-func (e *sentinelErr) Error() string   { return e.err.Error() }
-func (e *sentinelErr) Unwrap() []error { return append(e.sentinels[:len(e.sentinels):len(e.sentinels)], e.err) }
+func (e *sentinelErr) Error() string { return e.err.Error() }
+func (e *sentinelErr) Unwrap() []error {
+	return append(e.sentinels[:len(e.sentinels):len(e.sentinels)], e.err)
+}
 
 func withSentinel(err error, sentinels ...error) error {
 	return &sentinelErr{sentinels: sentinels, err: err}
