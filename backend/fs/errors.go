@@ -2,6 +2,7 @@ package fs
 
 import (
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"os"
 	"syscall"
@@ -107,3 +108,11 @@ func missing(err error) error {
 }
 
 func notExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
+
+func isDir(name string) error {
+	return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+}
+
+func notDir(name string) error {
+	return withSentinel(fmt.Errorf("%s is a file", name), backend.ErrNotDir)
+}

@@ -35,7 +35,7 @@ func (s *Storage) mkdirAll(dir string) error {
 	fi, err := s.t.stat(dir)
 	if err == nil {
 		if !fi.IsDir() {
-			return withSentinel(fmt.Errorf("%s is a file", dir), backend.ErrNotDir)
+			return notDir(dir)
 		}
 		return nil
 	}
@@ -50,7 +50,7 @@ func (s *Storage) mkdirAll(dir string) error {
 			case err == nil && fi.IsDir():
 				continue
 			case err == nil:
-				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+				return notDir(p)
 			case !notExist(err):
 				return err
 			}
@@ -63,7 +63,7 @@ func (s *Storage) mkdirAll(dir string) error {
 			// Lost a race: fine if it is a directory. Its creator may not
 			// have synced the parent yet, so we still do.
 			if fi, err := s.t.stat(p); err != nil || !fi.IsDir() {
-				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+				return notDir(p)
 			}
 		}
 		if err := s.syncDir(backend.Dir(p)); err != nil {
@@ -96,7 +96,7 @@ func (s *Storage) checkTarget(name string) (exists bool, err error) {
 	case err != nil:
 		return false, err
 	case fi.IsDir():
-		return true, withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		return true, isDir(name)
 	case fi.Mode()&iofs.ModeSymlink != 0:
 		if _, err := s.t.stat(name); err != nil && !notExist(err) {
 			return true, err
@@ -248,7 +248,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if fi, err := f.Stat(); err != nil || fi.IsDir() {
 		_ = f.Close()
 		if err == nil {
-			err = withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+			err = isDir(name)
 		}
 		return nil, s.fail(op, name, err)
 	}
@@ -362,7 +362,7 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 		return s.fail(op, from, missing(err))
 	}
 	if fi.IsDir() {
-		return s.fail(op, from, withSentinel(fmt.Errorf("%s is a directory", from), backend.ErrIsDir))
+		return s.fail(op, from, isDir(from))
 	}
 	if fi.Mode()&iofs.ModeSymlink != 0 {
 		if _, err := s.t.stat(from); err != nil && !notExist(err) {
