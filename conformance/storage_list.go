@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"testing"
 	"time"
 
@@ -449,11 +448,4 @@ func testRename(t *testing.T, nb newStorage) {
 		})
 		wantTree(t, s, "f")
 	})
-}
-
-// sortedCopy is names sorted, leaving names alone.
-func sortedCopy(names []string) []string {
-	out := slices.Clone(names)
-	slices.Sort(out)
-	return out
 }

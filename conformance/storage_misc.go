@@ -35,10 +35,10 @@ func ctxOps() []struct {
 		{"List", func(ctx context.Context, s backend.Storage) error {
 			n, err := firstErr(s.List(ctx, "."))
 			if n > 0 {
-				return fmt.Errorf("List yielded %d entries first", n)
+				return fmt.Errorf("%d entries from List before the error", n)
 			}
 			if err == nil {
-				return errors.New("List yielded no error")
+				return errors.New("no error from List")
 			}
 			return err
 		}},

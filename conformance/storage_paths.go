@@ -62,10 +62,10 @@ func pathOps(renameSrc string) []pathOp {
 		{"List", true, func(ctx context.Context, s backend.Storage, p string) error {
 			n, err := firstErr(s.List(ctx, p))
 			if err == nil {
-				return errors.New("List yielded no error")
+				return errors.New("no error from List")
 			}
 			if n > 0 {
-				return errors.New("List yielded entries before the error")
+				return errors.New("entries from List before the error")
 			}
 			return err
 		}},
@@ -349,7 +349,7 @@ func testMissing(t *testing.T, nb newStorage) {
 		{"List", func(ctx context.Context, p string) error {
 			infos, err := list(t, ctx, s, p)
 			if len(infos) > 0 {
-				return errors.New("List of a missing dir yielded entries")
+				return errors.New("entries from List of a missing dir")
 			}
 			return err
 		}},
