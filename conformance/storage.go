@@ -107,9 +107,13 @@ func subStorage(nb newStorage) newStorage {
 				tb.Errorf("file outside the sub-root changed: %q, %v", got, err)
 			}
 		})
-		return sb
+		return subStore{sb}
 	}
 }
+
+// subStore marks a store cut by backend.Sub, for the few cases that must
+// know: its names share the inner store's length budget with the prefix.
+type subStore struct{ backend.Storage }
 
 // ---- helpers shared by the storage cases ----
 
@@ -441,6 +445,11 @@ func nameLimits(s backend.Storage) (name, elem int) {
 	}
 	if c.MaxElemBytes > 0 && c.MaxElemBytes < elem {
 		elem = c.MaxElemBytes
+	}
+	if _, ok := s.(subStore); ok {
+		// backend.Sub passes the inner limits through unchanged, though
+		// its prefix uses part of them.
+		name -= len(subRoot) + 1
 	}
 	return name, elem
 }
