@@ -332,6 +332,66 @@ func testConcurrency(t *testing.T, nb newStorage) {
 		mustClose(t, w)
 		wantContent(t, s, "log", all)
 	})
+	t.Run("readers-during-truncate", func(t *testing.T) {
+		// A truncating writer is not atomic (on a disk a reader may see
+		// the start of one version and the rest of another), but readers
+		// get only bytes that were written, and the memory a reader got
+		// must not change under it (-race watches that).
+		s := nb(t)
+		const versions = 12
+		mustWrite(t, s, "f", version(0))
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					var got []byte
+					var err error
+					switch r {
+					case 0:
+						got, err = s.ReadFile(t.Context(), "f")
+					case 1:
+						got, err = readAll(s.Open(t.Context(), "f"))
+					default:
+						got, err = s.ReadPrefix(t.Context(), "f", 64<<10)
+					}
+					if err != nil {
+						t.Errorf("reader %d: %v", r, err)
+						return
+					}
+					if len(got) == 0 {
+						continue
+					}
+					snapshot := bytes.Clone(got)
+					for i, c := range got {
+						if c < 'A' || c >= 'A'+versions {
+							t.Errorf("reader %d: byte %d is %q, never written", r, i, c)
+							return
+						}
+					}
+					if !bytes.Equal(got, snapshot) {
+						t.Errorf("reader %d: the bytes returned changed after the read", r)
+						return
+					}
+				}
+			})
+		}
+		for v := 1; v < versions; v++ {
+			w := openWriter(t, s, "f", backend.WriterOptions{Truncate: true})
+			data := version(v)
+			mustWriteTo(t, w, data[:len(data)/2])
+			mustWriteTo(t, w, data[len(data)/2:])
+			mustClose(t, w)
+		}
+		close(done)
+		wg.Wait()
+		wantContent(t, s, "f", version(versions-1))
+	})
 }
 
 // allBytes holds every byte value, twice, in two orders.
