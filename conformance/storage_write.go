@@ -184,11 +184,12 @@ func testWriteFrom(t *testing.T, nb newStorage) {
 		s := nb(t)
 		data := pattern(1<<20+17, 3)
 		src := newSource(data)
-		n, err := s.WriteFrom(t.Context(), "f", src)
+		n, err := s.WriteFrom(t.Context(), "a/b/f", src)
 		if err != nil || n != int64(len(data)) {
 			t.Fatalf("WriteFrom = %d, %v; want %d, nil", n, err, len(data))
 		}
-		wantContent(t, s, "f", data)
+		wantContent(t, s, "a/b/f", data)
+		wantTree(t, s, "a", "a/b", "a/b/f")
 		if c := src.closed.Load(); c != 0 {
 			t.Errorf("the backend closed the source reader %d times", c)
 		}
