@@ -51,7 +51,7 @@ func storageGroups() []storageGroup {
 		{"Close", testClose, false},
 		{"Lifecycle", testLifecycle, true},
 		{"CrossCheck", testCrossCheck, true},
-		{"Crash", testCrash, false},
+		{"Crash", testCrash, true},
 		{"Faults", testFaults, false},
 	}
 }
@@ -107,6 +107,9 @@ func subStorage(nb newStorage) newStorage {
 				tb.Errorf("file outside the sub-root changed: %q, %v", got, err)
 			}
 		})
+		if _, ok := sb.(backend.Crasher); ok && sb.Capabilities().Crash {
+			return subCrasher{subStore{sb}}
+		}
 		return subStore{sb}
 	}
 }
@@ -114,6 +117,18 @@ func subStorage(nb newStorage) newStorage {
 // subStore marks a store cut by backend.Sub, for the few cases that must
 // know: its names share the inner store's length budget with the prefix.
 type subStore struct{ backend.Storage }
+
+func (subStore) isSub() {}
+
+// subCrasher is a subStore whose backend can crash.
+type subCrasher struct{ subStore }
+
+func (s subCrasher) Crash() { s.Storage.(backend.Crasher).Crash() }
+
+func isSub(s backend.Storage) bool {
+	_, ok := s.(interface{ isSub() })
+	return ok
+}
 
 // ---- helpers shared by the storage cases ----
 
@@ -446,10 +461,9 @@ func nameLimits(s backend.Storage) (name, elem int) {
 	if c.MaxElemBytes > 0 && c.MaxElemBytes < elem {
 		elem = c.MaxElemBytes
 	}
-	if _, ok := s.(subStore); ok {
-		// backend.Sub passes the inner limits through unchanged, though
-		// its prefix uses part of them.
-		name -= len(subRoot) + 1
+	if isSub(s) {
+		// The prefix uses part of the inner store's budget.
+		name = min(name, backend.MaxNameBytes-len(subRoot)-1)
 	}
 	return name, elem
 }

@@ -701,8 +701,7 @@ func testLifecycle(t *testing.T, nb newStorage) {
 		if c2 := s.Capabilities(); c2 != c {
 			t.Errorf("Capabilities changed: %+v then %+v", c, c2)
 		}
-		if _, isSub := s.(subStore); c.Crash && !isSub {
-			// backend.Sub passes Crash through but cannot crash itself.
+		if c.Crash {
 			if _, ok := s.(backend.Crasher); !ok {
 				t.Errorf("Capabilities.Crash is set but the backend is no backend.Crasher")
 			}
