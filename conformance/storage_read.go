@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"io"
+	"math"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -133,6 +134,8 @@ func testOpenRange(t *testing.T, nb newStorage) {
 		{"clipped", "f", 9990, 100, data[9990:]},
 		{"last-byte", "f", size - 1, 1, data[size-1:]},
 		{"length-zero", "f", 100, 0, nil},
+		{"length-huge", "f", 10, math.MaxInt64, data[10:]},
+		{"offset-huge", "f", math.MaxInt64, 10, nil},
 		{"offset-at-end", "f", size, 10, nil},
 		{"offset-at-end-to-end", "f", size, -1, nil},
 		{"offset-after-end", "f", size + 5000, 10, nil},
