@@ -278,9 +278,8 @@ func testDirs(t *testing.T, nb newStorage) {
 				t.Errorf("OpenWriter over a directory succeeded")
 			}
 		}
-		if err := s.Rename(t.Context(), "g", "d"); err == nil {
-			t.Errorf("Rename of a file onto a directory succeeded")
-		}
+		wantErr(t, "Rename(g, d) onto a directory", s.Rename(t.Context(), "g", "d"), backend.ErrIsDir, "d")
+		wantErr(t, "Rename(d, h) of a directory", s.Rename(t.Context(), "d", "h"), backend.ErrIsDir, "d")
 		wantTree(t, s, "d", "d/f", "g")
 		wantContent(t, s, "d/f", []byte("x"))
 		wantContent(t, s, "g", []byte("g"))

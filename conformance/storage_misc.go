@@ -558,7 +558,17 @@ func testLock(t *testing.T, nb newStorage) {
 		if err := u.Unlock(); err != nil {
 			t.Fatalf("Unlock: %v", err)
 		}
-		lock(t, s, t.Context(), "locks/a", false).Unlock()
+		u2 := lock(t, s, t.Context(), "locks/a", false)
+		if err := u.Unlock(); err != nil {
+			t.Errorf("second Unlock: %v", err)
+		}
+		// The stale Unlocker must not have released the new holder.
+		u3, err := s.Lock(t.Context(), "locks/a", false)
+		if u3 != nil {
+			u3.Unlock()
+		}
+		wantErr(t, "Lock after a stale second Unlock", err, backend.ErrLocked, "locks/a")
+		u2.Unlock()
 		lock(t, s, t.Context(), "locks/a", true).Unlock()
 	})
 	t.Run("wait-honours-ctx", func(t *testing.T) {

@@ -106,6 +106,13 @@ func testReadPrefix(t *testing.T, nb newStorage) {
 			}
 		})
 	}
+	t.Run("negative", func(t *testing.T) {
+		got, err := s.ReadPrefix(t.Context(), "f", -1)
+		if len(got) > 0 {
+			t.Errorf("ReadPrefix(f, -1) returned %d bytes", len(got))
+		}
+		wantErr(t, "ReadPrefix(f, -1)", err, backend.ErrInvalidRange, "f")
+	})
 	t.Run("dir", func(t *testing.T) {
 		mustEnsureDir(t, s, "d")
 		if b, err := s.ReadPrefix(t.Context(), "d", 10); err == nil {

@@ -509,8 +509,11 @@ func testOpenWriter(t *testing.T, nb newStorage) {
 		w := openWriter(t, s, "f", backend.WriterOptions{})
 		mustWriteTo(t, w, []byte("kept"))
 		mustClose(t, w)
-		if _, err := w.Write([]byte("lost")); err == nil {
-			t.Errorf("Write after Close succeeded")
+		if _, err := w.Write([]byte("lost")); !errors.Is(err, backend.ErrClosed) {
+			t.Errorf("Write after Close = %v, want ErrClosed", err)
+		}
+		if err := w.Sync(); !errors.Is(err, backend.ErrClosed) {
+			t.Errorf("Sync after Close = %v, want ErrClosed", err)
 		}
 		wantContent(t, s, "f", []byte("kept"))
 	})
@@ -519,7 +522,9 @@ func testOpenWriter(t *testing.T, nb newStorage) {
 		w := openWriter(t, s, "f", backend.WriterOptions{})
 		mustWriteTo(t, w, []byte("once"))
 		mustClose(t, w)
-		_ = w.Close() // may fail, must not panic or change the file
+		if err := w.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
 		wantContent(t, s, "f", []byte("once"))
 	})
 	t.Run("creates-parents", func(t *testing.T) {
