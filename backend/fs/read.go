@@ -143,7 +143,7 @@ func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		}
 		n, err := f.Read(buf[len(buf):min(cap(buf), len(buf)+copyChunk)])
 		buf = buf[:len(buf)+n]
-		if err == io.EOF {
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) { // see reader.Read
 			return buf, nil
 		}
 		if err != nil {
@@ -225,6 +225,11 @@ func (r *reader) Read(p []byte) (int, error) {
 		return 0, backend.PathErr("read", r.name, err)
 	}
 	n, err := r.r.Read(p)
+	// MemMapFs reports a read positioned past the end, after a concurrent
+	// truncation, as ErrUnexpectedEOF; for a reader that is just the end.
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
 	if err != nil && err != io.EOF {
 		err = backend.PathErr("read", r.name, classify(err))
 	}
