@@ -279,6 +279,10 @@ func testConcurrency(t *testing.T, nb newStorage) {
 		mustClose(t, w) // the file exists before readers start
 		done := make(chan struct{})
 		var wg sync.WaitGroup
+		// Stop the readers even when the test fails early (t.Fatal),
+		// so none reports after the test has ended.
+		stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+		defer stop()
 		for r := range 3 {
 			wg.Go(func() {
 				last := 0
@@ -327,8 +331,7 @@ func testConcurrency(t *testing.T, nb newStorage) {
 			mustWriteTo(t, w, all[i*rec:(i+1)*rec])
 			mustSync(t, w)
 		}
-		close(done)
-		wg.Wait()
+		stop()
 		mustClose(t, w)
 		wantContent(t, s, "log", all)
 	})
@@ -342,6 +345,10 @@ func testConcurrency(t *testing.T, nb newStorage) {
 		mustWrite(t, s, "f", version(0))
 		done := make(chan struct{})
 		var wg sync.WaitGroup
+		// Stop the readers even when the test fails early (t.Fatal),
+		// so none reports after the test has ended.
+		stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+		defer stop()
 		for r := range 3 {
 			wg.Go(func() {
 				for {
@@ -388,8 +395,7 @@ func testConcurrency(t *testing.T, nb newStorage) {
 			mustWriteTo(t, w, data[len(data)/2:])
 			mustClose(t, w)
 		}
-		close(done)
-		wg.Wait()
+		stop()
 		wantContent(t, s, "f", version(versions-1))
 	})
 }

@@ -128,6 +128,10 @@ func testReplaceAtomic(t *testing.T, s backend.Storage, replace func(v int, data
 	mustWrite(t, s, "f", version(0))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	// Stop the readers even when the test fails early (t.Fatal),
+	// so none reports after the test has ended.
+	stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+	defer stop()
 	for r := range readers {
 		wg.Go(func() {
 			last := 0
@@ -174,8 +178,7 @@ func testReplaceAtomic(t *testing.T, s backend.Storage, replace func(v int, data
 			break
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	wantContent(t, s, "f", version(versions-1))
 }
 

@@ -1,0 +1,200 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	_ "gocloud.dev/blob/fileblob"  // file:// (trove's fileblob://)
+	_ "gocloud.dev/blob/gcsblob"   // gs://
+	_ "gocloud.dev/blob/memblob"   // mem:// (trove's memblob://)
+	_ "gocloud.dev/blob/s3blob"    // s3://
+	"gocloud.dev/gcerrors"
+
+	"github.com/trovekit/trove/backend"
+)
+
+const (
+	segDir      = backend.ReservedPrefix + "seg" // top-level tree of segments
+	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
+	coversType  = "application/x-trove-c"        // base objects: content type + covers
+	segType     = "application/octet-stream"     // segments and markers
+	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
+	compactAt   = 8                              // segments a closing writer tolerates
+)
+
+// Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
+type Storage struct {
+	b      *blob.Bucket
+	log    *slog.Logger
+	closed atomic.Bool
+	opts   options
+
+	mu      sync.Mutex
+	notFile map[string]bool // names known not to be files (so may be parents)
+}
+
+type options struct {
+	log       *slog.Logger
+	compactAt int
+	segMax    int
+}
+
+// Option configures a Storage.
+type Option func(*options)
+
+// WithLogger sets the logger for background trouble (failed cleanups).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithCompactAt sets how many segments a closing writer leaves before it
+// folds them into the base object.
+func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n, 0) } }
+
+// WithSegmentBytes sets how many buffered bytes make a writer upload a
+// segment without waiting for Sync.
+func WithSegmentBytes(n int) Option { return func(o *options) { o.segMax = max(n, 1) } }
+
+// New makes a Storage on b. The Storage owns b: Close closes it.
+func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
+	if b == nil {
+		return nil, fmt.Errorf("cloud: nil bucket: %w", backend.ErrNotSupported)
+	}
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, segMax: segMaxBytes}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Storage{b: b, log: o.log, opts: o, notFile: map[string]bool{}}, nil
+}
+
+// Open opens a gocloud bucket URL (s3://, gs://, azblob://, mem://, file://
+// and the query options of each driver, such as ?prefix=) as a Storage.
+func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
+	b, err := blob.OpenBucket(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: open %s: %w", url, err)
+	}
+	st, err := New(b, opts...)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// Capabilities of a bucket: durable, shared by processes, nothing native.
+func (s *Storage) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		Durable:      true,
+		CrossProcess: true,
+		MaxNameBytes: backend.MaxNameBytes - len(segDir) - 30,
+		MaxElemBytes: backend.MaxElemBytes,
+	}
+}
+
+// Close closes the bucket. Later calls fail with ErrClosed.
+func (s *Storage) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.b.Close()
+}
+
+// begin checks what every call checks before any request.
+func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
+	if s.closed.Load() {
+		return backend.PathErr(op, name, backend.ErrClosed)
+	}
+	check := backend.ValidPath
+	if dir {
+		check = backend.ValidDir
+	}
+	if err := check(name); err != nil {
+		return backend.PathErr(op, name, err)
+	}
+	if len(name) > s.Capabilities().MaxNameBytes {
+		return backend.PathErr(op, name, fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, s.Capabilities().MaxNameBytes))
+	}
+	return backend.CtxErr(ctx, op, name)
+}
+
+// fail wraps a driver error with the sentinel its code means.
+func fail(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case gcerrors.Code(err) == gcerrors.NotFound, errors.Is(err, syscall.ENOTDIR):
+		// fileblob says ENOTDIR for a name below a file: that is missing too.
+		err = fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	case gcerrors.Code(err) == gcerrors.Canceled:
+		err = fmt.Errorf("%w: %w", context.Canceled, err)
+	case gcerrors.Code(err) == gcerrors.DeadlineExceeded:
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return backend.PathErr(op, name, err)
+}
+
+// lostRace reports whether a conditional (IfNotExist) write of key failed
+// because the object exists: FailedPrecondition on S3 and GCS, AlreadyExists
+// on others, and InvalidArgument on Azure, which is confirmed by looking,
+// since it also means a real bad request.
+func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
+	switch gcerrors.Code(err) {
+	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
+		return true
+	case gcerrors.InvalidArgument:
+		_, aerr := s.b.Attributes(ctx, key)
+		return aerr == nil
+	}
+	return false
+}
+
+// The base object's content type carries the last segment number it holds,
+// because a range reader returns the content type of the very version it
+// reads, where metadata would need a second request that may see another.
+func baseType(covers uint64) string { return coversType + strconv.FormatUint(covers, 10) }
+
+func coversOf(contentType string) uint64 {
+	v, ok := strings.CutPrefix(contentType, coversType)
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseUint(v, 10, 64)
+	return n
+}
+
+func isNotFound(err error) bool {
+	return gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, syscall.ENOTDIR)
+}
+
+// torn reports a read that met an object being replaced: fileblob keeps the
+// attributes in a second file, so a reader can catch it half written.
+func torn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// segPrefix is the key prefix of name's segments.
+func segPrefix(name string) string { return segDir + "/" + name + "/" + backend.ReservedPrefix }
+
+func segKey(name string, n uint64) string { return fmt.Sprintf("%s%020d", segPrefix(name), n) }
+
+// dirPrefix is the key prefix of a directory's children.
+func dirPrefix(dir string) string {
+	if dir == "." {
+		return ""
+	}
+	return dir + "/"
+}
+
+func reserved(base string) bool { return strings.HasPrefix(base, backend.ReservedPrefix) }

@@ -1,0 +1,44 @@
+package cloud_test
+
+import (
+	"testing"
+
+	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/conformance"
+)
+
+func newMemblob(tb testing.TB) backend.Storage {
+	st, err := cloud.New(memblob.OpenBucket(nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newFileblob(tb testing.TB) backend.Storage {
+	b, err := fileblob.OpenBucket(tb.TempDir(), &fileblob.Options{NoTempDir: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := cloud.New(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// The matrix in package conformance runs every suite on every server; these
+// keep the package's own tests honest without a server.
+func TestStorageMemblob(t *testing.T) { conformance.TestStorage(t, newMemblob) }
+
+// fileblob is left out of the suite until its quirks are handled (see the
+// package notes): IfNotExist is not atomic there, its temp files show in
+// listings while being written, and Delete of a key that is a directory on
+// disk fails with ENOTEMPTY.
+var _ = newFileblob

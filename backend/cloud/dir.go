@@ -1,0 +1,257 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"slices"
+	"strings"
+
+	"gocloud.dev/blob"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// List yields dir's children with logical sizes, sorted by name.
+func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
+	return func(yield func(backend.Info, error) bool) {
+		const op = "list"
+		if err := s.begin(ctx, op, dir, true); err != nil {
+			yield(backend.Info{}, err)
+			return
+		}
+		infos, err := s.list(ctx, dir)
+		if err != nil {
+			yield(backend.Info{}, err)
+			return
+		}
+		for _, in := range infos {
+			if err := ctx.Err(); err != nil {
+				yield(backend.Info{}, backend.PathErr(op, dir, err))
+				return
+			}
+			if !yield(in, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) {
+	const op = "list"
+	prefix := dirPrefix(dir)
+	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	var out []backend.Info
+	seen := false
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fail(op, dir, err)
+		}
+		seen = true
+		base := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
+		if reserved(base) || base == "" {
+			continue
+		}
+		name := backend.Join(dir, base)
+		if backend.ValidPath(name) != nil {
+			continue // not written through trove
+		}
+		if obj.IsDir {
+			out = append(out, backend.Info{Name: name, IsDir: true})
+		} else {
+			out = append(out, backend.Info{Name: name, Size: obj.Size, ModTime: obj.ModTime})
+		}
+	}
+	if !seen && dir != "." {
+		attrs, err := s.b.Attributes(ctx, dir)
+		if err == nil && attrs != nil {
+			return nil, backend.PathErr(op, dir, backend.ErrNotDir)
+		}
+		return nil, backend.PathErr(op, dir, fs.ErrNotExist)
+	}
+	// Files being appended have segments: add their bytes to the sizes.
+	withSegs, err := s.segmented(ctx, dir)
+	if err != nil {
+		return nil, fail(op, dir, err)
+	}
+	for i, in := range out {
+		if in.IsDir || !withSegs[in.Name] {
+			continue
+		}
+		l, err := s.resolve(ctx, in.Name, -1)
+		if isNotFound(err) {
+			continue // removed meanwhile; keep what the listing said
+		}
+		if err != nil {
+			return nil, fail(op, dir, err)
+		}
+		out[i].Size, out[i].ModTime = l.size, l.mod
+	}
+	slices.SortFunc(out, func(a, b backend.Info) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// segmented names the files directly in dir that have segment objects.
+func (s *Storage) segmented(ctx context.Context, dir string) (map[string]bool, error) {
+	prefix := segDir + "/" + dirPrefix(dir)
+	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	out := map[string]bool{}
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if obj.IsDir {
+			out[backend.Join(dir, strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/"))] = true
+		}
+	}
+}
+
+// EnsureDir makes dir exist; an empty one keeps a hidden marker object.
+func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
+	const op = "mkdir"
+	if err := s.begin(ctx, op, dir, true); err != nil {
+		return err
+	}
+	if dir == "." {
+		return nil
+	}
+	if err := s.checkParents(ctx, op, dir); err != nil {
+		return err
+	}
+	if _, err := s.b.Attributes(ctx, dir); err == nil {
+		return backend.PathErr(op, dir, fmt.Errorf("%w: a file has that name", fs.ErrExist))
+	} else if !isNotFound(err) {
+		return fail(op, dir, err)
+	}
+	exists, err := s.isDir(ctx, dir)
+	if err != nil || exists {
+		return fail(op, dir, err)
+	}
+	return fail(op, dir, s.b.WriteAll(ctx, dir+"/"+dirMarker, nil, &blob.WriterOptions{ContentType: segType}))
+}
+
+// checkParents is checkPlace without the is-a-directory check of name.
+func (s *Storage) checkParents(ctx context.Context, op, name string) error {
+	for _, p := range backend.Parents(name) {
+		s.mu.Lock()
+		ok := s.notFile[p]
+		s.mu.Unlock()
+		if ok {
+			continue
+		}
+		if _, err := s.b.Attributes(ctx, p); err == nil {
+			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
+		} else if !isNotFound(err) {
+			return fail(op, name, err)
+		}
+		s.mu.Lock()
+		s.notFile[p] = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Unlink removes a file (base first, so a crash leaves only segments that
+// nothing reads) or an empty directory. The parent directory stays.
+func (s *Storage) Unlink(ctx context.Context, name string) error {
+	const op = "unlink"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	s.forgetDirs()
+	err := s.b.Delete(ctx, name)
+	switch {
+	case err == nil:
+		if segs, err := s.listSegs(ctx, name); err == nil {
+			s.dropSegs(ctx, name, segs)
+		}
+	case !isNotFound(err):
+		return fail(op, name, err)
+	default:
+		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 2, &blob.ListOptions{Prefix: name + "/"})
+		if err != nil {
+			return fail(op, name, err)
+		}
+		switch {
+		case len(page) == 0:
+			return backend.PathErr(op, name, fs.ErrNotExist)
+		case len(page) > 1 || page[0].Key != name+"/"+dirMarker:
+			return backend.PathErr(op, name, backend.ErrNotEmpty)
+		}
+		if err := s.b.Delete(ctx, page[0].Key); err != nil && !isNotFound(err) {
+			return fail(op, name, err)
+		}
+	}
+	return s.keepDir(ctx, op, backend.Dir(name))
+}
+
+// keepDir puts a marker in dir when its last child is gone, as a file
+// system keeps an emptied directory.
+func (s *Storage) keepDir(ctx context.Context, op, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	exists, err := s.isDir(ctx, dir)
+	if err != nil || exists {
+		return fail(op, dir, err)
+	}
+	return fail(op, dir, s.b.WriteAll(ctx, dir+"/"+dirMarker, nil, &blob.WriterOptions{ContentType: segType}))
+}
+
+// Rename copies from to to in one object write, then removes from.
+func (s *Storage) Rename(ctx context.Context, from, to string) error {
+	const op = "rename"
+	if err := s.begin(ctx, op, from, false); err != nil {
+		return err
+	}
+	if err := s.begin(ctx, op, to, false); err != nil {
+		return err
+	}
+	src, err := s.openRange(ctx, op, from, 0, -1)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if dir, derr := s.isDir(ctx, from); derr == nil && dir {
+				return backend.PathErr(op, from, backend.ErrIsDir)
+			}
+		}
+		return err
+	}
+	defer src.Close()
+	if from == to {
+		return nil
+	}
+	if err := s.checkPlace(ctx, op, to); err != nil {
+		return err
+	}
+	if _, err := s.putBase(ctx, op, to, src); err != nil {
+		return err
+	}
+	s.forgetDirs()
+	if err := s.b.Delete(ctx, from); err != nil && !isNotFound(err) {
+		return fail(op, from, err)
+	}
+	if segs, err := s.listSegs(ctx, from); err == nil {
+		s.dropSegs(ctx, from, segs)
+	}
+	return s.keepDir(ctx, op, backend.Dir(from))
+}
+
+// Lock is not offered: buckets have no locks. Second writers of one file are
+// detected at Sync instead (ErrLocked).
+func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+	if err := s.begin(ctx, "lock", name, false); err != nil {
+		return nil, err
+	}
+	return nil, backend.PathErr("lock", name, backend.ErrNotSupported)
+}
