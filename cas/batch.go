@@ -81,10 +81,10 @@ func (s *Store) NewBatch() *Batch {
 // Put adds data to the batch and returns its ref under the store's algorithm.
 func (b *Batch) Put(ctx context.Context, data []byte) (Ref, error) {
 	s := b.s
-	ref := Ref{algo: s.cfg.algo, digest: s.cfg.algo.sum(data)}
 	if int64(len(data)) >= s.cfg.packThreshold {
-		return ref, s.putBytes(ctx, "put", ref, data)
+		return s.putBytes(ctx, "put", s.cfg.algo, Ref{}, data)
 	}
+	ref := Ref{algo: s.cfg.algo, digest: s.cfg.algo.sum(data)}
 	return ref, b.add(ctx, ref, data)
 }
 
@@ -136,7 +136,7 @@ func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {
 
 	bp := s.getBuf()
 	defer s.putBuf(bp)
-	rec, codec, err := s.encode((*bp)[:0], data)
+	rec, codec, err := s.encode((*bp)[:0], data, nil)
 	*bp = rec
 	if err != nil {
 		return refErr("put", ref, err)

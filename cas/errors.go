@@ -20,9 +20,13 @@ func refErr(op string, ref Ref, err error) error {
 	if err == nil {
 		return nil
 	}
+	path := "blob" // no ref known yet, as for a put that failed early
+	if ref.valid() {
+		path = ref.String()
+	}
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == op && pe.Path == ref.String() {
+	if errors.As(err, &pe) && pe.Op == op && pe.Path == path {
 		return err
 	}
-	return &fs.PathError{Op: op, Path: ref.String(), Err: err}
+	return &fs.PathError{Op: op, Path: path, Err: err}
 }

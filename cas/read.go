@@ -231,10 +231,10 @@ func (b *blobReader) Close() error {
 	return err
 }
 
-// withBlob opens each stored copy of ref in turn and hands it to use, until
-// one use succeeds. A copy whose pack went away (GC repacked it) or that is
-// corrupt does not hide a good copy elsewhere.
-func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(*blobReader) error) error {
+// withBlob opens each stored copy of ref in turn and hands it to use, which
+// must close it, until one use succeeds. A copy whose pack went away (GC
+// repacked it) or that is corrupt does not hide a good copy elsewhere.
+func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(object) error) error {
 	if err := s.checkRef(op, ref); err != nil {
 		return err
 	}
@@ -245,19 +245,14 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(*blob
 	try := func(open func() (object, error)) (done bool, err error) {
 		obj, err := open()
 		if err == nil {
-			var br *blobReader
-			if br, err = s.newBlobReader(op, ref, obj); err == nil {
-				if err = use(br); err == nil {
-					return true, nil
-				}
-			} else {
-				obj.closer.Close()
+			if err = use(obj); err == nil {
+				return true, nil
 			}
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) {
+		if isBad(err) {
 			if firstErr == nil {
 				firstErr = refErr(op, ref, err)
 			}
@@ -299,34 +294,105 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(*blob
 	return refErr(op, ref, fs.ErrNotExist)
 }
 
+// fastGetMax bounds the blobs Get decodes in one piece; longer ones stream.
+const fastGetMax = 16 << 20
+
 // Get returns the content of ref, verified. A missing blob is fs.ErrNotExist;
 // a copy that does not match its ref is ErrCorrupt.
 func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	var out []byte
-	err := s.withBlob(ctx, "get", ref, func(br *blobReader) error {
-		defer br.Close()
-		// Grow with the data rather than trusting the header for a big
-		// allocation up front.
-		buf := make([]byte, 0, min(br.want, 8<<20)+1)
-		for {
-			if len(buf) == cap(buf) {
-				buf = append(buf, 0)[:len(buf)]
-			}
-			k, err := br.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+k]
-			if err == io.EOF {
-				out = buf
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-		}
+	err := s.withBlob(ctx, "get", ref, func(obj object) (err error) {
+		out, err = s.readAll("get", ref, obj)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// readAll reads and verifies a whole object and closes it.
+func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
+	defer obj.closer.Close()
+	if obj.size > s.cfg.maxBlobSize {
+		return nil, refErr(op, ref, fmt.Errorf("%w: recorded length %d, max %d", ErrTooLarge, obj.size, s.cfg.maxBlobSize))
+	}
+	if obj.size > fastGetMax {
+		return s.readAllStream(op, ref, obj)
+	}
+	src := &errReader{r: obj.payload}
+	corrupt := func(format string, args ...any) error {
+		if src.err != nil {
+			return refErr(op, ref, src.err)
+		}
+		return refErr(op, ref, fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
+	}
+	var out []byte
+	switch obj.codec {
+	case CodecRaw:
+		out = make([]byte, obj.size)
+		if k, err := io.ReadFull(src, out); err != nil {
+			return nil, corrupt("%d bytes, header records %d", k, obj.size)
+		}
+	case CodecZstd:
+		// zstd is only kept when it saves space, so the payload is shorter
+		// than the original; allow slack, refuse anything longer.
+		bound := obj.size + obj.size/64 + 1024
+		payload, err := io.ReadAll(io.LimitReader(src, bound+1))
+		if err != nil {
+			return nil, refErr(op, ref, err)
+		}
+		if int64(len(payload)) > bound {
+			return nil, corrupt("compressed payload longer than the original")
+		}
+		dec, err := s.getDecoder()
+		if err != nil {
+			return nil, refErr(op, ref, err)
+		}
+		out, err = dec.DecodeAll(payload, make([]byte, 0, obj.size))
+		s.putDecoder(dec)
+		if err != nil {
+			return nil, corrupt("%v", err)
+		}
+		if int64(len(out)) != obj.size {
+			return nil, corrupt("%d bytes, header records %d", len(out), obj.size)
+		}
+	}
+	var one [1]byte
+	if k, err := io.ReadFull(src, one[:]); k > 0 {
+		return nil, corrupt("longer than the recorded %d bytes", obj.size)
+	} else if !errors.Is(err, io.EOF) {
+		return nil, refErr(op, ref, err)
+	}
+	if got, _ := Sum(ref.algo, out); got != ref {
+		return nil, corrupt("content hashes to %v", got)
+	}
+	return out, nil
+}
+
+// readAllStream is readAll for blobs too big to trust their header with one
+// allocation: the buffer grows with the data actually decoded.
+func (s *Store) readAllStream(op string, ref Ref, obj object) ([]byte, error) {
+	br, err := s.newBlobReader(op, ref, obj)
+	if err != nil {
+		return nil, refErr(op, ref, err)
+	}
+	br.closer = nil // readAll closes obj
+	defer br.Close()
+	buf := make([]byte, 0, fastGetMax)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		k, err := br.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // Open streams the content of ref. Bytes are verified as a whole: the final
@@ -335,7 +401,12 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 // until it has seen io.EOF.
 func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
 	var out *blobReader
-	err := s.withBlob(ctx, "open", ref, func(br *blobReader) error {
+	err := s.withBlob(ctx, "open", ref, func(obj object) error {
+		br, err := s.newBlobReader("open", ref, obj)
+		if err != nil {
+			obj.closer.Close()
+			return err
+		}
 		out = br
 		return nil
 	})

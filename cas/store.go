@@ -11,8 +11,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"sync"
-	"time"
+	"runtime"
+		"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -26,9 +26,9 @@ type Store struct {
 	st  backend.Storage
 	cfg config
 
-	encoders sync.Pool // *zstd.Encoder
-	decoders sync.Pool // *zstd.Decoder
-	bufs     sync.Pool // *[]byte
+	encoders freeList[*zstd.Encoder]
+	decoders freeList[*zstd.Decoder]
+	bufs     freeList[*[]byte]
 
 	idx index
 }
@@ -42,10 +42,6 @@ type Info struct {
 	Packed     bool      // inside a pack object rather than an object of its own
 	ModTime    time.Time // when the object (or the pack's index) was written
 }
-
-// zstd's default window for our level; decoders refuse larger windows, so a
-// hostile frame cannot make a decoder allocate more than this for history.
-const zstdWindow = 8 << 20
 
 // Open returns the store kept in the "blobs" directory of st (see WithDir).
 // It does no I/O: pack indexes are loaded on first use.
@@ -74,7 +70,14 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &Store{st: st, cfg: cfg}, nil
+	s := &Store{st: st, cfg: cfg}
+	// Coders hold megabytes of tables and history: keep a few for the life
+	// of the store rather than in a sync.Pool that every GC empties.
+	n := min(runtime.GOMAXPROCS(0), 4)
+	s.encoders.init(n)
+	s.decoders.init(n)
+	s.bufs.init(2 * n)
+	return s, nil
 }
 
 // Algorithm returns the algorithm Put uses.
@@ -112,108 +115,6 @@ func validID(id string) bool {
 	return true
 }
 
-func (s *Store) getEncoder() (*zstd.Encoder, error) {
-	if e, ok := s.encoders.Get().(*zstd.Encoder); ok {
-		return e, nil
-	}
-	return zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(zstdWindow),
-		// The digest checks every byte; a second checksum buys nothing.
-		zstd.WithEncoderCRC(false))
-}
-
-func (s *Store) putEncoder(e *zstd.Encoder) {
-	e.Reset(nil)
-	s.encoders.Put(e)
-}
-
-func (s *Store) getDecoder() (*zstd.Decoder, error) {
-	if d, ok := s.decoders.Get().(*zstd.Decoder); ok {
-		return d, nil
-	}
-	return zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(zstdWindow),
-		zstd.WithDecoderMaxMemory(uint64(max(s.cfg.maxBlobSize, zstdWindow))),
-		// Never decode a whole buffer up front: output is bounded by us.
-		zstd.WithDecodeBuffersBelow(0))
-}
-
-func (s *Store) putDecoder(d *zstd.Decoder) {
-	_ = d.Reset(nil)
-	s.decoders.Put(d)
-}
-
-// maxPooledBuf keeps the pool from pinning the buffers of huge blobs.
-const maxPooledBuf = 16 << 20
-
-func (s *Store) getBuf() *[]byte {
-	if b, ok := s.bufs.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, 64<<10)
-	return &b
-}
-
-func (s *Store) putBuf(b *[]byte) {
-	if cap(*b) <= maxPooledBuf {
-		*b = (*b)[:0]
-		s.bufs.Put(b)
-	}
-}
-
-// compressible guesses from a sample whether zstd is worth running on all of
-// data: images and archives are already compressed, and compressing megabytes
-// of them only to throw the result away costs more than the write.
-func (s *Store) compressible(data []byte) (bool, error) {
-	if len(data) < 64 {
-		return false, nil
-	}
-	const sample = 64 << 10
-	if len(data) <= 4*sample {
-		return true, nil
-	}
-	enc, err := s.getEncoder()
-	if err != nil {
-		return false, err
-	}
-	defer s.putEncoder(enc)
-	bp := s.getBuf()
-	defer s.putBuf(bp)
-	*bp = enc.EncodeAll(data[:sample], (*bp)[:0])
-	return saves(len(*bp), sample), nil
-}
-
-// saves reports whether a compressed length is worth its decompression: at
-// least 1/32 smaller than the original.
-func saves(compressed, original int) bool { return compressed <= original-original/32 }
-
-// encode appends the stored form of data (header and payload) to dst.
-func (s *Store) encode(dst, data []byte) ([]byte, Codec, error) {
-	start := len(dst)
-	ok, err := s.compressible(data)
-	if err != nil {
-		return dst, 0, err
-	}
-	if ok {
-		enc, err := s.getEncoder()
-		if err != nil {
-			return dst, 0, err
-		}
-		dst = appendHeader(dst, CodecZstd, int64(len(data)))
-		dst = enc.EncodeAll(data, dst)
-		s.putEncoder(enc)
-		if saves(len(dst)-start-headerSize, len(data)) {
-			return dst, CodecZstd, nil
-		}
-		dst = dst[:start]
-	}
-	dst = appendHeader(dst, CodecRaw, int64(len(data)))
-	return append(dst, data...), CodecRaw, nil
-}
-
 func (s *Store) checkRef(op string, ref Ref) error {
 	if !ref.valid() {
 		return refErr(op, ref, fmt.Errorf("%w: zero ref", ErrInvalidRef))
@@ -224,27 +125,44 @@ func (s *Store) checkRef(op string, ref Ref) error {
 // Put stores data and returns its ref under the store's algorithm. Content
 // already present is not written again. The blob is durable when Put returns.
 func (s *Store) Put(ctx context.Context, data []byte) (Ref, error) {
-	ref := Ref{algo: s.cfg.algo, digest: s.cfg.algo.sum(data)}
-	return ref, s.putBytes(ctx, "put", ref, data)
+	return s.putBytes(ctx, "put", s.cfg.algo, Ref{}, data)
 }
 
-func (s *Store) putBytes(ctx context.Context, op string, ref Ref, data []byte) error {
+// putBytes hashes and stores data; with want set, data must hash to it. For
+// big blobs compression starts beside the hash, on another core, and is
+// cancelled if the blob turns out to be present already.
+func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Ref, data []byte) (Ref, error) {
 	if int64(len(data)) > s.cfg.maxBlobSize {
-		return refErr(op, ref, fmt.Errorf("%w: %d bytes, max %d", ErrTooLarge, len(data), s.cfg.maxBlobSize))
+		return Ref{}, refErr(op, want, fmt.Errorf("%w: %d bytes, max %d", ErrTooLarge, len(data), s.cfg.maxBlobSize))
+	}
+	var bg *bgEncode
+	if len(data) >= parallelMin && runtime.GOMAXPROCS(0) > 1 {
+		bg = s.startEncode(data)
+		defer bg.cancel()
+	}
+	ref := Ref{algo: algo, digest: algo.sum(data)}
+	if !want.IsZero() && ref != want {
+		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
 	if ok, err := s.has(ctx, ref); err != nil || ok {
-		return refErr(op, ref, err)
+		return ref, refErr(op, ref, err)
 	}
-	bp := s.getBuf()
-	defer s.putBuf(bp)
-	stored, _, err := s.encode((*bp)[:0], data)
-	*bp = stored
+	var stored []byte
+	var err error
+	if bg != nil {
+		stored, err = bg.wait()
+	} else {
+		bp := s.getBuf()
+		defer s.putBuf(bp)
+		stored, _, err = s.encode((*bp)[:0], data, nil)
+		*bp = stored
+	}
 	if err != nil {
-		return refErr(op, ref, err)
+		return ref, refErr(op, ref, err)
 	}
 	// WriteFile is atomic, so the final name holds a whole object or none,
 	// and two writers of one ref both write valid objects.
-	return refErr(op, ref, s.st.WriteFile(ctx, s.looseName(ref), stored))
+	return ref, refErr(op, ref, s.st.WriteFile(ctx, s.looseName(ref), stored))
 }
 
 // PutReader stores everything r yields and returns its ref. Streams up to the
@@ -280,12 +198,7 @@ func (s *Store) putReader(ctx context.Context, op string, algo Algorithm, want R
 	n, err := io.ReadFull(r, buf)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		data := buf[:n]
-		ref := Ref{algo: algo, digest: algo.sum(data)}
-		if !want.IsZero() && ref != want {
-			return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
-		}
-		return ref, s.putBytes(ctx, op, ref, data)
+		return s.putBytes(ctx, op, algo, want, buf[:n])
 	case err != nil:
 		return Ref{}, refErr(op, want, err)
 	case limit == s.cfg.maxBlobSize:
