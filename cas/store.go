@@ -12,7 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
-		"time"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 

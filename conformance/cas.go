@@ -1491,7 +1491,7 @@ func casCheckAfter(tb testing.TB, st backend.Storage, data [][]byte, opts []cas.
 	return present
 }
 
-var casErrCrashed = errors.New("simulated crash")
+var errCASCrashed = errors.New("simulated crash")
 
 // casMutating names the faulty ops that change a store.
 func casMutating(op string) bool {
@@ -1516,12 +1516,12 @@ func casTestCrash(t *testing.T, nb func(testing.TB) backend.Storage) {
 				var crashed atomic.Bool
 				st := faulty.New(inner, faulty.WithHook(func(o, name string) error {
 					if crashed.Load() {
-						return casErrCrashed // the process is gone
+						return errCASCrashed // the process is gone
 					}
 					if casMutating(o) && calls.Add(1) == int64(k) {
 						crashed.Store(true)
 						inner.(backend.Crasher).Crash()
-						return casErrCrashed
+						return errCASCrashed
 					}
 					return nil
 				}))
@@ -1580,7 +1580,7 @@ type casCrashReader struct {
 func (r *casCrashReader) Read(p []byte) (int, error) {
 	if r.left <= 0 {
 		r.crash()
-		return 0, casErrCrashed
+		return 0, errCASCrashed
 	}
 	if int64(len(p)) > r.left {
 		p = p[:r.left]
