@@ -3,9 +3,7 @@ package cas
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
-	"io/fs"
 	"sync"
 )
 
@@ -125,12 +123,7 @@ func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {
 		b.indexed = true
 		b.mu.Unlock()
 	}
-	if _, ok := s.idx.lookup(ref); ok {
-		return nil
-	}
-	if _, err := s.st.Stat(ctx, s.looseName(ref)); err == nil {
-		return nil
-	} else if !isNotExist(err) {
+	if ok, err := s.present(ctx, ref); err != nil || ok {
 		return refErr("put", ref, err)
 	}
 
@@ -206,5 +199,3 @@ func (s *Store) PutMany(ctx context.Context, blobs [][]byte) ([]Ref, error) {
 	}
 	return refs, nil
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

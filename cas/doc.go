@@ -11,6 +11,17 @@
 // loose blobs alike. GC marks from the refs a caller passes and sweeps the
 // rest after a grace period.
 //
+// Layout under the store's directory (blobs/ at the root of a trove store):
+//
+//	blobs/sha256/<hex[:2]>/<hex>   a loose blob (blake3/ likewise)
+//	blobs/packs/<id[:2]>/<id>      a pack: many small blobs back to back
+//	blobs/index/<id>               the index of pack <id>, written after it
+//	blobs/tmp/<id>                 a streamed put in progress
+//
+// Pack ids are 32 random hex digits. Every stored blob, loose or packed,
+// starts with a 16-byte header ("trvb", version, codec, flags, original
+// length); see format.go for the byte layout of headers, packs and indexes.
+//
 // Imports: backend, the standard library, klauspost/compress/zstd and
 // zeebo/blake3. Nothing else of trove's.
 package cas

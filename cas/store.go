@@ -83,7 +83,7 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 // Algorithm returns the algorithm Put uses.
 func (s *Store) Algorithm() Algorithm { return s.cfg.algo }
 
-// Names on storage, see layout.go.
+// Names on storage, see the package documentation.
 func (s *Store) looseDir(a Algorithm) string { return s.cfg.dir + "/" + a.String() }
 func (s *Store) looseName(r Ref) string {
 	h := r.Hex()
@@ -144,7 +144,7 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 	if !want.IsZero() && ref != want {
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.has(ctx, ref); err != nil || ok {
+	if ok, err := s.present(ctx, ref); err != nil || ok {
 		return ref, refErr(op, ref, err)
 	}
 	var stored []byte
@@ -180,7 +180,7 @@ func (s *Store) PutRef(ctx context.Context, want Ref, r io.Reader) error {
 	if err := s.checkRef("put", want); err != nil {
 		return err
 	}
-	if ok, err := s.has(ctx, want); err != nil || ok {
+	if ok, err := s.present(ctx, want); err != nil || ok {
 		return refErr("put", want, err)
 	}
 	_, err := s.putReader(ctx, "put", want.algo, want, r)
@@ -249,7 +249,7 @@ func (s *Store) putStaged(ctx context.Context, op string, algo Algorithm, want R
 		drop()
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.has(ctx, ref); err != nil || ok {
+	if ok, err := s.present(ctx, ref); err != nil || ok {
 		drop()
 		return ref, refErr(op, ref, err)
 	}
@@ -334,17 +334,30 @@ func (s *Store) Has(ctx context.Context, ref Ref) (bool, error) {
 	return ok, refErr("has", ref, err)
 }
 
-func (s *Store) has(ctx context.Context, ref Ref) (bool, error) {
+// present is the dedup check of a put: the cached pack indexes and the loose
+// object, without re-listing indexes on every new blob. It may miss a blob
+// another process packed since the last refresh; the put then stores a
+// second copy, which costs space, never correctness.
+func (s *Store) present(ctx context.Context, ref Ref) (bool, error) {
 	if err := s.ensureIndex(ctx); err != nil {
 		return false, err
 	}
 	if _, ok := s.idx.lookup(ref); ok {
 		return true, nil
 	}
-	if _, err := s.st.Stat(ctx, s.looseName(ref)); err == nil {
+	_, err := s.st.Stat(ctx, s.looseName(ref))
+	if err == nil {
 		return true, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, err
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}
+
+func (s *Store) has(ctx context.Context, ref Ref) (bool, error) {
+	if ok, err := s.present(ctx, ref); err != nil || ok {
+		return ok, err
 	}
 	if err := s.refresh(ctx); err != nil {
 		return false, err

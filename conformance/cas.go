@@ -1245,6 +1245,9 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		f := setup(t)
 		f.clock.advance(2 * time.Hour)
 		packsBefore := len(casPacks(t, f.st))
+		// Another process with the old pack indexes cached.
+		stale := casOpen(t, f.st)
+		casMustGet(t, stale, f.sparseLive, f.data[f.sparseLive])
 		rep, err := f.s.GC(ctx, casRoots(live(f)...))
 		if err != nil {
 			t.Fatal(err)
@@ -1252,7 +1255,7 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		if len(rep.Deleted) != len(dead(f)) || rep.Kept != len(live(f)) || rep.Repacked != 1 || rep.Young != 0 {
 			t.Fatalf("GC = %+v; want %d deleted, %d kept, 1 repacked", rep, len(dead(f)), len(live(f)))
 		}
-		for _, s := range []*cas.Store{f.s, casOpen(t, f.st)} {
+		for _, s := range []*cas.Store{f.s, casOpen(t, f.st), stale} {
 			for _, r := range live(f) {
 				casMustGet(t, s, r, f.data[r])
 			}
