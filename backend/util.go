@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"iter"
 	"strings"
+	"sync/atomic"
 )
 
 // RemoveAll removes name and, when it is a directory, everything below it.
@@ -81,11 +82,15 @@ func Sub(s Storage, dir string) (Storage, error) {
 }
 
 type sub struct {
-	s   Storage
-	dir string
+	s      Storage
+	dir    string
+	closed atomic.Bool
 }
 
 func (b *sub) full(op, name string, isDir bool) (string, error) {
+	if b.closed.Load() {
+		return "", PathErr(op, name, ErrClosed)
+	}
 	check := ValidPath
 	if isDir {
 		check = ValidDir
@@ -112,7 +117,21 @@ func (b *sub) err(err error) error {
 	return err
 }
 
-func (b *sub) Capabilities() Capabilities { return b.s.Capabilities() }
+// Capabilities are the parent's, with the name limit shortened by the prefix.
+func (b *sub) Capabilities() Capabilities {
+	c := b.s.Capabilities()
+	if c.MaxNameBytes > 0 {
+		c.MaxNameBytes = max(c.MaxNameBytes-len(b.dir)-1, 0)
+	}
+	return c
+}
+
+// Crash crashes the parent when it can (Capabilities.Crash says whether).
+func (b *sub) Crash() {
+	if c, ok := b.s.(Crasher); ok {
+		c.Crash()
+	}
+}
 
 func (b *sub) EnsureDir(ctx context.Context, dir string) error {
 	full, err := b.full("mkdir", dir, true)
@@ -239,4 +258,8 @@ func (b *sub) Lock(ctx context.Context, name string, wait bool) (Unlocker, error
 	return u, b.err(err)
 }
 
-func (b *sub) Close() error { return nil }
+// Close makes the sub refuse further calls; the parent stays open.
+func (b *sub) Close() error {
+	b.closed.Store(true)
+	return nil
+}

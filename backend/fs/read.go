@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	iofs "io/fs"
 	"iter"
@@ -74,7 +73,7 @@ func (s *Storage) readDir(dir string) ([]backend.Info, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, withSentinel(fmt.Errorf("%s is a file", dir), backend.ErrNotDir)
+		return nil, notDir(dir)
 	}
 	fis, err := d.Readdir(-1)
 	if err != nil {
@@ -113,7 +112,7 @@ func (s *Storage) openRead(op, name string) (afero.File, int64, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.IsDir() {
-		err = withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		err = isDir(name)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -144,7 +143,7 @@ func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		}
 		n, err := f.Read(buf[len(buf):min(cap(buf), len(buf)+copyChunk)])
 		buf = buf[:len(buf)+n]
-		if err == io.EOF {
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) { // see reader.Read
 			return buf, nil
 		}
 		if err != nil {
@@ -226,6 +225,11 @@ func (r *reader) Read(p []byte) (int, error) {
 		return 0, backend.PathErr("read", r.name, err)
 	}
 	n, err := r.r.Read(p)
+	// MemMapFs reports a read positioned past the end, after a concurrent
+	// truncation, as ErrUnexpectedEOF; for a reader that is just the end.
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
 	if err != nil && err != io.EOF {
 		err = backend.PathErr("read", r.name, classify(err))
 	}
