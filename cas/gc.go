@@ -125,6 +125,16 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 			continue
 		}
 		pack, ok := packs[x.id]
+		if len(x.entries) == 0 {
+			// Left by an interrupted removal; it names nothing.
+			rep.Removed = append(rep.Removed, s.indexName(x.id))
+			if !c.dryRun {
+				if err := s.removePack(ctx, x.id); err != nil {
+					return rep, fmt.Errorf("cas: gc: %w", err)
+				}
+			}
+			continue
+		}
 		if !ok {
 			// Only a lost race with Delete leaves an index without its
 			// pack (packs are written first); it names nothing readable.

@@ -241,11 +241,19 @@ func (s *Store) dropFromPack(ctx context.Context, id string, drop func(entry) bo
 	return n, s.st.WriteFile(ctx, name, encodeIndex(size, keep))
 }
 
+// removePack removes a pack and its index. Unlink need not be durable, so
+// the index is first emptied with a durable WriteFile: after a crash at any
+// point an index names nothing or its pack is still there. An empty index
+// (and its pack, if any) is garbage that GC removes.
 func (s *Store) removePack(ctx context.Context, id string) error {
-	if err := s.st.Unlink(ctx, s.indexName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	name := s.indexName(id)
+	if err := s.st.WriteFile(ctx, name, encodeIndex(0, nil)); err != nil {
 		return err
 	}
 	if err := s.st.Unlink(ctx, s.packName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := s.st.Unlink(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

@@ -1547,6 +1547,74 @@ func casTestCrash(t *testing.T, nb func(testing.TB) backend.Storage) {
 			}
 		})
 	}
+	t.Run("GC", func(t *testing.T) {
+		// A crash at any change GC makes (sweeping, repacking, removing
+		// packs) loses no live blob and corrupts nothing; the next GC
+		// finishes the job.
+		for k := 1; ; k++ {
+			inner := nb(t)
+			clock := &casClock{}
+			clock.set(time.Now())
+			opts := []cas.Option{cas.WithClock(clock.now), cas.WithPackSize(16 << 10)}
+			s := casOpen(t, inner, opts...)
+			var live []cas.Ref
+			data := map[cas.Ref][]byte{}
+			for i := range 3 {
+				batch := make([][]byte, 8)
+				for j := range batch {
+					batch[j] = casJSON(2000+j, uint64(100*i+j))
+				}
+				refs, err := s.PutMany(t.Context(), batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, r := range refs {
+					data[r] = batch[j]
+				}
+				live = append(live, refs[:i*3]...) // pack 0 dead, 1 sparse, 2 mostly live
+			}
+			loose := casMustPut(t, s, casJSON(5000, 999))
+			data[loose] = casJSON(5000, 999)
+			casMustPut(t, s, casJSON(5000, 998)) // dead
+			clock.advance(2 * time.Hour)
+
+			var calls atomic.Int64
+			var crashed atomic.Bool
+			st := faulty.New(inner, faulty.WithHook(func(o, name string) error {
+				if crashed.Load() {
+					return errCASCrashed
+				}
+				if casMutating(o) && calls.Add(1) == int64(k) {
+					crashed.Store(true)
+					inner.(backend.Crasher).Crash()
+					return errCASCrashed
+				}
+				return nil
+			}))
+			rep, err := casOpen(t, st, opts...).GC(t.Context(), casRoots(append(live, loose)...))
+			after := casOpen(t, inner, opts...)
+			for _, r := range append(live, loose) {
+				casMustGet(t, after, r, data[r])
+			}
+			casVerifyClean(t, after)
+			if !crashed.Load() {
+				if err != nil || rep.Repacked != 1 || len(rep.Deleted) != 1+8+5+2 || k < 5 {
+					t.Fatalf("GC without a crash = %+v, %v after %d changes; want 1 repack, 16 deletions", rep, err, k-1)
+				}
+				break
+			}
+			if _, err := after.GC(t.Context(), casRoots(append(live, loose)...)); err != nil {
+				t.Fatalf("GC after a crash at change %d: %v", k, err)
+			}
+			rep, err = after.GC(t.Context(), casRoots(append(live, loose)...))
+			if err != nil || len(rep.Removed) != 0 || len(rep.Deleted) != 0 || rep.Repacked != 0 {
+				t.Fatalf("third GC after a crash at change %d = %+v, %v; want nothing left to do", k, rep, err)
+			}
+			for _, r := range append(live, loose) {
+				casMustGet(t, after, r, data[r])
+			}
+		}
+	})
 	t.Run("mid-stream", func(t *testing.T) {
 		// A crash while a staged put streams its object.
 		for _, after := range []int64{0, 10, 100 << 10} {
