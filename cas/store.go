@@ -191,20 +191,33 @@ func (s *Store) putReader(ctx context.Context, op string, algo Algorithm, want R
 	limit := min(s.cfg.streamBuffer, s.cfg.maxBlobSize)
 	bp := s.getBuf()
 	defer s.putBuf(bp)
-	if int64(cap(*bp)) < limit+1 {
-		*bp = make([]byte, limit+1)
-	}
-	buf := (*bp)[:limit+1]
-	n, err := io.ReadFull(r, buf)
+	buf, err := readUpTo(r, (*bp)[:0], limit+1)
+	*bp = buf
 	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return s.putBytes(ctx, op, algo, want, buf[:n])
+	case errors.Is(err, io.EOF):
+		return s.putBytes(ctx, op, algo, want, buf)
 	case err != nil:
 		return Ref{}, refErr(op, want, err)
 	case limit == s.cfg.maxBlobSize:
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.cfg.maxBlobSize))
 	}
 	return s.putStaged(ctx, op, algo, want, buf, r)
+}
+
+// readUpTo appends from r to buf until r ends (io.EOF) or buf holds n
+// bytes (nil), growing buf with the data rather than to n up front.
+func readUpTo(r io.Reader, buf []byte, n int64) ([]byte, error) {
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		k, err := r.Read(buf[len(buf):min(int64(cap(buf)), n)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // putStaged streams prefix+rest into a staging object, then renames it to
