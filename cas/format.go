@@ -217,7 +217,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 		if e.codec != CodecRaw && e.codec != CodecZstd {
 			return 0, nil, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
 		}
-		if e.off < int64(len(packMagic)) || e.n < headerSize || e.off+e.n > packSize {
+		if e.off < int64(len(packMagic)) || e.n < headerSize || e.off > packSize || e.n > packSize-e.off {
 			return 0, nil, fmt.Errorf("%w: record outside the pack", errIndex)
 		}
 		entries = append(entries, e)

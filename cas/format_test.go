@@ -38,6 +38,11 @@ func TestIndexRoundTrip(t *testing.T) {
 	if _, _, err := decodeIndex("p", b); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("index with a record past the pack end = %v", err)
 	}
+	// Offsets and lengths that overflow when added are refused too.
+	huge := []entry{{ref: r1, off: 1 << 62, n: 1 << 62, codec: CodecRaw}}
+	if _, _, err := decodeIndex("p", encodeIndex(1<<62, huge)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("index whose record end overflows = %v", err)
+	}
 	// Any flipped bit is caught by the checksum.
 	good := encodeIndex(124, in)
 	for i := range good {

@@ -388,7 +388,7 @@ func (s *Store) Stat(ctx context.Context, ref Ref) (Info, error) {
 		return Info{}, refErr("stat", ref, err)
 	}
 	if e, ok := s.idx.lookup(ref); ok {
-		return s.packedInfo(e), nil
+		return s.packedInfo(ctx, e), nil
 	}
 	info, err := s.statLoose(ctx, ref)
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -398,13 +398,20 @@ func (s *Store) Stat(ctx context.Context, ref Ref) (Info, error) {
 		return Info{}, refErr("stat", ref, err)
 	}
 	if e, ok := s.idx.lookup(ref); ok {
-		return s.packedInfo(e), nil
+		return s.packedInfo(ctx, e), nil
 	}
 	return Info{}, refErr("stat", ref, fs.ErrNotExist)
 }
 
-func (s *Store) packedInfo(e entry) Info {
-	return Info{Ref: e.ref, Size: e.size, StoredSize: e.n, Codec: e.codec, Packed: true, ModTime: s.idx.modTime(e.packID)}
+func (s *Store) packedInfo(ctx context.Context, e entry) Info {
+	t := s.idx.modTime(e.packID)
+	if t.IsZero() {
+		// A pack this process wrote has no listed time yet; best effort.
+		if fi, err := s.st.Stat(ctx, s.indexName(e.packID)); err == nil {
+			t = fi.ModTime
+		}
+	}
+	return Info{Ref: e.ref, Size: e.size, StoredSize: e.n, Codec: e.codec, Packed: true, ModTime: t}
 }
 
 func (s *Store) statLoose(ctx context.Context, ref Ref) (Info, error) {
