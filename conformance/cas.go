@@ -638,8 +638,11 @@ func casTestBatch(t *testing.T, nb func(testing.TB) backend.Storage) {
 	for i, ref := range refs {
 		casMustGet(t, s2, ref, data[i])
 		info, err := s2.Stat(ctx, ref)
-		if err != nil || !info.Packed || info.Size != int64(len(data[i])) {
+		if err != nil || !info.Packed || info.Size != int64(len(data[i])) || info.ModTime.IsZero() {
 			t.Fatalf("Stat(packed %d) = %+v, %v", i, info, err)
+		}
+		if own, err := s.Stat(ctx, ref); err != nil || own.ModTime.IsZero() {
+			t.Fatalf("Stat(packed %d) by its writer = %+v, %v", i, own, err)
 		}
 		if i%3 == 0 && info.Codec != cas.CodecRaw || i%3 != 0 && info.Codec != cas.CodecZstd {
 			t.Fatalf("Stat(packed %d).Codec = %v", i, info.Codec)
