@@ -129,7 +129,7 @@ func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {
 
 	bp := s.getBuf()
 	defer s.putBuf(bp)
-	rec, codec, err := s.encode((*bp)[:0], data, nil)
+	rec, codec, err := s.encode((*bp)[:0], data)
 	*bp = rec
 	if err != nil {
 		return refErr("put", ref, err)

@@ -1,18 +1,12 @@
 package cas
 
 import (
-	"errors"
-	"sync/atomic"
-
 	"github.com/klauspost/compress/zstd"
 )
 
 // zstd's default window for our level; decoders refuse larger windows, so a
 // hostile frame cannot make a decoder allocate more than this for history.
 const zstdWindow = 8 << 20
-
-// parallelMin is the size from which Put compresses beside the hash.
-const parallelMin = 1 << 20
 
 // freeList keeps up to cap(ch) reusable values for the life of a Store.
 type freeList[T any] struct{ ch chan T }
@@ -116,42 +110,16 @@ func (s *Store) compressible(data []byte) (bool, error) {
 // least 1/32 smaller than the original.
 func saves(compressed, original int) bool { return compressed <= original-original/32 }
 
-var errStopped = errors.New("encode cancelled")
-
-// encode appends the stored form of data (header and payload) to dst. A
-// non-nil stop is polled between chunks so a cancelled encode ends early.
-func (s *Store) encode(dst, data []byte, stop *atomic.Bool) ([]byte, Codec, error) {
-	start := len(dst)
+// encode appends the stored form of data (header and payload) to dst.
+func (s *Store) encode(dst, data []byte) ([]byte, Codec, error) {
 	ok, err := s.compressible(data)
 	if err != nil {
 		return dst, 0, err
 	}
 	if ok {
-		enc, err := s.getEncoder()
-		if err != nil {
-			return dst, 0, err
-		}
+		start := len(dst)
 		dst = appendHeader(dst, CodecZstd, int64(len(data)))
-		if stop == nil {
-			dst = enc.EncodeAll(data, dst)
-		} else {
-			w := &appendWriter{b: dst}
-			enc.ResetContentSize(w, int64(len(data)))
-			const chunk = 1 << 20
-			for off := 0; off < len(data) && err == nil; off += chunk {
-				if stop.Load() {
-					err = errStopped
-					break
-				}
-				_, err = enc.Write(data[off:min(off+chunk, len(data))])
-			}
-			if err == nil {
-				err = enc.Close()
-			}
-			dst = w.b
-		}
-		s.putEncoder(enc)
-		if err != nil {
+		if dst, err = s.frame(dst, data); err != nil {
 			return dst[:start], 0, err
 		}
 		if saves(len(dst)-start-headerSize, len(data)) {
@@ -159,47 +127,20 @@ func (s *Store) encode(dst, data []byte, stop *atomic.Bool) ([]byte, Codec, erro
 		}
 		dst = dst[:start]
 	}
+	return appendRaw(dst, data), CodecRaw, nil
+}
+
+func appendRaw(dst, data []byte) []byte {
 	dst = appendHeader(dst, CodecRaw, int64(len(data)))
-	return append(dst, data...), CodecRaw, nil
+	return append(dst, data...)
 }
 
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// bgEncode is an encode running on its own goroutine.
-type bgEncode struct {
-	s      *Store
-	buf    *[]byte
-	stop   atomic.Bool
-	done   chan struct{}
-	stored []byte
-	err    error
-}
-
-func (s *Store) startEncode(data []byte) *bgEncode {
-	bg := &bgEncode{s: s, buf: s.getBuf(), done: make(chan struct{})}
-	go func() {
-		defer close(bg.done)
-		bg.stored, _, bg.err = s.encode((*bg.buf)[:0], data, &bg.stop)
-		*bg.buf = bg.stored
-	}()
-	return bg
-}
-
-// wait returns the stored form; it is valid until cancel.
-func (bg *bgEncode) wait() ([]byte, error) {
-	<-bg.done
-	return bg.stored, bg.err
-}
-
-// cancel stops the encode if it still runs, waits for it (the caller's data
-// must not be read after Put returns) and recycles its buffer.
-func (bg *bgEncode) cancel() {
-	bg.stop.Store(true)
-	<-bg.done
-	bg.s.putBuf(bg.buf)
+// frame appends one zstd frame of data to dst.
+func (s *Store) frame(dst, data []byte) ([]byte, error) {
+	enc, err := s.getEncoder()
+	if err != nil {
+		return dst, err
+	}
+	defer s.putEncoder(enc)
+	return enc.EncodeAll(data, dst), nil
 }

@@ -128,17 +128,11 @@ func (s *Store) Put(ctx context.Context, data []byte) (Ref, error) {
 	return s.putBytes(ctx, "put", s.cfg.algo, Ref{}, data)
 }
 
-// putBytes hashes and stores data; with want set, data must hash to it. For
-// big blobs compression starts beside the hash, on another core, and is
-// cancelled if the blob turns out to be present already.
+// putBytes hashes and stores data; with want set, data must hash to it. The
+// hash comes first so that present content costs no compression.
 func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Ref, data []byte) (Ref, error) {
 	if int64(len(data)) > s.cfg.maxBlobSize {
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: %d bytes, max %d", ErrTooLarge, len(data), s.cfg.maxBlobSize))
-	}
-	var bg *bgEncode
-	if len(data) >= parallelMin && runtime.GOMAXPROCS(0) > 1 {
-		bg = s.startEncode(data)
-		defer bg.cancel()
 	}
 	ref := Ref{algo: algo, digest: algo.sum(data)}
 	if !want.IsZero() && ref != want {
@@ -147,16 +141,10 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 	if ok, err := s.present(ctx, ref); err != nil || ok {
 		return ref, refErr(op, ref, err)
 	}
-	var stored []byte
-	var err error
-	if bg != nil {
-		stored, err = bg.wait()
-	} else {
-		bp := s.getBuf()
-		defer s.putBuf(bp)
-		stored, _, err = s.encode((*bp)[:0], data, nil)
-		*bp = stored
-	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	stored, _, err := s.encode((*bp)[:0], data)
+	*bp = stored
 	if err != nil {
 		return ref, refErr(op, ref, err)
 	}
