@@ -3,6 +3,7 @@ package cas
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -98,6 +99,37 @@ func (b *Batch) PutReader(ctx context.Context, r io.Reader) (Ref, error) {
 		return b.Put(ctx, head)
 	}
 	return s.PutReader(ctx, io.MultiReader(bytes.NewReader(head), r))
+}
+
+// PutRef adds r's bytes as want, whatever the store's algorithm (a mirror
+// copying blobs by ref): when want is present, r is not read; when the bytes
+// do not hash to want, nothing is added and the error wraps ErrCorrupt.
+func (b *Batch) PutRef(ctx context.Context, want Ref, r io.Reader) error {
+	s := b.s
+	if err := s.checkRef("put", want); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	dup := b.pending[want]
+	b.mu.Unlock()
+	if dup {
+		return nil
+	}
+	if ok, err := s.present(ctx, want); err != nil || ok {
+		return refErr("put", want, err)
+	}
+	head, err := io.ReadAll(io.LimitReader(r, s.cfg.packThreshold))
+	if err != nil {
+		return refErr("put", want, err)
+	}
+	if int64(len(head)) >= s.cfg.packThreshold {
+		_, err := s.putReader(ctx, "put", want.algo, want, io.MultiReader(bytes.NewReader(head), r))
+		return err
+	}
+	if got, _ := Sum(want.algo, head); got != want {
+		return refErr("put", want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, got))
+	}
+	return b.add(ctx, want, head)
 }
 
 func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {

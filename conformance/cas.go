@@ -580,6 +580,44 @@ func casTestPutRef(t *testing.T, nb func(testing.TB) backend.Storage) {
 	if files := casFiles(t, st); len(files) != 2 {
 		t.Fatalf("blobs/ holds %v, want the two good blobs", files)
 	}
+
+	t.Run("batch", func(t *testing.T) {
+		st := nb(t)
+		s := casOpen(t, st, cas.WithPackThreshold(16<<10))
+		b := s.NewBatch()
+		var refs []cas.Ref
+		var data [][]byte
+		for i, n := range []int{10, 5000, 40 << 10} { // the last is above the threshold
+			d := casJSON(n, uint64(20+i))
+			ref, _ := cas.Sum(cas.BLAKE3, d)
+			if err := b.PutRef(ctx, ref, bytes.NewReader(d)); err != nil {
+				t.Fatalf("Batch.PutRef(%d bytes): %v", n, err)
+			}
+			refs, data = append(refs, ref), append(data, d)
+		}
+		wrong, _ := cas.Sum(cas.SHA256, []byte("something else"))
+		if err := b.PutRef(ctx, wrong, bytes.NewReader(data[1])); !errors.Is(err, cas.ErrCorrupt) {
+			t.Fatalf("Batch.PutRef with the wrong ref = %v, want ErrCorrupt", err)
+		}
+		if err := b.PutRef(ctx, refs[1], casErrReader{errors.New("must not be read")}); err != nil {
+			t.Fatalf("Batch.PutRef of a pending blob read its source: %v", err)
+		}
+		if err := b.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PutRef(ctx, refs[0], casErrReader{errors.New("must not be read")}); err != nil {
+			t.Fatalf("Batch.PutRef of a stored blob read its source: %v", err)
+		}
+		for i, r := range refs {
+			casMustGet(t, casOpen(t, st), r, data[i])
+		}
+		if ok, _ := s.Has(ctx, wrong); ok {
+			t.Fatal("Batch.PutRef with the wrong ref stored it")
+		}
+		if good := casVerifyClean(t, s); good != 3 {
+			t.Fatalf("Verify checked %d blobs, want 3", good)
+		}
+	})
 }
 
 func casTestBatch(t *testing.T, nb func(testing.TB) backend.Storage) {
