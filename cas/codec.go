@@ -1,0 +1,146 @@
+package cas
+
+import (
+	"github.com/klauspost/compress/zstd"
+)
+
+// zstd's default window for our level; decoders refuse larger windows, so a
+// hostile frame cannot make a decoder allocate more than this for history.
+const zstdWindow = 8 << 20
+
+// freeList keeps up to cap(ch) reusable values for the life of a Store.
+type freeList[T any] struct{ ch chan T }
+
+func (f *freeList[T]) init(n int) { f.ch = make(chan T, n) }
+
+func (f *freeList[T]) get() (T, bool) {
+	select {
+	case v := <-f.ch:
+		return v, true
+	default:
+		var zero T
+		return zero, false
+	}
+}
+
+func (f *freeList[T]) put(v T) {
+	select {
+	case f.ch <- v:
+	default:
+	}
+}
+
+func (s *Store) getEncoder() (*zstd.Encoder, error) {
+	if e, ok := s.encoders.get(); ok {
+		return e, nil
+	}
+	return zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(zstdWindow),
+		// The digest checks every byte; a second checksum buys nothing.
+		zstd.WithEncoderCRC(false))
+}
+
+func (s *Store) putEncoder(e *zstd.Encoder) {
+	e.Reset(nil)
+	s.encoders.put(e)
+}
+
+func (s *Store) getDecoder() (*zstd.Decoder, error) {
+	if d, ok := s.decoders.get(); ok {
+		return d, nil
+	}
+	return zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(zstdWindow),
+		zstd.WithDecoderMaxMemory(uint64(max(s.cfg.maxBlobSize, zstdWindow))),
+		// DecodeAll writes at most cap(dst): the recorded length.
+		zstd.WithDecodeAllCapLimit(true),
+		// Never decode a whole buffer up front: output is bounded by us.
+		zstd.WithDecodeBuffersBelow(0))
+}
+
+func (s *Store) putDecoder(d *zstd.Decoder) {
+	_ = d.Reset(nil)
+	s.decoders.put(d)
+}
+
+// maxPooledBuf keeps the free list from pinning the buffers of huge blobs.
+const maxPooledBuf = 16 << 20
+
+func (s *Store) getBuf() *[]byte {
+	if b, ok := s.bufs.get(); ok {
+		return b
+	}
+	b := make([]byte, 0, 64<<10)
+	return &b
+}
+
+func (s *Store) putBuf(b *[]byte) {
+	if cap(*b) <= maxPooledBuf {
+		*b = (*b)[:0]
+		s.bufs.put(b)
+	}
+}
+
+// compressible guesses from a sample whether zstd is worth running on all of
+// data: images and archives are already compressed, and compressing megabytes
+// of them only to throw the result away costs more than the write.
+func (s *Store) compressible(data []byte) (bool, error) {
+	if len(data) < 64 {
+		return false, nil
+	}
+	const sample = 64 << 10
+	if len(data) <= 4*sample {
+		return true, nil
+	}
+	enc, err := s.getEncoder()
+	if err != nil {
+		return false, err
+	}
+	defer s.putEncoder(enc)
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	*bp = enc.EncodeAll(data[:sample], (*bp)[:0])
+	return saves(len(*bp), sample), nil
+}
+
+// saves reports whether a compressed length is worth its decompression: at
+// least 1/32 smaller than the original.
+func saves(compressed, original int) bool { return compressed <= original-original/32 }
+
+// encode appends the stored form of data (header and payload) to dst.
+func (s *Store) encode(dst, data []byte) ([]byte, Codec, error) {
+	ok, err := s.compressible(data)
+	if err != nil {
+		return dst, 0, err
+	}
+	if ok {
+		start := len(dst)
+		dst = appendHeader(dst, CodecZstd, int64(len(data)))
+		if dst, err = s.frame(dst, data); err != nil {
+			return dst[:start], 0, err
+		}
+		if saves(len(dst)-start-headerSize, len(data)) {
+			return dst, CodecZstd, nil
+		}
+		dst = dst[:start]
+	}
+	return appendRaw(dst, data), CodecRaw, nil
+}
+
+func appendRaw(dst, data []byte) []byte {
+	dst = appendHeader(dst, CodecRaw, int64(len(data)))
+	return append(dst, data...)
+}
+
+// frame appends one zstd frame of data to dst.
+func (s *Store) frame(dst, data []byte) ([]byte, error) {
+	enc, err := s.getEncoder()
+	if err != nil {
+		return dst, err
+	}
+	defer s.putEncoder(enc)
+	return enc.EncodeAll(data, dst), nil
+}

@@ -1,0 +1,27 @@
+// Package cas is trove's content-addressed blob store: immutable blobs named
+// by the digest of their bytes (blob:sha256:<hex> or blob:blake3:<hex>), kept
+// under <root>/blobs on any backend.Storage. Sessions, checkpoints and run
+// logs share one store per root, so equal content is stored once.
+//
+// Blobs are stored zstd-compressed when that saves space and raw otherwise,
+// behind a small header recording the codec and the original length. Every
+// read verifies the digest and bounds decompression. Many small blobs written
+// together (Batch, PutMany) go into pack objects with an index, so a snapshot
+// of thousands of files costs a handful of objects; readers see packed and
+// loose blobs alike. GC marks from the refs a caller passes and sweeps the
+// rest after a grace period.
+//
+// Layout under the store's directory (blobs/ at the root of a trove store):
+//
+//	blobs/sha256/<hex[:2]>/<hex>   a loose blob (blake3/ likewise)
+//	blobs/packs/<id[:2]>/<id>      a pack: many small blobs back to back
+//	blobs/index/<id>               the index of pack <id>, written after it
+//	blobs/tmp/<id>                 a streamed put in progress
+//
+// Pack ids are 32 random hex digits. Every stored blob, loose or packed,
+// starts with a 16-byte header ("trvb", version, codec, flags, original
+// length); see format.go for the byte layout of headers, packs and indexes.
+//
+// Imports: backend, the standard library, klauspost/compress/zstd and
+// zeebo/blake3. Nothing else of trove's.
+package cas
