@@ -280,6 +280,16 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 	if typ == "" || typ == TypeSession {
 		return nil, fmt.Errorf("entry type %q: %w", typ, ErrInvalid)
 	}
+	if m, ok := d.(*Message); ok {
+		if !json.Valid(m.Message) {
+			return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
+		}
+		if ms, ok := splitObject(m.Message); !ok {
+			return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
+		} else if _, ok := ms.str("role"); !ok {
+			return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+		}
+	}
 	var body []byte
 	if u, ok := d.(*Unknown); ok {
 		body = u.Fields
@@ -292,14 +302,7 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 	} else {
 		var err error
 		if body, err = marshal(d); err != nil {
-			return nil, fmt.Errorf("encode %s entry: %w", typ, err)
-		}
-	}
-	if m, ok := d.(*Message); ok {
-		if ms, ok := splitObject(m.Message); !ok || !json.Valid(m.Message) {
-			return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
-		} else if _, ok := ms.str("role"); !ok {
-			return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+			return nil, fmt.Errorf("encode %s entry: %w: %w", typ, ErrInvalid, err)
 		}
 	}
 	ms, ok := splitObject(body)

@@ -675,6 +675,9 @@ func (s *Session) Close(ctx context.Context) error {
 		return s.err
 	}
 	s.closed = true
+	if s.noHeader {
+		return nil // nothing was written, nothing to release
+	}
 	if s.w == nil {
 		return s.err
 	}
