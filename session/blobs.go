@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/trovekit/trove/cas"
 )
 
 // BlobStore keeps the large things a session refers to: image bytes and long
@@ -19,6 +21,29 @@ type BlobStore interface {
 	Put(ctx context.Context, data []byte) (string, error)
 	// Get returns the data of ref, verified against its digest.
 	Get(ctx context.Context, ref string) ([]byte, error)
+}
+
+// CAS adapts a cas.Store to BlobStore. Spec 003 refs are sha256 ones, so
+// the store should use cas.SHA256 (its default) for files other readers
+// share.
+func CAS(s *cas.Store) BlobStore { return casBlobs{s} }
+
+type casBlobs struct{ s *cas.Store }
+
+func (c casBlobs) Put(ctx context.Context, data []byte) (string, error) {
+	ref, err := c.s.Put(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	return ref.String(), nil
+}
+
+func (c casBlobs) Get(ctx context.Context, ref string) ([]byte, error) {
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.s.Get(ctx, r)
 }
 
 // Size limits of spec 003 "Data Size Controls and Blob Externalization".
@@ -37,15 +62,26 @@ const (
 	DefaultToolResultThreshold = 64 << 10
 )
 
-// BlobPrefix starts every blob ref spec 003 writes.
-const BlobPrefix = "blob:sha256:"
+// BlobPrefix starts every blob ref spec 003 writes; refs of a BLAKE3 cas
+// store start with blobPrefixBLAKE3 and are resolved too.
+const (
+	BlobPrefix       = "blob:sha256:"
+	blobPrefixBLAKE3 = "blob:blake3:"
+)
 
 // textRefKey marks a text block whose text trove moved to the blob store;
 // the block's text then holds a readable stub naming the ref, so readers
 // that do not know the key still see what happened.
 const textRefKey = "textRef"
 
-func isBlobRef(s string) bool { return strings.HasPrefix(s, BlobPrefix) }
+func isBlobRef(s string) bool {
+	return strings.HasPrefix(s, BlobPrefix) || strings.HasPrefix(s, blobPrefixBLAKE3)
+}
+
+// mayHoldRef is a cheap test that lets entries without refs skip the walk.
+func mayHoldRef(b []byte) bool {
+	return bytes.Contains(b, []byte(BlobPrefix)) || bytes.Contains(b, []byte(blobPrefixBLAKE3))
+}
 
 // transient fields are never persisted (spec 003).
 func isTransient(key string) bool { return key == "partialJson" || key == "jsonlEvents" }
@@ -336,7 +372,7 @@ func (r *resolver) value(v []byte, key string, depth int) ([]byte, bool) {
 }
 
 func (r *resolver) block(el []byte) ([]byte, bool) {
-	if len(el) == 0 || el[0] != '{' || !bytes.Contains(el, []byte(BlobPrefix)) {
+	if len(el) == 0 || el[0] != '{' || !mayHoldRef(el) {
 		return el, false
 	}
 	ms, ok := splitObject(el)

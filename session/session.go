@@ -153,7 +153,7 @@ func load(ctx context.Context, st backend.Storage, name string, data []byte, opt
 	r := &resolver{ctx: ctx, blobs: s.cfg.blobs}
 	for _, e := range s.entries {
 		e.raw = e.view
-		if bytes.Contains(e.raw, []byte(BlobPrefix)) {
+		if mayHoldRef(e.raw) {
 			r.report = func(ref string, err error) {
 				s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("%s: %w: %w", ref, ErrBlob, err)})
 			}
