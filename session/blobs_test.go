@@ -286,7 +286,7 @@ type failingBlobs struct{}
 
 var errBlobDown = errors.New("blob store down")
 
-func (failingBlobs) Put(context.Context, []byte) (string, error)  { return "", errBlobDown }
+func (failingBlobs) Put(context.Context, []byte) (string, error) { return "", errBlobDown }
 func (failingBlobs) Get(context.Context, string) ([]byte, error) { return nil, errBlobDown }
 
 func TestBlobPutErrorLatched(t *testing.T) {

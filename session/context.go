@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 )
@@ -258,13 +257,4 @@ func addMillis(o *objectBuilder, ts []byte) {
 	} else {
 		o.add("timestamp", []byte("null"))
 	}
-}
-
-// equalJSON reports whether two JSON texts are byte-equal after compaction.
-func equalJSON(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return bytes.Equal(a, b)
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }

@@ -8,9 +8,11 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
 )
@@ -130,59 +132,16 @@ func (p *problems) lines(target error) []int {
 	return out
 }
 
-// countingStorage counts WriteFile calls and can fail writes on demand.
-type countingStorage struct {
-	backend.Storage
-	mu         sync.Mutex
-	writeFiles int
-	failWrites error // returned by WriteFile, OpenWriter and Writer.Write once set
-	failAfter  int   // Writer.Write calls that succeed before failWrites applies
-}
-
-func (c *countingStorage) WriteFile(ctx context.Context, name string, data []byte) error {
-	c.mu.Lock()
-	c.writeFiles++
-	fail := c.failWrites
-	c.mu.Unlock()
-	if fail != nil {
-		return fail
-	}
-	return c.Storage.WriteFile(ctx, name, data)
-}
-
-func (c *countingStorage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
-	w, err := c.Storage.OpenWriter(ctx, name, opt)
-	if err != nil {
-		return nil, err
-	}
-	return &failingWriter{Writer: w, c: c}, nil
-}
-
-type failingWriter struct {
-	backend.Writer
-	c *countingStorage
-}
-
-func (w *failingWriter) Write(p []byte) (int, error) {
-	w.c.mu.Lock()
-	fail := w.c.failWrites != nil && w.c.failAfter <= 0
-	w.c.failAfter--
-	err := w.c.failWrites
-	w.c.mu.Unlock()
-	if fail {
-		return 0, err
-	}
-	return w.Writer.Write(p)
-}
-
-func (w *failingWriter) Sync() error {
-	w.c.mu.Lock()
-	err := w.c.failWrites
-	w.c.mu.Unlock()
-	if err != nil && w.c.failAfter < 0 {
-		return err
-	}
-	return w.Writer.Sync()
+// countWrites wraps st so that the whole-file writes through it are
+// counted.
+func countWrites(st backend.Storage) (*faulty.Storage, *atomic.Int64) {
+	var n atomic.Int64
+	return faulty.New(st, faulty.WithHook(func(op, _ string) error {
+		if op == "WriteFile" {
+			n.Add(1)
+		}
+		return nil
+	})), &n
 }
 
 func userMsg(text string) json.RawMessage {

@@ -12,15 +12,12 @@ type parsed struct {
 	header    Header
 	headerRaw []byte // nil when the file has no valid header
 	headerOK  bool
-	// values are the lines that parsed after the header line, in file
+	// entries are the lines that parsed after the header line, in file
 	// order. Later "session" lines are kept here as entries, as the
-	// reference does.
+	// reference does (migration bumps their version too).
 	entries []*Entry
-	// extraHeaders are the later lines of type "session": migration bumps
-	// their version too.
-	problems []Problem
-	torn     bool // the data does not end with a newline
-	empty    bool // nothing parsed at all
+	torn    bool // the data does not end with a newline
+	empty   bool // nothing parsed at all
 }
 
 // parseFile splits data into lines and keeps every line that is valid JSON.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/session"
 )
 
@@ -133,14 +134,14 @@ func TestMigration(t *testing.T) {
 		{"v2.jsonl", "v2.context.json", checkV2},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			cs := &countingStorage{Storage: newMem(t)}
-			putFixture(t, cs, tc.file, "s.jsonl")
-			cs.writeFiles = 0
+			mst := newMem(t)
+			putFixture(t, mst, tc.file, "s.jsonl")
+			cs, writes := countWrites(mst)
 			var p problems
 			s, err := session.Open(ctx, cs, "s.jsonl", p.opt())
 			must(t, err)
-			if cs.writeFiles != 1 {
-				t.Fatalf("%d rewrites after migration, want 1", cs.writeFiles)
+			if writes.Load() != 1 {
+				t.Fatalf("%d rewrites after migration, want 1", writes.Load())
 			}
 			tc.check(t, s)
 			c := s.Context()
@@ -163,7 +164,7 @@ func TestMigration(t *testing.T) {
 			var p2 problems
 			s2, err := session.Open(ctx, cs, "s.jsonl", p2.opt())
 			must(t, err)
-			if cs.writeFiles != 1 {
+			if writes.Load() != 1 {
 				t.Errorf("second load wrote the file again")
 			}
 			if len(p2.list) != 0 {
@@ -249,12 +250,12 @@ func checkV2(t *testing.T, s *session.Session) {
 }
 
 func TestMigrationReadOnlyDoesNotWrite(t *testing.T) {
-	cs := &countingStorage{Storage: newMem(t)}
-	orig := putFixture(t, cs, "v1.jsonl", "s.jsonl")
-	cs.writeFiles = 0
+	mst := newMem(t)
+	orig := putFixture(t, mst, "v1.jsonl", "s.jsonl")
+	cs, writes := countWrites(mst)
 	s, err := session.Open(ctx, cs, "s.jsonl", session.ReadOnly())
 	must(t, err)
-	if cs.writeFiles != 0 || !bytes.Equal(read(t, cs, "s.jsonl"), orig) {
+	if writes.Load() != 0 || !bytes.Equal(read(t, cs, "s.jsonl"), orig) {
 		t.Fatal("read-only open wrote the file")
 	}
 	if _, err := s.AppendMessage(ctx, userMsg("x")); !errors.Is(err, session.ErrReadOnly) {
@@ -296,12 +297,12 @@ func TestFutureVersionLoadsUnchanged(t *testing.T) {
 }
 
 func TestHeaderOnlyV1Migrated(t *testing.T) {
-	cs := &countingStorage{Storage: newMem(t)}
-	must(t, cs.WriteFile(ctx, "s.jsonl", []byte(`{"type":"session","id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`+"\n")))
-	cs.writeFiles = 0
+	mst := newMem(t)
+	must(t, mst.WriteFile(ctx, "s.jsonl", []byte(`{"type":"session","id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`+"\n")))
+	cs, writes := countWrites(mst)
 	_, err := session.Open(ctx, cs, "s.jsonl")
 	must(t, err)
-	if cs.writeFiles != 1 || !strings.Contains(string(read(t, cs, "s.jsonl")), `"version":3`) {
+	if writes.Load() != 1 || !strings.Contains(string(read(t, cs, "s.jsonl")), `"version":3`) {
 		t.Errorf("header-only v1 file not migrated: %s", read(t, cs, "s.jsonl"))
 	}
 }
@@ -685,22 +686,18 @@ func TestBranchOperations(t *testing.T) {
 }
 
 func TestLatchedError(t *testing.T) {
-	cs := &countingStorage{Storage: newMem(t)}
-	s, err := session.Create(cs, "s.jsonl", session.Header{Cwd: "/w"})
+	fst := faulty.New(newMem(t))
+	s, err := session.Create(fst, "s.jsonl", session.Header{Cwd: "/w"})
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("a"))
 	must(t, err)
 	boom := errors.New("disk on fire")
-	cs.mu.Lock()
-	cs.failWrites, cs.failAfter = boom, 0
-	cs.mu.Unlock()
+	fst.Inject(faulty.FailFrom(1, boom, "Writer.Write", "WriteFile"))
 	e, err := s.AppendMessage(ctx, userMsg("lost"))
 	if !errors.Is(err, boom) || e == nil {
 		t.Fatalf("append: %v, %v", e, err)
 	}
-	cs.mu.Lock()
-	cs.failWrites = nil
-	cs.mu.Unlock()
+	fst.Clear()
 	// The disk is fine again; the session still reports the first error.
 	for _, step := range []struct {
 		name string
