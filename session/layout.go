@@ -340,6 +340,18 @@ func MostRecent(ctx context.Context, st backend.Storage, cwd string) (Info, erro
 	return Info{}, &fs.PathError{Op: "find", Path: CwdDir(cwd), Err: fs.ErrNotExist}
 }
 
+// TerminalID names the terminal this process runs in, from environment
+// variables terminals set (getenv is os.Getenv outside tests); "" when none
+// is known. tmux and screen panes come first: they outlive the window.
+func TerminalID(getenv func(string) string) string {
+	for _, k := range []string{"TMUX_PANE", "STY", "WT_SESSION", "TERM_SESSION_ID", "KITTY_WINDOW_ID", "WEZTERM_PANE", "ITERM_SESSION_ID", "WINDOWID"} {
+		if v := getenv(k); v != "" {
+			return strings.ToLower(k) + "-" + v
+		}
+	}
+	return ""
+}
+
 // WriteBreadcrumb records that terminalID last used the session at path in
 // cwd: two lines, the cwd then the session path (spec 003).
 func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, path string) error {

@@ -138,3 +138,18 @@ func TestBreadcrumbs(t *testing.T) {
 		t.Errorf("empty terminal id: %v", err)
 	}
 }
+
+func TestTerminalID(t *testing.T) {
+	env := map[string]string{"TERM_SESSION_ID": "w0t0p0:ABC", "TMUX_PANE": "%3"}
+	if got := session.TerminalID(func(k string) string { return env[k] }); got != "tmux_pane-%3" {
+		t.Errorf("TerminalID = %q", got)
+	}
+	delete(env, "TMUX_PANE")
+	got := session.TerminalID(func(k string) string { return env[k] })
+	if got != "term_session_id-w0t0p0:ABC" || backend.ValidPath(session.BreadcrumbPath(got)) != nil {
+		t.Errorf("TerminalID = %q", got)
+	}
+	if session.TerminalID(func(string) string { return "" }) != "" {
+		t.Error("no terminal: want empty")
+	}
+}
