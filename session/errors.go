@@ -29,6 +29,9 @@ var (
 	ErrAmbiguous = errors.New("ambiguous session id prefix")
 	// ErrClosed is returned by writes after Close.
 	ErrClosed = errors.New("session closed")
+	// ErrMigrated marks the report that an old file was migrated to v3
+	// (and rewritten, unless opened read-only). It is news, not a failure.
+	ErrMigrated = errors.New("migrated to version 3")
 	// ErrInvalid marks an argument the caller got wrong.
 	ErrInvalid = errors.New("invalid argument")
 )

@@ -25,6 +25,9 @@ type parsed struct {
 // counts as empty (headerOK false) and entries stay empty.
 func parseFile(data []byte, report func(Problem)) *parsed {
 	p := &parsed{torn: len(data) > 0 && data[len(data)-1] != '\n'}
+	// A byte order mark (editors on Windows add one) would make the header
+	// invalid and the whole file look empty.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first := true
 	lineNo := 0
 	for len(data) > 0 {

@@ -164,7 +164,7 @@ func load(ctx context.Context, st backend.Storage, name string, data []byte, opt
 	}
 	s.index()
 	if migrated {
-		s.report(Problem{Err: fmt.Errorf("migrated from version %g to %d", from, CurrentVersion)})
+		s.report(Problem{Err: fmt.Errorf("from version %g: %w", from, ErrMigrated)})
 		if !s.cfg.readOnly {
 			if err := s.rewriteLocked(ctx); err != nil {
 				return nil, fmt.Errorf("rewrite migrated session: %w", err)
@@ -252,8 +252,7 @@ func (s *Session) report(p Problem) {
 		return
 	}
 	level := slog.LevelWarn
-	if p.Err != nil && !errors.Is(p.Err, ErrCorrupt) && !errors.Is(p.Err, ErrBlob) && !errors.Is(p.Err, ErrNoHeader) &&
-		!errors.Is(p.Err, ErrCycle) && !errors.Is(p.Err, ErrDuplicateID) && !errors.Is(p.Err, ErrDanglingParent) {
+	if errors.Is(p.Err, ErrMigrated) {
 		level = slog.LevelInfo
 	}
 	s.cfg.log.Log(context.Background(), level, "session load", "file", s.name, "problem", p.Error())
@@ -322,14 +321,22 @@ func (s *Session) Entry(id string) *Entry {
 	return s.byID[id]
 }
 
-// Children returns the entries whose parent is id ("" for the roots), in
-// insertion order.
+// Children returns the entries whose parent is id, in insertion order. For
+// id "" they are the roots, entries whose parentId names no entry included
+// (they act as roots in the context too).
 func (s *Session) Children(id string) []*Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*Entry
 	for _, e := range s.entries {
-		if e.id != "" && s.byID[e.id] == e && e.parentID == id {
+		if e.id == "" || s.byID[e.id] != e {
+			continue
+		}
+		parent := e.parentID
+		if s.byID[parent] == nil {
+			parent = ""
+		}
+		if parent == id {
 			out = append(out, e)
 		}
 	}

@@ -758,3 +758,44 @@ func TestHostileFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestByteOrderMark(t *testing.T) {
+	st := newMem(t)
+	data := "\xef\xbb\xbf" + `{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}` + "\n"
+	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
+	s, err := session.Open(ctx, st, "s.jsonl")
+	must(t, err)
+	if s.Header().ID != "s1" || s.Len() != 1 {
+		t.Errorf("a BOM hid the header: %+v, %d entries", s.Header(), s.Len())
+	}
+}
+
+func TestChildrenOfRootIncludeOrphans(t *testing.T) {
+	st := newMem(t)
+	data := `{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n" +
+		`{"type":"custom","id":"a","parentId":null}` + "\n" +
+		`{"type":"custom","id":"b","parentId":"gone"}` + "\n" +
+		`{"type":"custom","id":"c","parentId":"a"}` + "\n"
+	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
+	var p problems
+	s, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	must(t, err)
+	if got := ids(s.Children("")); fmt.Sprint(got) != "[a b]" {
+		t.Errorf("roots %v", got)
+	}
+	if got := ids(s.Children("a")); fmt.Sprint(got) != "[c]" {
+		t.Errorf("children of a: %v", got)
+	}
+}
+
+func TestMigrationReported(t *testing.T) {
+	st := newMem(t)
+	putFixture(t, st, "v2.jsonl", "s.jsonl")
+	var p problems
+	_, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	must(t, err)
+	if p.count(session.ErrMigrated) != 1 || len(p.list) != 1 {
+		t.Errorf("problems %v, want one ErrMigrated", p.list)
+	}
+}
