@@ -104,12 +104,13 @@ func BenchmarkLoad(b *testing.B) {
 	})
 }
 
-// BenchmarkAppendFlush is one durable append: a message line and an fsync.
-func BenchmarkAppendFlush(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		st   func(b *testing.B) backend.Storage
-	}{
+type benchBackend struct {
+	name string
+	st   func(b *testing.B) backend.Storage
+}
+
+func benchBackends() []benchBackend {
+	return []benchBackend{
 		{"mem", func(b *testing.B) backend.Storage { return newMem(b) }},
 		{"fs", func(b *testing.B) backend.Storage {
 			st, err := fs.NewOS(b.TempDir())
@@ -117,7 +118,12 @@ func BenchmarkAppendFlush(b *testing.B) {
 			b.Cleanup(func() { st.Close() })
 			return st
 		}},
-	} {
+	}
+}
+
+// BenchmarkAppendFlush is one durable append: a message line and an fsync.
+func BenchmarkAppendFlush(b *testing.B) {
+	for _, bc := range benchBackends() {
 		b.Run(bc.name, func(b *testing.B) {
 			s, err := session.Create(bc.st(b), "s.jsonl", session.Header{Cwd: "/bench"})
 			must(b, err)
@@ -140,18 +146,7 @@ func BenchmarkAppendFlush(b *testing.B) {
 
 // BenchmarkDiscovery lists 10,000 session files across 100 cwds.
 func BenchmarkDiscovery(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		st   func(b *testing.B) backend.Storage
-	}{
-		{"mem", func(b *testing.B) backend.Storage { return newMem(b) }},
-		{"fs", func(b *testing.B) backend.Storage {
-			st, err := fs.NewOS(b.TempDir())
-			must(b, err)
-			b.Cleanup(func() { st.Close() })
-			return st
-		}},
-	} {
+	for _, bc := range benchBackends() {
 		b.Run(bc.name, func(b *testing.B) {
 			st := bc.st(b)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -61,7 +61,7 @@ func EncodeCwd(cwd string) string {
 }
 
 // CwdDir is the directory holding the sessions of cwd.
-func CwdDir(cwd string) string { return SessionsDir + "/" + EncodeCwd(cwd) }
+func CwdDir(cwd string) string { return backend.Join(SessionsDir, EncodeCwd(cwd)) }
 
 // FileName is a session's file name: the creation time as the reference
 // writes it (ISO 8601 with ":" and "." as "-") and the id.
@@ -72,12 +72,12 @@ func FileName(created time.Time, id string) string {
 
 // SessionPath is where a new session of cwd is stored.
 func SessionPath(cwd string, created time.Time, id string) string {
-	return CwdDir(cwd) + "/" + FileName(created, id)
+	return backend.Join(CwdDir(cwd), FileName(created, id))
 }
 
 // BreadcrumbPath is the breadcrumb file of a terminal.
 func BreadcrumbPath(terminalID string) string {
-	return BreadcrumbsDir + "/" + EncodeCwd(terminalID)
+	return backend.Join(BreadcrumbsDir, EncodeCwd(terminalID))
 }
 
 // idFromName returns the id in a "<timestamp>_<id>.jsonl" file name.

@@ -93,8 +93,7 @@ type Session struct {
 	w          backend.Writer // append writer, opened on demand
 	err        error          // the first write error, latched
 	closed     bool
-	problems   []Problem
-	dropped    int // problems beyond maxProblems
+	problems   []Problem // the first maxProblems reported
 }
 
 const maxProblems = 1000
@@ -129,10 +128,6 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, st, name, data, opts)
-}
-
-func load(ctx context.Context, st backend.Storage, name string, data []byte, opts []Option) (*Session, error) {
 	s := &Session{st: st, name: name, cfg: newConfig(opts), labels: map[string]string{}}
 	p := parseFile(data, s.report)
 	if !p.headerOK {
@@ -161,6 +156,10 @@ func load(ctx context.Context, st backend.Storage, name string, data []byte, opt
 				e.view = v
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// Blobs left unresolved for want of time are not worth a session.
+		return nil, backend.PathErr("open", name, err)
 	}
 	s.index()
 	if migrated {
@@ -244,8 +243,6 @@ func (s *Session) findCycles() {
 func (s *Session) report(p Problem) {
 	if len(s.problems) < maxProblems {
 		s.problems = append(s.problems, p)
-	} else {
-		s.dropped++
 	}
 	if s.cfg.report != nil {
 		s.cfg.report(p)
