@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,7 @@ type Session struct {
 	err        error          // the first write error, latched
 	closed     bool
 	problems   []Problem // the first maxProblems reported
+	seq        int       // ids minted without randomness
 }
 
 const maxProblems = 1000
@@ -266,12 +268,11 @@ func (s *Session) Problems() []Problem {
 func (s *Session) randomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := io.ReadFull(s.cfg.rand, b); err != nil {
-		// A failing random source is a broken machine; time keeps ids
-		// unique enough to go on.
-		t := s.cfg.now().UnixNano()
-		for i := range b {
-			b[i] = byte(t >> (8 * (i % 8)))
-		}
+		// A failing random source is a broken machine; the clock and a
+		// counter keep ids unique enough to go on.
+		s.seq++
+		sum := sha256.Sum256([]byte(fmt.Sprint(s.cfg.now().UnixNano(), s.seq)))
+		copy(b, sum[:])
 	}
 	return hex.EncodeToString(b)
 }

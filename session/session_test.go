@@ -799,3 +799,18 @@ func TestMigrationReported(t *testing.T) {
 		t.Errorf("problems %v, want one ErrMigrated", p.list)
 	}
 }
+
+func TestIDsUniqueWithoutRandomness(t *testing.T) {
+	s, err := session.Create(newMem(t), "s.jsonl", session.Header{}, session.WithRandom(strings.NewReader("")),
+		session.WithClock(func() time.Time { return time.Unix(0, 0) }))
+	must(t, err)
+	seen := map[string]bool{}
+	for range 200 {
+		e, err := s.AppendMessage(ctx, userMsg("x"))
+		must(t, err)
+		if seen[e.ID()] || len(e.ID()) != 8 {
+			t.Fatalf("id %q repeated or malformed", e.ID())
+		}
+		seen[e.ID()] = true
+	}
+}
