@@ -1,0 +1,411 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/trovekit/trove/cas"
+)
+
+// BlobStore keeps the large things a session refers to: image bytes and long
+// tool outputs. Refs are strings of the form blob:sha256:<hex>. The cas
+// package implements it; the interface keeps session decoupled from cas's
+// wider API.
+type BlobStore interface {
+	// Put stores data and returns its ref. Storing the same data twice
+	// returns the same ref.
+	Put(ctx context.Context, data []byte) (string, error)
+	// Get returns the data of ref, verified against its digest.
+	Get(ctx context.Context, ref string) ([]byte, error)
+}
+
+// CAS adapts a cas.Store to BlobStore. Spec 003 refs are sha256 ones, so
+// the store should use cas.SHA256 (its default) for files other readers
+// share.
+func CAS(s *cas.Store) BlobStore { return casBlobs{s} }
+
+type casBlobs struct{ s *cas.Store }
+
+func (c casBlobs) Put(ctx context.Context, data []byte) (string, error) {
+	ref, err := c.s.Put(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	return ref.String(), nil
+}
+
+func (c casBlobs) Get(ctx context.Context, ref string) ([]byte, error) {
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.s.Get(ctx, r)
+}
+
+// Size limits of spec 003 "Data Size Controls and Blob Externalization".
+const (
+	// MaxPersistChars is the longest string written, in UTF-16 code units
+	// (JavaScript characters); longer ones are cut and end with
+	// TruncationNotice.
+	MaxPersistChars = 500_000
+	// TruncationNotice ends every truncated string.
+	TruncationNotice = "\n\n[Session persistence truncated large content]"
+	// BlobThreshold is the base64 length from which an image block is
+	// written to the blob store.
+	BlobThreshold = 1024
+	// DefaultToolResultThreshold is the tool-result text size, in bytes,
+	// above which trove writes the text to the blob store.
+	DefaultToolResultThreshold = 64 << 10
+)
+
+// BlobPrefix starts every blob ref spec 003 writes; refs of a BLAKE3 cas
+// store start with blobPrefixBLAKE3 and are resolved too.
+const (
+	BlobPrefix       = "blob:sha256:"
+	blobPrefixBLAKE3 = "blob:blake3:"
+)
+
+// textRefKey marks a text block whose text trove moved to the blob store;
+// the block's text then holds a readable stub naming the ref, so readers
+// that do not know the key still see what happened.
+const textRefKey = "textRef"
+
+func isBlobRef(s string) bool {
+	return strings.HasPrefix(s, BlobPrefix) || strings.HasPrefix(s, blobPrefixBLAKE3)
+}
+
+// mayHoldRef is a cheap test that lets entries without refs skip the walk.
+func mayHoldRef(b []byte) bool {
+	return bytes.Contains(b, []byte(BlobPrefix)) || bytes.Contains(b, []byte(blobPrefixBLAKE3))
+}
+
+// transient fields are never persisted (spec 003).
+func isTransient(key string) bool { return key == "partialJson" || key == "jsonlEvents" }
+
+// Keys whose strings are signatures: cut, they would fail verification on
+// replay, so they are written whole.
+func isSignatureKey(key string) bool {
+	return key == "thinkingSignature" || key == "thoughtSignature" || key == "textSignature"
+}
+
+// preparer turns an entry as held in memory into the form written to disk:
+// transient fields dropped, long strings cut, big images and tool outputs
+// moved to the blob store. Unchanged values keep their bytes.
+type preparer struct {
+	ctx     context.Context
+	blobs   BlobStore
+	toolMax int
+	err     error
+}
+
+// mayNeedPrepare is a cheap test that lets most entries skip the walk.
+func mayNeedPrepare(b []byte, toolMax int) bool {
+	if len(b) >= BlobThreshold && bytes.Contains(b, []byte(`"image"`)) {
+		return true
+	}
+	if len(b) > MaxPersistChars || (toolMax > 0 && len(b) > toolMax) {
+		return true
+	}
+	return bytes.Contains(b, []byte("partialJson")) || bytes.Contains(b, []byte("jsonlEvents"))
+}
+
+func (p *preparer) entry(b []byte) ([]byte, error) {
+	if !mayNeedPrepare(b, p.toolMax) {
+		return b, nil
+	}
+	out, _ := p.value(b, "", false, 0)
+	return out, p.err
+}
+
+// maxDepth bounds the walks; deeper values are left as they are.
+const maxDepth = 10000
+
+func (p *preparer) value(v []byte, key string, toolResult bool, depth int) ([]byte, bool) {
+	if p.err != nil || len(v) == 0 || depth > maxDepth {
+		return v, false
+	}
+	switch v[0] {
+	case '"':
+		return p.str(v, key)
+	case '[':
+		return p.array(v, key, toolResult, depth)
+	case '{':
+		return p.object(v, depth)
+	}
+	return v, false
+}
+
+func (p *preparer) str(v []byte, key string) ([]byte, bool) {
+	// A JSON string is never shorter in bytes than in UTF-16 units.
+	if len(v)-2 <= MaxPersistChars || isSignatureKey(key) {
+		return v, false
+	}
+	s, ok := jsonString(v)
+	if !ok || utf16Len(s) <= MaxPersistChars {
+		return v, false
+	}
+	cut := truncateUTF16(s, MaxPersistChars-utf16Len(TruncationNotice)) + TruncationNotice
+	return quote(cut), true
+}
+
+func (p *preparer) array(v []byte, key string, toolResult bool, depth int) ([]byte, bool) {
+	elems, ok := splitArray(v)
+	if !ok {
+		return v, false
+	}
+	changed := false
+	out := make([][]byte, len(elems))
+	for i, el := range elems {
+		nv, ch := el, false
+		if key == "content" {
+			nv, ch = p.block(el, toolResult)
+		}
+		if !ch {
+			nv, ch = p.value(el, key, false, depth+1)
+		}
+		out[i] = nv
+		changed = changed || ch
+	}
+	if !changed {
+		return v, false
+	}
+	return joinArray(out), true
+}
+
+// block externalizes one content block when it is a big image, or the big
+// text of a tool result.
+func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
+	if len(el) == 0 || el[0] != '{' || p.blobs == nil {
+		return el, false
+	}
+	ms, ok := splitObject(el)
+	if !ok {
+		return el, false
+	}
+	typ, _ := ms.str("type")
+	switch {
+	case typ == "image":
+		data, ok := ms.str("data")
+		if !ok || len(data) < BlobThreshold || isBlobRef(data) {
+			return el, false
+		}
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil || base64.StdEncoding.EncodeToString(raw) != data {
+			// Not canonical base64: it would not come back byte for
+			// byte, so it stays inline.
+			return el, false
+		}
+		ref, err := p.blobs.Put(p.ctx, raw)
+		if err != nil {
+			p.err = fmt.Errorf("store image: %w", err)
+			return el, false
+		}
+		return editObject(ms, edit{"data", quote(ref)}), true
+	case typ == "text" && toolResult && p.toolMax > 0:
+		if ms.get(textRefKey) != nil {
+			return el, false
+		}
+		text, ok := ms.str("text")
+		if !ok || len(text) <= p.toolMax {
+			return el, false
+		}
+		ref, err := p.blobs.Put(p.ctx, []byte(text))
+		if err != nil {
+			p.err = fmt.Errorf("store tool output: %w", err)
+			return el, false
+		}
+		stub := fmt.Sprintf("[trove: tool output of %d bytes stored as %s]", len(text), ref)
+		return editObject(ms, edit{"text", quote(stub)}, edit{textRefKey, quote(ref)}), true
+	}
+	return el, false
+}
+
+func (p *preparer) object(v []byte, depth int) ([]byte, bool) {
+	ms, ok := splitObject(v)
+	if !ok {
+		return v, false
+	}
+	if signedBlock(ms) {
+		return v, false
+	}
+	role, _ := ms.str("role")
+	toolResult := role == "toolResult"
+	changed := false
+	var edits []edit
+	for _, m := range ms {
+		if isTransient(m.key) {
+			edits = append(edits, edit{m.key, nil})
+			changed = true
+			continue
+		}
+		nv, ch := p.value(m.val, m.key, toolResult && m.key == "content", depth+1)
+		if ch {
+			edits = append(edits, edit{m.key, nv})
+			changed = true
+		}
+	}
+	if !changed {
+		return v, false
+	}
+	// A file mention's lineCount follows its (now cut) content.
+	if lc := ms.get("lineCount"); isNumber(lc) {
+		for _, e := range edits {
+			if e.key == "content" && e.val != nil {
+				if s, ok := jsonString(e.val); ok {
+					edits = append(edits, edit{"lineCount", []byte(strconv.Itoa(strings.Count(s, "\n") + 1))})
+				}
+			}
+		}
+	}
+	return editObject(ms, edits...), true
+}
+
+// signedBlock reports a content block bound to its exact bytes by a
+// signature or encryption: it is written whole.
+func signedBlock(ms members) bool {
+	typ, _ := ms.str("type")
+	nonEmpty := func(k string) bool { s, ok := ms.str(k); return ok && s != "" }
+	switch typ {
+	case "thinking":
+		return nonEmpty("thinkingSignature")
+	case "text":
+		return nonEmpty("textSignature")
+	case "toolCall":
+		return nonEmpty("thoughtSignature")
+	case "redactedThinking":
+		return nonEmpty("data")
+	}
+	return false
+}
+
+func joinArray(elems [][]byte) []byte {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range elems {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// resolver turns blob refs of a loaded entry back into their content.
+// Failures become readable placeholders and are reported; the stored form
+// keeps the ref, so nothing is lost if the blob comes back.
+type resolver struct {
+	ctx    context.Context
+	blobs  BlobStore
+	cache  map[string][]byte
+	report func(ref string, err error)
+}
+
+func (r *resolver) get(ref string) ([]byte, error) {
+	if data, ok := r.cache[ref]; ok {
+		return data, nil
+	}
+	if r.blobs == nil {
+		return nil, fmt.Errorf("%s: no blob store configured", ref)
+	}
+	data, err := r.blobs.Get(r.ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if r.cache == nil {
+		r.cache = make(map[string][]byte)
+	}
+	r.cache[ref] = data
+	return data, nil
+}
+
+func (r *resolver) value(v []byte, key string, depth int) ([]byte, bool) {
+	if len(v) == 0 || depth > maxDepth {
+		return v, false
+	}
+	switch v[0] {
+	case '[':
+		elems, ok := splitArray(v)
+		if !ok {
+			return v, false
+		}
+		changed := false
+		for i, el := range elems {
+			nv, ch := el, false
+			if key == "content" {
+				nv, ch = r.block(el)
+			}
+			if !ch {
+				nv, ch = r.value(el, key, depth+1)
+			}
+			elems[i] = nv
+			changed = changed || ch
+		}
+		if !changed {
+			return v, false
+		}
+		return joinArray(elems), true
+	case '{':
+		ms, ok := splitObject(v)
+		if !ok {
+			return v, false
+		}
+		var edits []edit
+		for _, m := range ms {
+			if nv, ch := r.value(m.val, m.key, depth+1); ch {
+				edits = append(edits, edit{m.key, nv})
+			}
+		}
+		if len(edits) == 0 {
+			return v, false
+		}
+		return editObject(ms, edits...), true
+	}
+	return v, false
+}
+
+func (r *resolver) block(el []byte) ([]byte, bool) {
+	if len(el) == 0 || el[0] != '{' || !mayHoldRef(el) {
+		return el, false
+	}
+	ms, ok := splitObject(el)
+	if !ok {
+		return el, false
+	}
+	typ, _ := ms.str("type")
+	switch typ {
+	case "image":
+		ref, ok := ms.str("data")
+		if !ok || !isBlobRef(ref) {
+			return el, false
+		}
+		data, err := r.get(ref)
+		if err != nil {
+			r.report(ref, err)
+			mime, _ := ms.str("mimeType")
+			text := fmt.Sprintf("[trove: image %s (%s) unavailable: %v]", ref, mime, err)
+			return []byte(`{"type":"text","text":` + string(quote(text)) + `}`), true
+		}
+		return editObject(ms, edit{"data", quote(base64.StdEncoding.EncodeToString(data))}), true
+	case "text":
+		ref, ok := ms.str(textRefKey)
+		if !ok || !isBlobRef(ref) {
+			return el, false
+		}
+		data, err := r.get(ref)
+		text := string(data)
+		if err != nil {
+			r.report(ref, err)
+			text = fmt.Sprintf("[trove: tool output %s unavailable: %v]", ref, err)
+		}
+		return editObject(ms, edit{"text", quote(text)}, edit{textRefKey, nil}), true
+	}
+	return el, false
+}

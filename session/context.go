@@ -1,0 +1,260 @@
+package session
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Context is what is sent to the model at one leaf: spec 003
+// buildSessionContext. Messages hold AgentMessage JSON objects: stored
+// messages unchanged (blob refs resolved), and custom, branchSummary and
+// compactionSummary messages shaped as the reference's create functions
+// shape them.
+type Context struct {
+	LeafID            string // "" when the leaf is null (nothing before it)
+	Messages          []json.RawMessage
+	ThinkingLevel     string // "off" when never set
+	Models            Models
+	InjectedTtsrRules []string
+	Mode              string          // "none" when never set
+	ModeData          json.RawMessage // nil when the last mode_change had none
+	// Path is the entries from the root to the leaf.
+	Path []*Entry
+}
+
+// Models maps a model role ("default", "smol", ...) to "provider/model",
+// keeping the order roles were first set in.
+type Models struct {
+	roles  []string
+	models map[string]string
+}
+
+// Get returns the model of role, "" when unset.
+func (m Models) Get(role string) string { return m.models[role] }
+
+// Roles returns the roles in the order they were first set.
+func (m Models) Roles() []string { return append([]string(nil), m.roles...) }
+
+// Len is the number of roles set.
+func (m Models) Len() int { return len(m.roles) }
+
+func (m *Models) set(role, model string) {
+	if m.models == nil {
+		m.models = make(map[string]string)
+	}
+	if _, ok := m.models[role]; !ok {
+		m.roles = append(m.roles, role)
+	}
+	m.models[role] = model
+}
+
+// MarshalJSON writes the roles as one object, in order.
+func (m Models) MarshalJSON() ([]byte, error) {
+	var o objectBuilder
+	for _, r := range m.roles {
+		o.add(r, quote(m.models[r]))
+	}
+	return o.bytes(), nil
+}
+
+// MarshalJSON writes the context with the names spec 003 uses.
+func (c *Context) MarshalJSON() ([]byte, error) {
+	var o objectBuilder
+	if c.LeafID == "" {
+		o.add("leafId", []byte("null"))
+	} else {
+		o.add("leafId", quote(c.LeafID))
+	}
+	msgs := make([][]byte, len(c.Messages))
+	for i, m := range c.Messages {
+		msgs[i] = toValidUTF8(m)
+	}
+	o.add("messages", joinArray(msgs))
+	o.add("thinkingLevel", quote(c.ThinkingLevel))
+	models, _ := c.Models.MarshalJSON()
+	o.add("models", models)
+	rules := make([][]byte, len(c.InjectedTtsrRules))
+	for i, r := range c.InjectedTtsrRules {
+		rules[i] = quote(r)
+	}
+	o.add("injectedTtsrRules", joinArray(rules))
+	o.add("mode", quote(c.Mode))
+	if c.ModeData != nil {
+		o.add("modeData", toValidUTF8(c.ModeData))
+	}
+	return o.bytes(), nil
+}
+
+func emptyContext() *Context {
+	return &Context{Messages: []json.RawMessage{}, ThinkingLevel: "off", Mode: "none", InjectedTtsrRules: []string{}}
+}
+
+// path walks parentId links from leaf to the root and returns the entries
+// root first. A parentId naming no entry ends the walk, and so does a link
+// back to an entry already on the path (a cycle, where the reference loops
+// forever).
+func path(byID map[string]*Entry, leaf *Entry) []*Entry {
+	var rev []*Entry
+	seen := make(map[*Entry]bool)
+	for e := leaf; e != nil && !seen[e]; {
+		seen[e] = true
+		rev = append(rev, e)
+		if e.parentID == "" {
+			break
+		}
+		e = byID[e.parentID]
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// buildContext is spec 003 buildSessionContext at leaf (nil: empty), with
+// the reference's behaviour where the text is silent.
+func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
+	c := emptyContext()
+	if leaf == nil {
+		return c
+	}
+	c.LeafID = leaf.id
+	c.Path = path(byID, leaf)
+
+	// Settings come from the whole path; only the last compaction counts.
+	compaction := -1
+	seenRule := map[string]bool{}
+	for i, e := range c.Path {
+		switch e.typ {
+		case TypeThinkingLevelChange:
+			c.ThinkingLevel = "off"
+			if s, ok := jsonString(e.Field("thinkingLevel")); ok {
+				c.ThinkingLevel = s
+			}
+		case TypeModelChange:
+			ms, _ := splitObject(e.view)
+			if model := ms.get("model"); truthy(model) {
+				role := "default"
+				if r := ms.get("role"); !isNull(r) {
+					role = jsText(r)
+				}
+				c.Models.set(role, jsText(model))
+			}
+		case TypeMessage:
+			// Every assistant message sets the default model, even after
+			// an explicit model_change (reference behaviour).
+			if e.role == "assistant" {
+				msg, _ := splitObject(e.Field("message"))
+				c.Models.set("default", jsText(msg.get("provider"))+"/"+jsText(msg.get("model")))
+			}
+		case TypeCompaction:
+			compaction = i
+		case TypeTtsrInjection:
+			rules, _ := splitArray(e.Field("injectedRules"))
+			for _, r := range rules {
+				s := jsText(r)
+				if !seenRule[s] {
+					seenRule[s] = true
+					c.InjectedTtsrRules = append(c.InjectedTtsrRules, s)
+				}
+			}
+		case TypeModeChange:
+			ms, _ := splitObject(e.view)
+			c.Mode = "none"
+			if m := ms.get("mode"); !isNull(m) {
+				c.Mode = jsText(m)
+			}
+			c.ModeData = nil
+			if d := ms.get("data"); d != nil {
+				c.ModeData = json.RawMessage(d)
+			}
+		}
+	}
+
+	if compaction < 0 {
+		for _, e := range c.Path {
+			c.appendMessage(e)
+		}
+		return c
+	}
+	comp := c.Path[compaction]
+	c.Messages = append(c.Messages, compactionSummaryMessage(comp))
+	firstKept, _ := jsonString(comp.Field("firstKeptEntryId"))
+	found := false
+	for _, e := range c.Path[:compaction] {
+		if !found && firstKept != "" && e.id == firstKept {
+			found = true
+		}
+		if found {
+			c.appendMessage(e)
+		}
+	}
+	for _, e := range c.Path[compaction+1:] {
+		c.appendMessage(e)
+	}
+	return c
+}
+
+func (c *Context) appendMessage(e *Entry) {
+	switch e.typ {
+	case TypeMessage:
+		m := e.Field("message")
+		if m == nil {
+			m = json.RawMessage("null") // undefined in a JS array
+		}
+		c.Messages = append(c.Messages, m)
+	case TypeCustomMessage:
+		c.Messages = append(c.Messages, customMessage(e))
+	case TypeBranchSummary:
+		if truthy(e.Field("summary")) {
+			c.Messages = append(c.Messages, branchSummaryMessage(e))
+		}
+	}
+}
+
+// The create functions of spec 003 (messages.ts): fields the entry lacks are
+// left out, as JSON.stringify leaves out undefined.
+
+func customMessage(e *Entry) json.RawMessage {
+	ms, _ := splitObject(e.view)
+	var o objectBuilder
+	o.add("role", quote("custom"))
+	copyMembers(&o, ms, "customType", "content", "display", "details")
+	addMillis(&o, ms.get("timestamp"))
+	return o.bytes()
+}
+
+func branchSummaryMessage(e *Entry) json.RawMessage {
+	ms, _ := splitObject(e.view)
+	var o objectBuilder
+	o.add("role", quote("branchSummary"))
+	copyMembers(&o, ms, "summary", "fromId")
+	addMillis(&o, ms.get("timestamp"))
+	return o.bytes()
+}
+
+func compactionSummaryMessage(e *Entry) json.RawMessage {
+	ms, _ := splitObject(e.view)
+	var o objectBuilder
+	o.add("role", quote("compactionSummary"))
+	copyMembers(&o, ms, "summary", "shortSummary", "tokensBefore")
+	addMillis(&o, ms.get("timestamp"))
+	return o.bytes()
+}
+
+func copyMembers(o *objectBuilder, ms members, keys ...string) {
+	for _, k := range keys {
+		if v := ms.get(k); v != nil {
+			o.add(k, v)
+		}
+	}
+}
+
+// addMillis writes "timestamp" as new Date(ts).getTime(): epoch
+// milliseconds, null where JavaScript gets NaN.
+func addMillis(o *objectBuilder, ts []byte) {
+	if ms, ok := epochMillis(ts); ok {
+		o.add("timestamp", strconv.AppendInt(nil, ms, 10))
+	} else {
+		o.add("timestamp", []byte("null"))
+	}
+}

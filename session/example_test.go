@@ -1,0 +1,45 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/session"
+)
+
+func Example() {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+
+	at := time.Date(2026, 2, 16, 10, 20, 30, 0, time.UTC)
+	name := session.SessionPath("/work/pi", at, "1f9d2a6b9c0d1234")
+	s, err := session.Create(st, name, session.Header{ID: "1f9d2a6b9c0d1234", Cwd: "/work/pi"},
+		session.WithClock(func() time.Time { return at }),
+		session.WithRandom(strings.NewReader("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c")))
+	if err != nil {
+		panic(err)
+	}
+	s.Append(ctx, &session.ThinkingLevelChange{ThinkingLevel: "high"})
+	s.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"Fix the parser"}`))
+	// The file is written at the first assistant message.
+	s.AppendMessage(ctx, json.RawMessage(`{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}]}`))
+	if err := s.Close(ctx); err != nil {
+		panic(err)
+	}
+
+	c, err := session.ContextFor(ctx, st, "1f9d", "")
+	if err != nil {
+		panic(err)
+	}
+	out, _ := json.Marshal(c)
+	fmt.Println(name)
+	fmt.Println(string(out))
+	// Output:
+	// sessions/--work-pi--/2026-02-16T10-20-30-000Z_1f9d2a6b9c0d1234.jsonl
+	// {"leafId":"090a0b0c","messages":[{"role":"user","content":"Fix the parser"},{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}]}],"thinkingLevel":"high","models":{"default":"anthropic/claude-sonnet-4-5"},"injectedTtsrRules":[],"mode":"none"}
+}

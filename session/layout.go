@@ -1,0 +1,457 @@
+package session
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// The store layout of DESIGN section 9, relative to the trove root:
+//
+//	sessions/--<cwd-encoded>--/<timestamp>_<id>.jsonl
+//	terminal-sessions/<terminal-id>
+const (
+	SessionsDir    = "sessions"
+	BreadcrumbsDir = "terminal-sessions"
+	// PrefixBytes is how much of each file discovery reads.
+	PrefixBytes = 4096
+)
+
+// EncodeCwd names the directory of a working directory's sessions: the
+// leading slash dropped, "/", "\" and ":" replaced by "-", wrapped in "--"
+// (spec 003). Names that would not be valid path elements are made valid:
+// control characters and invalid UTF-8 become "-", and an element longer
+// than 255 bytes is cut and ends with a hash of the whole cwd.
+func EncodeCwd(cwd string) string {
+	s := cwd
+	if strings.HasPrefix(s, "/") || strings.HasPrefix(s, `\`) {
+		s = s[1:]
+	}
+	s = strings.ToValidUTF8(s, "-")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '/' || r == '\\' || r == ':':
+			return '-'
+		case r < 0x20 || r == 0x7f:
+			return '-'
+		}
+		return r
+	}, s)
+	name := "--" + s + "--"
+	if len(name) > backend.MaxElemBytes {
+		sum := sha256.Sum256([]byte(cwd))
+		tail := "-" + hex.EncodeToString(sum[:8]) + "--"
+		cut := strings.ToValidUTF8(name[:backend.MaxElemBytes-len(tail)], "")
+		name = cut + tail
+	}
+	return name
+}
+
+// CwdDir is the directory holding the sessions of cwd.
+func CwdDir(cwd string) string { return backend.Join(SessionsDir, EncodeCwd(cwd)) }
+
+// FileName is a session's file name: the creation time as the reference
+// writes it (ISO 8601 with ":" and "." as "-") and the id.
+func FileName(created time.Time, id string) string {
+	ts := strings.NewReplacer(":", "-", ".", "-").Replace(isoTime(created))
+	return ts + "_" + id + ".jsonl"
+}
+
+// SessionPath is where a new session of cwd is stored.
+func SessionPath(cwd string, created time.Time, id string) string {
+	return backend.Join(CwdDir(cwd), FileName(created, id))
+}
+
+// BreadcrumbPath is the breadcrumb file of a terminal.
+func BreadcrumbPath(terminalID string) string {
+	return backend.Join(BreadcrumbsDir, EncodeCwd(terminalID))
+}
+
+// idFromName returns the id in a "<timestamp>_<id>.jsonl" file name.
+func idFromName(base string) string {
+	base = strings.TrimSuffix(base, ".jsonl")
+	if i := strings.LastIndexByte(base, '_'); i >= 0 {
+		return base[i+1:]
+	}
+	return base
+}
+
+// Info is what discovery knows of a session from the first PrefixBytes of
+// its file.
+type Info struct {
+	Path          string    // file name in the storage
+	ID            string    // header id
+	Cwd           string    // header cwd
+	Title         string    // header title
+	ParentSession string    // header parentSession
+	Version       float64   // header version
+	Created       time.Time // header timestamp (zero when it does not parse)
+	Modified      time.Time // the file's modification time
+	Size          int64     // the file's size in bytes
+	FirstMessage  string    // text of the first user message, if in the prefix
+}
+
+// readInfo reads a session's header and first user message from a prefix.
+func readInfo(ctx context.Context, st backend.Storage, fi backend.Info) (Info, error) {
+	data, err := st.ReadPrefix(ctx, fi.Name, PrefixBytes)
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{Path: fi.Name, Modified: fi.ModTime, Size: fi.Size}
+	complete := int64(len(data)) >= fi.Size
+	found := false
+	for len(data) > 0 {
+		var line []byte
+		i := bytes.IndexByte(data, '\n')
+		if i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else if complete {
+			line, data = data, nil
+		} else {
+			break // cut by the prefix
+		}
+		line = trimLine(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !found {
+			if !json.Valid(line) {
+				continue
+			}
+			ms, _ := splitObject(line)
+			h, ok := parseHeader(ms)
+			if !ok {
+				return Info{}, fmt.Errorf("%s: %w", fi.Name, ErrNoHeader)
+			}
+			found = true
+			info.ID, info.Cwd, info.Title, info.ParentSession, info.Version = h.ID, h.Cwd, h.Title, h.ParentSession, h.Version
+			if ms, ok := epochMillis(quote(h.Timestamp)); ok {
+				info.Created = time.UnixMilli(ms).UTC()
+			}
+			continue
+		}
+		if !json.Valid(line) {
+			continue
+		}
+		if e := newEntry(line, 0); e.typ == TypeMessage && e.role == "user" {
+			info.FirstMessage = messageText(e.Field("message"))
+			break
+		}
+	}
+	if !found {
+		return Info{}, fmt.Errorf("%s: no header in the first %d bytes: %w", fi.Name, PrefixBytes, ErrNoHeader)
+	}
+	return info, nil
+}
+
+// messageText is the text of a message: its string content, or its text
+// blocks joined by spaces.
+func messageText(msg []byte) string {
+	ms, _ := splitObject(msg)
+	content := ms.get("content")
+	if s, ok := jsonString(content); ok {
+		return s
+	}
+	blocks, _ := splitArray(content)
+	var parts []string
+	for _, b := range blocks {
+		bm, _ := splitObject(b)
+		if t, _ := bm.str("type"); t == "text" {
+			if s, ok := bm.str("text"); ok {
+				parts = append(parts, s)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// ListOption tunes discovery.
+type ListOption func(*listConfig)
+
+type listConfig struct {
+	report      func(path string, err error)
+	concurrency int
+}
+
+// WithSkipped receives the files discovery skips (no header in the
+// prefix, unreadable) and why.
+func WithSkipped(f func(path string, err error)) ListOption {
+	return func(c *listConfig) { c.report = f }
+}
+
+// WithConcurrency sets how many prefixes are read at once (default 16).
+func WithConcurrency(n int) ListOption {
+	return func(c *listConfig) {
+		if n > 0 {
+			c.concurrency = n
+		}
+	}
+}
+
+// List yields the sessions of cwd, newest first (by modification time).
+// Files whose header names another cwd (two cwds can encode alike) are left
+// out. A missing directory yields nothing.
+func List(ctx context.Context, st backend.Storage, cwd string, opts ...ListOption) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		files, err := sessionFiles(ctx, st, []string{CwdDir(cwd)})
+		if err != nil {
+			yield(Info{}, err)
+			return
+		}
+		for info, err := range readInfos(ctx, st, files, opts) {
+			if err == nil && info.Cwd != "" && info.Cwd != cwd {
+				continue
+			}
+			if !yield(info, err) {
+				return
+			}
+		}
+	}
+}
+
+// ListAll yields the sessions of every cwd, newest first.
+func ListAll(ctx context.Context, st backend.Storage, opts ...ListOption) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		var dirs []string
+		for fi, err := range st.List(ctx, SessionsDir) {
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+			if err != nil {
+				yield(Info{}, err)
+				return
+			}
+			if fi.IsDir && strings.HasPrefix(fi.Base(), "--") {
+				dirs = append(dirs, fi.Name)
+			}
+		}
+		files, err := sessionFiles(ctx, st, dirs)
+		if err != nil {
+			yield(Info{}, err)
+			return
+		}
+		for info, err := range readInfos(ctx, st, files, opts) {
+			if !yield(info, err) {
+				return
+			}
+		}
+	}
+}
+
+// sessionFiles lists the .jsonl files of dirs, newest first.
+func sessionFiles(ctx context.Context, st backend.Storage, dirs []string) ([]backend.Info, error) {
+	var files []backend.Info
+	for _, dir := range dirs {
+		for fi, err := range st.List(ctx, dir) {
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !fi.IsDir && strings.HasSuffix(fi.Name, ".jsonl") {
+				files = append(files, fi)
+			}
+		}
+	}
+	slices.SortStableFunc(files, func(a, b backend.Info) int {
+		if c := b.ModTime.Compare(a.ModTime); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Name, a.Name)
+	})
+	return files, nil
+}
+
+// readInfos reads the prefixes of files a window at a time, several at
+// once, and yields them in order. Skipped files are reported, not yielded.
+func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, opts []ListOption) iter.Seq2[Info, error] {
+	cfg := listConfig{concurrency: 16}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return func(yield func(Info, error) bool) {
+		type result struct {
+			info Info
+			err  error
+		}
+		window := cfg.concurrency * 4
+		for start := 0; start < len(files); start += window {
+			if err := ctx.Err(); err != nil {
+				yield(Info{}, err)
+				return
+			}
+			batch := files[start:min(start+window, len(files))]
+			results := make([]result, len(batch))
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, cfg.concurrency)
+			for i, fi := range batch {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					info, err := readInfo(ctx, st, fi)
+					results[i] = result{info, err}
+				}()
+			}
+			wg.Wait()
+			for i, r := range results {
+				if r.err != nil {
+					if errors.Is(r.err, ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
+						// Not a session (or gone since the listing): skip.
+						if cfg.report != nil {
+							cfg.report(batch[i].Name, r.err)
+						}
+						continue
+					}
+					if !yield(Info{}, r.err) {
+						return
+					}
+					continue
+				}
+				if !yield(r.info, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// MostRecent returns the newest session of cwd; fs.ErrNotExist when there
+// is none.
+func MostRecent(ctx context.Context, st backend.Storage, cwd string) (Info, error) {
+	for info, err := range List(ctx, st, cwd) {
+		return info, err
+	}
+	return Info{}, &fs.PathError{Op: "find", Path: CwdDir(cwd), Err: fs.ErrNotExist}
+}
+
+// TerminalID names the terminal this process runs in, from environment
+// variables terminals set (getenv is os.Getenv outside tests); "" when none
+// is known. tmux and screen panes come first: they outlive the window.
+func TerminalID(getenv func(string) string) string {
+	for _, k := range []string{"TMUX_PANE", "STY", "WT_SESSION", "TERM_SESSION_ID", "KITTY_WINDOW_ID", "WEZTERM_PANE", "ITERM_SESSION_ID", "WINDOWID"} {
+		if v := getenv(k); v != "" {
+			return strings.ToLower(k) + "-" + v
+		}
+	}
+	return ""
+}
+
+// WriteBreadcrumb records that terminalID last used the session at path in
+// cwd: two lines, the cwd then the session path (spec 003).
+func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, path string) error {
+	if terminalID == "" {
+		return fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+	}
+	return st.WriteFile(ctx, BreadcrumbPath(terminalID), []byte(cwd+"\n"+path+"\n"))
+}
+
+// ReadBreadcrumb returns the cwd and session path terminalID used last.
+func ReadBreadcrumb(ctx context.Context, st backend.Storage, terminalID string) (cwd, path string, err error) {
+	if terminalID == "" {
+		return "", "", fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+	}
+	data, err := st.ReadFile(ctx, BreadcrumbPath(terminalID))
+	if err != nil {
+		return "", "", err
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\r\n"), "\n")
+	if len(lines) < 2 {
+		return "", "", fmt.Errorf("breadcrumb %s: want two lines: %w", terminalID, ErrCorrupt)
+	}
+	return strings.TrimRight(lines[0], "\r"), strings.TrimRight(lines[1], "\r"), nil
+}
+
+// Continue finds the session to continue in cwd: the one the terminal used
+// last when its breadcrumb names this cwd and a session that still loads,
+// else the most recent one of cwd. terminalID may be "".
+func Continue(ctx context.Context, st backend.Storage, cwd, terminalID string) (Info, error) {
+	if terminalID != "" {
+		bcwd, p, err := ReadBreadcrumb(ctx, st, terminalID)
+		if err == nil && bcwd == cwd && backend.ValidPath(p) == nil {
+			if fi, err := st.Stat(ctx, p); err == nil && !fi.IsDir {
+				if info, err := readInfo(ctx, st, fi); err == nil {
+					return info, nil
+				}
+			}
+		}
+	}
+	return MostRecent(ctx, st, cwd)
+}
+
+// Find resolves ref to a session file: a file name in st, or a session id
+// or unique id prefix among every cwd's sessions (matched on file names).
+func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
+	if ref == "" {
+		return "", fmt.Errorf("find session: empty reference: %w", ErrInvalid)
+	}
+	if backend.ValidPath(ref) == nil && (strings.Contains(ref, "/") || strings.HasSuffix(ref, ".jsonl")) {
+		if fi, err := st.Stat(ctx, ref); err == nil && !fi.IsDir {
+			return ref, nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	var matches []string
+	for fi, err := range backend.Walk(ctx, st, SessionsDir) {
+		if err != nil {
+			return "", err
+		}
+		if fi.IsDir || !strings.HasSuffix(fi.Name, ".jsonl") || strings.Count(fi.Name, "/") != 2 {
+			continue
+		}
+		id := idFromName(fi.Base())
+		if id == ref {
+			return fi.Name, nil
+		}
+		if strings.HasPrefix(id, ref) {
+			matches = append(matches, fi.Name)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", &fs.PathError{Op: "find", Path: ref, Err: fs.ErrNotExist}
+	case 1:
+		return matches[0], nil
+	}
+	return "", fmt.Errorf("session %q matches %d sessions (%s, ...): %w", ref, len(matches), matches[0], ErrAmbiguous)
+}
+
+// ContextFor does the work of `trove session context`: it finds the session
+// ref (see Find), loads it read-only and rebuilds its context at leafID, or
+// at the file's leaf when leafID is "". The result marshals to the JSON
+// object of spec 003's names (leafId, messages, thinkingLevel, models,
+// injectedTtsrRules, mode, modeData). Pass WithBlobStore to resolve blob
+// refs; other options as for Open (ReadOnly is always on).
+func ContextFor(ctx context.Context, st backend.Storage, ref, leafID string, opts ...Option) (*Context, error) {
+	name, err := Find(ctx, st, ref)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, st, name, append(opts, ReadOnly())...)
+	if err != nil {
+		return nil, err
+	}
+	if s.noHeader {
+		return nil, s.err
+	}
+	if leafID == "" {
+		return s.Context(), nil
+	}
+	return s.ContextAt(leafID)
+}

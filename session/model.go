@@ -1,0 +1,388 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// CurrentVersion is the session format version trove writes (spec 003).
+const CurrentVersion = 3
+
+// Entry types of spec 003.
+const (
+	TypeSession             = "session" // the header line
+	TypeMessage             = "message"
+	TypeThinkingLevelChange = "thinking_level_change"
+	TypeModelChange         = "model_change"
+	TypeCompaction          = "compaction"
+	TypeBranchSummary       = "branch_summary"
+	TypeCustom              = "custom"
+	TypeCustomMessage       = "custom_message"
+	TypeLabel               = "label"
+	TypeTtsrInjection       = "ttsr_injection"
+	TypeSessionInit         = "session_init"
+	TypeModeChange          = "mode_change"
+)
+
+// Header is the first line of a session file (spec 003 SessionHeader).
+type Header struct {
+	Version       float64 // 1 when the file has none
+	ID            string
+	Timestamp     string // ISO 8601, as written
+	Cwd           string
+	Title         string
+	ParentSession string // opaque lineage: a session id or a path
+}
+
+// parseHeader reads a header from its members; ok is false unless type is
+// "session" and id is a string (the reference's validity rule).
+func parseHeader(ms members) (Header, bool) {
+	if t, _ := ms.str("type"); t != TypeSession {
+		return Header{}, false
+	}
+	id, ok := ms.str("id")
+	if !ok {
+		return Header{}, false
+	}
+	h := Header{ID: id, Version: 1}
+	if v := ms.get("version"); !isNull(v) {
+		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
+			h.Version = f
+		} else {
+			// Not a number: the reference skips every migration step.
+			h.Version = CurrentVersion
+		}
+	}
+	h.Timestamp, _ = ms.str("timestamp")
+	h.Cwd, _ = ms.str("cwd")
+	h.Title, _ = ms.str("title")
+	h.ParentSession, _ = ms.str("parentSession")
+	return h, true
+}
+
+// encodeHeader writes a new header line in the reference's key order.
+func encodeHeader(h Header) []byte {
+	var o objectBuilder
+	o.add("type", quote(TypeSession))
+	o.add("version", []byte(strconv.FormatFloat(h.Version, 'g', -1, 64)))
+	o.add("id", quote(h.ID))
+	o.add("timestamp", quote(h.Timestamp))
+	o.add("cwd", quote(h.Cwd))
+	if h.Title != "" {
+		o.add("title", quote(h.Title))
+	}
+	if h.ParentSession != "" {
+		o.add("parentSession", quote(h.ParentSession))
+	}
+	return o.bytes()
+}
+
+// Entry is one line after the header: a node of the session tree. Entries
+// are immutable; the JSON they hold must not be modified.
+type Entry struct {
+	typ       string
+	id        string
+	parentID  string
+	timestamp string
+	role      string // message.role of a message entry
+	line      int    // line in the file it was loaded from, 0 for new entries
+	object    bool   // the line is a JSON object (any JSON value is kept)
+
+	// view is the entry as callers see it, blob refs resolved. raw is the
+	// entry as stored, refs in place; nil until a new entry is persisted.
+	view []byte
+	raw  []byte
+}
+
+// Type is the entry's "type" ("" when the line has none).
+func (e *Entry) Type() string { return e.typ }
+
+// ID is the entry's "id" ("" when it has none: such entries are kept but are
+// not part of the tree).
+func (e *Entry) ID() string { return e.id }
+
+// ParentID is the entry's "parentId"; "" for a root (null or absent).
+func (e *Entry) ParentID() string { return e.parentID }
+
+// Timestamp is the entry's ISO 8601 "timestamp", as stored.
+func (e *Entry) Timestamp() string { return e.timestamp }
+
+// Role is message.role of a message entry, "" for other entries.
+func (e *Entry) Role() string { return e.role }
+
+// Line is the 1-based line the entry was loaded from; 0 for an entry
+// appended in this process.
+func (e *Entry) Line() int { return e.line }
+
+// JSON is the whole entry as one JSON value, blob refs resolved. Unknown
+// fields are there unchanged. The slice must not be modified.
+func (e *Entry) JSON() json.RawMessage { return e.view }
+
+// Field returns the raw JSON of a top-level field, or nil when absent.
+func (e *Entry) Field(name string) json.RawMessage {
+	ms, _ := splitObject(e.view)
+	return json.RawMessage(ms.get(name))
+}
+
+// Data decodes the entry into the typed value of its type: *Message,
+// *ModelChange, ... and *Unknown for types spec 003 does not define. Fields
+// with an unexpected JSON type are left zero and reported in the error.
+func (e *Entry) Data() (EntryData, error) {
+	var d EntryData
+	switch e.typ {
+	case TypeMessage:
+		d = &Message{}
+	case TypeThinkingLevelChange:
+		d = &ThinkingLevelChange{}
+	case TypeModelChange:
+		d = &ModelChange{}
+	case TypeCompaction:
+		d = &Compaction{}
+	case TypeBranchSummary:
+		d = &BranchSummary{}
+	case TypeCustom:
+		d = &Custom{}
+	case TypeCustomMessage:
+		d = &CustomMessage{}
+	case TypeLabel:
+		d = &Label{}
+	case TypeTtsrInjection:
+		d = &TtsrInjection{}
+	case TypeSessionInit:
+		d = &SessionInit{}
+	case TypeModeChange:
+		d = &ModeChange{}
+	default:
+		return &Unknown{Type: e.typ, Fields: e.view}, nil
+	}
+	if !e.object {
+		return d, fmt.Errorf("entry is not an object: %w", ErrCorrupt)
+	}
+	if err := json.Unmarshal(e.view, d); err != nil {
+		return d, fmt.Errorf("decode %s entry %s: %w", e.typ, e.id, err)
+	}
+	return d, nil
+}
+
+// EntryData is the type-specific part of an entry, for appending and for
+// typed reading (Entry.Data).
+type EntryData interface {
+	EntryType() string
+}
+
+// Message stores an AgentMessage (spec 003 `message`). The message is kept
+// as JSON: its shape depends on its role and is passed through verbatim.
+type Message struct {
+	Message json.RawMessage `json:"message"`
+}
+
+// ThinkingLevelChange is spec 003 `thinking_level_change`.
+type ThinkingLevelChange struct {
+	ThinkingLevel string `json:"thinkingLevel"`
+}
+
+// ModelChange is spec 003 `model_change`; Role "" means "default".
+type ModelChange struct {
+	Model string `json:"model"`
+	Role  string `json:"role,omitempty"`
+}
+
+// Compaction is spec 003 `compaction`.
+type Compaction struct {
+	Summary          string          `json:"summary"`
+	ShortSummary     string          `json:"shortSummary,omitempty"`
+	FirstKeptEntryID string          `json:"firstKeptEntryId"`
+	TokensBefore     int64           `json:"tokensBefore"`
+	Details          json.RawMessage `json:"details,omitempty"`
+	PreserveData     json.RawMessage `json:"preserveData,omitempty"`
+	FromExtension    bool            `json:"fromExtension,omitempty"`
+}
+
+// BranchSummary is spec 003 `branch_summary`; FromID is "root" when the
+// branch started before the first entry.
+type BranchSummary struct {
+	FromID        string          `json:"fromId"`
+	Summary       string          `json:"summary"`
+	Details       json.RawMessage `json:"details,omitempty"`
+	FromExtension bool            `json:"fromExtension,omitempty"`
+}
+
+// Custom is spec 003 `custom`: extension state, not part of the context.
+type Custom struct {
+	CustomType string          `json:"customType"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+// CustomMessage is spec 003 `custom_message`: extension content that is part
+// of the context. Content is a JSON string or an array of content blocks.
+type CustomMessage struct {
+	CustomType string          `json:"customType"`
+	Content    json.RawMessage `json:"content"`
+	Display    bool            `json:"display"`
+	Details    json.RawMessage `json:"details,omitempty"`
+}
+
+// Label is spec 003 `label`; an empty Label clears the target's label.
+type Label struct {
+	TargetID string `json:"targetId"`
+	Label    string `json:"label,omitempty"`
+}
+
+// TtsrInjection is spec 003 `ttsr_injection`.
+type TtsrInjection struct {
+	InjectedRules []string `json:"injectedRules"`
+}
+
+// SessionInit is spec 003 `session_init`.
+type SessionInit struct {
+	SystemPrompt string          `json:"systemPrompt,omitempty"`
+	Task         string          `json:"task,omitempty"`
+	Tools        []string        `json:"tools,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// ModeChange is spec 003 `mode_change`.
+type ModeChange struct {
+	Mode string          `json:"mode"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Unknown is an entry of a type spec 003 does not define. Fields is the
+// whole entry object (or, when appending, the members to write after the
+// base fields; type, id, parentId and timestamp in it are ignored).
+type Unknown struct {
+	Type   string
+	Fields json.RawMessage
+}
+
+func (*Message) EntryType() string             { return TypeMessage }
+func (*ThinkingLevelChange) EntryType() string { return TypeThinkingLevelChange }
+func (*ModelChange) EntryType() string         { return TypeModelChange }
+func (*Compaction) EntryType() string          { return TypeCompaction }
+func (*BranchSummary) EntryType() string       { return TypeBranchSummary }
+func (*Custom) EntryType() string              { return TypeCustom }
+func (*CustomMessage) EntryType() string       { return TypeCustomMessage }
+func (*Label) EntryType() string               { return TypeLabel }
+func (*TtsrInjection) EntryType() string       { return TypeTtsrInjection }
+func (*SessionInit) EntryType() string         { return TypeSessionInit }
+func (*ModeChange) EntryType() string          { return TypeModeChange }
+func (u *Unknown) EntryType() string           { return u.Type }
+
+var baseKeys = map[string]bool{"type": true, "id": true, "parentId": true, "timestamp": true}
+
+// encodeEntry writes a new entry: the base fields in spec order, then the
+// type's fields.
+func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
+	typ := d.EntryType()
+	if typ == "" || typ == TypeSession {
+		return nil, fmt.Errorf("entry type %q: %w", typ, ErrInvalid)
+	}
+	if m, ok := d.(*Message); ok {
+		if !json.Valid(m.Message) {
+			return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
+		}
+		if ms, ok := splitObject(m.Message); !ok {
+			return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
+		} else if _, ok := ms.str("role"); !ok {
+			return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+		}
+	}
+	var body []byte
+	if u, ok := d.(*Unknown); ok {
+		body = u.Fields
+		if len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+		}
+		if !json.Valid(body) {
+			return nil, fmt.Errorf("fields of %q entry: not valid JSON: %w", typ, ErrInvalid)
+		}
+	} else {
+		var err error
+		if body, err = marshal(d); err != nil {
+			return nil, fmt.Errorf("encode %s entry: %w: %w", typ, ErrInvalid, err)
+		}
+	}
+	ms, ok := splitObject(body)
+	if !ok {
+		return nil, fmt.Errorf("fields of %q entry: not a JSON object: %w", typ, ErrInvalid)
+	}
+	var o objectBuilder
+	o.add("type", quote(typ))
+	o.add("id", quote(id))
+	if parentID == "" {
+		o.add("parentId", []byte("null"))
+	} else {
+		o.add("parentId", quote(parentID))
+	}
+	o.add("timestamp", quote(ts))
+	for _, m := range ms {
+		if !baseKeys[m.key] {
+			o.rawKey(m.keyRaw, m.val)
+		}
+	}
+	return o.bytes(), nil
+}
+
+// newEntry indexes a JSON line (or a new entry) into an Entry. line is 0 for
+// new entries. It does not validate: callers pass valid JSON.
+func newEntry(b []byte, line int) *Entry {
+	e := &Entry{view: b, line: line}
+	ms, ok := splitObject(b)
+	if !ok {
+		return e
+	}
+	e.fill(ms)
+	return e
+}
+
+func (e *Entry) fill(ms members) {
+	e.object = true
+	e.typ, _ = ms.str("type")
+	e.id, _ = ms.str("id")
+	e.parentID, _ = ms.str("parentId")
+	e.timestamp, _ = ms.str("timestamp")
+	e.role = ""
+	if e.typ == TypeMessage {
+		if msg, ok := splitObject(ms.get("message")); ok {
+			e.role, _ = msg.str("role")
+		}
+	}
+}
+
+// isoTime formats t as JavaScript's Date.toISOString does.
+func isoTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// epochMillis converts a stored timestamp the way `new Date(ts).getTime()`
+// does; ok is false where JavaScript gives NaN (serialized as null).
+func epochMillis(raw []byte) (int64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	if raw[0] != '"' {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f != f || f > 8.64e15 || f < -8.64e15 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	s, _ := jsonString(raw)
+	for _, layout := range []string{
+		time.RFC3339Nano,
+		"2006-01-02T15:04:05.999999999",
+		"2006-01-02T15:04Z07:00",
+		"2006-01-02T15:04",
+		"2006-01-02",
+		"2006-01",
+		"2006",
+	} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}
