@@ -1,0 +1,487 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// CreateOption configures one Create or CreateTree.
+type CreateOption func(*createConfig)
+
+type createConfig struct {
+	session, message string
+	ignore           []string
+	noDefaults       bool
+	maxSize          int64
+}
+
+// WithSession links the checkpoint to a session id.
+func WithSession(id string) CreateOption { return func(c *createConfig) { c.session = id } }
+
+// WithMessage links the checkpoint to the user message it was taken for.
+func WithMessage(id string) CreateOption { return func(c *createConfig) { c.message = id } }
+
+// WithIgnore adds .gitignore-syntax patterns, relative to the workspace
+// root, that win over the defaults and every .gitignore (CreateTree only).
+func WithIgnore(patterns ...string) CreateOption {
+	return func(c *createConfig) { c.ignore = append(c.ignore, patterns...) }
+}
+
+// WithoutDefaultIgnores drops DefaultIgnores (CreateTree only).
+func WithoutDefaultIgnores() CreateOption { return func(c *createConfig) { c.noDefaults = true } }
+
+// WithMaxFileSize sets the per-file cap of CreateTree (default
+// DefaultMaxFileSize); bigger files are listed as skipped. n <= 0: no cap.
+func WithMaxFileSize(n int64) CreateOption { return func(c *createConfig) { c.maxSize = n } }
+
+// Create snapshots the named paths (slash-separated, relative to the
+// workspace root) as checkpoint id, replacing any checkpoint of that id. A
+// path that does not exist is recorded as absent, so a rewind deletes what
+// was created there later. A directory is an error (ErrIsDir), as is a path
+// under a symlinked directory (ErrUnsafePath): name the real path instead.
+func (m *Manager) Create(ctx context.Context, id string, paths []string, opts ...CreateOption) (*Manifest, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	var cc createConfig
+	for _, o := range opts {
+		o(&cc)
+	}
+	clean := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if err := validRel(p); err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+		}
+		clean = append(clean, p)
+	}
+	sort.Strings(clean)
+	clean = slices.Compact(clean)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := m.cfg.now()
+	man := m.newManifest(id, KindFiles, cc, start)
+	var files []int // indexes into man.Files of regular files
+	var sts []fileStat
+	pc := parentCheck{ws: m.ws}
+	for _, p := range clean {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		state, parent, err := pc.check(p)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+		}
+		if state == parentSymlink {
+			return nil, fmt.Errorf("checkpoint %q: %w: %q: parent %q is a symlink", id, ErrUnsafePath, p, parent)
+		}
+		e := Entry{Path: p}
+		var st fileStat
+		if state == parentsOK {
+			st, err = m.ws.lstat(p)
+			switch {
+			case isAbsent(err):
+			case err != nil:
+				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			case st.isDir():
+				return nil, fmt.Errorf("checkpoint %q: %q: %w", id, p, ErrIsDir)
+			case st.isSymlink():
+				target, err := m.ws.readlink(p)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+				}
+				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)}
+			case st.isRegular():
+				e = fileEntry(p, st)
+				files = append(files, len(man.Files))
+			default:
+				return nil, fmt.Errorf("checkpoint %q: %q is not a file, symlink or directory: %w", id, p, backend.ErrNotSupported)
+			}
+		}
+		man.Files = append(man.Files, e)
+		sts = append(sts, st)
+	}
+	if err := m.storeFiles(ctx, man, files, sts, -1, start.UnixNano()); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	return man, m.writeManifest(ctx, man)
+}
+
+// CreateTree snapshots the whole workspace as checkpoint id, minus what the
+// ignore rules exclude: DefaultIgnores (unless WithoutDefaultIgnores), every
+// .gitignore in the tree, then WithIgnore patterns. Files over the size cap
+// and names a manifest cannot hold are listed in Manifest.Skipped. Only
+// files whose stat changed since the last snapshot are read.
+func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOption) (*Manifest, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	cc := createConfig{maxSize: DefaultMaxFileSize}
+	for _, o := range opts {
+		o(&cc)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := m.cfg.now()
+	man := m.newManifest(id, KindTree, cc, start)
+	if !cc.noDefaults {
+		man.DefaultIgnore = DefaultIgnores()
+	}
+	man.Ignore = cc.ignore
+	if cc.maxSize > 0 {
+		man.MaxFileSize = cc.maxSize
+	}
+	limit := man.MaxFileSize
+	if limit == 0 {
+		limit = -1
+	}
+
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	man.Skipped = tree.skipped
+	var files []int
+	var sts []fileStat // parallel to man.Files
+	for _, te := range tree.entries {
+		st := te.st
+		switch {
+		case st.isDir():
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeDir, Mode: Mode(st.mode.Perm())})
+			sts = append(sts, st)
+		case st.isSymlink():
+			target, err := m.ws.readlink(te.path)
+			if isAbsent(err) {
+				continue // gone since the walk
+			}
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			}
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)})
+			sts = append(sts, st)
+		case st.isRegular():
+			if limit >= 0 && st.size > limit {
+				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Size: st.size, Reason: "size"})
+				continue
+			}
+			files = append(files, len(man.Files))
+			man.Files = append(man.Files, fileEntry(te.path, st))
+			sts = append(sts, st)
+		default:
+			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
+		}
+	}
+	if err := m.storeFiles(ctx, man, files, sts, limit, start.UnixNano()); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	// Drop files that vanished or grew past the cap while we read.
+	kept := man.Files[:0]
+	for _, e := range man.Files {
+		if e.Exists {
+			kept = append(kept, e)
+		}
+	}
+	man.Files = kept
+	sortSkipped(man.Skipped)
+	return man, m.writeManifest(ctx, man)
+}
+
+func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
+	return &Manifest{
+		Version: ManifestVersion, ID: id, Kind: kind, CreatedAt: start.UTC(),
+		Session: cc.session, Message: cc.message, Root: m.ws.abs(), Files: []Entry{},
+	}
+}
+
+func fileEntry(p string, st fileStat) Entry {
+	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm()), MTime: mtimeOf(st)}
+}
+
+func sortSkipped(s []Skipped) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Path < s[j].Path })
+}
+
+// storeFiles fills in the digest of the entries at idx: from the stat cache
+// when the stat proves the content unchanged, else by reading the file and
+// putting it into one cas batch, with a few workers reading and storing at
+// once. A file gone since its lstat, or grown past limit, is marked absent
+// (Create) or dropped by the caller (CreateTree).
+func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+	cache := m.loadCache(ctx)
+	var jobs []int
+	for _, i := range idx {
+		e := &man.Files[i]
+		if ref, ok := cache.lookup(e.Path, sts[i], m.cfg.racy); ok {
+			e.Digest = ref
+			cache.put(e.Path, sts[i], ref, start)
+			continue
+		}
+		jobs = append(jobs, i)
+	}
+	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
+	if len(jobs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batch := m.blobs.newBatch()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		next    = make(chan int)
+		skipped []Skipped
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	for range min(m.cfg.workers, len(jobs)) {
+		wg.Go(func() {
+			for i := range next {
+				e := &man.Files[i]
+				data, err := m.ws.readFile(e.Path, limit)
+				switch {
+				case isAbsent(err):
+					*e = Entry{Path: e.Path}
+					continue
+				case errors.Is(err, errTooBig):
+					mu.Lock()
+					skipped = append(skipped, Skipped{Path: e.Path, Size: sts[i].size, Reason: "size"})
+					mu.Unlock()
+					*e = Entry{Path: e.Path}
+					continue
+				case err != nil:
+					fail(err)
+					continue
+				}
+				ref, err := batch.put(ctx, data)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				e.Digest, e.Size = ref, int64(len(data))
+			}
+		})
+	}
+feed:
+	for _, i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		batch.discard()
+		return first
+	}
+	if err := batch.flush(ctx); err != nil {
+		return err
+	}
+	man.Skipped = append(man.Skipped, skipped...)
+	for _, i := range jobs {
+		if e := &man.Files[i]; e.Exists {
+			cache.put(e.Path, sts[i], e.Digest, start)
+		}
+	}
+	return nil
+}
+
+// writeManifest stores the manifest atomically, then the stat cache. The
+// blobs it names are durable already (storeFiles flushed them).
+func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
+	data, err := json.Marshal(man)
+	if err != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	m.saveCache(ctx)
+	m.cfg.log.Info("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
+	return nil
+}
+
+// isAbsent: the path does not exist, or a parent is not a directory.
+func isAbsent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// parentCheck walks the parents of workspace paths with lstat, caching what
+// it found: paths under a symlink or a file are never followed.
+type parentCheck struct {
+	ws   Workspace
+	seen map[string]parentState
+}
+
+type parentState int
+
+const (
+	parentsOK      parentState = iota // every parent is a real directory
+	parentsMissing                    // a parent is missing: the path is absent
+	parentFile                        // a parent is a file (or other non-directory)
+	parentSymlink                     // a parent is a symlink
+)
+
+// check returns the state of p's parents and, unless parentsOK, the first
+// parent that is not a directory.
+func (pc *parentCheck) check(p string) (parentState, string, error) {
+	if pc.seen == nil {
+		pc.seen = make(map[string]parentState)
+	}
+	for _, dir := range backend.Parents(p) {
+		s, ok := pc.seen[dir]
+		if !ok {
+			st, err := pc.ws.lstat(dir)
+			switch {
+			case isAbsent(err):
+				s = parentsMissing
+			case err != nil:
+				return 0, "", err
+			case st.isSymlink():
+				s = parentSymlink
+			case !st.isDir():
+				s = parentFile
+			default:
+				s = parentsOK
+			}
+			pc.seen[dir] = s
+		}
+		if s != parentsOK {
+			return s, dir, nil
+		}
+	}
+	return parentsOK, "", nil
+}
+
+// tree is the result of a walk.
+type tree struct {
+	entries []treeEntry // sorted by path: dirs, files, symlinks, others
+	ignored []string    // ignored paths (not descended), sorted
+	skipped []Skipped   // names a manifest cannot hold
+}
+
+type treeEntry struct {
+	path string
+	st   fileStat
+}
+
+// gitignoreFunc returns the content of dir's .gitignore, or nil; ents is
+// dir's listing.
+type gitignoreFunc func(ctx context.Context, dir string, ents []dirEntry) ([]byte, error)
+
+// workspaceGitignore reads .gitignore files from the workspace.
+func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEntry) ([]byte, error) {
+	for _, e := range ents {
+		if e.name == ".gitignore" && e.st.isRegular() {
+			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20)
+			if isAbsent(err) || errors.Is(err, errTooBig) {
+				return nil, nil
+			}
+			return data, err
+		}
+	}
+	return nil, nil
+}
+
+// baseIgnorer builds the root rules a manifest records.
+func baseIgnorer(man *Manifest) *ignorer {
+	ig := &ignorer{}
+	for _, p := range man.DefaultIgnore {
+		if r, ok := compileIgnore("", p); ok {
+			ig.rules = append(ig.rules, r)
+		}
+	}
+	for _, p := range man.Ignore {
+		if r, ok := compileIgnore("", p); ok {
+			ig.extra = append(ig.extra, r)
+		}
+	}
+	return ig
+}
+
+// walkTree lists the workspace depth first without following symlinks,
+// skipping ignored paths (not descending into ignored directories) and
+// rewind's temporary files.
+func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
+	var t tree
+	var visit func(dir string, ig *ignorer) error
+	visit = func(dir string, ig *ignorer) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ents, err := m.ws.readDir(dir)
+		if err != nil {
+			if dir != "." && isAbsent(err) {
+				return nil
+			}
+			return err
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+		text, err := gi(ctx, dir, ents)
+		if err != nil {
+			return err
+		}
+		if text != nil {
+			b := dir
+			if b == "." {
+				b = ""
+			}
+			ig = ig.with(parseIgnore(b, text))
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.name, tempPrefix) {
+				continue
+			}
+			rel := e.name
+			if dir != "." {
+				rel = dir + "/" + e.name
+			}
+			isDir := e.st.isDir()
+			if ig.ignored(rel, isDir) {
+				t.ignored = append(t.ignored, rel)
+				continue
+			}
+			if err := validRel(rel); err != nil {
+				t.skipped = append(t.skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
+				t.ignored = append(t.ignored, rel)
+				continue
+			}
+			t.entries = append(t.entries, treeEntry{path: rel, st: e.st})
+			if isDir {
+				if err := visit(rel, ig); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := visit(".", base); err != nil {
+		return tree{}, err
+	}
+	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].path < t.entries[j].path })
+	sort.Strings(t.ignored)
+	return t, nil
+}
