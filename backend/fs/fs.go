@@ -1,0 +1,264 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/trovekit/trove/backend"
+)
+
+const (
+	filePerm = 0o600
+	dirPerm  = 0o700
+
+	// tempDir holds the temp files of atomic writes. One directory at the
+	// root (rather than temps beside their targets) keeps every other
+	// directory exactly as List shows it, so Unlink of a directory that
+	// lists empty never fails on a hidden temp, and crash leftovers are found
+	// with one read at open.
+	tempDir = backend.ReservedPrefix + "tmp"
+
+	defaultStaleTemp = time.Hour
+	defaultLockPoll  = 5 * time.Millisecond
+)
+
+// Storage is a backend.Storage on a directory. It is safe for concurrent use.
+type Storage struct {
+	t       tree
+	os      bool   // t is an osTree: durable, cross-process
+	abs     string // absolute root on the OS, for flock
+	log     *slog.Logger
+	poll    time.Duration
+	closed  atomic.Bool
+	locks   localLocks
+	appendM sync.Mutex // emulates O_APPEND on Fs that only seek at open
+}
+
+var _ backend.Storage = (*Storage)(nil)
+
+// Option configures New and NewOS.
+type Option func(*config)
+
+type config struct {
+	log       *slog.Logger
+	staleTemp time.Duration
+	poll      time.Duration
+}
+
+// WithLogger sets where the Storage reports what it cleans up or skips.
+// The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithStaleTempAge sets how old a temp file must be before opening a Storage
+// removes it as a crash leftover (default one hour: a live writer, in any
+// process, touches its temp on every write). Zero or less disables cleanup.
+func WithStaleTempAge(d time.Duration) Option {
+	return func(c *config) { c.staleTemp = d }
+}
+
+// WithLockPoll sets how often a waiting Lock retries a lock held by another
+// process (default 5ms). Waits within one Storage do not poll.
+func WithLockPoll(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.poll = d
+		}
+	}
+}
+
+// NewOS opens a Storage on the directory root of the operating system,
+// creating it (0700) if missing.
+func NewOS(root string, opts ...Option) (*Storage, error) {
+	const op = "open"
+	if root == "" {
+		return nil, backend.PathErr(op, root, backend.ErrInvalidPath)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, backend.PathErr(op, root, err)
+	}
+	if err := mkdirAllOS(abs); err != nil {
+		return nil, backend.PathErr(op, root, classify(err))
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, backend.PathErr(op, root, classify(err))
+	}
+	return open(osTree{r}, true, abs, opts), nil
+}
+
+// New opens a Storage on the directory root inside fsys, creating it (0700)
+// if missing. An *afero.OsFs gets the full OS treatment of NewOS.
+func New(fsys afero.Fs, root string, opts ...Option) (*Storage, error) {
+	const op = "open"
+	if _, ok := fsys.(*afero.OsFs); ok {
+		return NewOS(root, opts...)
+	}
+	if fsys == nil || root == "" {
+		return nil, backend.PathErr(op, root, backend.ErrInvalidPath)
+	}
+	root = filepath.Clean(root)
+	fi, err := fsys.Stat(root)
+	if notExist(err) {
+		err = fsys.MkdirAll(root, dirPerm)
+		if err == nil {
+			fi, err = fsys.Stat(root)
+		}
+	}
+	if err != nil {
+		return nil, backend.PathErr(op, root, classify(err))
+	}
+	if !fi.IsDir() {
+		return nil, backend.PathErr(op, root, backend.ErrNotDir)
+	}
+	return open(aferoTree{fs: fsys, base: root}, false, "", opts), nil
+}
+
+func open(t tree, onOS bool, abs string, opts []Option) *Storage {
+	c := config{log: slog.New(slog.DiscardHandler), staleTemp: defaultStaleTemp, poll: defaultLockPoll}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Storage{t: t, os: onOS, abs: abs, log: c.log, poll: c.poll}
+	if c.staleTemp > 0 {
+		s.cleanTemps(time.Now().Add(-c.staleTemp))
+	}
+	return s
+}
+
+// mkdirAllOS creates dir and its missing parents, fsyncing the parent of each
+// new one, before there is a Root to do it through.
+func mkdirAllOS(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return &iofs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if !notExist(err) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAllOS(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
+		return err
+	}
+	return syncPath(parent)
+}
+
+func syncPath(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// cleanTemps removes temp files last touched before cutoff: leftovers of a
+// writer that crashed between creating its temp and renaming it.
+func (s *Storage) cleanTemps(cutoff time.Time) {
+	d, err := s.t.openFile(tempDir, os.O_RDONLY, 0)
+	if err != nil {
+		return // none yet
+	}
+	infos, err := d.Readdir(-1)
+	_ = d.Close()
+	if err != nil {
+		s.log.Debug("trove/fs: reading temp dir", "err", err)
+		return
+	}
+	for _, fi := range infos {
+		if fi.ModTime().Before(cutoff) {
+			name := tempDir + "/" + fi.Name()
+			err := s.t.remove(name)
+			s.log.Debug("trove/fs: removed stale temp file", "name", name, "err", err)
+		}
+	}
+}
+
+// Root returns the root directory as given to New, or made absolute by NewOS.
+func (s *Storage) Root() string {
+	switch t := s.t.(type) {
+	case osTree:
+		return s.abs
+	case aferoTree:
+		return t.base
+	}
+	return ""
+}
+
+// Capabilities reports full OS capabilities on the OS, in-process ones elsewhere.
+func (s *Storage) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		AtomicRename: true,
+		NativeAppend: true,
+		Locks:        s.os,
+		LocalLocks:   true,
+		Durable:      s.os,
+		Directories:  true,
+		CrossProcess: s.os,
+		MaxNameBytes: backend.MaxNameBytes,
+		MaxElemBytes: backend.MaxElemBytes,
+	}
+}
+
+// Close releases the root. Open readers, writers and held locks stay valid
+// until closed or unlocked by their owners.
+func (s *Storage) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := s.t.close(); err != nil {
+		return backend.PathErr("close", ".", err)
+	}
+	return nil
+}
+
+// begin checks what every operation checks before any I/O: the name, that
+// the Storage is open, and ctx.
+func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
+	check := backend.ValidPath
+	if dir {
+		check = backend.ValidDir
+	}
+	if err := check(name); err != nil {
+		return backend.PathErr(op, name, err)
+	}
+	if s.closed.Load() {
+		return backend.PathErr(op, name, backend.ErrClosed)
+	}
+	return backend.CtxErr(ctx, op, name)
+}
+
+// fail wraps an I/O error for op on name. An operation that raced with
+// Close gets ErrClosed rather than whatever the closed root said.
+func (s *Storage) fail(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() && !errors.Is(err, backend.ErrClosed) {
+		err = withSentinel(err, backend.ErrClosed)
+	}
+	return backend.PathErr(op, name, classify(err))
+}

@@ -1,0 +1,173 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/gofrs/flock"
+	"github.com/trovekit/trove/backend"
+)
+
+// Lock takes the exclusive lock called name, kept in the file name (created
+// 0600 if missing, never removed: removing a lock file lets two holders lock
+// two different files).
+//
+// Within one Storage, goroutines queue on a channel. On the OS the holder
+// then takes a flock(2) on its own open file description, which excludes
+// other processes and other Storage values of this process alike; a waiting
+// Lock polls for that one.
+func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+	const op = "lock"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return nil, err
+	}
+	if err := s.ensureLockFile(name); err != nil {
+		return nil, s.fail(op, name, err)
+	}
+	if err := s.locks.acquire(ctx, name, wait); err != nil {
+		return nil, backend.PathErr(op, name, err)
+	}
+	l := &lock{s: s, name: name}
+	if s.os {
+		fl, err := s.flock(ctx, name, wait)
+		if err != nil {
+			s.locks.release(name)
+			return nil, s.fail(op, name, err)
+		}
+		l.fl = fl
+	}
+	return l, nil
+}
+
+// ensureLockFile creates the lock file through the tree, so it is never
+// created outside the root, and refuses a directory.
+func (s *Storage) ensureLockFile(name string) error {
+	fi, err := s.t.stat(name)
+	if notExist(err) {
+		if err := s.mkdirAll(backend.Dir(name)); err != nil {
+			return err
+		}
+		f, err := s.t.openFile(name, os.O_RDONLY|os.O_CREATE, filePerm)
+		if err != nil {
+			return err
+		}
+		if fi, err = f.Stat(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+	}
+	return nil
+}
+
+// flock locks the file at name. flock opens it by absolute path, so the
+// locked file is then checked to be the one the root resolves name to: that
+// catches both a symlink swapped in to lead elsewhere and a lock file that
+// was replaced between open and lock.
+func (s *Storage) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
+	abs := filepath.Join(s.abs, filepath.FromSlash(name))
+	for {
+		// No O_CREATE: flock must not create anything the root did not.
+		fl := flock.New(abs, flock.SetFlag(os.O_RDONLY))
+		var ok bool
+		var err error
+		if wait {
+			ok, err = fl.TryLockContext(ctx, s.poll)
+		} else {
+			ok, err = fl.TryLock()
+		}
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			return nil, backend.ErrLocked
+		}
+		held, herr := fl.Stat()
+		want, werr := s.t.stat(name)
+		if herr == nil && werr == nil && os.SameFile(held, want) {
+			return fl, nil
+		}
+		_ = fl.Unlock()
+		if werr != nil && !notExist(werr) {
+			return nil, werr
+		}
+		if herr != nil {
+			return nil, herr
+		}
+		if err := s.ensureLockFile(name); err != nil {
+			return nil, err
+		}
+	}
+}
+
+type lock struct {
+	s    *Storage
+	name string
+	fl   *flock.Flock
+	once sync.Once
+}
+
+// Unlock releases the lock; later calls do nothing.
+func (l *lock) Unlock() error {
+	var err error
+	l.once.Do(func() {
+		if l.fl != nil {
+			err = l.fl.Unlock()
+		}
+		l.s.locks.release(l.name)
+	})
+	if err != nil {
+		return backend.PathErr("unlock", l.name, err)
+	}
+	return nil
+}
+
+// localLocks excludes goroutines of one Storage without polling: a waiter
+// blocks on the holder's channel, closed at release.
+type localLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+func (ll *localLocks) acquire(ctx context.Context, name string, wait bool) error {
+	for {
+		ll.mu.Lock()
+		ch, busy := ll.held[name]
+		if !busy {
+			if ll.held == nil {
+				ll.held = make(map[string]chan struct{})
+			}
+			ll.held[name] = make(chan struct{})
+			ll.mu.Unlock()
+			return nil
+		}
+		ll.mu.Unlock()
+		if !wait {
+			return backend.ErrLocked
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (ll *localLocks) release(name string) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	if ch, ok := ll.held[name]; ok {
+		close(ch)
+		delete(ll.held, name)
+	}
+}

@@ -1,0 +1,77 @@
+package fs
+
+import (
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+)
+
+// tree is the little a Storage needs from a file system, with names that are
+// slash paths relative to the root ("." is the root).
+type tree interface {
+	openFile(name string, flag int, perm iofs.FileMode) (afero.File, error)
+	mkdir(name string, perm iofs.FileMode) error
+	stat(name string) (iofs.FileInfo, error)
+	lstat(name string) (iofs.FileInfo, error) // does not follow a final symlink
+	rename(from, to string) error
+	remove(name string) error
+	close() error
+}
+
+// osTree resolves every name through an os.Root: the kernel walks each
+// element with openat and O_NOFOLLOW, so a symlink out of the root is refused
+// even if it is swapped in between a check and the use.
+type osTree struct{ r *os.Root }
+
+func (t osTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
+	f, err := t.r.OpenFile(filepath.FromSlash(name), flag, perm)
+	if err != nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return f, nil
+}
+
+func (t osTree) mkdir(name string, perm iofs.FileMode) error {
+	return t.r.Mkdir(filepath.FromSlash(name), perm)
+}
+func (t osTree) stat(name string) (iofs.FileInfo, error) { return t.r.Stat(filepath.FromSlash(name)) }
+func (t osTree) lstat(name string) (iofs.FileInfo, error) {
+	return t.r.Lstat(filepath.FromSlash(name))
+}
+func (t osTree) rename(from, to string) error {
+	return t.r.Rename(filepath.FromSlash(from), filepath.FromSlash(to))
+}
+func (t osTree) remove(name string) error { return t.r.Remove(filepath.FromSlash(name)) }
+func (t osTree) close() error { return t.r.Close() }
+
+// aferoTree is any afero.Fs below a base directory. It relies on the Fs for
+// containment; names are validated before they get here.
+type aferoTree struct {
+	fs   afero.Fs
+	base string
+}
+
+func (t aferoTree) path(name string) string {
+	if name == "." {
+		return t.base
+	}
+	return filepath.Join(t.base, filepath.FromSlash(name))
+}
+
+func (t aferoTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
+	return t.fs.OpenFile(t.path(name), flag, perm)
+}
+func (t aferoTree) mkdir(name string, perm iofs.FileMode) error { return t.fs.Mkdir(t.path(name), perm) }
+func (t aferoTree) stat(name string) (iofs.FileInfo, error)    { return t.fs.Stat(t.path(name)) }
+func (t aferoTree) lstat(name string) (iofs.FileInfo, error) {
+	if l, ok := t.fs.(afero.Lstater); ok {
+		fi, _, err := l.LstatIfPossible(t.path(name))
+		return fi, err
+	}
+	return t.fs.Stat(t.path(name))
+}
+func (t aferoTree) rename(from, to string) error { return t.fs.Rename(t.path(from), t.path(to)) }
+func (t aferoTree) remove(name string) error     { return t.fs.Remove(t.path(name)) }
+func (t aferoTree) close() error { return nil }

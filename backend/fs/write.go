@@ -1,0 +1,440 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"math/rand/v2"
+	"os"
+
+	"github.com/spf13/afero"
+	"github.com/trovekit/trove/backend"
+)
+
+// copyChunk bounds how much is written between two looks at ctx.
+const copyChunk = 256 << 10
+
+// EnsureDir creates dir and its missing parents (0700), durably.
+func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
+	const op = "mkdir"
+	if err := s.begin(ctx, op, dir, true); err != nil {
+		return err
+	}
+	return s.fail(op, dir, s.mkdirAll(dir))
+}
+
+// mkdirAll creates dir and its missing parents top down, fsyncing the parent
+// of each new directory so its entry survives a crash. It never relies on the
+// Fs to create parents: MemMapFs would happily create them under a file.
+func (s *Storage) mkdirAll(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	fi, err := s.t.stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return withSentinel(fmt.Errorf("%s is a file", dir), backend.ErrNotDir)
+		}
+		return nil
+	}
+	if !notExist(err) {
+		return err
+	}
+	create := false // once one level is missing, all below it are
+	for _, p := range append(backend.Parents(dir), dir) {
+		if !create {
+			fi, err := s.t.stat(p)
+			switch {
+			case err == nil && fi.IsDir():
+				continue
+			case err == nil:
+				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+			case !notExist(err):
+				return err
+			}
+			create = true
+		}
+		if err := s.t.mkdir(p, dirPerm); err != nil {
+			if !errors.Is(err, iofs.ErrExist) {
+				return err
+			}
+			// Lost a race: fine if it is a directory. Its creator may not
+			// have synced the parent yet, so we still do.
+			if fi, err := s.t.stat(p); err != nil || !fi.IsDir() {
+				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+			}
+		}
+		if err := s.syncDir(backend.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so the entries created or renamed in it are
+// durable. Fs without durability get a cheap no-op Sync.
+func (s *Storage) syncDir(dir string) error {
+	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// checkTarget refuses to write or rename over name when it is a directory or
+// a symlink out of the root. (Renaming over an in-root symlink replaces the
+// link, as rename(2) does.) A missing name is fine.
+func (s *Storage) checkTarget(name string) error {
+	fi, err := s.t.lstat(name)
+	switch {
+	case notExist(err):
+		return nil
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+	case fi.Mode()&iofs.ModeSymlink != 0:
+		if _, err := s.t.stat(name); err != nil && !notExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// createTemp creates an empty temp file (0600) in the temp directory.
+func (s *Storage) createTemp() (afero.File, string, error) {
+	for range 8 {
+		name := fmt.Sprintf("%s/%016x", tempDir, rand.Uint64())
+		f, err := s.t.openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+		if notExist(err) {
+			// No temp dir yet (or it was removed). Its own entry need not
+			// be durable: a temp is never needed after a crash.
+			if err := s.t.mkdir(tempDir, dirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
+				return nil, "", err
+			}
+			f, err = s.t.openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+		}
+		if errors.Is(err, iofs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return f, name, nil
+	}
+	return nil, "", errors.New("cannot create a unique temp file")
+}
+
+// WriteFile replaces name with data atomically and durably.
+func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
+	const op = "write"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	_, err := s.replace(ctx, op, name, func(f afero.File) (int64, error) {
+		var n int64
+		for len(data) > 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			k, err := f.Write(data[:min(len(data), copyChunk)])
+			n += int64(k)
+			if err != nil {
+				return n, err
+			}
+			data = data[k:]
+		}
+		return n, nil
+	})
+	return err
+}
+
+// WriteFrom copies r to name atomically and durably, without buffering the
+// whole content. It does not close r.
+func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+	const op = "write"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return 0, err
+	}
+	return s.replace(ctx, op, name, func(f afero.File) (int64, error) {
+		buf := make([]byte, copyChunk)
+		var n int64
+		for {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			k, rerr := r.Read(buf)
+			if k > 0 {
+				w, err := f.Write(buf[:k])
+				n += int64(w)
+				if err != nil {
+					return n, err
+				}
+			}
+			if rerr == io.EOF {
+				return n, nil
+			}
+			if rerr != nil {
+				return n, fmt.Errorf("reading the source: %w", rerr)
+			}
+		}
+	})
+}
+
+// replace is the atomic write: temp file, fill, fsync, close, rename over
+// name, fsync name's directory. On any failure, including a cancelled ctx,
+// the temp is removed and name keeps its old content.
+func (s *Storage) replace(ctx context.Context, op, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
+	if err := s.checkTarget(name); err != nil {
+		return 0, s.fail(op, name, err)
+	}
+	dir := backend.Dir(name)
+	if err := s.mkdirAll(dir); err != nil {
+		return 0, s.fail(op, name, err)
+	}
+	f, tmp, err := s.createTemp()
+	if err != nil {
+		return 0, s.fail(op, name, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = f.Close()
+			if rerr := s.t.remove(tmp); rerr != nil && !notExist(rerr) {
+				s.log.Warn("trove/fs: removing temp file", "name", tmp, "err", rerr)
+			}
+		}
+	}()
+	if n, err = fill(f); err != nil {
+		return n, s.fail(op, name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return n, s.fail(op, name, err)
+	}
+	if err := f.Close(); err != nil {
+		return n, s.fail(op, name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return n, s.fail(op, name, err) // last moment to keep the old content
+	}
+	if err := s.t.rename(tmp, name); err != nil {
+		return n, s.fail(op, name, err)
+	}
+	committed = true
+	if err := s.syncDir(dir); err != nil {
+		return n, s.fail(op, name, err)
+	}
+	return n, nil
+}
+
+// OpenWriter opens name for appending (0600, parents created).
+func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+	const op = "open"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return nil, err
+	}
+	if err := s.mkdirAll(backend.Dir(name)); err != nil {
+		return nil, s.fail(op, name, err)
+	}
+	f, created, err := s.openAppend(name, opt)
+	if err != nil {
+		return nil, s.fail(op, name, err)
+	}
+	// MemMapFs opens a directory for writing; refuse it like the OS does.
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		_ = f.Close()
+		if err == nil {
+			err = withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		}
+		return nil, s.fail(op, name, err)
+	}
+	return &writer{s: s, name: name, f: f, created: created}, nil
+}
+
+// openAppend opens or creates name and says whether it created it, which
+// decides whether the first Sync must also fsync the directory.
+func (s *Storage) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
+	flag := os.O_WRONLY | os.O_APPEND
+	if opt.Exclusive {
+		f, err := s.t.openFile(name, flag|os.O_CREATE|os.O_EXCL, filePerm)
+		return f, err == nil, err
+	}
+	if opt.Truncate {
+		flag |= os.O_TRUNC
+	}
+	// Existing first, the common case for appends; then exclusive create,
+	// so that a concurrent creator is noticed and we retry as existing.
+	for range 4 {
+		f, err := s.t.openFile(name, flag, 0)
+		if !notExist(err) {
+			return f, false, err
+		}
+		f, err = s.t.openFile(name, flag|os.O_CREATE|os.O_EXCL, filePerm)
+		if !errors.Is(err, iofs.ErrExist) {
+			return f, err == nil, err
+		}
+	}
+	return nil, false, errors.New("file keeps appearing and disappearing")
+}
+
+// writer appends to one file. Writes go straight to the file (no buffer), so
+// each Write is one append and readers see it at once.
+type writer struct {
+	s         *Storage
+	name      string
+	f         afero.File
+	created   bool // the directory entry still needs an fsync
+	closed    bool
+	dirSynced bool
+}
+
+var errWriterClosed = withSentinel(iofs.ErrClosed, backend.ErrClosed)
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, backend.PathErr("write", w.name, errWriterClosed)
+	}
+	var n int
+	var err error
+	if w.s.os {
+		n, err = w.f.Write(p)
+	} else {
+		// Not every Fs honours O_APPEND (MemMapFs seeks once at open), so
+		// seek to the end under a lock shared by this Storage's writers.
+		w.s.appendM.Lock()
+		if _, err = w.f.Seek(0, io.SeekEnd); err == nil {
+			n, err = w.f.Write(p)
+		}
+		w.s.appendM.Unlock()
+	}
+	if err != nil {
+		return n, backend.PathErr("write", w.name, classify(err))
+	}
+	return n, nil
+}
+
+func (w *writer) Sync() error {
+	if w.closed {
+		return backend.PathErr("sync", w.name, errWriterClosed)
+	}
+	if err := w.f.Sync(); err != nil {
+		return backend.PathErr("sync", w.name, classify(err))
+	}
+	if w.created && !w.dirSynced {
+		if err := w.s.syncDir(backend.Dir(w.name)); err != nil {
+			return backend.PathErr("sync", w.name, classify(err))
+		}
+		w.dirSynced = true
+	}
+	return nil
+}
+
+func (w *writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if err := w.f.Close(); err != nil {
+		return backend.PathErr("close", w.name, classify(err))
+	}
+	return nil
+}
+
+// Rename moves the file from to to, replacing to atomically, and makes the
+// move durable. Directories are not renamed (ErrIsDir): the contract moves
+// files, and not every backend can move a tree.
+func (s *Storage) Rename(ctx context.Context, from, to string) error {
+	const op = "rename"
+	if err := s.begin(ctx, op, from, false); err != nil {
+		return err
+	}
+	if err := backend.ValidPath(to); err != nil {
+		return backend.PathErr(op, to, err)
+	}
+	fi, err := s.t.lstat(from)
+	if err != nil {
+		return s.fail(op, from, missing(err))
+	}
+	if fi.IsDir() {
+		return s.fail(op, from, withSentinel(fmt.Errorf("%s is a directory", from), backend.ErrIsDir))
+	}
+	if fi.Mode()&iofs.ModeSymlink != 0 {
+		if _, err := s.t.stat(from); err != nil && !notExist(err) {
+			return s.fail(op, from, err)
+		}
+	}
+	if from == to {
+		return nil
+	}
+	if err := s.checkTarget(to); err != nil {
+		return s.fail(op, to, err)
+	}
+	if err := s.mkdirAll(backend.Dir(to)); err != nil {
+		return s.fail(op, to, err)
+	}
+	if err := s.t.rename(from, to); err != nil {
+		return s.fail(op, from, missing(err))
+	}
+	if err := s.syncDir(backend.Dir(to)); err != nil {
+		return s.fail(op, to, err)
+	}
+	if backend.Dir(from) != backend.Dir(to) {
+		if err := s.syncDir(backend.Dir(from)); err != nil {
+			return s.fail(op, from, err)
+		}
+	}
+	return nil
+}
+
+// Unlink removes a file or an empty directory. The removal is not fsynced:
+// the contract does not promise a durable delete, and a file that reappears
+// after a power loss is harmless where a lost one would not be.
+func (s *Storage) Unlink(ctx context.Context, name string) error {
+	const op = "unlink"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	fi, err := s.t.lstat(name)
+	if err != nil {
+		return s.fail(op, name, missing(err))
+	}
+	switch {
+	case fi.Mode()&iofs.ModeSymlink != 0:
+		// Removing the link itself touches nothing outside, but a link out
+		// of the root is refused like every other use of it.
+		if _, err := s.t.stat(name); err != nil && !notExist(err) {
+			return s.fail(op, name, err)
+		}
+	case fi.IsDir() && !s.os:
+		// MemMapFs removes a non-empty directory and orphans its children.
+		if err := s.checkEmpty(name); err != nil {
+			return s.fail(op, name, err)
+		}
+	}
+	if err := s.t.remove(name); err != nil {
+		if errors.Is(err, iofs.ErrExist) { // some systems say EEXIST for ENOTEMPTY
+			err = withSentinel(err, backend.ErrNotEmpty)
+		}
+		return s.fail(op, name, missing(err))
+	}
+	return nil
+}
+
+func (s *Storage) checkEmpty(dir string) error {
+	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if len(names) > 0 {
+		return withSentinel(fmt.Errorf("%s is not empty", dir), backend.ErrNotEmpty)
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// index caches the pack indexes of the store. Indexes are small and change
+// rarely; a miss re-lists the index directory and loads what is new.
+type index struct {
+	refreshMu sync.Mutex // one refresh at a time
+
+	mu     sync.RWMutex
+	loaded bool
+	packs  map[string]*packIdx
+	refs   map[Ref]entry
+}
+
+type packIdx struct {
+	id      string
+	size    int64     // of the pack
+	idxSize int64     // of the index object, to see it rewritten
+	modTime time.Time // of the index object
+	entries []entry
+}
+
+func (x *index) lookup(ref Ref) (entry, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	e, ok := x.refs[ref]
+	return e, ok
+}
+
+func (x *index) modTime(id string) time.Time {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if p := x.packs[id]; p != nil {
+		return p.modTime
+	}
+	return time.Time{}
+}
+
+// snapshot returns the packs currently known.
+func (x *index) snapshot() []*packIdx {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]*packIdx, 0, len(x.packs))
+	for _, p := range x.packs {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (x *index) packsHolding(ref Ref) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var ids []string
+	for id, p := range x.packs {
+		for _, e := range p.entries {
+			if e.ref == ref {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	return ids
+}
+
+// add records a pack this process just wrote.
+func (x *index) add(p *packIdx) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.packs == nil {
+		x.packs = map[string]*packIdx{}
+		x.refs = map[Ref]entry{}
+	}
+	x.packs[p.id] = p
+	for _, e := range p.entries {
+		if _, ok := x.refs[e.ref]; !ok {
+			x.refs[e.ref] = e
+		}
+	}
+}
+
+func (s *Store) ensureIndex(ctx context.Context) error {
+	s.idx.mu.RLock()
+	loaded := s.idx.loaded
+	s.idx.mu.RUnlock()
+	if loaded {
+		return nil
+	}
+	return s.refresh(ctx)
+}
+
+// refresh brings the cache in line with the index directory: new and
+// rewritten indexes are loaded, removed ones dropped.
+func (s *Store) refresh(ctx context.Context) error {
+	x := &s.idx
+	x.refreshMu.Lock()
+	defer x.refreshMu.Unlock()
+
+	listed := map[string]backend.Info{}
+	for fi, err := range s.st.List(ctx, s.indexDir()) {
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if id := fi.Base(); !fi.IsDir && validID(id) {
+			listed[id] = fi
+		}
+	}
+
+	x.mu.RLock()
+	var load []backend.Info
+	changed := false
+	for id, fi := range listed {
+		p := x.packs[id]
+		switch {
+		case p == nil:
+			load = append(load, fi)
+		case p.idxSize != fi.Size || (!p.modTime.IsZero() && !p.modTime.Equal(fi.ModTime)):
+			load = append(load, fi)
+			changed = true
+		}
+	}
+	for id := range x.packs {
+		if _, ok := listed[id]; !ok {
+			changed = true
+		}
+	}
+	x.mu.RUnlock()
+
+	var fresh []*packIdx
+	for _, fi := range load {
+		p, err := s.loadIndex(ctx, fi)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(listed, fi.Base())
+			changed = true
+			continue
+		}
+		if errors.Is(err, ErrCorrupt) {
+			// Verify reports it; readers go on with the other packs.
+			s.cfg.log.Warn("cas: skipping unreadable pack index", "name", fi.Name, "err", err)
+			delete(listed, fi.Base())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fresh = append(fresh, p)
+	}
+
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.packs == nil {
+		x.packs = map[string]*packIdx{}
+		x.refs = map[Ref]entry{}
+	}
+	for _, p := range fresh {
+		x.packs[p.id] = p
+	}
+	for id, p := range x.packs {
+		if _, ok := listed[id]; !ok {
+			delete(x.packs, id)
+			changed = true
+		} else if p.modTime.IsZero() {
+			p.modTime = listed[id].ModTime
+		}
+	}
+	if changed {
+		x.refs = make(map[Ref]entry, len(x.refs))
+		for _, p := range x.packs {
+			for _, e := range p.entries {
+				if _, ok := x.refs[e.ref]; !ok {
+					x.refs[e.ref] = e
+				}
+			}
+		}
+	} else {
+		for _, p := range fresh {
+			for _, e := range p.entries {
+				if _, ok := x.refs[e.ref]; !ok {
+					x.refs[e.ref] = e
+				}
+			}
+		}
+	}
+	x.loaded = true
+	return nil
+}
+
+func (s *Store) loadIndex(ctx context.Context, fi backend.Info) (*packIdx, error) {
+	data, err := s.st.ReadFile(ctx, fi.Name)
+	if err != nil {
+		return nil, err
+	}
+	id := fi.Base()
+	size, entries, err := decodeIndex(id, data)
+	if err != nil {
+		return nil, backend.PathErr("read", fi.Name, err)
+	}
+	return &packIdx{id: id, size: size, idxSize: int64(len(data)), modTime: fi.ModTime, entries: entries}, nil
+}
+
+// dropFromPack removes the entries for which drop is true from a pack's
+// index, rereading the index from storage rather than trusting the cache. An
+// index left empty is removed, then its pack: never a pack before its index.
+func (s *Store) dropFromPack(ctx context.Context, id string, drop func(entry) bool) (int, error) {
+	name := s.indexName(id)
+	data, err := s.st.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	size, entries, err := decodeIndex(id, data)
+	if err != nil {
+		return 0, backend.PathErr("read", name, err)
+	}
+	keep := entries[:0:0]
+	for _, e := range entries {
+		if !drop(e) {
+			keep = append(keep, e)
+		}
+	}
+	n := len(entries) - len(keep)
+	switch {
+	case n == 0:
+		return 0, nil
+	case len(keep) == 0:
+		return n, s.removePack(ctx, id)
+	}
+	return n, s.st.WriteFile(ctx, name, encodeIndex(size, keep))
+}
+
+func (s *Store) removePack(ctx context.Context, id string) error {
+	if err := s.st.Unlink(ctx, s.indexName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := s.st.Unlink(ctx, s.packName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

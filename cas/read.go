@@ -1,0 +1,364 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// object is an opened stored form: its payload stream and what its header
+// (and trailer, or pack index) say about it.
+type object struct {
+	payload io.Reader // bounded to the payload where the length is known
+	closer  io.Closer
+	codec   Codec
+	size    int64 // original length
+}
+
+func (s *Store) openLoose(ctx context.Context, ref Ref) (object, error) {
+	name := s.looseName(ref)
+	rc, err := s.st.Open(ctx, name)
+	if err != nil {
+		return object{}, err
+	}
+	obj, err := s.looseObject(ctx, name, rc)
+	if err != nil {
+		rc.Close()
+		return object{}, err
+	}
+	return obj, nil
+}
+
+func (s *Store) looseObject(ctx context.Context, name string, rc io.ReadCloser) (object, error) {
+	var hb [headerSize]byte
+	if err := readFull(rc, hb[:]); err != nil {
+		return object{}, err
+	}
+	h, err := parseHeader(hb[:])
+	if err != nil {
+		return object{}, err
+	}
+	obj := object{payload: rc, closer: rc, codec: h.codec, size: h.size}
+	if h.trailer {
+		fi, err := s.st.Stat(ctx, name)
+		if err != nil {
+			return object{}, err
+		}
+		if obj.size, err = s.readTrailer(ctx, name, fi.Size); err != nil {
+			return object{}, err
+		}
+		obj.payload = io.LimitReader(rc, fi.Size-headerSize-trailerSize)
+	}
+	return obj, nil
+}
+
+func (s *Store) openPacked(ctx context.Context, e entry) (object, error) {
+	rc, err := s.st.OpenRange(ctx, s.packName(e.packID), e.off, e.n)
+	if err != nil {
+		return object{}, err
+	}
+	obj, err := packedObject(rc, e)
+	if err != nil {
+		rc.Close()
+		return object{}, err
+	}
+	return obj, nil
+}
+
+func packedObject(rc io.ReadCloser, e entry) (object, error) {
+	var hb [headerSize]byte
+	if err := readFull(rc, hb[:]); err != nil {
+		return object{}, err
+	}
+	h, err := parseHeader(hb[:])
+	if err != nil {
+		return object{}, err
+	}
+	if h.trailer || h.codec != e.codec || h.size != e.size {
+		return object{}, fmt.Errorf("%w: record header disagrees with the pack index", ErrCorrupt)
+	}
+	return object{payload: io.LimitReader(rc, e.n-headerSize), closer: rc, codec: h.codec, size: h.size}, nil
+}
+
+// blobReader decodes a payload, never yielding more than the recorded length,
+// and checks length and digest at the end: its last Read returns io.EOF only
+// for a blob that is whole and matches its ref, else an ErrCorrupt error.
+type blobReader struct {
+	s      *Store
+	ref    Ref
+	op     string
+	src    *errReader
+	r      io.Reader // decoded bytes
+	closer io.Closer
+	dec    *zstd.Decoder
+	h      hash.Hash
+	want   int64
+	n      int64
+	err    error
+}
+
+// errReader remembers the storage's own errors, so that a failed read is not
+// mistaken for corruption when it surfaces through the decoder.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
+}
+
+func (s *Store) newBlobReader(op string, ref Ref, obj object) (*blobReader, error) {
+	if obj.size > s.cfg.maxBlobSize {
+		return nil, fmt.Errorf("%w: recorded length %d, max %d", ErrTooLarge, obj.size, s.cfg.maxBlobSize)
+	}
+	b := &blobReader{s: s, ref: ref, op: op, closer: obj.closer, h: ref.algo.newHash(), want: obj.size}
+	b.src = &errReader{r: obj.payload}
+	switch obj.codec {
+	case CodecRaw:
+		b.r = b.src
+	case CodecZstd:
+		dec, err := s.getDecoder()
+		if err != nil {
+			return nil, err
+		}
+		if err := dec.Reset(b.src); err != nil {
+			s.putDecoder(dec)
+			return nil, b.classify(err)
+		}
+		b.dec, b.r = dec, dec
+	}
+	return b, nil
+}
+
+func (b *blobReader) corrupt(format string, args ...any) error {
+	return refErr(b.op, b.ref, fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
+}
+
+func (b *blobReader) classify(err error) error {
+	switch {
+	case b.src.err != nil:
+		return refErr(b.op, b.ref, b.src.err)
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTooLarge):
+		return refErr(b.op, b.ref, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return b.corrupt("truncated")
+	}
+	return b.corrupt("%v", err)
+}
+
+func (b *blobReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.n == b.want {
+		b.err = b.finish()
+		return 0, b.err
+	}
+	if rem := b.want - b.n; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	k, err := b.r.Read(p)
+	b.h.Write(p[:k])
+	b.n += int64(k)
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		if b.n < b.want {
+			b.err = b.corrupt("%d bytes, header records %d", b.n, b.want)
+		} else {
+			b.err = b.digest()
+		}
+	default:
+		b.err = b.classify(err)
+	}
+	if b.err == io.EOF && k > 0 {
+		return k, nil
+	}
+	return k, b.err
+}
+
+// finish checks that the payload ends where the recorded length says.
+func (b *blobReader) finish() error {
+	var one [1]byte
+	for range 100 {
+		k, err := b.r.Read(one[:])
+		if k > 0 {
+			return b.corrupt("longer than the recorded %d bytes", b.want)
+		}
+		if errors.Is(err, io.EOF) {
+			return b.digest()
+		}
+		if err != nil {
+			return b.classify(err)
+		}
+	}
+	return b.corrupt("payload does not end")
+}
+
+func (b *blobReader) digest() error {
+	if got := refFromHash(b.ref.algo, b.h); got != b.ref {
+		return b.corrupt("content hashes to %v", got)
+	}
+	return io.EOF
+}
+
+func (b *blobReader) Close() error {
+	if b.dec != nil {
+		b.s.putDecoder(b.dec)
+		b.dec = nil
+	}
+	if b.err == nil {
+		b.err = refErr(b.op, b.ref, fs.ErrClosed)
+	}
+	if b.closer == nil {
+		return nil
+	}
+	err := b.closer.Close()
+	b.closer = nil
+	return err
+}
+
+// withBlob opens each stored copy of ref in turn and hands it to use, until
+// one use succeeds. A copy whose pack went away (GC repacked it) or that is
+// corrupt does not hide a good copy elsewhere.
+func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(*blobReader) error) error {
+	if err := s.checkRef(op, ref); err != nil {
+		return err
+	}
+	if err := s.ensureIndex(ctx); err != nil {
+		return refErr(op, ref, err)
+	}
+	var firstErr error
+	try := func(open func() (object, error)) (done bool, err error) {
+		obj, err := open()
+		if err == nil {
+			var br *blobReader
+			if br, err = s.newBlobReader(op, ref, obj); err == nil {
+				if err = use(br); err == nil {
+					return true, nil
+				}
+			} else {
+				obj.closer.Close()
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) {
+			if firstErr == nil {
+				firstErr = refErr(op, ref, err)
+			}
+			return false, nil
+		}
+		return false, refErr(op, ref, err)
+	}
+	tried := map[string]bool{}
+	tryPacked := func() (bool, error) {
+		e, ok := s.idx.lookup(ref)
+		if !ok || tried[e.packID] {
+			return false, nil
+		}
+		tried[e.packID] = true
+		return try(func() (object, error) { return s.openPacked(ctx, e) })
+	}
+	if done, err := tryPacked(); done || err != nil {
+		return err
+	}
+	if done, err := try(func() (object, error) { return s.openLoose(ctx, ref) }); done || err != nil {
+		return err
+	}
+	// A pack this process has not seen yet, or the same blob moved by GC.
+	for range 3 {
+		if err := s.refresh(ctx); err != nil {
+			return refErr(op, ref, err)
+		}
+		e, ok := s.idx.lookup(ref)
+		if !ok || tried[e.packID] {
+			break
+		}
+		if done, err := tryPacked(); done || err != nil {
+			return err
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return refErr(op, ref, fs.ErrNotExist)
+}
+
+// Get returns the content of ref, verified. A missing blob is fs.ErrNotExist;
+// a copy that does not match its ref is ErrCorrupt.
+func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
+	var out []byte
+	err := s.withBlob(ctx, "get", ref, func(br *blobReader) error {
+		defer br.Close()
+		// Grow with the data rather than trusting the header for a big
+		// allocation up front.
+		buf := make([]byte, 0, min(br.want, 8<<20)+1)
+		for {
+			if len(buf) == cap(buf) {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			k, err := br.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+k]
+			if err == io.EOF {
+				out = buf
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Open streams the content of ref. Bytes are verified as a whole: the final
+// Read returns io.EOF only when length and digest match, and an error
+// wrapping ErrCorrupt otherwise, so a consumer must not trust what it read
+// until it has seen io.EOF.
+func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
+	var out *blobReader
+	err := s.withBlob(ctx, "open", ref, func(br *blobReader) error {
+		out = br
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readRecord reads one stored record of a pack into memory; records are
+// below the pack threshold, and the index was checked to stay in its pack.
+func (s *Store) readRecord(ctx context.Context, e entry) ([]byte, error) {
+	rc, err := s.st.OpenRange(ctx, s.packName(e.packID), e.off, e.n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	rec, err := io.ReadAll(io.LimitReader(rc, e.n))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(rec)) < e.n {
+		return nil, fmt.Errorf("%w: pack %s is truncated", ErrCorrupt, e.packID)
+	}
+	return rec, nil
+}
