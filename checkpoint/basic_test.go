@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
 )
 
 func TestSmoke(t *testing.T) {
@@ -19,7 +20,9 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := newManager(mem.New(), newFakeBlobs(), ws)
+	st := mem.New()
+	cs, _ := cas.Open(ctx, st)
+	m, err := New(st, cs, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/cas"
 )
 
 // DefaultMaxFileSize is the per-file cap of tree snapshots; bigger files are
@@ -132,6 +132,35 @@ func WithSync(on bool) Option {
 	return func(c *config) { c.sync = on }
 }
 
+// New returns a Manager of the workspace ws that keeps manifests and the
+// stat cache in store and file content in blobs, the root's one cas store
+// (so content a session also holds is stored once).
+func New(store backend.Storage, blobs *cas.Store, ws Workspace, opts ...Option) (*Manager, error) {
+	if blobs == nil {
+		return nil, errors.New("checkpoint: New needs a cas store")
+	}
+	return newManager(store, casBlobs{blobs}, ws, opts...)
+}
+
+// OpenDir is New for the directory dir, with the cas store of store opened
+// with its defaults: what the command line needs.
+func OpenDir(ctx context.Context, store backend.Storage, dir string, opts ...Option) (*Manager, error) {
+	blobs, err := cas.Open(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := Dir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(store, blobs, ws, opts...)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
 func newManager(store backend.Storage, blobs blobStore, ws Workspace, opts ...Option) (*Manager, error) {
 	if store == nil || blobs == nil || ws == nil {
 		return nil, errors.New("checkpoint: New needs a store, a blob store and a workspace")
@@ -175,6 +204,7 @@ func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	data, err := m.store.ReadFile(ctx, m.manifestName(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, ErrNotFound)
@@ -183,12 +213,13 @@ func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	var man Manifest
-	if err := json.Unmarshal(data, &man); err != nil {
+	if err := man.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w: %v", id, ErrCorrupt, err)
 	}
 	if err := man.validate(id); err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	m.cfg.log.Debug("checkpoint: manifest loaded", "id", id, "bytes", len(data), "took", time.Since(t0))
 	return &man, nil
 }
 
@@ -280,12 +311,22 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	return m.cache
 }
 
-// saveCache writes the stat cache; failing only costs time later.
+// saveCache writes the stat cache. It is advisory and carries its own
+// checksum, so it is written in place without fsync: a torn or lost copy
+// is detected on load and only costs a rehash.
 func (m *Manager) saveCache(ctx context.Context) {
 	if m.cache == nil {
 		return
 	}
-	if err := m.store.WriteFile(ctx, m.cfg.cacheName, m.cache.encode()); err != nil {
+	data := m.cache.encode()
+	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
+	if err == nil {
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		m.cfg.log.Warn("checkpoint: stat cache not saved", "name", m.cfg.cacheName, "err", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 )
 
 // RewindFilesResult is spec 001's report of a rewind (sdk.d.ts
@@ -62,10 +64,12 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	if err != nil {
 		return fail(err)
 	}
+	t0 := time.Now()
 	p, err := m.plan(ctx, man)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
+	m.cfg.log.Debug("checkpoint: planned", "id", id, "changes", len(p.changes), "took", time.Since(t0))
 	if p.conflict != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, p.conflict))
 	}
@@ -293,7 +297,6 @@ func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
 // lstat, that every parent of the path is a real directory, so a symlink
 // put in a directory's place since the plan is never written through.
 func (m *Manager) apply(ctx context.Context, p *plan) error {
-	start := m.cfg.now().UnixNano()
 	sc := safeParents{ws: m.ws, ok: map[string]bool{}}
 	touch := func(path string) { p.touched[dirOf(path)] = true }
 
@@ -309,7 +312,6 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		if err := m.ws.remove(d); err != nil && !isAbsent(err) {
 			return err
 		}
-		delete(p.cache.entries, d)
 		touch(d)
 		sc.forget(d)
 	}
@@ -340,21 +342,19 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(e.Path)
 	}
+	// Parents first, one at a time (they share directories), then the files
+	// themselves a few at a time: a rewind is bound by fsync latency, and
+	// concurrent fsyncs share journal commits.
 	for _, c := range p.writes {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		if err := sc.ensure(dirOf(c.path), 0o755); err != nil {
 			return err
 		}
+		touch(c.path)
+	}
+	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:
-			if err := m.ws.writeAtomic(c.path, c.b.data, c.b.mode, m.cfg.sync); err != nil {
-				return err
-			}
-			if st, err := m.ws.lstat(c.path); err == nil {
-				p.cache.put(c.path, st, c.b.digest, start)
-			}
+			return m.ws.writeAtomic(c.path, c.b.data, c.b.mode, m.cfg.sync)
 		case TypeSymlink:
 			tmp := tempName(c.path)
 			if err := m.ws.symlink(c.b.target, tmp); err != nil {
@@ -365,7 +365,10 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 				return err
 			}
 		}
-		touch(c.path)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	chmods := make([]string, 0, len(p.chmods))
 	for path := range p.chmods {
@@ -379,11 +382,6 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		if err := m.ws.chmod(path, p.chmods[path]); err != nil {
 			return err
 		}
-		if st, err := m.ws.lstat(path); err == nil && st.isRegular() {
-			if e := p.man.find(path); e != nil && e.Digest != "" {
-				p.cache.put(path, st, e.Digest, start)
-			}
-		}
 	}
 	if m.cfg.sync {
 		dirs := make([]string, 0, len(p.touched))
@@ -391,16 +389,56 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 			dirs = append(dirs, d)
 		}
 		sort.Strings(dirs)
-		for _, d := range dirs {
+		err := parallel(ctx, dirs, 8, func(d string) error {
 			if err := m.ws.syncDir(d); err != nil && !isAbsent(err) {
 				return err
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
-	if len(p.writes)+len(p.deletes)+len(chmods) > 0 {
-		m.saveCache(ctx)
-	}
+	// The stat cache is left alone: every file written here has an mtime
+	// after the rewind started, so a cache entry for it would be racy.
 	return nil
+}
+
+// parallel runs f on every item, n at a time, and returns the first error.
+func parallel[T any](ctx context.Context, items []T, n int, f func(T) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for range min(n, len(items)) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if first != nil || next == len(items) {
+					mu.Unlock()
+					return
+				}
+				it := items[next]
+				next++
+				mu.Unlock()
+				err := ctx.Err()
+				if err == nil {
+					err = f(it)
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 func dirOf(p string) string { return path.Dir(p) }

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -152,6 +151,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
 	man.Skipped = tree.skipped
 	var files []int
 	var sts []fileStat // parallel to man.Files
@@ -186,6 +186,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	if err := m.storeFiles(ctx, man, files, sts, limit, start.UnixNano()); err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -309,17 +310,19 @@ feed:
 	return nil
 }
 
-// writeManifest stores the manifest atomically, then the stat cache. The
-// blobs it names are durable already (storeFiles flushed them).
+// writeManifest stores the manifest atomically, and beside it the stat
+// cache. The blobs it names are durable already (storeFiles flushed them).
 func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
-	data, err := json.Marshal(man)
+	t0 := time.Now()
+	data := man.appendJSON(make([]byte, 0, 256+len(man.Files)*200))
+	var wg sync.WaitGroup
+	wg.Go(func() { m.saveCache(ctx) })
+	err := m.store.WriteFile(ctx, m.manifestName(man.ID), data)
+	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
-		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
-	}
-	m.saveCache(ctx)
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "took", time.Since(t0))
 	m.cfg.log.Info("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
 }
@@ -422,66 +425,120 @@ func baseIgnorer(man *Manifest) *ignorer {
 	return ig
 }
 
-// walkTree lists the workspace depth first without following symlinks,
-// skipping ignored paths (not descending into ignored directories) and
-// rewind's temporary files.
+// walkTree lists the workspace without following symlinks, skipping
+// ignored paths (not descending into ignored directories) and rewind's
+// temporary files. Directories are read by a few goroutines at once: on a
+// large tree the walk is bound by the latency of its system calls.
 func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
-	var t tree
-	var visit func(dir string, ig *ignorer) error
-	visit = func(dir string, ig *ignorer) error {
+	type job struct {
+		dir string
+		ig  *ignorer
+	}
+	var (
+		t       tree
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		queue   = []job{{".", base}}
+		pending = 1 // directories queued or being read
+		first   error
+	)
+	visit := func(j job) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := m.ws.readDir(dir)
+		ents, err := m.ws.readDir(j.dir)
 		if err != nil {
-			if dir != "." && isAbsent(err) {
-				return nil
+			if j.dir != "." && isAbsent(err) {
+				return nil // removed while we walked
 			}
 			return err
 		}
-		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
-		text, err := gi(ctx, dir, ents)
+		sort.Slice(ents, func(a, b int) bool { return ents[a].name < ents[b].name })
+		ig := j.ig
+		text, err := gi(ctx, j.dir, ents)
 		if err != nil {
 			return err
 		}
 		if text != nil {
-			b := dir
+			b := j.dir
 			if b == "." {
 				b = ""
 			}
 			ig = ig.with(parseIgnore(b, text))
 		}
+		var (
+			entries      []treeEntry
+			ignored, sub []string
+			skipped      []Skipped
+		)
 		for _, e := range ents {
 			if strings.HasPrefix(e.name, tempPrefix) {
 				continue
 			}
 			rel := e.name
-			if dir != "." {
-				rel = dir + "/" + e.name
+			if j.dir != "." {
+				rel = j.dir + "/" + e.name
 			}
 			isDir := e.st.isDir()
 			if ig.ignored(rel, isDir) {
-				t.ignored = append(t.ignored, rel)
+				ignored = append(ignored, rel)
 				continue
 			}
 			if err := validRel(rel); err != nil {
-				t.skipped = append(t.skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
-				t.ignored = append(t.ignored, rel)
+				skipped = append(skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
+				ignored = append(ignored, rel)
 				continue
 			}
-			t.entries = append(t.entries, treeEntry{path: rel, st: e.st})
+			entries = append(entries, treeEntry{path: rel, st: e.st})
 			if isDir {
-				if err := visit(rel, ig); err != nil {
-					return err
-				}
+				sub = append(sub, rel)
 			}
 		}
+		mu.Lock()
+		t.entries = append(t.entries, entries...)
+		t.ignored = append(t.ignored, ignored...)
+		t.skipped = append(t.skipped, skipped...)
+		for _, d := range sub {
+			queue = append(queue, job{d, ig})
+		}
+		pending += len(sub)
+		mu.Unlock()
 		return nil
 	}
-	if err := visit(".", base); err != nil {
-		return tree{}, err
+	var wg sync.WaitGroup
+	for range walkers {
+		wg.Go(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for {
+				for len(queue) == 0 && pending > 0 && first == nil {
+					cond.Wait()
+				}
+				if pending == 0 || first != nil {
+					cond.Broadcast()
+					return
+				}
+				j := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				mu.Unlock()
+				err := visit(j)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				pending--
+				cond.Broadcast()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return tree{}, first
 	}
 	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].path < t.entries[j].path })
 	sort.Strings(t.ignored)
 	return t, nil
 }
+
+// walkers is how many directories a walk reads at once.
+const walkers = 8

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 )
 
 // errTooBig: a file over the size limit of a read.
@@ -20,6 +22,10 @@ var errTooBig = errors.New("file over the size limit")
 type dirWorkspace struct {
 	root *os.Root
 	path string
+	// Linux fast path of readDir (see ws_dir_linux.go).
+	rootfd    int
+	noOpenat2 atomic.Bool
+	bufs      sync.Pool
 }
 
 // Dir opens the workspace at the directory path. Close it when done (the
@@ -33,13 +39,19 @@ func Dir(dir string) (Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint workspace: %w", err)
 	}
-	return &dirWorkspace{root: root, path: abs}, nil
+	w := &dirWorkspace{root: root, path: abs, rootfd: openRootFD(abs)}
+	w.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
+	return w, nil
 }
 
 func osName(name string) string { return filepath.FromSlash(name) }
 
-func (w *dirWorkspace) abs() string  { return w.path }
-func (w *dirWorkspace) Close() error { return w.root.Close() }
+func (w *dirWorkspace) abs() string { return w.path }
+func (w *dirWorkspace) Close() error {
+	closeRootFD(w.rootfd)
+	w.rootfd = -1
+	return w.root.Close()
+}
 
 func (w *dirWorkspace) lstat(name string) (fileStat, error) {
 	fi, err := w.root.Lstat(osName(name))
@@ -50,6 +62,9 @@ func (w *dirWorkspace) lstat(name string) (fileStat, error) {
 }
 
 func (w *dirWorkspace) readDir(dir string) ([]dirEntry, error) {
+	if ents, ok, err := w.readDirFast(dir); ok {
+		return ents, err
+	}
 	f, err := w.root.Open(osName(dir))
 	if err != nil {
 		return nil, err
