@@ -15,7 +15,9 @@ import (
 // (*fs.PathError) and wraps a sentinel usable with errors.Is: fs.ErrNotExist,
 // fs.ErrExist, ErrInvalidPath, ErrNotSupported, ErrLocked, ErrClosed.
 //
-// Writing operations create missing parent directories.
+// Writing operations create missing parent directories. A lookup below a
+// file ("file/x") is fs.ErrNotExist (it may also wrap ErrNotDir). No backend
+// follows a symlink out of its root: such names are ErrInvalidPath.
 type Storage interface {
 	// Capabilities says what this backend can do natively. It never changes
 	// the results of the other methods, only their cost.
@@ -41,7 +43,8 @@ type Storage interface {
 	// A range past the end is clipped; a negative offset is ErrInvalidRange.
 	OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error)
 
-	// ReadPrefix returns the first min(n, size) bytes without reading the rest.
+	// ReadPrefix returns the first min(n, size) bytes without reading the
+	// rest; n < 0 is ErrInvalidRange.
 	ReadPrefix(ctx context.Context, name string, n int) ([]byte, error)
 
 	// WriteFile replaces name with data, all or nothing: a reader, and the
@@ -56,10 +59,12 @@ type Storage interface {
 	// OpenWriter opens name for appending, creating it if missing.
 	OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error)
 
-	// Rename moves a file, replacing to if it exists.
+	// Rename moves a file, replacing to if it exists; a directory on either
+	// side is ErrIsDir. On Durable backends it is durable when it returns.
 	Rename(ctx context.Context, from, to string) error
 
-	// Unlink removes a file or an empty directory.
+	// Unlink removes a file or an empty directory. It need not be durable
+	// when it returns.
 	Unlink(ctx context.Context, name string) error
 
 	// Lock takes an exclusive lock called name (a file name; the lock may be
@@ -69,7 +74,8 @@ type Storage interface {
 	Lock(ctx context.Context, name string, wait bool) (Unlocker, error)
 
 	// Close releases the backend. Calls after Close fail with ErrClosed.
-	// Closing twice is not an error.
+	// Closing twice is not an error. Writers, readers and locks already open
+	// may stay valid; close them first.
 	Close() error
 }
 
@@ -101,11 +107,13 @@ type Writer interface {
 	// Sync makes everything written so far durable and visible.
 	Sync() error
 	// Close makes everything written visible and releases the writer. It
-	// does not promise durability; call Sync first for that.
+	// does not promise durability; call Sync first for that. Calls after
+	// Close fail with ErrClosed; Close twice is not an error.
 	Close() error
 }
 
-// Unlocker releases a lock taken by Storage.Lock.
+// Unlocker releases a lock taken by Storage.Lock. Unlock twice is not an
+// error.
 type Unlocker interface {
 	Unlock() error
 }

@@ -112,7 +112,21 @@ func (b *sub) err(err error) error {
 	return err
 }
 
-func (b *sub) Capabilities() Capabilities { return b.s.Capabilities() }
+// Capabilities are the parent's, with the name limit shortened by the prefix.
+func (b *sub) Capabilities() Capabilities {
+	c := b.s.Capabilities()
+	if c.MaxNameBytes > 0 {
+		c.MaxNameBytes = max(c.MaxNameBytes-len(b.dir)-1, 0)
+	}
+	return c
+}
+
+// Crash crashes the parent when it can (Capabilities.Crash says whether).
+func (b *sub) Crash() {
+	if c, ok := b.s.(Crasher); ok {
+		c.Crash()
+	}
+}
 
 func (b *sub) EnsureDir(ctx context.Context, dir string) error {
 	full, err := b.full("mkdir", dir, true)

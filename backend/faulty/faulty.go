@@ -251,24 +251,24 @@ func (s *Storage) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	if err := s.fail("Open", name); err != nil {
 		return nil, err
 	}
-	return s.reader(name)(s.inner.Open(ctx, name))
+	rc, err := s.inner.Open(ctx, name)
+	return s.reader(name, rc, err)
 }
 
 func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	if err := s.fail("OpenRange", name); err != nil {
 		return nil, err
 	}
-	return s.reader(name)(s.inner.OpenRange(ctx, name, offset, length))
+	rc, err := s.inner.OpenRange(ctx, name, offset, length)
+	return s.reader(name, rc, err)
 }
 
 // reader wraps the result of an inner Open.
-func (s *Storage) reader(name string) func(io.ReadCloser, error) (io.ReadCloser, error) {
-	return func(rc io.ReadCloser, err error) (io.ReadCloser, error) {
-		if err != nil {
-			return nil, err
-		}
-		return &reader{s: s, name: name, rc: rc}, nil
+func (s *Storage) reader(name string, rc io.ReadCloser, err error) (io.ReadCloser, error) {
+	if err != nil {
+		return nil, err
 	}
+	return &reader{s: s, name: name, rc: rc}, nil
 }
 
 func (s *Storage) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {

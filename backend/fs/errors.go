@@ -2,6 +2,7 @@ package fs
 
 import (
 	"errors"
+	"fmt"
 	iofs "io/fs"
 	"os"
 	"syscall"
@@ -17,8 +18,10 @@ type sentinelErr struct {
 	err       error
 }
 
-func (e *sentinelErr) Error() string   { return e.err.Error() }
-func (e *sentinelErr) Unwrap() []error { return append(e.sentinels[:len(e.sentinels):len(e.sentinels)], e.err) }
+func (e *sentinelErr) Error() string { return e.err.Error() }
+func (e *sentinelErr) Unwrap() []error {
+	return append(e.sentinels[:len(e.sentinels):len(e.sentinels)], e.err)
+}
 
 func withSentinel(err error, sentinels ...error) error {
 	return &sentinelErr{sentinels: sentinels, err: err}
@@ -105,3 +108,11 @@ func missing(err error) error {
 }
 
 func notExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
+
+func isDir(name string) error {
+	return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+}
+
+func notDir(name string) error {
+	return withSentinel(fmt.Errorf("%s is a file", name), backend.ErrNotDir)
+}

@@ -106,7 +106,8 @@ func NewOS(root string, opts ...Option) (*Storage, error) {
 // if missing. An *afero.OsFs gets the full OS treatment of NewOS.
 func New(fsys afero.Fs, root string, opts ...Option) (*Storage, error) {
 	const op = "open"
-	if _, ok := fsys.(*afero.OsFs); ok {
+	switch fsys.(type) {
+	case *afero.OsFs, afero.OsFs:
 		return NewOS(root, opts...)
 	}
 	if fsys == nil || root == "" {

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -65,7 +64,7 @@ func (s *Storage) ensureLockFile(name string) error {
 		return err
 	}
 	if fi.IsDir() {
-		return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		return isDir(name)
 	}
 	return nil
 }

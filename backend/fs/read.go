@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	iofs "io/fs"
 	"iter"
@@ -74,7 +73,7 @@ func (s *Storage) readDir(dir string) ([]backend.Info, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, withSentinel(fmt.Errorf("%s is a file", dir), backend.ErrNotDir)
+		return nil, notDir(dir)
 	}
 	fis, err := d.Readdir(-1)
 	if err != nil {
@@ -113,7 +112,7 @@ func (s *Storage) openRead(op, name string) (afero.File, int64, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.IsDir() {
-		err = withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		err = isDir(name)
 	}
 	if err != nil {
 		_ = f.Close()

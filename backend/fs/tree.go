@@ -44,7 +44,7 @@ func (t osTree) rename(from, to string) error {
 	return t.r.Rename(filepath.FromSlash(from), filepath.FromSlash(to))
 }
 func (t osTree) remove(name string) error { return t.r.Remove(filepath.FromSlash(name)) }
-func (t osTree) close() error { return t.r.Close() }
+func (t osTree) close() error             { return t.r.Close() }
 
 // aferoTree is any afero.Fs below a base directory. It relies on the Fs for
 // containment; names are validated before they get here.
@@ -63,8 +63,10 @@ func (t aferoTree) path(name string) string {
 func (t aferoTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
 	return t.fs.OpenFile(t.path(name), flag, perm)
 }
-func (t aferoTree) mkdir(name string, perm iofs.FileMode) error { return t.fs.Mkdir(t.path(name), perm) }
-func (t aferoTree) stat(name string) (iofs.FileInfo, error)    { return t.fs.Stat(t.path(name)) }
+func (t aferoTree) mkdir(name string, perm iofs.FileMode) error {
+	return t.fs.Mkdir(t.path(name), perm)
+}
+func (t aferoTree) stat(name string) (iofs.FileInfo, error) { return t.fs.Stat(t.path(name)) }
 func (t aferoTree) lstat(name string) (iofs.FileInfo, error) {
 	if l, ok := t.fs.(afero.Lstater); ok {
 		fi, _, err := l.LstatIfPossible(t.path(name))
@@ -74,4 +76,4 @@ func (t aferoTree) lstat(name string) (iofs.FileInfo, error) {
 }
 func (t aferoTree) rename(from, to string) error { return t.fs.Rename(t.path(from), t.path(to)) }
 func (t aferoTree) remove(name string) error     { return t.fs.Remove(t.path(name)) }
-func (t aferoTree) close() error { return nil }
+func (t aferoTree) close() error                 { return nil }

@@ -35,7 +35,7 @@ func (s *Storage) mkdirAll(dir string) error {
 	fi, err := s.t.stat(dir)
 	if err == nil {
 		if !fi.IsDir() {
-			return withSentinel(fmt.Errorf("%s is a file", dir), backend.ErrNotDir)
+			return notDir(dir)
 		}
 		return nil
 	}
@@ -50,7 +50,7 @@ func (s *Storage) mkdirAll(dir string) error {
 			case err == nil && fi.IsDir():
 				continue
 			case err == nil:
-				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+				return notDir(p)
 			case !notExist(err):
 				return err
 			}
@@ -63,7 +63,7 @@ func (s *Storage) mkdirAll(dir string) error {
 			// Lost a race: fine if it is a directory. Its creator may not
 			// have synced the parent yet, so we still do.
 			if fi, err := s.t.stat(p); err != nil || !fi.IsDir() {
-				return withSentinel(fmt.Errorf("%s is a file", p), backend.ErrNotDir)
+				return notDir(p)
 			}
 		}
 		if err := s.syncDir(backend.Dir(p)); err != nil {
@@ -86,22 +86,23 @@ func (s *Storage) syncDir(dir string) error {
 
 // checkTarget refuses to write or rename over name when it is a directory or
 // a symlink out of the root. (Renaming over an in-root symlink replaces the
-// link, as rename(2) does.) A missing name is fine.
-func (s *Storage) checkTarget(name string) error {
+// link, as rename(2) does.) It reports whether name exists, which proves its
+// parent does.
+func (s *Storage) checkTarget(name string) (exists bool, err error) {
 	fi, err := s.t.lstat(name)
 	switch {
 	case notExist(err):
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	case fi.IsDir():
-		return withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+		return true, isDir(name)
 	case fi.Mode()&iofs.ModeSymlink != 0:
 		if _, err := s.t.stat(name); err != nil && !notExist(err) {
-			return err
+			return true, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // createTemp creates an empty temp file (0600) in the temp directory.
@@ -188,12 +189,15 @@ func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int6
 // name, fsync name's directory. On any failure, including a cancelled ctx,
 // the temp is removed and name keeps its old content.
 func (s *Storage) replace(ctx context.Context, op, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
-	if err := s.checkTarget(name); err != nil {
+	exists, err := s.checkTarget(name)
+	if err != nil {
 		return 0, s.fail(op, name, err)
 	}
 	dir := backend.Dir(name)
-	if err := s.mkdirAll(dir); err != nil {
-		return 0, s.fail(op, name, err)
+	if !exists {
+		if err := s.mkdirAll(dir); err != nil {
+			return 0, s.fail(op, name, err)
+		}
 	}
 	f, tmp, err := s.createTemp()
 	if err != nil {
@@ -236,9 +240,6 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if err := s.begin(ctx, op, name, false); err != nil {
 		return nil, err
 	}
-	if err := s.mkdirAll(backend.Dir(name)); err != nil {
-		return nil, s.fail(op, name, err)
-	}
 	f, created, err := s.openAppend(name, opt)
 	if err != nil {
 		return nil, s.fail(op, name, err)
@@ -247,7 +248,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if fi, err := f.Stat(); err != nil || fi.IsDir() {
 		_ = f.Close()
 		if err == nil {
-			err = withSentinel(fmt.Errorf("%s is a directory", name), backend.ErrIsDir)
+			err = isDir(name)
 		}
 		return nil, s.fail(op, name, err)
 	}
@@ -255,25 +256,27 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 }
 
 // openAppend opens or creates name and says whether it created it, which
-// decides whether the first Sync must also fsync the directory.
+// decides whether the first Sync must also fsync the directory. An existing
+// file is tried first, the common case for appends, and needs no look at the
+// parents; a create is exclusive so that a concurrent creator is noticed and
+// we retry as existing.
 func (s *Storage) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
 	flag := os.O_WRONLY | os.O_APPEND
-	if opt.Exclusive {
-		f, err := s.t.openFile(name, flag|os.O_CREATE|os.O_EXCL, filePerm)
-		return f, err == nil, err
-	}
-	if opt.Truncate {
+	if opt.Truncate && !opt.Exclusive {
 		flag |= os.O_TRUNC
 	}
-	// Existing first, the common case for appends; then exclusive create,
-	// so that a concurrent creator is noticed and we retry as existing.
 	for range 4 {
-		f, err := s.t.openFile(name, flag, 0)
-		if !notExist(err) {
-			return f, false, err
+		if !opt.Exclusive {
+			f, err := s.t.openFile(name, flag, 0)
+			if !notExist(err) {
+				return f, false, err
+			}
 		}
-		f, err = s.t.openFile(name, flag|os.O_CREATE|os.O_EXCL, filePerm)
-		if !errors.Is(err, iofs.ErrExist) {
+		if err := s.mkdirAll(backend.Dir(name)); err != nil {
+			return nil, false, err
+		}
+		f, err := s.t.openFile(name, flag|os.O_CREATE|os.O_EXCL, filePerm)
+		if opt.Exclusive || !errors.Is(err, iofs.ErrExist) {
 			return f, err == nil, err
 		}
 	}
@@ -359,7 +362,7 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 		return s.fail(op, from, missing(err))
 	}
 	if fi.IsDir() {
-		return s.fail(op, from, withSentinel(fmt.Errorf("%s is a directory", from), backend.ErrIsDir))
+		return s.fail(op, from, isDir(from))
 	}
 	if fi.Mode()&iofs.ModeSymlink != 0 {
 		if _, err := s.t.stat(from); err != nil && !notExist(err) {
@@ -369,11 +372,14 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 	if from == to {
 		return nil
 	}
-	if err := s.checkTarget(to); err != nil {
+	exists, err := s.checkTarget(to)
+	if err != nil {
 		return s.fail(op, to, err)
 	}
-	if err := s.mkdirAll(backend.Dir(to)); err != nil {
-		return s.fail(op, to, err)
+	if !exists {
+		if err := s.mkdirAll(backend.Dir(to)); err != nil {
+			return s.fail(op, to, err)
+		}
 	}
 	if err := s.t.rename(from, to); err != nil {
 		return s.fail(op, from, missing(err))
