@@ -29,8 +29,8 @@ type ignoreRule struct {
 	// Exactly one way of matching is set. Unanchored rules match the last
 	// element of the path, anchored ones the path relative to base.
 	anchored bool
-	literal  string         // no wildcard: compare
-	suffix   string         // "*literal": HasSuffix on the last element
+	isSuffix bool           // "*literal": HasSuffix on the last element
+	literal  string         // no wildcard: compare; with isSuffix, the suffix
 	re       *regexp.Regexp // everything else
 }
 
@@ -80,7 +80,7 @@ func compileIgnore(base, line string) (ignoreRule, bool) {
 	case !strings.ContainsAny(line, `*?[\`):
 		r.literal = line
 	case !r.anchored && line[0] == '*' && !strings.ContainsAny(line[1:], `*?[\`):
-		r.suffix = line[1:]
+		r.isSuffix, r.literal = true, line[1:]
 	default:
 		expr, err := globRegexp(line)
 		if err != nil {
@@ -234,8 +234,8 @@ func (r *ignoreRule) matches(rel string, isDir bool) bool {
 	switch {
 	case r.re != nil:
 		return r.re.MatchString(subject)
-	case r.suffix != "":
-		return strings.HasSuffix(subject, r.suffix)
+	case r.isSuffix:
+		return strings.HasSuffix(subject, r.literal)
 	default:
 		return subject == r.literal
 	}
