@@ -19,6 +19,7 @@ type countingWS struct {
 	mu        sync.Mutex
 	reads     []string
 	mutations []string
+	dirReads  []string
 }
 
 func (c *countingWS) note(list *[]string, s string) {
@@ -29,7 +30,7 @@ func (c *countingWS) note(list *[]string, s string) {
 
 func (c *countingWS) reset() {
 	c.mu.Lock()
-	c.reads, c.mutations = nil, nil
+	c.reads, c.mutations, c.dirReads = nil, nil, nil
 	c.mu.Unlock()
 }
 
@@ -159,4 +160,9 @@ func (e *memEnv) digestOf(man *Manifest, p string) string {
 		e.t.Fatalf("%s not in the manifest", p)
 	}
 	return en.Digest
+}
+
+func (c *countingWS) readDir(dir string) ([]dirEntry, error) {
+	c.note(&c.dirReads, dir)
+	return c.Workspace.readDir(dir)
 }

@@ -187,6 +187,11 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
+	for d, l := range tree.listings {
+		l.verified = start.UnixNano()
+		tree.listings[d] = l
+	}
+	m.cache.dirs = tree.listings
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -381,9 +386,10 @@ func (pc *parentCheck) check(p string) (parentState, string, error) {
 
 // tree is the result of a walk.
 type tree struct {
-	entries []treeEntry // sorted by path: dirs, files, symlinks, others
-	ignored []string    // ignored paths (not descended), sorted
-	skipped []Skipped   // names a manifest cannot hold
+	listings map[string]dirCacheEntry // every directory read, for the stat cache
+	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
+	ignored  []string                 // ignored paths (not descended), sorted
+	skipped  []Skipped                // names a manifest cannot hold
 }
 
 type treeEntry struct {
@@ -432,13 +438,20 @@ func baseIgnorer(man *Manifest) *ignorer {
 func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
 	type job struct {
 		dir string
+		st  fileStat // the directory's own lstat
 		ig  *ignorer
 	}
+	rootSt, err := m.ws.lstat(".")
+	if err != nil {
+		return tree{}, err
+	}
+	cache := m.loadCache(ctx)
+	useListings := m.ws.dirMtimes()
 	var (
-		t       tree
+		t       = tree{listings: map[string]dirCacheEntry{}}
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
-		queue   = []job{{".", base}}
+		queue   = []job{{".", rootSt, base}}
 		pending = 1 // directories queued or being read
 		first   error
 	)
@@ -446,12 +459,22 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := m.ws.readDir(j.dir)
+		var ents []dirEntry
+		var err error
+		if names, ok := cache.listing(j.dir, j.st, m.cfg.racy); ok && useListings {
+			ents, err = m.ws.statNames(j.dir, names)
+		} else {
+			ents, err = m.ws.readDir(j.dir)
+		}
 		if err != nil {
 			if j.dir != "." && isAbsent(err) {
 				return nil // removed while we walked
 			}
 			return err
+		}
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.name
 		}
 		sort.Slice(ents, func(a, b int) bool { return ents[a].name < ents[b].name })
 		ig := j.ig
@@ -467,9 +490,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			ig = ig.with(parseIgnore(b, text))
 		}
 		var (
-			entries      []treeEntry
-			ignored, sub []string
-			skipped      []Skipped
+			entries []treeEntry
+			ignored []string
+			sub     []job
+			skipped []Skipped
 		)
 		for _, e := range ents {
 			if strings.HasPrefix(e.name, tempPrefix) {
@@ -491,16 +515,15 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
 			if isDir {
-				sub = append(sub, rel)
+				sub = append(sub, job{rel, e.st, ig})
 			}
 		}
 		mu.Lock()
 		t.entries = append(t.entries, entries...)
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
-		for _, d := range sub {
-			queue = append(queue, job{d, ig})
-		}
+		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
+		queue = append(queue, sub...)
 		pending += len(sub)
 		mu.Unlock()
 		return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,17 @@ import (
 // stat matches exactly and the entry is not racy (see racy).
 type statCache struct {
 	entries map[string]cacheEntry
+	// dirs remembers directory listings: a directory's mtime and ctime
+	// change whenever an entry is added, removed or renamed in it, so while
+	// its stat is unchanged (and not racy) its names are too, and the walk
+	// stats them without opening and reading the directory.
+	dirs map[string]dirCacheEntry
+}
+
+type dirCacheEntry struct {
+	st       fileStat
+	names    []string
+	verified int64
 }
 
 type cacheEntry struct {
@@ -26,7 +38,7 @@ type cacheEntry struct {
 	verified int64 // ns: when the snapshot that last hashed or checked it started
 }
 
-const cacheMagic = "trove-statcache-1\n"
+const cacheMagic = "trove-statcache-2\n"
 
 // Racy windows: how close to a snapshot's start an mtime or ctime must be
 // for the stat to prove nothing. Sub-second timestamps come from a clock
@@ -37,7 +49,18 @@ const (
 	racyCoarse = 2 * time.Second
 )
 
-func newStatCache() *statCache { return &statCache{entries: make(map[string]cacheEntry)} }
+func newStatCache() *statCache {
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry)}
+}
+
+// listing returns the cached names of dir when st proves them current.
+func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]string, bool) {
+	d, ok := c.dirs[dir]
+	if !ok || d.st != st || racy(cacheEntry{st: d.st, verified: d.verified}, window) {
+		return nil, false
+	}
+	return d.names, true
+}
 
 // lookup returns the cached digest of path when st proves the content
 // unchanged: identical stat and not racy.
@@ -93,6 +116,22 @@ func (c *statCache) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(e.ref)))
 		b = append(b, e.ref...)
 	}
+	dirs := make([]string, 0, len(c.dirs))
+	for d := range c.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	b = binary.AppendUvarint(b, uint64(len(dirs)))
+	for _, d := range dirs {
+		e := c.dirs[d]
+		b = appendStr(b, d)
+		b = appendStat(b, e.st)
+		b = binary.AppendVarint(b, e.verified)
+		b = binary.AppendUvarint(b, uint64(len(e.names)))
+		for _, n := range e.names {
+			b = appendStr(b, n)
+		}
+	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
@@ -113,7 +152,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, n)}
+	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry)}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
@@ -125,14 +164,60 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		e.st.dev = r.uvarint()
 		e.verified = r.varint()
 		e.ref = r.str()
-		if r.err == nil && validRel(p) == nil && validRef(e.ref) {
+		// The checksum guards against damage; refs are checked again where a
+		// manifest is loaded.
+		if r.err == nil && validRel(p) == nil && strings.HasPrefix(e.ref, "blob:") {
 			c.entries[p] = e
 		}
+	}
+	nd := r.uvarint()
+	if nd > uint64(len(r.b)) {
+		return nil, errBadCache
+	}
+	for i := uint64(0); i < nd && r.err == nil; i++ {
+		d := r.str()
+		var e dirCacheEntry
+		e.st = r.stat()
+		e.verified = r.varint()
+		nn := r.uvarint()
+		if nn > uint64(len(r.b)) {
+			return nil, errBadCache
+		}
+		e.names = make([]string, 0, nn)
+		for j := uint64(0); j < nn && r.err == nil; j++ {
+			e.names = append(e.names, r.str())
+		}
+		c.dirs[d] = e
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
 	}
 	return c, nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendStat(b []byte, st fileStat) []byte {
+	b = binary.AppendUvarint(b, uint64(st.mode))
+	b = binary.AppendVarint(b, st.size)
+	b = binary.AppendVarint(b, st.mtime)
+	b = binary.AppendVarint(b, st.ctime)
+	b = binary.AppendUvarint(b, st.ino)
+	return binary.AppendUvarint(b, st.dev)
+}
+
+func (r *reader) stat() fileStat {
+	var st fileStat
+	st.mode = fs.FileMode(r.uvarint())
+	st.size = r.varint()
+	st.mtime = r.varint()
+	st.ctime = r.varint()
+	st.ino = r.uvarint()
+	st.dev = r.uvarint()
+	return st
 }
 
 // reader decodes varints, latching the first error.

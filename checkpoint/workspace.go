@@ -16,6 +16,9 @@ type Workspace interface {
 	lstat(name string) (fileStat, error)
 	// readDir lists dir with each entry described as by lstat, any order.
 	readDir(dir string) ([]dirEntry, error)
+	// statNames describes the named entries of dir as by lstat, leaving
+	// out those that are gone: readDir for a listing known from the cache.
+	statNames(dir string, names []string) ([]dirEntry, error)
 	// readFile reads name, refusing (errTooBig) more than limit bytes
 	// when limit >= 0.
 	readFile(name string, limit int64) ([]byte, error)
@@ -33,6 +36,10 @@ type Workspace interface {
 	chmod(name string, perm fs.FileMode) error
 	// syncDir makes the entries of dir durable.
 	syncDir(dir string) error
+	// dirMtimes reports whether directory mtimes and ctimes change when
+	// entries are added or removed, as on every real file system (afero's
+	// memory file system does not), so cached listings can be trusted.
+	dirMtimes() bool
 	// abs is the absolute path of the root, "" when it has none.
 	abs() string
 	// Close releases the workspace (the os.Root of Dir).
@@ -69,3 +76,23 @@ func statOf(fi fs.FileInfo) fileStat {
 }
 
 func mtimeOf(st fileStat) time.Time { return time.Unix(0, st.mtime).UTC() }
+
+// statNamesWith is statNames on top of lstat.
+func statNamesWith(lstat func(string) (fileStat, error), dir string, names []string) ([]dirEntry, error) {
+	out := make([]dirEntry, 0, len(names))
+	for _, n := range names {
+		rel := n
+		if dir != "." {
+			rel = dir + "/" + n
+		}
+		st, err := lstat(rel)
+		if isAbsent(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dirEntry{name: n, st: st})
+	}
+	return out, nil
+}

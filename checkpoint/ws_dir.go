@@ -46,7 +46,8 @@ func Dir(dir string) (Workspace, error) {
 
 func osName(name string) string { return filepath.FromSlash(name) }
 
-func (w *dirWorkspace) abs() string { return w.path }
+func (w *dirWorkspace) abs() string     { return w.path }
+func (w *dirWorkspace) dirMtimes() bool { return true }
 func (w *dirWorkspace) Close() error {
 	closeRootFD(w.rootfd)
 	w.rootfd = -1
@@ -86,6 +87,13 @@ func (w *dirWorkspace) readDir(dir string) ([]dirEntry, error) {
 		out = append(out, dirEntry{name: e.Name(), st: statOf(fi)})
 	}
 	return out, nil
+}
+
+func (w *dirWorkspace) statNames(dir string, names []string) ([]dirEntry, error) {
+	if ents, ok, err := w.statNamesFast(dir, names); ok {
+		return ents, err
+	}
+	return statNamesWith(w.lstat, dir, names)
 }
 
 func (w *dirWorkspace) readFile(name string, limit int64) ([]byte, error) {

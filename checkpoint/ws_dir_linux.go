@@ -77,6 +77,33 @@ func (w *dirWorkspace) readDirFast(dir string) (ents []dirEntry, ok bool, err er
 	return ents, true, nil
 }
 
+// statNamesFast stats dir's entries by path from the root descriptor: one
+// fstatat each, no open, no getdents. Only metadata is read this way; a
+// parent swapped for a symlink meanwhile changes the parent's own stat, and
+// content is read through the os.Root.
+func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bool, error) {
+	if w.rootfd < 0 {
+		return nil, false, nil
+	}
+	out := make([]dirEntry, 0, len(names))
+	for _, n := range names {
+		rel := n
+		if dir != "." {
+			rel = dir + "/" + n
+		}
+		var st unix.Stat_t
+		err := unix.Fstatat(w.rootfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return nil, true, &fs.PathError{Op: "lstat", Path: rel, Err: err}
+		}
+		out = append(out, dirEntry{name: n, st: statFromUnix(&st)})
+	}
+	return out, true, nil
+}
+
 // statFromUnix converts as os.Lstat does, so stats from either path compare
 // equal in the stat cache.
 func statFromUnix(s *unix.Stat_t) fileStat {

@@ -43,6 +43,11 @@ func (w *fsWorkspace) abs() string {
 
 func (w *fsWorkspace) Close() error { return nil }
 
+func (w *fsWorkspace) dirMtimes() bool {
+	_, os := w.fs.(*afero.OsFs)
+	return os
+}
+
 func (w *fsWorkspace) lstatInfo(name string) (fs.FileInfo, error) {
 	if l, ok := w.fs.(afero.Lstater); ok {
 		fi, _, err := l.LstatIfPossible(name)
@@ -82,6 +87,10 @@ func (w *fsWorkspace) readDir(dir string) ([]dirEntry, error) {
 		out = append(out, dirEntry{name: n, st: statOf(fi)})
 	}
 	return out, nil
+}
+
+func (w *fsWorkspace) statNames(dir string, names []string) ([]dirEntry, error) {
+	return statNamesWith(w.lstat, dir, names)
 }
 
 func (w *fsWorkspace) readFile(rel string, limit int64) ([]byte, error) {
