@@ -1,10 +1,12 @@
+//go:build unix
+
 // Command cpbench compares trove checkpoints with a shadow git repository,
 // the way Cline, Roo Code, Kilo and opencode snapshot a workspace, on the
 // same generated tree: first snapshot, snapshot after changing 10 files,
 // dry-run diff against the first snapshot, and rewind of those 10 files.
 // It prints one table with the ratio git/trove per operation.
 //
-// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3] [-cpuprofile f]
+// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3] [-cpuprofile f] [-v] [-keep]
 package main
 
 import (
