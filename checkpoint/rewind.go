@@ -87,7 +87,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		res.Error = err.Error()
 		return res, err
 	}
-	m.cfg.log.Info("checkpoint: rewound", "id", id, "files", len(res.FilesChanged), "insertions", res.Insertions, "deletions", res.Deletions)
+	m.cfg.log.Debug("checkpoint: rewound", "id", id, "files", len(res.FilesChanged), "insertions", res.Insertions, "deletions", res.Deletions)
 	return res, nil
 }
 

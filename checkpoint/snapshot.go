@@ -328,7 +328,7 @@ func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
 	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "took", time.Since(t0))
-	m.cfg.log.Info("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
+	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
 }
 
