@@ -280,3 +280,20 @@ func TestReadOnlyDirectoryRestored(t *testing.T) {
 		t.Fatal("file in a read-only directory not restored")
 	}
 }
+
+func TestNonUTF8SymlinkTargetSkipped(t *testing.T) {
+	m, dir := newDirManager(t)
+	if err := os.Symlink("bad\xff", filepath.Join(dir, "l")); err != nil {
+		t.Skip("cannot make such a symlink here:", err)
+	}
+	man, err := m.CreateTree(context.Background(), "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.find("l") != nil || len(man.Skipped) != 1 || man.Skipped[0].Reason != "target" {
+		t.Fatalf("files %v skipped %v", man.Files, man.Skipped)
+	}
+	if _, err := m.Create(context.Background(), "cp2", []string{"l"}); err == nil {
+		t.Fatal("Create recorded a symlink target JSON cannot hold")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -101,6 +102,9 @@ func (m *Manager) Create(ctx context.Context, id string, paths []string, opts ..
 				if err != nil {
 					return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 				}
+				if !utf8.ValidString(target) {
+					return nil, fmt.Errorf("checkpoint %q: %w: symlink %q has a target that is not UTF-8", id, backend.ErrNotSupported, p)
+				}
 				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)}
 			case st.isRegular():
 				e = fileEntry(p, st)
@@ -168,6 +172,11 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			}
 			if err != nil {
 				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			}
+			if !utf8.ValidString(target) {
+				// JSON cannot carry it byte for byte.
+				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "target"})
+				continue
 			}
 			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)})
 			sts = append(sts, st)
