@@ -1,0 +1,314 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+// pstate is what one path holds on one side of a comparison: a checkpoint
+// or the workspace.
+type pstate struct {
+	kind   string // "" absent, else TypeFile, TypeSymlink, TypeDir, or "other"
+	digest string // files; in the workspace filled lazily (see resolve)
+	mode   fs.FileMode
+	target string
+	data   []byte // file content once loaded
+	loaded bool
+	st     fileStat // workspace side: the lstat
+	ws     bool     // from the workspace
+}
+
+func (p *pstate) exists() bool { return p.kind != "" }
+
+func stateOf(e *Entry) pstate {
+	if e == nil || !e.Exists {
+		return pstate{}
+	}
+	return pstate{kind: e.typ(), digest: e.Digest, mode: e.Mode.FileMode(), target: e.Target}
+}
+
+func wsStateOf(st fileStat) pstate {
+	p := pstate{mode: st.mode.Perm(), st: st, ws: true}
+	switch {
+	case st.isDir():
+		p.kind = TypeDir
+	case st.isSymlink():
+		p.kind = TypeSymlink
+	case st.isRegular():
+		p.kind = TypeFile
+	default:
+		p.kind = "other"
+	}
+	return p
+}
+
+// change is how one path differs between two sides, counted from side a to
+// side b: del lines of a go, ins lines of b come.
+type change struct {
+	path     string
+	a, b     *pstate
+	del, ins int
+	binary   bool
+	modeOnly bool // same content, other permission bits
+}
+
+// status names a change the way diff tools do, from a to b.
+func (c *change) status() string {
+	switch {
+	case !c.a.exists():
+		return "added"
+	case !c.b.exists():
+		return "deleted"
+	case c.a.kind != c.b.kind:
+		return "typechange"
+	case c.modeOnly:
+		return "mode"
+	}
+	return "modified"
+}
+
+// loader reads content: from the workspace (with the stat cache) or from
+// the cas store, verified.
+type loader struct {
+	m     *Manager
+	cache *statCache
+	// like is a digest whose algorithm workspace files are hashed with.
+	like string
+}
+
+// resolve fills in a workspace file's digest: from the stat cache when the
+// stat proves it, else by reading and hashing the file.
+func (l *loader) resolve(ctx context.Context, path string, p *pstate) error {
+	if !p.ws || p.kind != TypeFile || p.digest != "" {
+		return nil
+	}
+	if ref, ok := l.cache.lookup(path, p.st, l.m.cfg.racy); ok && sameAlgo(ref, l.like) {
+		p.digest = ref
+		return nil
+	}
+	if err := l.load(ctx, path, p); err != nil {
+		return err
+	}
+	ref, err := l.m.blobs.sumLike(l.like, p.data)
+	if err != nil {
+		return err
+	}
+	p.digest = ref
+	return nil
+}
+
+// load reads a file's content into p.
+func (l *loader) load(ctx context.Context, path string, p *pstate) error {
+	if p.loaded || p.kind != TypeFile {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var data []byte
+	var err error
+	if p.ws {
+		data, err = l.m.ws.readFile(path, -1)
+	} else {
+		data, err = l.m.blobs.get(ctx, p.digest)
+		if err != nil {
+			err = fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, path, p.digest, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	p.data, p.loaded = data, true
+	return nil
+}
+
+func sameAlgo(a, b string) bool {
+	ia, ib := strings.LastIndexByte(a, ':'), strings.LastIndexByte(b, ':')
+	return ia > 0 && ib > 0 && a[:ia] == b[:ib]
+}
+
+// compare returns how path differs from a to b, or nil when it does not.
+// Directories never count as changes of their own (only their mode is
+// restored); symlinks count as changed files with no lines.
+func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*change, error) {
+	if !a.exists() && !b.exists() {
+		return nil, nil
+	}
+	if err := l.resolve(ctx, path, a); err != nil {
+		return nil, err
+	}
+	if err := l.resolve(ctx, path, b); err != nil {
+		return nil, err
+	}
+	c := &change{path: path, a: a, b: b}
+	if a.kind == b.kind {
+		switch a.kind {
+		case TypeDir:
+			return nil, nil
+		case TypeSymlink:
+			if a.target == b.target {
+				return nil, nil
+			}
+			return c, nil
+		case TypeFile:
+			if a.digest == b.digest {
+				if a.mode == b.mode {
+					return nil, nil
+				}
+				c.modeOnly = true
+				return c, nil
+			}
+			if err := l.load(ctx, path, a); err != nil {
+				return nil, err
+			}
+			if err := l.load(ctx, path, b); err != nil {
+				return nil, err
+			}
+			c.del, c.ins, c.binary = lineStats(a.data, b.data)
+			return c, nil
+		}
+		return c, nil
+	}
+	if a.kind == TypeDir && !b.exists() || b.kind == TypeDir && !a.exists() {
+		return nil, nil // a directory alone is not a file change
+	}
+	for _, p := range []*pstate{a, b} {
+		if p.kind != TypeFile {
+			continue
+		}
+		if err := l.load(ctx, path, p); err != nil {
+			return nil, err
+		}
+		if isBinary(p.data) {
+			c.binary = true
+		} else if p == a {
+			c.del = countLines(p.data)
+		} else {
+			c.ins = countLines(p.data)
+		}
+	}
+	return c, nil
+}
+
+// FileDiff is one changed path between two states.
+type FileDiff struct {
+	Path       string `json:"path"`
+	Status     string `json:"status"` // added, deleted, modified, mode, typechange
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+}
+
+// DiffResult lists what changed from one state to another, sorted by path.
+type DiffResult struct {
+	From       string     `json:"from"` // checkpoint id
+	To         string     `json:"to"`   // checkpoint id, or "" for the workspace
+	Files      []FileDiff `json:"files"`
+	Insertions int        `json:"insertions"`
+	Deletions  int        `json:"deletions"`
+}
+
+func diffResult(from, to string, changes []*change) *DiffResult {
+	r := &DiffResult{From: from, To: to, Files: []FileDiff{}}
+	for _, c := range changes {
+		r.Files = append(r.Files, FileDiff{Path: c.path, Status: c.status(), Insertions: c.ins, Deletions: c.del, Binary: c.binary})
+		r.Insertions += c.ins
+		r.Deletions += c.del
+	}
+	return r
+}
+
+// Diff compares checkpoint id with the workspace as it is now: what changed
+// since the checkpoint (insertions are lines the workspace has and the
+// checkpoint had not). It writes nothing.
+func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	man, err := m.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.plan(ctx, man)
+	if err != nil {
+		return nil, err
+	}
+	// The plan counts from the workspace to the checkpoint; turn it round.
+	rev := make([]*change, len(p.changes))
+	for i, c := range p.changes {
+		rev[i] = &change{path: c.path, a: c.b, b: c.a, del: c.ins, ins: c.del, binary: c.binary, modeOnly: c.modeOnly}
+	}
+	return diffResult(id, "", rev), nil
+}
+
+// DiffCheckpoints compares two checkpoints, from one to the other. A path
+// one files checkpoint does not list is unknown to it and not compared; a
+// tree checkpoint that does not list a path (and did not skip it) had none.
+func (m *Manager) DiffCheckpoints(ctx context.Context, from, to string) (*DiffResult, error) {
+	a, err := m.Load(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.Load(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	paths := unionPaths(a, b)
+	l := &loader{m: m}
+	var changes []*change
+	for _, p := range paths {
+		sa, okA := knownState(a, p)
+		sb, okB := knownState(b, p)
+		if !okA || !okB {
+			continue
+		}
+		c, err := l.compare(ctx, p, &sa, &sb)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			changes = append(changes, c)
+		}
+	}
+	return diffResult(from, to, changes), nil
+}
+
+func knownState(man *Manifest, p string) (pstate, bool) {
+	if e := man.find(p); e != nil {
+		return stateOf(e), true
+	}
+	if man.Kind != KindTree {
+		return pstate{}, false
+	}
+	for _, s := range man.Skipped {
+		if s.Path == p {
+			return pstate{}, false
+		}
+	}
+	return pstate{}, true
+}
+
+func unionPaths(ms ...*Manifest) []string {
+	seen := make(map[string]bool)
+	var out []string
+	for _, man := range ms {
+		for _, e := range man.Files {
+			if !seen[e.Path] {
+				seen[e.Path] = true
+				out = append(out, e.Path)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// errUnsafe formats a refusal about a path.
+func errUnsafe(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUnsafePath}, args...)...)
+}
+
+var _ = errors.Is

@@ -1,0 +1,22 @@
+// Package checkpoint snapshots a workspace (the directory an agent edits)
+// and rewinds it, as coding agents do before each mutating tool call, with
+// no git binary and no shadow repository.
+//
+// A Manager pairs one Workspace (Dir for a real directory, confined with
+// os.Root; FS for any afero.Fs) with a trove store: Create snapshots named
+// files (absent ones recorded as absent), CreateTree a whole tree under
+// .gitignore rules, Rewind restores a checkpoint (or reports, with a dry
+// run, exactly what it would change, as spec 001's RewindFilesResult), Diff
+// and DiffCheckpoints list changed paths with line counts.
+//
+// File content goes into the root's one cas store through its batch (pack)
+// API, so unchanged content costs nothing and content a session holds too is
+// stored once. Each checkpoint is one JSON manifest, written atomically. A
+// stat cache makes a second snapshot of a large tree read only the files
+// whose stat changed, with git's racy-timestamp rule so no change is missed.
+// docs/checkpoint.md has the manifest format, rewind semantics and safety
+// rules.
+//
+// Imports: backend, cas, afero, golang.org/x/sys/unix (Linux) and the
+// standard library.
+package checkpoint

@@ -1,0 +1,275 @@
+package checkpoint
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultIgnores returns the patterns a tree snapshot skips unless told
+// otherwise: version control metadata, dependency caches and build outputs,
+// which agents do not edit and which are large.
+func DefaultIgnores() []string {
+	return []string{
+		".git/", ".hg/", ".svn/", ".jj/",
+		"node_modules/", "bower_components/", ".pnpm-store/",
+		".venv/", "venv/", "__pycache__/", "*.pyc", ".mypy_cache/", ".pytest_cache/", ".tox/",
+		"dist/", "build/", "target/", ".next/", ".nuxt/", ".turbo/", ".gradle/", ".parcel-cache/",
+		"*.o", "*.class",
+		".DS_Store",
+	}
+}
+
+// ignoreRule is one line of a .gitignore file, compiled.
+type ignoreRule struct {
+	base    string // directory of the .gitignore, relative to the root; "" for the root
+	negate  bool   // "!pattern"
+	dirOnly bool   // "pattern/"
+	// Exactly one way of matching is set. Unanchored rules match the last
+	// element of the path, anchored ones the path relative to base.
+	anchored bool
+	isSuffix bool           // "*literal": HasSuffix on the last element
+	literal  string         // no wildcard: compare; with isSuffix, the suffix
+	re       *regexp.Regexp // everything else
+}
+
+// parseIgnore compiles the lines of a .gitignore file found in directory base.
+// Lines it cannot compile (a bad character class) are skipped, as git does.
+func parseIgnore(base string, text []byte) []ignoreRule {
+	var rules []ignoreRule
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if r, ok := compileIgnore(base, line); ok {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+// compileIgnore compiles one pattern line; ok is false for blanks, comments
+// and patterns that match nothing.
+func compileIgnore(base, line string) (ignoreRule, bool) {
+	line = strings.TrimSuffix(line, "\r")
+	line = trimTrailingSpaces(line)
+	if line == "" || line[0] == '#' || !utf8.ValidString(line) {
+		return ignoreRule{}, false
+	}
+	r := ignoreRule{base: base}
+	switch {
+	case line[0] == '!':
+		r.negate = true
+		line = line[1:]
+	case strings.HasPrefix(line, `\!`), strings.HasPrefix(line, `\#`):
+		line = line[1:]
+	}
+	if strings.HasSuffix(line, "/") {
+		r.dirOnly = true
+		line = strings.TrimRight(line, "/")
+	}
+	if line == "" {
+		return ignoreRule{}, false
+	}
+	if strings.Contains(line, "/") {
+		r.anchored = true
+		line = strings.TrimPrefix(line, "/")
+		if line == "" {
+			return ignoreRule{}, false
+		}
+	}
+	switch {
+	case !strings.ContainsAny(line, `*?[\`):
+		r.literal = line
+	case !r.anchored && line[0] == '*' && !strings.ContainsAny(line[1:], `*?[\`):
+		r.isSuffix, r.literal = true, line[1:]
+	default:
+		expr, err := globRegexp(line)
+		if err != nil {
+			return ignoreRule{}, false
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return ignoreRule{}, false
+		}
+		r.re = re
+	}
+	return r, true
+}
+
+// trimTrailingSpaces drops trailing spaces unless escaped with a backslash.
+func trimTrailingSpaces(s string) string {
+	for strings.HasSuffix(s, " ") {
+		if strings.HasSuffix(s, `\ `) {
+			return s[:len(s)-2] + " "
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// globRegexp translates a gitignore glob to an anchored regular expression:
+// "*" and "?" never match "/", "**/" at the start and "/**/" in the middle
+// match zero or more directories, a trailing "/**" matches everything inside.
+func globRegexp(p string) (string, error) {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(p); {
+		switch {
+		case strings.HasPrefix(p[i:], "**") && (i == 0 || p[i-1] == '/') && (i+2 == len(p) || p[i+2] == '/'):
+			switch {
+			case i+2 == len(p): // trailing "/**", or the whole pattern "**"
+				b.WriteString(".*")
+				i += 2
+			default: // "**/" at the start or "/**/" in the middle
+				b.WriteString("(?:.*/)?")
+				i += 3
+			}
+		case p[i] == '*':
+			for i < len(p) && p[i] == '*' {
+				i++
+			}
+			b.WriteString("[^/]*")
+		case p[i] == '?':
+			b.WriteString("[^/]")
+			i++
+		case p[i] == '[':
+			class, n, ok := globClass(p[i:])
+			if !ok {
+				b.WriteString(`\[`)
+				i++
+				continue
+			}
+			b.WriteString(class)
+			i += n
+		case p[i] == '\\':
+			if i+1 == len(p) {
+				return "", fmt.Errorf("trailing backslash in %q", p)
+			}
+			_, size := utf8.DecodeRuneInString(p[i+1:])
+			b.WriteString(regexp.QuoteMeta(p[i+1 : i+1+size]))
+			i += 1 + size
+		default:
+			_, size := utf8.DecodeRuneInString(p[i:])
+			b.WriteString(regexp.QuoteMeta(p[i : i+size]))
+			i += size
+		}
+	}
+	b.WriteString("$")
+	return b.String(), nil
+}
+
+// globClass translates a bracket expression at the start of p. It returns
+// the regexp class, the bytes consumed and false when the bracket is not
+// closed (then "[" is a literal).
+func globClass(p string) (string, int, bool) {
+	i := 1
+	var b strings.Builder
+	b.WriteString("[")
+	if i < len(p) && (p[i] == '!' || p[i] == '^') {
+		b.WriteString("^/") // a negated class still never matches "/"
+		i++
+	}
+	// next reads one class member, unescaping "\x".
+	next := func() (rune, bool) {
+		if i < len(p) && p[i] == '\\' {
+			i++
+		}
+		if i >= len(p) {
+			return 0, false
+		}
+		r, size := utf8.DecodeRuneInString(p[i:])
+		i += size
+		return r, true
+	}
+	first := true
+	for i < len(p) {
+		if p[i] == ']' && !first {
+			return b.String() + "]", i + 1, true
+		}
+		first = false
+		lo, ok := next()
+		if !ok {
+			break
+		}
+		b.WriteString(classRune(lo))
+		if i+1 < len(p) && p[i] == '-' && p[i+1] != ']' {
+			i++
+			hi, ok := next()
+			if !ok {
+				break
+			}
+			if hi < lo {
+				return "", 0, false
+			}
+			b.WriteString("-" + classRune(hi))
+		}
+	}
+	return "", 0, false
+}
+
+// classRune writes r for use inside a regexp class.
+func classRune(r rune) string {
+	if r < utf8.RuneSelf && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", r) {
+		return `\` + string(r)
+	}
+	return string(r)
+}
+
+// matches reports whether the rule matches rel (relative to the root).
+func (r *ignoreRule) matches(rel string, isDir bool) bool {
+	if r.dirOnly && !isDir {
+		return false
+	}
+	if r.base != "" {
+		if !strings.HasPrefix(rel, r.base+"/") {
+			return false
+		}
+		rel = rel[len(r.base)+1:]
+	}
+	subject := rel
+	if !r.anchored {
+		if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+			subject = rel[i+1:]
+		}
+	}
+	switch {
+	case r.re != nil:
+		return r.re.MatchString(subject)
+	case r.isSuffix:
+		return strings.HasSuffix(subject, r.literal)
+	default:
+		return subject == r.literal
+	}
+}
+
+// ignorer decides which paths a tree snapshot skips. rules are in order of
+// precedence (later wins): the defaults, then .gitignore files from the root
+// down; extra rules given by the caller come last and win over all.
+type ignorer struct {
+	rules []ignoreRule
+	extra []ignoreRule
+}
+
+// ignored reports whether rel is ignored. Parents are not consulted: the
+// walk never descends into an ignored directory, as git does not.
+func (ig *ignorer) ignored(rel string, isDir bool) bool {
+	ign := false
+	for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
+		for i := range set {
+			if set[i].negate == ign && set[i].matches(rel, isDir) {
+				ign = !set[i].negate
+			}
+		}
+	}
+	return ign
+}
+
+// with returns an ignorer that also applies rules (from a deeper .gitignore).
+func (ig *ignorer) with(rules []ignoreRule) *ignorer {
+	if len(rules) == 0 {
+		return ig
+	}
+	all := make([]ignoreRule, 0, len(ig.rules)+len(rules))
+	all = append(all, ig.rules...)
+	all = append(all, rules...)
+	return &ignorer{rules: all, extra: ig.extra}
+}

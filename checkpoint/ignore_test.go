@@ -1,0 +1,199 @@
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestIgnoreRules(t *testing.T) {
+	cases := []struct {
+		pattern string
+		path    string
+		isDir   bool
+		want    bool
+	}{
+		{"*.log", "a.log", false, true},
+		{"*.log", "deep/er/a.log", false, true},
+		{"*.log", "a.log.txt", false, false},
+		{"build/", "build", true, true},
+		{"build/", "build", false, false}, // dir-only
+		{"build/", "src/build", true, true},
+		{"/build", "src/build", true, false}, // anchored
+		{"/build", "build", false, true},
+		{"doc/frotz", "doc/frotz", true, true},
+		{"doc/frotz", "a/doc/frotz", true, false}, // a middle slash anchors
+		{"**/foo", "foo", false, true},
+		{"**/foo", "a/b/foo", false, true},
+		{"**/foo/bar", "x/foo/bar", false, true},
+		{"abc/**", "abc/x", false, true},
+		{"abc/**", "abc/x/y", false, true},
+		{"abc/**", "abc", true, false},
+		{"a/**/b", "a/b", false, true},
+		{"a/**/b", "a/x/y/b", false, true},
+		{"a/**/b", "a/xb", false, false},
+		{"foo*bar", "foo/bar", false, false}, // * never crosses /
+		{"?.txt", "a.txt", false, true},
+		{"?.txt", "ab.txt", false, false},
+		{"[abc].go", "b.go", false, true},
+		{"[!abc].go", "b.go", false, false},
+		{"[!abc].go", "d.go", false, true},
+		{"[a-c]x", "bx", false, true},
+		{"[a-c]x", "dx", false, false},
+		{`\#hash`, "#hash", false, true},
+		{`\!bang`, "!bang", false, true},
+		{"trailing   ", "trailing", false, true},
+		{`space\ `, "space ", false, true},
+		{"# comment", "# comment", false, false},
+		{"", "x", false, false},
+		{"[unclosed", "[unclosed", false, true},
+		{"*.[oa]", "lib.a", false, true},
+		{"**", "any/thing", false, true},
+	}
+	for _, c := range cases {
+		r, ok := compileIgnore("", c.pattern)
+		got := ok && r.matches(c.path, c.isDir)
+		if got != c.want {
+			t.Errorf("%q matches %q (dir %v) = %v, want %v", c.pattern, c.path, c.isDir, got, c.want)
+		}
+	}
+}
+
+func TestIgnoreNegationAndNesting(t *testing.T) {
+	ig := &ignorer{}
+	ig = ig.with(parseIgnore("", []byte("*.log\n!keep.log\n# c\n\nsecret/\n")))
+	sub := ig.with(parseIgnore("src", []byte("!*.log\ngen\n")))
+	cases := []struct {
+		ig    *ignorer
+		path  string
+		isDir bool
+		want  bool
+	}{
+		{ig, "a.log", false, true},
+		{ig, "keep.log", false, false},
+		{ig, "x/keep.log", false, false},
+		{ig, "secret", true, true},
+		{sub, "src/a.log", false, false}, // a deeper file re-includes
+		{sub, "other/a.log", false, true},
+		{sub, "src/gen", true, true},
+		{sub, "gen", true, false}, // src/.gitignore does not apply above src
+	}
+	for _, c := range cases {
+		if got := c.ig.ignored(c.path, c.isDir); got != c.want {
+			t.Errorf("ignored(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+	extra := &ignorer{rules: ig.rules}
+	r, _ := compileIgnore("", "keep.log")
+	extra.extra = []ignoreRule{r}
+	if !extra.ignored("keep.log", false) {
+		t.Error("WithIgnore patterns must win over .gitignore negations")
+	}
+}
+
+// TestIgnoreMatchesGit compares the matcher with git check-ignore on random
+// patterns and paths.
+func TestIgnoreMatchesGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	git := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, _ := cmd.Output()
+		return string(out)
+	}
+	git("", "init", "-q")
+	rng := rand.New(rand.NewPCG(1, 1))
+	parts := []string{"a", "b", "ab", "x.go", "y.log", "build", "*", "**", "?", "[ab]", "[!a]", "*.go", "*.log", "a*", "[a-c]"}
+	names := []string{"a", "b", "ab", "x.go", "y.log", "build", "c", "ba", "aa.go"}
+	for round := range 60 {
+		var pats []string
+		for range 4 {
+			n := 1 + rng.IntN(3)
+			var elems []string
+			for range n {
+				elems = append(elems, parts[rng.IntN(len(parts))])
+			}
+			p := strings.Join(elems, "/")
+			switch rng.IntN(5) {
+			case 0:
+				p = "/" + p
+			case 1:
+				p += "/"
+			case 2:
+				p = "!" + p
+			}
+			pats = append(pats, p)
+		}
+		text := strings.Join(pats, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for range 40 {
+			n := 1 + rng.IntN(3)
+			var elems []string
+			for range n {
+				elems = append(elems, names[rng.IntN(len(names))])
+			}
+			paths = append(paths, strings.Join(elems, "/"))
+		}
+		// Files only (git check-ignore --no-index treats paths as files unless
+		// they end in "/"); parents are checked as directories, as a walk does.
+		out := git(strings.Join(paths, "\n")+"\n", "check-ignore", "--no-index", "--stdin", "-v", "-n")
+		gitIgnored := map[string]bool{}
+		for line := range strings.SplitSeq(out, "\n") {
+			src, path, ok := strings.Cut(line, "\t")
+			if !ok {
+				continue
+			}
+			// "::" means no pattern matched; a "!" pattern means not ignored.
+			if src != "::" && !strings.Contains(src, ":!") {
+				gitIgnored[path] = true
+			}
+		}
+		ig := (&ignorer{}).with(parseIgnore("", []byte(text)))
+		for _, p := range paths {
+			got := walkIgnored(ig, p)
+			if got != gitIgnored[p] {
+				t.Errorf("round %d: .gitignore %q: %q ignored = %v, git says %v", round, text, p, got, gitIgnored[p])
+			}
+		}
+	}
+}
+
+// walkIgnored is whether a walk would leave p out: p or a parent directory
+// ignored.
+func walkIgnored(ig *ignorer, p string) bool {
+	for _, d := range parentsOf(p) {
+		if ig.ignored(d, true) {
+			return true
+		}
+	}
+	return ig.ignored(p, false)
+}
+
+func TestGlobRegexpNeverPanics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	alphabet := []byte(`ab*?[]!^-\/.`)
+	for range 5000 {
+		var b bytes.Buffer
+		for range rng.IntN(10) {
+			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		r, ok := compileIgnore("", b.String())
+		if ok {
+			_ = r.matches("a/b.c", false)
+		}
+	}
+	_ = fmt.Sprint()
+}

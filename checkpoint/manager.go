@@ -1,0 +1,332 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/cas"
+)
+
+// DefaultMaxFileSize is the per-file cap of tree snapshots; bigger files are
+// listed in the manifest as skipped.
+const DefaultMaxFileSize = 16 << 20
+
+// blobStore is what checkpoints need of the cas store.
+type blobStore interface {
+	newBatch() blobBatch
+	// get returns the blob's bytes, verified against ref.
+	get(ctx context.Context, ref string) ([]byte, error)
+	// sumLike returns the ref data would have under like's algorithm.
+	sumLike(like string, data []byte) (string, error)
+}
+
+// blobBatch puts many blobs as packs. put is safe for concurrent use and
+// costs nothing for content already stored; flush makes everything put so
+// far durable.
+type blobBatch interface {
+	put(ctx context.Context, data []byte) (string, error)
+	flush(ctx context.Context) error
+	discard()
+}
+
+// Manager snapshots and rewinds one workspace, keeping manifests and the
+// stat cache in a trove store and file content in its cas store. It is safe
+// for concurrent use; operations on one Manager run one at a time.
+type Manager struct {
+	store backend.Storage
+	blobs blobStore
+	ws    Workspace
+	cfg   config
+
+	mu    sync.Mutex // one operation at a time: the stat cache is shared
+	cache *statCache // loaded on first use
+}
+
+type config struct {
+	dir       string // store directory holding <id>.json
+	cacheName string // store path of the stat cache
+	log       *slog.Logger
+	workers   int
+	racy      time.Duration // 0: by timestamp granularity (see racy)
+	now       func() time.Time
+	sync      bool
+	err       error
+}
+
+// Option configures a Manager.
+type Option func(*config)
+
+// WithDir sets the store directory of the manifests, such as a session's
+// sidecar "sessions/--<cwd>--/<ts>_<id>/checkpoints". The default is
+// "checkpoints/<WorkspaceKey(workspace dir)>".
+func WithDir(dir string) Option {
+	return func(c *config) {
+		if err := backend.ValidPath(dir); err != nil {
+			c.err = fmt.Errorf("checkpoint: WithDir(%q): %w", dir, err)
+			return
+		}
+		c.dir = dir
+	}
+}
+
+// WithStatCache sets the store path of the stat cache; the default is
+// "statcache.bin" in the manifest directory. Several managers of one
+// workspace may share one.
+func WithStatCache(name string) Option {
+	return func(c *config) {
+		if err := backend.ValidPath(name); err != nil {
+			c.err = fmt.Errorf("checkpoint: WithStatCache(%q): %w", name, err)
+			return
+		}
+		c.cacheName = name
+	}
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithWorkers sets how many files are read and stored at once (default:
+// GOMAXPROCS, at least 2).
+func WithWorkers(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.workers = n
+		}
+	}
+}
+
+// WithRacyWindow overrides how close to a snapshot a file's mtime must be
+// for its cached stat to be distrusted (default: 100ms for sub-second
+// timestamps, 2s for whole-second ones). Raise it on network file systems
+// whose clock may differ from this machine's.
+func WithRacyWindow(d time.Duration) Option {
+	return func(c *config) { c.racy = d }
+}
+
+// WithClock sets the clock that dates checkpoints and snapshot starts.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// WithSync says whether rewind fsyncs the files and directories it writes
+// (default true: a rewound file survives a crash whole or not at all).
+func WithSync(on bool) Option {
+	return func(c *config) { c.sync = on }
+}
+
+// New returns a Manager of the workspace ws that keeps manifests and the
+// stat cache in store and file content in blobs, the root's one cas store
+// (so content a session also holds is stored once).
+func New(store backend.Storage, blobs *cas.Store, ws Workspace, opts ...Option) (*Manager, error) {
+	if blobs == nil {
+		return nil, errors.New("checkpoint: New needs a cas store")
+	}
+	return newManager(store, casBlobs{blobs}, ws, opts...)
+}
+
+// OpenDir is New for the directory dir, with the cas store of store opened
+// with its defaults: what the command line needs.
+func OpenDir(ctx context.Context, store backend.Storage, dir string, opts ...Option) (*Manager, error) {
+	blobs, err := cas.Open(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := Dir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(store, blobs, ws, opts...)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func newManager(store backend.Storage, blobs blobStore, ws Workspace, opts ...Option) (*Manager, error) {
+	if store == nil || blobs == nil || ws == nil {
+		return nil, errors.New("checkpoint: New needs a store, a blob store and a workspace")
+	}
+	cfg := config{
+		log:     slog.Default(),
+		workers: max(2, runtime.GOMAXPROCS(0)),
+		now:     time.Now,
+		sync:    true,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if cfg.dir == "" {
+		key := "--workspace--"
+		if abs := ws.abs(); abs != "" {
+			key = WorkspaceKey(abs)
+		}
+		cfg.dir = "checkpoints/" + key
+	}
+	if cfg.cacheName == "" {
+		cfg.cacheName = cfg.dir + "/statcache.bin"
+	}
+	return &Manager{store: store, blobs: blobs, ws: ws, cfg: cfg}, nil
+}
+
+// Dir returns the store directory holding this manager's manifests.
+func (m *Manager) Dir() string { return m.cfg.dir }
+
+// Close closes the workspace.
+func (m *Manager) Close() error { return m.ws.Close() }
+
+func (m *Manager) manifestName(id string) string { return m.cfg.dir + "/" + id + ".json" }
+
+// Load reads and validates the manifest of checkpoint id. A missing one is
+// ErrNotFound; one that does not parse or validate is ErrCorrupt.
+func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	data, err := m.store.ReadFile(ctx, m.manifestName(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	var man Manifest
+	if err := man.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w: %v", id, ErrCorrupt, err)
+	}
+	if err := man.validate(id); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	m.cfg.log.Debug("checkpoint: manifest loaded", "id", id, "bytes", len(data), "took", time.Since(t0))
+	return &man, nil
+}
+
+// Info summarises a stored checkpoint.
+type Info struct {
+	ID      string
+	Size    int64 // bytes of the manifest
+	ModTime time.Time
+}
+
+// List returns the checkpoints in the manifest directory, sorted by id.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	var out []Info
+	for fi, err := range m.store.List(ctx, m.cfg.dir) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		id, ok := strings.CutSuffix(fi.Base(), ".json")
+		if fi.IsDir || !ok || ValidID(id) != nil {
+			continue
+		}
+		out = append(out, Info{ID: id, Size: fi.Size, ModTime: fi.ModTime})
+	}
+	return out, nil
+}
+
+// Delete removes checkpoint id's manifest. Its blobs stay until a cas GC
+// finds no manifest using them (see Refs).
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	if err := ValidID(id); err != nil {
+		return err
+	}
+	err := m.store.Unlink(ctx, m.manifestName(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("checkpoint %q: %w", id, ErrNotFound)
+	}
+	return err
+}
+
+// Refs yields every blob ref the stored checkpoints use: the roots a cas
+// GC must keep. A manifest that does not load is an error, not skipped, so a
+// GC never sweeps blobs of a checkpoint it could not read.
+func (m *Manager) Refs(ctx context.Context) ([]string, error) {
+	infos, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool)
+	var out []string
+	for _, in := range infos {
+		man, err := m.Load(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range man.Refs() {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// loadCache returns the stat cache, reading it on first use. A damaged or
+// unreadable cache is replaced by an empty one: it only saves time.
+func (m *Manager) loadCache(ctx context.Context) *statCache {
+	if m.cache != nil {
+		return m.cache
+	}
+	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		m.cache = newStatCache()
+	case err != nil:
+		m.cfg.log.Warn("checkpoint: stat cache unreadable, rehashing", "name", m.cfg.cacheName, "err", err)
+		m.cache = newStatCache()
+	default:
+		c, err := decodeStatCache(data)
+		if err != nil {
+			m.cfg.log.Warn("checkpoint: stat cache damaged, rehashing", "name", m.cfg.cacheName, "err", err)
+			c = newStatCache()
+		}
+		m.cache = c
+	}
+	return m.cache
+}
+
+// saveCache writes the stat cache. It is advisory and carries its own
+// checksum, so it is written in place without fsync: a torn or lost copy
+// is detected on load and only costs a rehash.
+func (m *Manager) saveCache(ctx context.Context) {
+	if m.cache == nil {
+		return
+	}
+	data := m.cache.encode()
+	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
+	if err == nil {
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		m.cfg.log.Warn("checkpoint: stat cache not saved", "name", m.cfg.cacheName, "err", err)
+	}
+}

@@ -1,0 +1,524 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RewindFilesResult is spec 001's report of a rewind (sdk.d.ts
+// RewindFilesResult). Insertions and deletions are line counts of the real
+// diff from the workspace to the checkpoint: lines the rewind adds back and
+// lines it removes. Binary files and symlinks count as changed files with no
+// lines.
+type RewindFilesResult struct {
+	CanRewind    bool     `json:"canRewind"`
+	Error        string   `json:"error,omitempty"`
+	FilesChanged []string `json:"filesChanged,omitempty"`
+	Insertions   int      `json:"insertions,omitempty"`
+	Deletions    int      `json:"deletions,omitempty"`
+}
+
+// plan is everything a rewind would do, computed without writing.
+type plan struct {
+	man     *Manifest
+	changes []*change // from the workspace (a) to the checkpoint (b), sorted by path
+	// conflict is why the rewind cannot run (a Diff ignores it).
+	conflict error
+
+	deletes []string  // workspace paths to remove, any kind
+	unlinks []string  // symlinks in a parent's place (files checkpoints): replaced by directories
+	mkdirs  []*Entry  // directories to create
+	writes  []*change // files and symlinks to write: b holds the content
+	chmods  map[string]fs.FileMode
+	cache   *statCache
+	loader  *loader
+	touched map[string]bool // directories whose entries change
+}
+
+// Rewind restores the workspace to checkpoint id: every file byte for byte
+// and mode for mode, symlinks, files recorded as absent deleted and, for a
+// tree checkpoint, files created since deleted (unless ignored or too big to
+// have been snapshotted). Only paths that differ are written, each
+// atomically; running it again changes nothing.
+//
+// Everything is checked before the first change: a missing checkpoint, a
+// manifest that fails validation, a missing or corrupt blob, or something in
+// the way that rewind must not remove gives CanRewind false, an Error
+// message, an error wrapping ErrNotFound, ErrCorrupt, ErrUnsafePath or
+// ErrConflict, and an untouched workspace. With dryRun it computes the same
+// report and writes nothing at all, to the workspace or the store.
+func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFilesResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fail := func(err error) (*RewindFilesResult, error) {
+		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
+	}
+	man, err := m.Load(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	t0 := time.Now()
+	p, err := m.plan(ctx, man)
+	if err != nil {
+		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
+	}
+	m.cfg.log.Debug("checkpoint: planned", "id", id, "changes", len(p.changes), "took", time.Since(t0))
+	if p.conflict != nil {
+		return fail(fmt.Errorf("checkpoint %q: %w", id, p.conflict))
+	}
+	res := &RewindFilesResult{CanRewind: true}
+	for _, c := range p.changes {
+		res.FilesChanged = append(res.FilesChanged, c.path)
+		res.Insertions += c.ins
+		res.Deletions += c.del
+	}
+	if dryRun {
+		return res, nil
+	}
+	if err := m.apply(ctx, p); err != nil {
+		err = fmt.Errorf("checkpoint %q: rewind stopped part way (run it again to finish): %w", id, err)
+		res.Error = err.Error()
+		return res, err
+	}
+	m.cfg.log.Debug("checkpoint: rewound", "id", id, "files", len(res.FilesChanged), "insertions", res.Insertions, "deletions", res.Deletions)
+	return res, nil
+}
+
+// plan compares the workspace with man and decides every operation.
+func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
+	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
+	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
+
+	have := make(map[string]*pstate)
+	keep := make(map[string]bool) // paths rewind leaves alone: ignored, skipped
+	var paths []string
+	// parentOf records, for a files checkpoint, a non-directory parent.
+	type blocked struct {
+		state parentState
+		dir   string
+	}
+	blockedBy := map[string]blocked{}
+
+	switch man.Kind {
+	case KindFiles:
+		pc := parentCheck{ws: m.ws}
+		for i := range man.Files {
+			e := &man.Files[i]
+			paths = append(paths, e.Path)
+			state, dir, err := pc.check(e.Path)
+			if err != nil {
+				return nil, err
+			}
+			if state != parentsOK {
+				blockedBy[e.Path] = blocked{state, dir}
+				have[e.Path] = &pstate{ws: true}
+				continue
+			}
+			st, err := m.ws.lstat(e.Path)
+			switch {
+			case isAbsent(err):
+				have[e.Path] = &pstate{ws: true}
+			case err != nil:
+				return nil, err
+			default:
+				s := wsStateOf(st)
+				have[e.Path] = &s
+			}
+		}
+	case KindTree:
+		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man))
+		if err != nil {
+			return nil, err
+		}
+		for _, ig := range t.ignored {
+			keep[ig] = true
+		}
+		skipped := make(map[string]bool, len(man.Skipped))
+		for _, s := range man.Skipped {
+			skipped[s.Path] = true
+		}
+		for _, te := range t.entries {
+			s := wsStateOf(te.st)
+			inMan := man.find(te.path) != nil
+			switch {
+			case skipped[te.path] && !inMan:
+				keep[te.path] = true // never restored, never deleted
+				continue
+			case !inMan && s.kind == "other":
+				keep[te.path] = true // a snapshot would skip it too
+				continue
+			case !inMan && s.kind == TypeFile && man.MaxFileSize > 0 && te.st.size > man.MaxFileSize:
+				keep[te.path] = true
+				continue
+			}
+			have[te.path] = &s
+			paths = append(paths, te.path)
+		}
+		for i := range man.Files {
+			if _, ok := have[man.Files[i].Path]; !ok {
+				have[man.Files[i].Path] = &pstate{ws: true}
+				paths = append(paths, man.Files[i].Path)
+			}
+		}
+	}
+	sort.Strings(paths)
+	paths = compactStrings(paths)
+
+	// keptBelow: directories holding something rewind leaves alone.
+	keptBelow := make(map[string]bool)
+	for k := range keep {
+		for _, d := range parentsOf(k) {
+			keptBelow[d] = true
+		}
+	}
+	conflict := func(err error) {
+		if p.conflict == nil {
+			p.conflict = err
+		}
+	}
+	replaced := map[string]bool{}
+	for _, path := range paths {
+		e := man.find(path)
+		want := stateOf(e)
+		h := have[path]
+		if b, ok := blockedBy[path]; ok && want.exists() {
+			switch b.state {
+			case parentSymlink:
+				// The symlink is never followed: it goes, a directory comes.
+				if !replaced[b.dir] {
+					replaced[b.dir] = true
+					p.unlinks = append(p.unlinks, b.dir)
+					p.changes = append(p.changes, &change{path: b.dir, a: &pstate{kind: TypeSymlink}, b: &pstate{kind: TypeDir}})
+				}
+			case parentFile:
+				conflict(fmt.Errorf("%w: %q must be a directory to restore %q, and is a file the checkpoint does not cover", ErrConflict, b.dir, path))
+			}
+		}
+		for _, anc := range parentsOf(path) {
+			if keep[anc] && want.exists() {
+				conflict(fmt.Errorf("%w: %q is ignored but must be a directory to restore %q", ErrConflict, anc, path))
+			}
+		}
+		c, err := p.loader.compare(ctx, path, h, &want)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			p.changes = append(p.changes, c)
+		}
+		// Operations, from what is there to what must be.
+		switch {
+		case h.kind != want.kind:
+			if h.exists() {
+				if h.kind == TypeDir && (keptBelow[path] || man.Kind == KindFiles) {
+					if want.exists() {
+						conflict(fmt.Errorf("%w: %q is a directory with content rewind must not remove", ErrConflict, path))
+					}
+					continue // an extra directory that holds kept files stays
+				}
+				p.deletes = append(p.deletes, path)
+			}
+			switch want.kind {
+			case TypeDir:
+				p.mkdirs = append(p.mkdirs, e)
+			case TypeFile, TypeSymlink:
+				p.writes = append(p.writes, c)
+			}
+		case want.kind == TypeFile && h.digest != want.digest, want.kind == TypeSymlink && h.target != want.target:
+			p.writes = append(p.writes, c)
+		case want.exists() && h.mode != want.mode && want.kind != TypeSymlink:
+			p.chmods[path] = want.mode
+		}
+	}
+	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].path < p.changes[j].path })
+	return p, nil
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parentsOf returns the ancestors of p, top down.
+func parentsOf(p string) []string {
+	var out []string
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return out
+}
+
+// likeRef is a digest of man whose algorithm workspace files are hashed
+// with; sha256 when man has no file.
+func likeRef(man *Manifest) string {
+	for _, e := range man.Files {
+		if e.Exists && e.typ() == TypeFile {
+			return e.Digest
+		}
+	}
+	return "blob:sha256:" + strings.Repeat("0", 64)
+}
+
+// manifestGitignore reads .gitignore files as the checkpoint holds them, so
+// a rewind judges "created since" by the rules the snapshot used.
+func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
+	return func(ctx context.Context, dir string, _ []dirEntry) ([]byte, error) {
+		name := ".gitignore"
+		if dir != "." {
+			name = dir + "/.gitignore"
+		}
+		e := man.find(name)
+		if e == nil || !e.Exists || e.typ() != TypeFile {
+			return nil, nil
+		}
+		data, err := m.blobs.get(ctx, e.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, name, e.Digest, err)
+		}
+		return data, nil
+	}
+}
+
+// apply carries out a plan. Before each change it checks again, with
+// lstat, that every parent of the path is a real directory, so a symlink
+// put in a directory's place since the plan is never written through.
+func (m *Manager) apply(ctx context.Context, p *plan) error {
+	sc := safeParents{ws: m.ws, ok: map[string]bool{}}
+	touch := func(path string) { p.touched[dirOf(path)] = true }
+
+	// Children before parents.
+	sort.Sort(sort.Reverse(sort.StringSlice(p.deletes)))
+	for _, d := range p.deletes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := sc.check(d); err != nil {
+			return err
+		}
+		if err := m.ws.remove(d); err != nil && !isAbsent(err) {
+			return err
+		}
+		touch(d)
+		sc.forget(d)
+	}
+	for _, u := range p.unlinks {
+		if err := sc.check(u); err != nil {
+			return err
+		}
+		st, err := m.ws.lstat(u)
+		if err == nil && st.isSymlink() {
+			if err := m.ws.remove(u); err != nil {
+				return err
+			}
+		} else if err != nil && !isAbsent(err) {
+			return err
+		}
+		touch(u)
+		sc.forget(u)
+	}
+	sort.Slice(p.mkdirs, func(i, j int) bool { return p.mkdirs[i].Path < p.mkdirs[j].Path })
+	for _, e := range p.mkdirs {
+		// Owner-writable until the files inside are written; the exact mode
+		// comes with the chmods at the end.
+		if err := sc.ensure(e.Path, e.Mode.FileMode()|0o700); err != nil {
+			return err
+		}
+		if e.Mode.FileMode()|0o700 != e.Mode.FileMode() {
+			p.chmods[e.Path] = e.Mode.FileMode()
+		}
+		touch(e.Path)
+	}
+	// Parents first, one at a time (they share directories), then the files
+	// themselves a few at a time: a rewind is bound by fsync latency, and
+	// concurrent fsyncs share journal commits.
+	for _, c := range p.writes {
+		if err := sc.ensure(dirOf(c.path), 0o755); err != nil {
+			return err
+		}
+		touch(c.path)
+	}
+	err := parallel(ctx, p.writes, 8, func(c *change) error {
+		switch c.b.kind {
+		case TypeFile:
+			return m.ws.writeAtomic(c.path, c.b.data, c.b.mode, m.cfg.sync)
+		case TypeSymlink:
+			tmp := tempName(c.path)
+			if err := m.ws.symlink(c.b.target, tmp); err != nil {
+				return err
+			}
+			if err := m.ws.rename(tmp, c.path); err != nil {
+				_ = m.ws.remove(tmp)
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	chmods := make([]string, 0, len(p.chmods))
+	for path := range p.chmods {
+		chmods = append(chmods, path)
+	}
+	sort.Strings(chmods)
+	for _, path := range chmods {
+		if err := sc.check(path); err != nil {
+			return err
+		}
+		if err := m.ws.chmod(path, p.chmods[path]); err != nil {
+			return err
+		}
+	}
+	if m.cfg.sync {
+		dirs := make([]string, 0, len(p.touched))
+		for d := range p.touched {
+			dirs = append(dirs, d)
+		}
+		sort.Strings(dirs)
+		err := parallel(ctx, dirs, 8, func(d string) error {
+			if err := m.ws.syncDir(d); err != nil && !isAbsent(err) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// The stat cache is left alone: every file written here has an mtime
+	// after the rewind started, so a cache entry for it would be racy.
+	return nil
+}
+
+// parallel runs f on every item, n at a time, and returns the first error.
+func parallel[T any](ctx context.Context, items []T, n int, f func(T) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for range min(n, len(items)) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if first != nil || next == len(items) {
+					mu.Unlock()
+					return
+				}
+				it := items[next]
+				next++
+				mu.Unlock()
+				err := ctx.Err()
+				if err == nil {
+					err = f(it)
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func dirOf(p string) string { return path.Dir(p) }
+
+// safeParents checks, and creates, the directories above workspace paths
+// with lstat, remembering what it verified during one apply.
+type safeParents struct {
+	ws Workspace
+	ok map[string]bool // verified real directories
+}
+
+// check fails unless every parent of p is a real directory (or missing:
+// then there is nothing under it to touch).
+func (s *safeParents) check(p string) error {
+	for _, d := range parentsOf(p) {
+		if s.ok[d] {
+			continue
+		}
+		st, err := s.ws.lstat(d)
+		switch {
+		case isAbsent(err):
+			return nil
+		case err != nil:
+			return err
+		case !st.isDir():
+			return errUnsafe("%q: parent %q is no longer a directory", p, d)
+		}
+		s.ok[d] = true
+	}
+	return nil
+}
+
+// ensure makes dir and its parents real directories, creating missing ones;
+// it refuses a symlink or a file in the way.
+func (s *safeParents) ensure(dir string, mode fs.FileMode) error {
+	if dir == "." {
+		return nil
+	}
+	for _, d := range append(parentsOf(dir), dir) {
+		if s.ok[d] {
+			continue
+		}
+		perm := fs.FileMode(0o755)
+		if d == dir {
+			perm = mode
+		}
+		st, err := s.ws.lstat(d)
+		switch {
+		case isAbsent(err):
+			if err := s.ws.mkdir(d, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			// mkdir applies the umask; the recorded mode is exact.
+			if err := s.ws.chmod(d, perm); err != nil {
+				return err
+			}
+			st, err = s.ws.lstat(d)
+			if err != nil {
+				return err
+			}
+			if !st.isDir() {
+				return errUnsafe("%q is not a directory after mkdir", d)
+			}
+		case err != nil:
+			return err
+		case !st.isDir():
+			return errUnsafe("%q is in the way of a directory", d)
+		}
+		s.ok[d] = true
+	}
+	return nil
+}
+
+// forget drops what is known about p and below after it was removed.
+func (s *safeParents) forget(p string) {
+	delete(s.ok, p)
+	prefix := p + "/"
+	for d := range s.ok {
+		if strings.HasPrefix(d, prefix) {
+			delete(s.ok, d)
+		}
+	}
+}

@@ -1,0 +1,576 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// CreateOption configures one Create or CreateTree.
+type CreateOption func(*createConfig)
+
+type createConfig struct {
+	session, message string
+	ignore           []string
+	noDefaults       bool
+	maxSize          int64
+}
+
+// WithSession links the checkpoint to a session id.
+func WithSession(id string) CreateOption { return func(c *createConfig) { c.session = id } }
+
+// WithMessage links the checkpoint to the user message it was taken for.
+func WithMessage(id string) CreateOption { return func(c *createConfig) { c.message = id } }
+
+// WithIgnore adds .gitignore-syntax patterns, relative to the workspace
+// root, that win over the defaults and every .gitignore (CreateTree only).
+func WithIgnore(patterns ...string) CreateOption {
+	return func(c *createConfig) { c.ignore = append(c.ignore, patterns...) }
+}
+
+// WithoutDefaultIgnores drops DefaultIgnores (CreateTree only).
+func WithoutDefaultIgnores() CreateOption { return func(c *createConfig) { c.noDefaults = true } }
+
+// WithMaxFileSize sets the per-file cap of CreateTree (default
+// DefaultMaxFileSize); bigger files are listed as skipped. n <= 0: no cap.
+func WithMaxFileSize(n int64) CreateOption { return func(c *createConfig) { c.maxSize = n } }
+
+// Create snapshots the named paths (slash-separated, relative to the
+// workspace root) as checkpoint id, replacing any checkpoint of that id. A
+// path that does not exist is recorded as absent, so a rewind deletes what
+// was created there later. A directory is an error (ErrIsDir), as is a path
+// under a symlinked directory (ErrUnsafePath): name the real path instead.
+func (m *Manager) Create(ctx context.Context, id string, paths []string, opts ...CreateOption) (*Manifest, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	var cc createConfig
+	for _, o := range opts {
+		o(&cc)
+	}
+	clean := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if err := validRel(p); err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+		}
+		clean = append(clean, p)
+	}
+	sort.Strings(clean)
+	clean = slices.Compact(clean)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := m.cfg.now()
+	man := m.newManifest(id, KindFiles, cc, start)
+	var files []int // indexes into man.Files of regular files
+	var sts []fileStat
+	pc := parentCheck{ws: m.ws}
+	for _, p := range clean {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		state, parent, err := pc.check(p)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+		}
+		if state == parentSymlink {
+			return nil, fmt.Errorf("checkpoint %q: %w: %q: parent %q is a symlink", id, ErrUnsafePath, p, parent)
+		}
+		e := Entry{Path: p}
+		var st fileStat
+		if state == parentsOK {
+			st, err = m.ws.lstat(p)
+			switch {
+			case isAbsent(err):
+			case err != nil:
+				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			case st.isDir():
+				return nil, fmt.Errorf("checkpoint %q: %q: %w", id, p, ErrIsDir)
+			case st.isSymlink():
+				target, err := m.ws.readlink(p)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+				}
+				if !utf8.ValidString(target) {
+					return nil, fmt.Errorf("checkpoint %q: %w: symlink %q has a target that is not UTF-8", id, backend.ErrNotSupported, p)
+				}
+				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)}
+			case st.isRegular():
+				e = fileEntry(p, st)
+				files = append(files, len(man.Files))
+			default:
+				return nil, fmt.Errorf("checkpoint %q: %q is not a file, symlink or directory: %w", id, p, backend.ErrNotSupported)
+			}
+		}
+		man.Files = append(man.Files, e)
+		sts = append(sts, st)
+	}
+	if err := m.storeFiles(ctx, man, files, sts, -1, start.UnixNano()); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	return man, m.writeManifest(ctx, man)
+}
+
+// CreateTree snapshots the whole workspace as checkpoint id, minus what the
+// ignore rules exclude: DefaultIgnores (unless WithoutDefaultIgnores), every
+// .gitignore in the tree, then WithIgnore patterns. Files over the size cap
+// and names a manifest cannot hold are listed in Manifest.Skipped. Only
+// files whose stat changed since the last snapshot are read.
+func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOption) (*Manifest, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	cc := createConfig{maxSize: DefaultMaxFileSize}
+	for _, o := range opts {
+		o(&cc)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := m.cfg.now()
+	man := m.newManifest(id, KindTree, cc, start)
+	if !cc.noDefaults {
+		man.DefaultIgnore = DefaultIgnores()
+	}
+	man.Ignore = cc.ignore
+	if cc.maxSize > 0 {
+		man.MaxFileSize = cc.maxSize
+	}
+	limit := man.MaxFileSize
+	if limit == 0 {
+		limit = -1
+	}
+
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
+	man.Skipped = tree.skipped
+	var files []int
+	var sts []fileStat // parallel to man.Files
+	for _, te := range tree.entries {
+		st := te.st
+		switch {
+		case st.isDir():
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeDir, Mode: Mode(st.mode.Perm())})
+			sts = append(sts, st)
+		case st.isSymlink():
+			target, err := m.ws.readlink(te.path)
+			if isAbsent(err) {
+				continue // gone since the walk
+			}
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			}
+			if !utf8.ValidString(target) {
+				// JSON cannot carry it byte for byte.
+				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "target"})
+				continue
+			}
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)})
+			sts = append(sts, st)
+		case st.isRegular():
+			if limit >= 0 && st.size > limit {
+				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Size: st.size, Reason: "size"})
+				continue
+			}
+			files = append(files, len(man.Files))
+			man.Files = append(man.Files, fileEntry(te.path, st))
+			sts = append(sts, st)
+		default:
+			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
+		}
+	}
+	if err := m.storeFiles(ctx, man, files, sts, limit, start.UnixNano()); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
+	for d, l := range tree.listings {
+		l.verified = start.UnixNano()
+		tree.listings[d] = l
+	}
+	m.cache.dirs = tree.listings
+	// Drop files that vanished or grew past the cap while we read.
+	kept := man.Files[:0]
+	for _, e := range man.Files {
+		if e.Exists {
+			kept = append(kept, e)
+		}
+	}
+	man.Files = kept
+	sortSkipped(man.Skipped)
+	return man, m.writeManifest(ctx, man)
+}
+
+func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
+	return &Manifest{
+		Version: ManifestVersion, ID: id, Kind: kind, CreatedAt: start.UTC(),
+		Session: cc.session, Message: cc.message, Root: m.ws.abs(), Files: []Entry{},
+	}
+}
+
+func fileEntry(p string, st fileStat) Entry {
+	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm()), MTime: mtimeOf(st)}
+}
+
+func sortSkipped(s []Skipped) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Path < s[j].Path })
+}
+
+// storeFiles fills in the digest of the entries at idx: from the stat cache
+// when the stat proves the content unchanged, else by reading the file and
+// putting it into one cas batch, with a few workers reading and storing at
+// once. A file gone since its lstat, or grown past limit, is marked absent
+// (Create) or dropped by the caller (CreateTree).
+func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+	cache := m.loadCache(ctx)
+	var jobs []int
+	for _, i := range idx {
+		e := &man.Files[i]
+		if ref, ok := cache.lookup(e.Path, sts[i], m.cfg.racy); ok {
+			e.Digest = ref
+			cache.put(e.Path, sts[i], ref, start)
+			continue
+		}
+		jobs = append(jobs, i)
+	}
+	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
+	if len(jobs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batch := m.blobs.newBatch()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		next    = make(chan int)
+		skipped []Skipped
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	for range min(m.cfg.workers, len(jobs)) {
+		wg.Go(func() {
+			for i := range next {
+				e := &man.Files[i]
+				data, err := m.ws.readFile(e.Path, limit)
+				switch {
+				case isAbsent(err):
+					*e = Entry{Path: e.Path}
+					continue
+				case errors.Is(err, errTooBig):
+					mu.Lock()
+					skipped = append(skipped, Skipped{Path: e.Path, Size: sts[i].size, Reason: "size"})
+					mu.Unlock()
+					*e = Entry{Path: e.Path}
+					continue
+				case err != nil:
+					fail(err)
+					continue
+				}
+				ref, err := batch.put(ctx, data)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				e.Digest, e.Size = ref, int64(len(data))
+			}
+		})
+	}
+feed:
+	for _, i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		batch.discard()
+		return first
+	}
+	if err := batch.flush(ctx); err != nil {
+		return err
+	}
+	man.Skipped = append(man.Skipped, skipped...)
+	for _, i := range jobs {
+		if e := &man.Files[i]; e.Exists {
+			cache.put(e.Path, sts[i], e.Digest, start)
+		}
+	}
+	return nil
+}
+
+// writeManifest stores the manifest atomically, and beside it the stat
+// cache. The blobs it names are durable already (storeFiles flushed them).
+func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
+	t0 := time.Now()
+	data := man.appendJSON(make([]byte, 0, 256+len(man.Files)*200))
+	var wg sync.WaitGroup
+	wg.Go(func() { m.saveCache(ctx) })
+	err := m.store.WriteFile(ctx, m.manifestName(man.ID), data)
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
+	return nil
+}
+
+// isAbsent: the path does not exist, or a parent is not a directory.
+func isAbsent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// parentCheck walks the parents of workspace paths with lstat, caching what
+// it found: paths under a symlink or a file are never followed.
+type parentCheck struct {
+	ws   Workspace
+	seen map[string]parentState
+}
+
+type parentState int
+
+const (
+	parentsOK      parentState = iota // every parent is a real directory
+	parentsMissing                    // a parent is missing: the path is absent
+	parentFile                        // a parent is a file (or other non-directory)
+	parentSymlink                     // a parent is a symlink
+)
+
+// check returns the state of p's parents and, unless parentsOK, the first
+// parent that is not a directory.
+func (pc *parentCheck) check(p string) (parentState, string, error) {
+	if pc.seen == nil {
+		pc.seen = make(map[string]parentState)
+	}
+	for _, dir := range backend.Parents(p) {
+		s, ok := pc.seen[dir]
+		if !ok {
+			st, err := pc.ws.lstat(dir)
+			switch {
+			case isAbsent(err):
+				s = parentsMissing
+			case err != nil:
+				return 0, "", err
+			case st.isSymlink():
+				s = parentSymlink
+			case !st.isDir():
+				s = parentFile
+			default:
+				s = parentsOK
+			}
+			pc.seen[dir] = s
+		}
+		if s != parentsOK {
+			return s, dir, nil
+		}
+	}
+	return parentsOK, "", nil
+}
+
+// tree is the result of a walk.
+type tree struct {
+	listings map[string]dirCacheEntry // every directory read, for the stat cache
+	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
+	ignored  []string                 // ignored paths (not descended), sorted
+	skipped  []Skipped                // names a manifest cannot hold
+}
+
+type treeEntry struct {
+	path string
+	st   fileStat
+}
+
+// gitignoreFunc returns the content of dir's .gitignore, or nil; ents is
+// dir's listing.
+type gitignoreFunc func(ctx context.Context, dir string, ents []dirEntry) ([]byte, error)
+
+// workspaceGitignore reads .gitignore files from the workspace.
+func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEntry) ([]byte, error) {
+	for _, e := range ents {
+		if e.name == ".gitignore" && e.st.isRegular() {
+			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20)
+			if isAbsent(err) || errors.Is(err, errTooBig) {
+				return nil, nil
+			}
+			return data, err
+		}
+	}
+	return nil, nil
+}
+
+// baseIgnorer builds the root rules a manifest records.
+func baseIgnorer(man *Manifest) *ignorer {
+	ig := &ignorer{}
+	for _, p := range man.DefaultIgnore {
+		if r, ok := compileIgnore("", p); ok {
+			ig.rules = append(ig.rules, r)
+		}
+	}
+	for _, p := range man.Ignore {
+		if r, ok := compileIgnore("", p); ok {
+			ig.extra = append(ig.extra, r)
+		}
+	}
+	return ig
+}
+
+// walkTree lists the workspace without following symlinks, skipping
+// ignored paths (not descending into ignored directories) and rewind's
+// temporary files. Directories are read by a few goroutines at once: on a
+// large tree the walk is bound by the latency of its system calls.
+func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
+	type job struct {
+		dir string
+		st  fileStat // the directory's own lstat
+		ig  *ignorer
+	}
+	rootSt, err := m.ws.lstat(".")
+	if err != nil {
+		return tree{}, err
+	}
+	cache := m.loadCache(ctx)
+	useListings := m.ws.dirMtimes()
+	var (
+		t       = tree{listings: map[string]dirCacheEntry{}}
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		queue   = []job{{".", rootSt, base}}
+		pending = 1 // directories queued or being read
+		first   error
+	)
+	visit := func(j job) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ents []dirEntry
+		var err error
+		if names, ok := cache.listing(j.dir, j.st, m.cfg.racy); ok && useListings {
+			ents, err = m.ws.statNames(j.dir, names)
+		} else {
+			ents, err = m.ws.readDir(j.dir)
+		}
+		if err != nil {
+			if j.dir != "." && isAbsent(err) {
+				return nil // removed while we walked
+			}
+			return err
+		}
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.name
+		}
+		sort.Slice(ents, func(a, b int) bool { return ents[a].name < ents[b].name })
+		ig := j.ig
+		text, err := gi(ctx, j.dir, ents)
+		if err != nil {
+			return err
+		}
+		if text != nil {
+			b := j.dir
+			if b == "." {
+				b = ""
+			}
+			ig = ig.with(parseIgnore(b, text))
+		}
+		var (
+			entries []treeEntry
+			ignored []string
+			sub     []job
+			skipped []Skipped
+		)
+		for _, e := range ents {
+			if strings.HasPrefix(e.name, tempPrefix) {
+				continue
+			}
+			rel := e.name
+			if j.dir != "." {
+				rel = j.dir + "/" + e.name
+			}
+			isDir := e.st.isDir()
+			if ig.ignored(rel, isDir) {
+				ignored = append(ignored, rel)
+				continue
+			}
+			if err := validRel(rel); err != nil {
+				skipped = append(skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
+				ignored = append(ignored, rel)
+				continue
+			}
+			entries = append(entries, treeEntry{path: rel, st: e.st})
+			if isDir {
+				sub = append(sub, job{rel, e.st, ig})
+			}
+		}
+		mu.Lock()
+		t.entries = append(t.entries, entries...)
+		t.ignored = append(t.ignored, ignored...)
+		t.skipped = append(t.skipped, skipped...)
+		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
+		queue = append(queue, sub...)
+		pending += len(sub)
+		mu.Unlock()
+		return nil
+	}
+	var wg sync.WaitGroup
+	for range walkers {
+		wg.Go(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for {
+				for len(queue) == 0 && pending > 0 && first == nil {
+					cond.Wait()
+				}
+				if pending == 0 || first != nil {
+					cond.Broadcast()
+					return
+				}
+				j := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				mu.Unlock()
+				err := visit(j)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				pending--
+				cond.Broadcast()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return tree{}, first
+	}
+	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].path < t.entries[j].path })
+	sort.Strings(t.ignored)
+	return t, nil
+}
+
+// walkers is how many directories a walk reads at once.
+const walkers = 8

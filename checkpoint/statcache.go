@@ -1,0 +1,264 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The stat cache remembers, per workspace path, the lstat it had and the
+// digest its content hashed to, so a snapshot reads only files whose stat
+// changed. It is an optimisation only: a missing, stale or damaged cache
+// costs time, never correctness, because an entry is trusted only when the
+// stat matches exactly and the entry is not racy (see racy).
+type statCache struct {
+	entries map[string]cacheEntry
+	// dirs remembers directory listings: a directory's mtime and ctime
+	// change whenever an entry is added, removed or renamed in it, so while
+	// its stat is unchanged (and not racy) its names are too, and the walk
+	// stats them without opening and reading the directory.
+	dirs map[string]dirCacheEntry
+}
+
+type dirCacheEntry struct {
+	st       fileStat
+	names    []string
+	verified int64
+}
+
+type cacheEntry struct {
+	st       fileStat
+	ref      string
+	verified int64 // ns: when the snapshot that last hashed or checked it started
+}
+
+const cacheMagic = "trove-statcache-2\n"
+
+// Racy windows: how close to a snapshot's start an mtime or ctime must be
+// for the stat to prove nothing. Sub-second timestamps come from a clock
+// that lags by at most a scheduler tick; whole-second ones may be truncated
+// by a second or two (ext3, HFS+, FAT).
+const (
+	racyFine   = 100 * time.Millisecond
+	racyCoarse = 2 * time.Second
+)
+
+func newStatCache() *statCache {
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry)}
+}
+
+// listing returns the cached names of dir when st proves them current.
+func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]string, bool) {
+	d, ok := c.dirs[dir]
+	if !ok || d.st != st || racy(cacheEntry{st: d.st, verified: d.verified}, window) {
+		return nil, false
+	}
+	return d.names, true
+}
+
+// lookup returns the cached digest of path when st proves the content
+// unchanged: identical stat and not racy.
+func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
+	e, ok := c.entries[path]
+	if !ok || e.st != st || racy(e, window) {
+		return "", false
+	}
+	return e.ref, true
+}
+
+// racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
+// before the moment its content was hashed may have been changed again
+// within the same timestamp tick, invisibly to stat. Such an entry is
+// re-hashed, whatever its stat says.
+func racy(e cacheEntry, window time.Duration) bool {
+	if window <= 0 {
+		window = racyFine
+		if e.st.mtime%int64(time.Second) == 0 {
+			window = racyCoarse
+		}
+	}
+	limit := e.verified - int64(window)
+	return e.st.mtime >= limit || (e.st.ctime != 0 && e.st.ctime >= limit)
+}
+
+func (c *statCache) put(path string, st fileStat, ref string, verified int64) {
+	c.entries[path] = cacheEntry{st: st, ref: ref, verified: verified}
+}
+
+// encode writes the cache: magic, count, entries sorted by path, then a
+// sha256 of everything before it.
+func (c *statCache) encode() []byte {
+	paths := make([]string, 0, len(c.entries))
+	for p := range c.entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	b := make([]byte, 0, len(cacheMagic)+len(paths)*128+40)
+	b = append(b, cacheMagic...)
+	b = binary.AppendUvarint(b, uint64(len(paths)))
+	for _, p := range paths {
+		e := c.entries[p]
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.AppendUvarint(b, uint64(e.st.mode))
+		b = binary.AppendVarint(b, e.st.size)
+		b = binary.AppendVarint(b, e.st.mtime)
+		b = binary.AppendVarint(b, e.st.ctime)
+		b = binary.AppendUvarint(b, e.st.ino)
+		b = binary.AppendUvarint(b, e.st.dev)
+		b = binary.AppendVarint(b, e.verified)
+		b = binary.AppendUvarint(b, uint64(len(e.ref)))
+		b = append(b, e.ref...)
+	}
+	dirs := make([]string, 0, len(c.dirs))
+	for d := range c.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	b = binary.AppendUvarint(b, uint64(len(dirs)))
+	for _, d := range dirs {
+		e := c.dirs[d]
+		b = appendStr(b, d)
+		b = appendStat(b, e.st)
+		b = binary.AppendVarint(b, e.verified)
+		b = binary.AppendUvarint(b, uint64(len(e.names)))
+		for _, n := range e.names {
+			b = appendStr(b, n)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+var errBadCache = errors.New("stat cache damaged")
+
+// decodeStatCache parses what encode wrote; anything else is errBadCache.
+func decodeStatCache(data []byte) (*statCache, error) {
+	if len(data) < len(cacheMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(cacheMagic)) {
+		return nil, errBadCache
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%w: checksum", errBadCache)
+	}
+	r := &reader{b: body[len(cacheMagic):]}
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		return nil, errBadCache
+	}
+	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry)}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		p := r.str()
+		var e cacheEntry
+		e.st.mode = fs.FileMode(r.uvarint())
+		e.st.size = r.varint()
+		e.st.mtime = r.varint()
+		e.st.ctime = r.varint()
+		e.st.ino = r.uvarint()
+		e.st.dev = r.uvarint()
+		e.verified = r.varint()
+		e.ref = r.str()
+		// The checksum guards against damage; refs are checked again where a
+		// manifest is loaded.
+		if r.err == nil && validRel(p) == nil && strings.HasPrefix(e.ref, "blob:") {
+			c.entries[p] = e
+		}
+	}
+	nd := r.uvarint()
+	if nd > uint64(len(r.b)) {
+		return nil, errBadCache
+	}
+	for i := uint64(0); i < nd && r.err == nil; i++ {
+		d := r.str()
+		var e dirCacheEntry
+		e.st = r.stat()
+		e.verified = r.varint()
+		nn := r.uvarint()
+		if nn > uint64(len(r.b)) {
+			return nil, errBadCache
+		}
+		e.names = make([]string, 0, nn)
+		for j := uint64(0); j < nn && r.err == nil; j++ {
+			e.names = append(e.names, r.str())
+		}
+		c.dirs[d] = e
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, errBadCache
+	}
+	return c, nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendStat(b []byte, st fileStat) []byte {
+	b = binary.AppendUvarint(b, uint64(st.mode))
+	b = binary.AppendVarint(b, st.size)
+	b = binary.AppendVarint(b, st.mtime)
+	b = binary.AppendVarint(b, st.ctime)
+	b = binary.AppendUvarint(b, st.ino)
+	return binary.AppendUvarint(b, st.dev)
+}
+
+func (r *reader) stat() fileStat {
+	var st fileStat
+	st.mode = fs.FileMode(r.uvarint())
+	st.size = r.varint()
+	st.mtime = r.varint()
+	st.ctime = r.varint()
+	st.ino = r.uvarint()
+	st.dev = r.uvarint()
+	return st
+}
+
+// reader decodes varints, latching the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errBadCache
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errBadCache
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errBadCache
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}

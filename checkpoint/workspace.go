@@ -1,0 +1,98 @@
+package checkpoint
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Workspace is the directory tree checkpoints snapshot and rewind: the
+// user's files, where mode bits, symlinks and inodes matter. Make one with
+// Dir (a real directory, confined with os.Root) or FS (any afero.Fs).
+//
+// Every name it is given is a slash path relative to its root, validated by
+// the caller; "." is the root.
+type Workspace interface {
+	// lstat describes name without following a final symlink.
+	lstat(name string) (fileStat, error)
+	// readDir lists dir with each entry described as by lstat, any order.
+	readDir(dir string) ([]dirEntry, error)
+	// statNames describes the named entries of dir as by lstat, leaving
+	// out those that are gone: readDir for a listing known from the cache.
+	statNames(dir string, names []string) ([]dirEntry, error)
+	// readFile reads name, refusing (errTooBig) more than limit bytes
+	// when limit >= 0.
+	readFile(name string, limit int64) ([]byte, error)
+	readlink(name string) (string, error)
+	mkdir(name string, perm fs.FileMode) error
+	// remove deletes a file, a symlink or an empty directory.
+	remove(name string) error
+	symlink(target, name string) error
+	// rename moves a file or symlink over another (never a directory).
+	rename(from, to string) error
+	// writeAtomic replaces name (a file, a symlink, or nothing) by a regular
+	// file with data and perm, through a temporary file in the same
+	// directory and a rename, so no reader sees a partial file.
+	writeAtomic(name string, data []byte, perm fs.FileMode, sync bool) error
+	chmod(name string, perm fs.FileMode) error
+	// syncDir makes the entries of dir durable.
+	syncDir(dir string) error
+	// dirMtimes reports whether directory mtimes and ctimes change when
+	// entries are added or removed, as on every real file system (afero's
+	// memory file system does not), so cached listings can be trusted.
+	dirMtimes() bool
+	// abs is the absolute path of the root, "" when it has none.
+	abs() string
+	// Close releases the workspace (the os.Root of Dir).
+	Close() error
+}
+
+// fileStat is what the stat cache and the walk need of an lstat.
+type fileStat struct {
+	mode  fs.FileMode
+	size  int64
+	mtime int64 // ns since the epoch
+	ctime int64 // ns since the epoch; 0 where the file system has none
+	ino   uint64
+	dev   uint64
+}
+
+func (s fileStat) isDir() bool     { return s.mode.IsDir() }
+func (s fileStat) isRegular() bool { return s.mode.IsRegular() }
+func (s fileStat) isSymlink() bool { return s.mode&fs.ModeSymlink != 0 }
+
+type dirEntry struct {
+	name string
+	st   fileStat
+}
+
+// tempPrefix starts the names of rewind's temporary files; the walk never
+// snapshots them.
+const tempPrefix = ".trove-tmp-"
+
+func statOf(fi fs.FileInfo) fileStat {
+	st := fileStat{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	sysStat(fi, &st)
+	return st
+}
+
+func mtimeOf(st fileStat) time.Time { return time.Unix(0, st.mtime).UTC() }
+
+// statNamesWith is statNames on top of lstat.
+func statNamesWith(lstat func(string) (fileStat, error), dir string, names []string) ([]dirEntry, error) {
+	out := make([]dirEntry, 0, len(names))
+	for _, n := range names {
+		rel := n
+		if dir != "." {
+			rel = dir + "/" + n
+		}
+		st, err := lstat(rel)
+		if isAbsent(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dirEntry{name: n, st: st})
+	}
+	return out, nil
+}

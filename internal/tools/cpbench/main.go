@@ -1,0 +1,373 @@
+//go:build unix
+
+// Command cpbench compares trove checkpoints with a shadow git repository,
+// the way Cline, Roo Code, Kilo and opencode snapshot a workspace, on the
+// same generated tree: first snapshot, snapshot after changing 10 files,
+// dry-run diff against the first snapshot, and rewind of those 10 files.
+// It prints one table with the ratio git/trove per operation.
+//
+// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3] [-cpuprofile f] [-v] [-keep]
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/checkpoint"
+)
+
+func main() {
+	files := flag.Int("files", 5000, "files in the tree")
+	mb := flag.Int("mb", 100, "approximate total size in MB")
+	rounds := flag.Int("rounds", 3, "rounds of change, snapshot, diff, rewind (the median is reported)")
+	keep := flag.Bool("keep", false, "keep the temporary directory")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
+	verbose := flag.Bool("v", false, "log trove's debug timings")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if err := run(*files, *mb, *rounds, *keep, *cpuprofile, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "cpbench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	name             string
+	trove, git       []time.Duration // wall clock
+	troveCPU, gitCPU []time.Duration // user + system time
+	target           float64
+}
+
+// selfCPU is the user + system time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logger) error {
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("git is needed for the comparison: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "cpbench-")
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(tmp)
+	}
+	wsTrove := filepath.Join(tmp, "ws-trove")
+	wsGit := filepath.Join(tmp, "ws-git")
+	storeDir := filepath.Join(tmp, "store")
+	gitDir := filepath.Join(tmp, "shadow.git")
+
+	fmt.Printf("building two identical trees of %d files, ~%d MB ...\n", nfiles, mb)
+	paths, total, err := buildTree(wsTrove, nfiles, int64(mb)<<20)
+	if err != nil {
+		return err
+	}
+	if _, _, err := buildTree(wsGit, nfiles, int64(mb)<<20); err != nil {
+		return err
+	}
+	fmt.Printf("tree: %d files, %.1f MB, %d CPUs, %s\n", len(paths), float64(total)/(1<<20), runtime.NumCPU(), runtime.Version())
+
+	ctx := context.Background()
+	store, err := fs.NewOS(storeDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	// A fresh Manager for every operation, as a fresh git process: nothing
+	// is carried over in memory, the stat cache is read from the store.
+	var lastCPU time.Duration // CPU time of the last operation
+	troveOp := func(f func(m *checkpoint.Manager) error) (time.Duration, error) {
+		c0 := selfCPU()
+		defer func() { lastCPU = selfCPU() - c0 }()
+		t0 := time.Now()
+		m, err := checkpoint.OpenDir(ctx, store, wsTrove, checkpoint.WithLogger(logger))
+		if err != nil {
+			return 0, err
+		}
+		err = f(m)
+		m.Close()
+		return time.Since(t0), err
+	}
+	git := func(args ...string) error {
+		cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir, "--work-tree=" + wsGit}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+tmp, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, errb.String())
+		}
+		lastCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return nil
+	}
+	gitOp := func(cmds ...[]string) (time.Duration, error) {
+		lastCPU = 0
+		t0 := time.Now()
+		for _, c := range cmds {
+			if err := git(c...); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(t0), nil
+	}
+	if err := git("init", "-q"); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"core.autocrlf", "false"}, {"commit.gpgsign", "false"}, {"gc.auto", "0"}} {
+		if err := git("config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+
+	first := &result{name: "first snapshot", target: 5}
+	incr := &result{name: "snapshot after changing 10 files", target: 2}
+	diff := &result{name: "dry-run diff (10 files)", target: 0}
+	rewind := &result{name: "rewind of 10 files", target: 2}
+
+	d, err := troveOp(func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
+	if err != nil {
+		return err
+	}
+	first.trove, first.troveCPU = append(first.trove, d), append(first.troveCPU, lastCPU)
+	d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", "cp0"})
+	if err != nil {
+		return err
+	}
+	first.git, first.gitCPU = append(first.git, d), append(first.gitCPU, lastCPU)
+	if err := git("tag", "cp0"); err != nil {
+		return err
+	}
+
+	// The profile covers the incremental operations, where the stat pass,
+	// not hashing, should dominate.
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for r := range rounds {
+		changed := pickText(paths, rng, 10)
+		for _, ws := range []string{wsTrove, wsGit} {
+			if err := changeFiles(ws, changed, r); err != nil {
+				return err
+			}
+		}
+		id := fmt.Sprintf("cp%d", r+1)
+		d, err := troveOp(func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
+		if err != nil {
+			return err
+		}
+		incr.trove, incr.troveCPU = append(incr.trove, d), append(incr.troveCPU, lastCPU)
+		d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", id})
+		if err != nil {
+			return err
+		}
+		incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, lastCPU)
+
+		var troveRes *checkpoint.RewindFilesResult
+		d, err = troveOp(func(m *checkpoint.Manager) error {
+			var err error
+			troveRes, err = m.Rewind(ctx, "cp0", true)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(troveRes.FilesChanged) != len(changed) {
+			return fmt.Errorf("trove dry run saw %d changed files, want %d", len(troveRes.FilesChanged), len(changed))
+		}
+		diff.trove, diff.troveCPU = append(diff.trove, d), append(diff.troveCPU, lastCPU)
+		d, err = gitOp([]string{"diff", "--numstat", "cp0"})
+		if err != nil {
+			return err
+		}
+		diff.git, diff.gitCPU = append(diff.git, d), append(diff.gitCPU, lastCPU)
+
+		d, err = troveOp(func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
+		if err != nil {
+			return err
+		}
+		rewind.trove, rewind.troveCPU = append(rewind.trove, d), append(rewind.troveCPU, lastCPU)
+		d, err = gitOp([]string{"checkout", "-q", "-f", "cp0", "--", "."})
+		if err != nil {
+			return err
+		}
+		rewind.git, rewind.gitCPU = append(rewind.git, d), append(rewind.gitCPU, lastCPU)
+		// Both trees must be back to the original.
+		for _, p := range changed {
+			a, _ := os.ReadFile(filepath.Join(wsTrove, p))
+			b, _ := os.ReadFile(filepath.Join(wsGit, p))
+			if !bytes.Equal(a, b) {
+				return fmt.Errorf("after rewind %s differs between trove and git", p)
+			}
+		}
+	}
+
+	fmt.Println()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\ttrove\tshadow git\tgit/trove\ttarget\ttrove CPU\tgit CPU\tCPU git/trove\t")
+	for _, r := range []*result{first, incr, diff, rewind} {
+		t, g := median(r.trove), median(r.git)
+		ratio := float64(g) / float64(t)
+		target := "-"
+		if r.target > 0 {
+			mark := "met"
+			if ratio < r.target {
+				mark = "MISSED"
+			}
+			target = fmt.Sprintf(">= %.0fx %s", r.target, mark)
+		}
+		tc, gc := median(r.troveCPU), median(r.gitCPU)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fx\t%s\t%s\t%s\t%.1fx\t\n", r.name, round(t), round(g), ratio, target, round(tc), round(gc), float64(gc)/float64(tc))
+	}
+	tw.Flush()
+	fmt.Printf("\n(wall clock; median of %d rounds for the last three rows; CPU = user+system time of the same runs;\n", rounds)
+	fmt.Printf(" git = git %s with --git-dir/--work-tree, including process start;\n", gitVersion())
+	fmt.Printf(" trove = a fresh checkpoint.Manager per operation on backend/fs, stat cache read from the store; rewind fsyncs)\n")
+	return nil
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d > time.Second:
+		return d.Round(time.Millisecond).String()
+	case d > time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.String()
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func gitVersion() string {
+	out, err := exec.Command("git", "--version").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
+}
+
+// buildTree writes a deterministic tree: nested directories, about 80% text
+// files (source-like lines, compressible) and 20% binary (random bytes,
+// incompressible), sizes spread around the mean. Every mtime is set an hour
+// back, as in a real checkout: files written moments before a snapshot are
+// racy for trove and git alike and would be re-hashed by both.
+func buildTree(root string, n int, total int64) ([]string, int64, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mean := total / int64(n)
+	old := time.Now().Add(-time.Hour)
+	var paths []string
+	var sum int64
+	words := strings.Fields("func var return if else for range package import struct type interface map chan go defer select case switch err nil ctx string int byte")
+	for i := range n {
+		dir := fmt.Sprintf("pkg%02d/sub%02d/leaf%d", i%40, (i/40)%8, (i/320)%4)
+		binary := i%5 == 4
+		size := mean/4 + rng.Int64N(mean*3/2+1)
+		var data []byte
+		name := fmt.Sprintf("file%04d.go", i)
+		if binary {
+			name = fmt.Sprintf("asset%04d.bin", i)
+			data = make([]byte, size)
+			for j := range data {
+				data[j] = byte(rng.UintN(256))
+			}
+		} else {
+			var b bytes.Buffer
+			for int64(b.Len()) < size {
+				nw := 3 + rng.IntN(8)
+				b.WriteString(strings.Repeat("\t", rng.IntN(3)))
+				for w := range nw {
+					if w > 0 {
+						b.WriteByte(' ')
+					}
+					b.WriteString(words[rng.IntN(len(words))])
+				}
+				fmt.Fprintf(&b, " // %d\n", rng.IntN(100000))
+			}
+			data = b.Bytes()
+		}
+		p := filepath.Join(root, dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, 0, err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, 0, err
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			return nil, 0, err
+		}
+		paths = append(paths, filepath.ToSlash(filepath.Join(dir, name)))
+		sum += int64(len(data))
+	}
+	return paths, sum, nil
+}
+
+func pickText(paths []string, rng *rand.Rand, k int) []string {
+	var text []string
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".go") {
+			text = append(text, p)
+		}
+	}
+	rng.Shuffle(len(text), func(i, j int) { text[i], text[j] = text[j], text[i] })
+	out := slices.Clone(text[:k])
+	slices.Sort(out)
+	return out
+}
+
+// changeFiles edits each file the same way in any tree: a line replaced, two
+// inserted and one appended.
+func changeFiles(root string, paths []string, round int) error {
+	for _, p := range paths {
+		full := filepath.Join(root, p)
+		data, err := os.ReadFile(full)
+		if err != nil {
+			return err
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		mid := len(lines) / 2
+		lines[mid] = fmt.Sprintf("// changed in round %d\n", round)
+		lines = slices.Insert(lines, mid/2, "inserted one\n", "inserted two\n")
+		lines = append(lines, fmt.Sprintf("// appended %d\n", round))
+		if err := os.WriteFile(full, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
