@@ -48,7 +48,23 @@ type options struct {
 	log       *slog.Logger
 	compactAt int
 	segMax    int
+	maxName   int
+	maxElem   int
 }
+
+// WithLimits lowers the longest name and path element accepted, for stores
+// that keep keys as file names: fileblob adds ".attrs" and a temp suffix to
+// each element, so 255-byte elements fail there.
+func WithLimits(maxName, maxElem int) Option {
+	return func(o *options) {
+		o.maxName = min(max(maxName, 1), o.maxName)
+		o.maxElem = min(max(maxElem, 1), o.maxElem)
+	}
+}
+
+// FileblobElemBytes is the longest element fileblob stores safely: 255 less
+// its ".attrs" sidecar suffix and its ".<16 hex>.tmp" temp suffix.
+const FileblobElemBytes = 255 - len(".attrs") - len(".0123456789abcdef.tmp")
 
 // Option configures a Storage.
 type Option func(*options)
@@ -69,7 +85,8 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 	if b == nil {
 		return nil, fmt.Errorf("cloud: nil bucket: %w", backend.ErrNotSupported)
 	}
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, segMax: segMaxBytes}
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, segMax: segMaxBytes,
+		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -96,8 +113,8 @@ func (s *Storage) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Durable:      true,
 		CrossProcess: true,
-		MaxNameBytes: backend.MaxNameBytes - len(segDir) - 30,
-		MaxElemBytes: backend.MaxElemBytes,
+		MaxNameBytes: s.opts.maxName,
+		MaxElemBytes: s.opts.maxElem,
 	}
 }
 
@@ -121,8 +138,15 @@ func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
 	if err := check(name); err != nil {
 		return backend.PathErr(op, name, err)
 	}
-	if len(name) > s.Capabilities().MaxNameBytes {
-		return backend.PathErr(op, name, fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, s.Capabilities().MaxNameBytes))
+	if len(name) > s.opts.maxName {
+		return backend.PathErr(op, name, fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, s.opts.maxName))
+	}
+	if s.opts.maxElem < backend.MaxElemBytes {
+		for elem := range strings.SplitSeq(name, "/") {
+			if len(elem) > s.opts.maxElem {
+				return backend.PathErr(op, name, fmt.Errorf("%w: element longer than %d bytes", backend.ErrInvalidPath, s.opts.maxElem))
+			}
+		}
 	}
 	return backend.CtxErr(ctx, op, name)
 }

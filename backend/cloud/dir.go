@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"iter"
 	"slices"
 	"strings"
+	"syscall"
 
 	"gocloud.dev/blob"
 
@@ -43,17 +43,13 @@ func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, 
 func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) {
 	const op = "list"
 	prefix := dirPrefix(dir)
-	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	if err != nil {
+		return nil, fail(op, dir, err)
+	}
 	var out []backend.Info
 	seen := false
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fail(op, dir, err)
-		}
+	for _, obj := range objs {
 		seen = true
 		base := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
 		if reserved(base) || base == "" {
@@ -101,20 +97,17 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 // segmented names the files directly in dir that have segment objects.
 func (s *Storage) segmented(ctx context.Context, dir string) (map[string]bool, error) {
 	prefix := segDir + "/" + dirPrefix(dir)
-	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]bool{}
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, obj := range objs {
 		if obj.IsDir {
 			out[backend.Join(dir, strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/"))] = true
 		}
 	}
+	return out, nil
 }
 
 // EnsureDir makes dir exist; an empty one keeps a hidden marker object.
@@ -176,9 +169,10 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		if segs, err := s.listSegs(ctx, name); err == nil {
 			s.dropSegs(ctx, name, segs)
 		}
-	case !isNotFound(err):
+	case !isNotFound(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EISDIR):
 		return fail(op, name, err)
 	default:
+		// Not a file (fileblob says ENOTEMPTY or EISDIR for a directory).
 		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 2, &blob.ListOptions{Prefix: name + "/"})
 		if err != nil {
 			return fail(op, name, err)

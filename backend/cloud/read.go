@@ -40,19 +40,39 @@ type seg struct {
 	mod  time.Time
 }
 
+// listKeys lists what opts asks for. A listing that trips over an object
+// vanishing under it (fileblob lists a file, then fails to stat it) starts
+// again.
+func (s *Storage) listKeys(ctx context.Context, opts *blob.ListOptions) ([]*blob.ListObject, error) {
+	for try := 0; ; try++ {
+		var out []*blob.ListObject
+		it := s.b.List(opts)
+		var err error
+		for {
+			var obj *blob.ListObject
+			if obj, err = it.Next(ctx); err != nil {
+				break
+			}
+			out = append(out, obj)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if !isNotFound(err) || try >= 8 {
+			return nil, err
+		}
+	}
+}
+
 // listSegs lists name's segment objects in number order.
 func (s *Storage) listSegs(ctx context.Context, name string) ([]seg, error) {
 	prefix := segPrefix(name)
-	it := s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	if err != nil {
+		return nil, err
+	}
 	var out []seg
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, obj := range objs {
 		if obj.IsDir {
 			continue
 		}
