@@ -37,7 +37,6 @@ func newFileblob(tb testing.TB) backend.Storage {
 // keep the package's own tests honest without a server.
 func TestStorageMemblob(t *testing.T) { conformance.TestStorage(t, newMemblob) }
 
-
 // fileblob is left out of the suite until its quirks are handled: it writes
 // the ".attrs" sidecar in place (a concurrent reader can catch it empty),
 // its IfNotExist is not atomic, and it leaves empty directories on disk that
