@@ -17,11 +17,7 @@ func newBlobCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			bs, err := cas.Open(ctx, st)
+			_, bs, err := a.blobs(ctx)
 			if err != nil {
 				return err
 			}
@@ -52,11 +48,7 @@ func newBlobCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			bs, err := cas.Open(ctx, st)
+			_, bs, err := a.blobs(ctx)
 			if err != nil {
 				return err
 			}
@@ -75,11 +67,7 @@ func newBlobCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			bs, err := cas.Open(ctx, st)
+			_, bs, err := a.blobs(ctx)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/cas"
 )
 
 // Exit codes that mean something to scripts.
@@ -59,6 +60,19 @@ func (a *app) store(ctx context.Context) (backend.Storage, error) {
 	}
 	a.st = st
 	return st, nil
+}
+
+// blobs opens the store and its one cas store.
+func (a *app) blobs(ctx context.Context) (backend.Storage, *cas.Store, error) {
+	st, err := a.store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	bs, err := cas.Open(ctx, st, cas.WithLogger(a.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, bs, nil
 }
 
 // storeName says which store a command ran on, for humans.

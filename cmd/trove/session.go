@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend/fs"
-	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session"
 )
 
@@ -20,11 +19,7 @@ func newSessionCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			bs, err := cas.Open(ctx, st)
+			st, bs, err := a.blobs(ctx)
 			if err != nil {
 				return err
 			}
