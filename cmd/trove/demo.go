@@ -66,11 +66,32 @@ func newDemoCmd(a *app) *cobra.Command {
 			if !bytes.Equal(got, body) {
 				return fmt.Errorf("read back %s: content differs", note)
 			}
-			head, err := st.ReadPrefix(ctx, logName, 26)
+			head, err := st.ReadPrefix(ctx, logName, 64)
 			if err != nil {
 				return err
 			}
-			a.printf("read back %s: identical; first line of the log: %s\n", note, bytes.TrimSpace(head))
+			first, _, _ := bytes.Cut(head, []byte("\n"))
+			a.printf("read back %s: identical; first line of the log (a 64-byte prefix read): %s\n", note, first)
+
+			_, bs, err := a.blobs(ctx)
+			if err != nil {
+				return err
+			}
+			output := bytes.Repeat([]byte("tool output line that an agent must keep\n"), 4096)
+			ref, err := bs.Put(ctx, output)
+			if err != nil {
+				return err
+			}
+			info, err := bs.Stat(ctx, ref)
+			if err != nil {
+				return err
+			}
+			back, err := bs.Get(ctx, ref)
+			if err != nil || !bytes.Equal(back, output) {
+				return fmt.Errorf("blob %s did not come back whole: %v", ref, err)
+			}
+			a.printf("stored a %d-byte tool output as %s (%d bytes on the store, %s), read back verified\n",
+				info.Size, ref, info.StoredSize, info.Codec)
 
 			a.printf("listing %s:\n", dir)
 			for info, err := range st.List(ctx, dir) {
