@@ -4,10 +4,9 @@ import (
 	"testing"
 
 	"github.com/spf13/afero"
-	"gocloud.dev/blob/memblob"
 
 	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/conformance"
@@ -19,10 +18,11 @@ type backendCase struct {
 	new  func(tb testing.TB) backend.Storage
 }
 
-// backends lists every backend the matrix runs. fileblob and the S3, GCS and
-// Azure servers join once backend/cloud passes on them (see the foundation
-// issue's notes).
-func backends() []backendCase {
+// backends lists every backend the matrix runs; servers live as long as tb.
+// fileblob and the GCS and Azure servers join once backend/cloud passes on
+// them (see the foundation issue's notes).
+func backends(tb testing.TB) []backendCase {
+	s3 := cloudtest.StartS3(tb)
 	return []backendCase{
 		{"fs", func(tb testing.TB) backend.Storage {
 			st, err := fs.NewOS(tb.TempDir())
@@ -45,14 +45,8 @@ func backends() []backendCase {
 			tb.Cleanup(func() { st.Close() })
 			return st
 		}},
-		{"memblob", func(tb testing.TB) backend.Storage {
-			st, err := cloud.New(memblob.OpenBucket(nil))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
+		{"memblob", cloudtest.NewMemblob},
+		{"s3", s3.New},
 	}
 }
 
@@ -74,7 +68,7 @@ func suites() []suite {
 // TestMatrix runs every suite on every backend as TestMatrix/<backend>/<suite>;
 // `make conformance` turns its results into a table.
 func TestMatrix(t *testing.T) {
-	for _, b := range backends() {
+	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			for _, s := range suites() {
 				t.Run(s.name, func(t *testing.T) { s.run(t, b.new) })
@@ -85,7 +79,7 @@ func TestMatrix(t *testing.T) {
 
 // BenchmarkMatrix runs the storage and cas benchmarks on every backend.
 func BenchmarkMatrix(b *testing.B) {
-	for _, be := range backends() {
+	for _, be := range backends(b) {
 		b.Run(be.name, func(b *testing.B) {
 			b.Run("storage", func(b *testing.B) { conformance.BenchStorage(b, be.new) })
 			b.Run("cas", func(b *testing.B) { conformance.BenchCAS(b, be.new) })

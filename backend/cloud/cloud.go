@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,8 +204,13 @@ func isNotFound(err error) bool {
 }
 
 // torn reports a read that met an object being replaced: fileblob keeps the
-// attributes in a second file, so a reader can catch it half written.
+// attributes in a second file, so a reader can catch it half written, and
+// S3 answers 416 for a range of an object that shrank since it was resolved.
 func torn(err error) bool {
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) && hs.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable {
+		return true
+	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 

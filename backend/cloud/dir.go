@@ -49,9 +49,16 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 	}
 	var out []backend.Info
 	seen := false
+	dirs := map[string]bool{}
 	for _, obj := range objs {
 		seen = true
 		base := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
+		isDir := obj.IsDir
+		if i := strings.IndexByte(base, '/'); i >= 0 {
+			// A server that ignored the delimiter (gofakes3 does for a
+			// "..." element) returned a deeper key: it names a directory.
+			base, isDir = base[:i], true
+		}
 		if reserved(base) || base == "" {
 			continue
 		}
@@ -59,7 +66,11 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		if backend.ValidPath(name) != nil {
 			continue // not written through trove
 		}
-		if obj.IsDir {
+		if isDir {
+			if dirs[name] {
+				continue
+			}
+			dirs[name] = true
 			out = append(out, backend.Info{Name: name, IsDir: true})
 		} else {
 			out = append(out, backend.Info{Name: name, Size: obj.Size, ModTime: obj.ModTime})

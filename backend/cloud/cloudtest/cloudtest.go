@@ -1,0 +1,73 @@
+package cloudtest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+	"gocloud.dev/blob/s3blob"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+)
+
+// NewMemblob returns a fresh Storage on a memblob bucket.
+func NewMemblob(tb testing.TB) backend.Storage {
+	return wrap(tb, memblob.OpenBucket(nil))
+}
+
+// S3 is an in-process S3 server on 127.0.0.1 with its own buckets.
+type S3 struct {
+	mem  *s3mem.Backend
+	srv  *httptest.Server
+	next atomic.Int64
+}
+
+// StartS3 starts an S3 server that stops when tb ends.
+func StartS3(tb testing.TB) *S3 {
+	mem := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(mem).Server()) // binds 127.0.0.1
+	tb.Cleanup(srv.Close)
+	return &S3{mem: mem, srv: srv}
+}
+
+// Bucket creates a fresh bucket and opens it with an explicitly configured
+// client: no process environment, so tests stay independent.
+func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
+	name := fmt.Sprintf("trove-%d", s.next.Add(1))
+	if err := s.mem.CreateBucket(name); err != nil {
+		tb.Fatalf("create bucket %s: %v", name, err)
+	}
+	client := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.srv.URL),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider("trove", "trove", ""),
+	})
+	b, err := s3blob.OpenBucket(context.Background(), client, name, nil)
+	if err != nil {
+		tb.Fatalf("open bucket %s: %v", name, err)
+	}
+	return b
+}
+
+// New returns a fresh Storage on a new bucket of this server.
+func (s *S3) New(tb testing.TB) backend.Storage { return wrap(tb, s.Bucket(tb)) }
+
+func wrap(tb testing.TB, b *blob.Bucket) backend.Storage {
+	st, err := cloud.New(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}

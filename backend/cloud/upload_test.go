@@ -1,0 +1,136 @@
+package cloud_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+)
+
+// countingS3 starts an in-process S3 server on 127.0.0.1 that counts the
+// request body bytes of every upload, and opens a Storage on a fresh bucket.
+func countingS3(t *testing.T) (*cloud.Storage, *atomic.Int64) {
+	t.Helper()
+	mem := s3mem.New()
+	if err := mem.CreateBucket("trove"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := gofakes3.New(mem).Server()
+	var uploaded atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			uploaded.Add(int64(len(body)))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "trove")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "trove")
+	q := url.Values{"endpoint": {srv.URL}, "use_path_style": {"true"}, "region": {"us-east-1"}, "disable_https": {"true"}}
+	st, err := cloud.Open(context.Background(), "s3://trove?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, &uploaded
+}
+
+// One Sync uploads the bytes written since the last Sync, not the file: 1000
+// appends of 1 KiB, each synced, upload about 1 MiB, not the 500 MiB that
+// re-uploading the whole file at every Sync would cost.
+func TestSyncUploadsOnlyNewBytes(t *testing.T) {
+	st, uploaded := countingS3(t)
+	ctx := t.Context()
+	w, err := st.OpenWriter(ctx, "sessions/s.jsonl", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := bytes.Repeat([]byte("x"), 1023)
+	rec = append(rec, '\n')
+	const n = 1000
+	before := uploaded.Load()
+	for i := range n {
+		if _, err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatalf("Sync %d: %v", i, err)
+		}
+		// Each Sync costs the new kilobyte plus request overhead, never
+		// the file so far.
+		if got := uploaded.Load() - before; got > int64(i+1)*int64(len(rec))+int64(i+1)*512 {
+			t.Fatalf("after %d syncs %d bytes were uploaded; want about %d", i+1, got, (i+1)*len(rec))
+		}
+	}
+	written := int64(n * len(rec))
+	if got := uploaded.Load() - before; got < written || got > written+written/2 {
+		t.Fatalf("%d syncs of %d bytes uploaded %d bytes, want about %d", n, len(rec), got, written)
+	}
+	if err := w.Close(); err != nil { // compacts: one upload of the file
+		t.Fatal(err)
+	}
+	data, err := st.ReadFile(ctx, "sessions/s.jsonl")
+	if err != nil || int64(len(data)) != written || !bytes.Equal(data[:len(rec)], rec) {
+		t.Fatalf("read back %d bytes, %v; want %d", len(data), err, written)
+	}
+	// After compaction the file is one object again: reads stay cheap.
+	var objects int
+	for _, err := range backend.Walk(ctx, st, ".") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects++
+	}
+	if objects != 2 { // the directory and the file
+		t.Fatalf("%d entries listed, want 2", objects)
+	}
+}
+
+// A second writer of one file is detected at its first Sync, never merged.
+func TestSecondWriterDetectedS3(t *testing.T) {
+	st, _ := countingS3(t)
+	ctx := t.Context()
+	a, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write([]byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Write([]byte("second\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err == nil {
+		t.Fatal("a second writer's Sync succeeded")
+	} else if !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	data, err := st.ReadFile(ctx, "f")
+	if err != nil || string(data) != "first\n" {
+		t.Fatalf("f = %q, %v; want only the first writer's bytes", data, err)
+	}
+}
