@@ -4,21 +4,12 @@ import (
 	"testing"
 
 	"gocloud.dev/blob/fileblob"
-	"gocloud.dev/blob/memblob"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/conformance"
 )
-
-func newMemblob(tb testing.TB) backend.Storage {
-	st, err := cloud.New(memblob.OpenBucket(nil))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
-}
 
 func newFileblob(tb testing.TB) backend.Storage {
 	b, err := fileblob.OpenBucket(tb.TempDir(), nil)
@@ -35,7 +26,7 @@ func newFileblob(tb testing.TB) backend.Storage {
 
 // The matrix in package conformance runs every suite on every server; these
 // keep the package's own tests honest without a server.
-func TestStorageMemblob(t *testing.T) { conformance.TestStorage(t, newMemblob) }
+func TestStorageMemblob(t *testing.T) { conformance.TestStorage(t, cloudtest.NewMemblob) }
 
 // fileblob is left out of the suite until its quirks are handled: it writes
 // the ".attrs" sidecar in place (a concurrent reader can catch it empty),

@@ -2,54 +2,36 @@ package cloud_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"sync/atomic"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
 )
 
-// countingS3 starts an in-process S3 server on 127.0.0.1 that counts the
-// request body bytes of every upload, and opens a Storage on a fresh bucket.
-func countingS3(t *testing.T) (*cloud.Storage, *atomic.Int64) {
+// countingS3 opens a Storage on a fresh bucket of an S3 server on 127.0.0.1
+// that counts the request body bytes of every upload.
+func countingS3(t *testing.T) (backend.Storage, *atomic.Int64) {
 	t.Helper()
-	mem := s3mem.New()
-	if err := mem.CreateBucket("trove"); err != nil {
-		t.Fatal(err)
-	}
-	s3 := gofakes3.New(mem).Server()
 	var uploaded atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut || r.Method == http.MethodPost {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
+	count := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut || r.Method == http.MethodPost {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				uploaded.Add(int64(len(body)))
+				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			uploaded.Add(int64(len(body)))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		s3.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "trove")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "trove")
-	q := url.Values{"endpoint": {srv.URL}, "use_path_style": {"true"}, "region": {"us-east-1"}, "disable_https": {"true"}}
-	st, err := cloud.Open(context.Background(), "s3://trove?"+q.Encode())
-	if err != nil {
-		t.Fatal(err)
+			next.ServeHTTP(w, r)
+		})
 	}
-	t.Cleanup(func() { st.Close() })
-	return st, &uploaded
+	return cloudtest.StartS3(t, count).New(t), &uploaded
 }
 
 // One Sync uploads the bytes written since the last Sync, not the file: 1000

@@ -3,6 +3,7 @@ package cloudtest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -32,10 +33,15 @@ type S3 struct {
 	next atomic.Int64
 }
 
-// StartS3 starts an S3 server that stops when tb ends.
-func StartS3(tb testing.TB) *S3 {
+// StartS3 starts an S3 server that stops when tb ends. Wrappers, if any,
+// see every request first (to count or fail them).
+func StartS3(tb testing.TB, wrappers ...func(http.Handler) http.Handler) *S3 {
 	mem := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(mem).Server()) // binds 127.0.0.1
+	var h http.Handler = gofakes3.New(mem).Server()
+	for _, w := range wrappers {
+		h = w(h)
+	}
+	srv := httptest.NewServer(h) // binds 127.0.0.1
 	tb.Cleanup(srv.Close)
 	return &S3{mem: mem, srv: srv}
 }
