@@ -36,14 +36,14 @@ type Summary struct {
 	Input      string `json:"input,omitempty"`       // run.start's text, cut to 200 characters
 	Final      string `json:"final,omitempty"`       // run.end's final, cut to 200 characters
 
-	LLMCalls      int    `json:"llm_calls"`      // llm.request records
-	LLMResponses  int    `json:"llm_responses"`  // llm.response records
-	LLMUnanswered int    `json:"llm_unanswered"` // requests without a response
-	Tokens        Tokens `json:"tokens"`
-	ToolCalls     int    `json:"tool_calls"`  // tool.output records
-	ToolErrors    int    `json:"tool_errors"` // of which is_error
-	AgentEvents   int    `json:"agent_events"`
-	Errors        int    `json:"errors"` // run.error records
+	LLMCalls      int        `json:"llm_calls"`      // llm.request records
+	LLMResponses  int        `json:"llm_responses"`  // llm.response records
+	LLMUnanswered int        `json:"llm_unanswered"` // requests without a response
+	Tokens        Tokens     `json:"tokens"`
+	ToolCalls     int        `json:"tool_calls"`  // tool.output records
+	ToolErrors    int        `json:"tool_errors"` // of which is_error
+	AgentEvents   int        `json:"agent_events"`
+	Errors        int        `json:"errors"` // run.error records
 	LastError     *ErrorInfo `json:"last_error,omitempty"`
 
 	Records        int  `json:"records"`         // lines read as records, the header included

@@ -77,28 +77,66 @@ func (s *Store) Create(ctx context.Context, h *Header) (*Writer, error) {
 			return nil, pathErr("create", h.RunID, err)
 		}
 	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h); err != nil {
+		return nil, pathErr("create", h.RunID, fmt.Errorf("%w: %v", ErrInvalid, err))
+	}
+	return s.create(ctx, h, buf.Bytes())
+}
+
+// CreateRaw starts a run whose header is given as its JSON object and
+// written byte for byte, as when copying a run read with Records: header
+// fields this version does not know survive. It must be a header with a
+// valid run_id and a started_at.
+func (s *Store) CreateRaw(ctx context.Context, header []byte) (*Writer, error) {
+	header = bytes.TrimSpace(header)
+	var b bytes.Buffer
+	if err := json.Compact(&b, header); err != nil {
+		return nil, fmt.Errorf("runlog: create: %w: header is not JSON: %v", ErrInvalid, err)
+	}
+	if bytes.IndexByte(header, '\n') >= 0 {
+		header = b.Bytes()
+	}
+	e, err := parseLine(header)
+	h, ok := e.Record.(*Header)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("runlog: create: %w: %v", ErrInvalid, err)
+	case !ok:
+		return nil, fmt.Errorf("runlog: create: %w: a %q record is not a header", ErrInvalid, clip(e.Type))
+	case h.StartedAt.IsZero():
+		return nil, pathErr("create", h.RunID, fmt.Errorf("%w: header without a valid started_at", ErrInvalid))
+	}
+	if err := checkID("run id", h.RunID); err != nil {
+		return nil, pathErr("create", h.RunID, err)
+	}
+	line := make([]byte, 0, len(header)+1)
+	return s.create(ctx, h, append(append(line, header...), '\n'))
+}
+
+// create opens the run file of h exclusively and writes its header line
+// durably.
+func (s *Store) create(ctx context.Context, h *Header, line []byte) (*Writer, error) {
 	path := RunPath(h.RunID, h.StartedAt.Time)
 	bw, err := s.st.OpenWriter(ctx, path, backend.WriterOptions{Exclusive: true})
 	if err != nil {
 		return nil, pathErr("create", path, err)
 	}
-	w := &Writer{s: s, path: path, runID: h.RunID, sessionID: h.SessionID, w: bw, lastEvent: -1, open: map[int64]struct{}{}}
-	w.enc = json.NewEncoder(&w.buf)
-	// Tool outputs are full of <, > and &: escaping them would bloat lines.
-	w.enc.SetEscapeHTML(false)
-	if err := w.enc.Encode(h); err == nil {
-		_, err = bw.Write(w.buf.Bytes())
-		if err == nil {
-			err = bw.Sync()
-		}
+	if _, err = bw.Write(line); err == nil {
+		err = bw.Sync()
 	}
-	w.buf.Reset()
 	if err != nil {
 		bw.Close()
 		// Best effort: a failed Create should leave no half run behind.
 		_ = s.st.Unlink(context.WithoutCancel(ctx), path)
 		return nil, pathErr("create", path, err)
 	}
+	w := &Writer{s: s, path: path, runID: h.RunID, sessionID: h.SessionID, w: bw, lastEvent: -1, open: map[int64]struct{}{}}
+	w.enc = json.NewEncoder(&w.buf)
+	// Tool outputs are full of <, > and &: escaping them would bloat lines.
+	w.enc.SetEscapeHTML(false)
 	return w, nil
 }
 
