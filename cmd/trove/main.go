@@ -1,0 +1,17 @@
+// Command trove keeps what AI coding agents must not lose: sessions, blobs,
+// checkpoints and run logs, on local disk, in memory or in buckets.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

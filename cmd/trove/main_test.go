@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// trove runs the command line in process and returns its exit code and output.
+func trove(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDemoOnDefaultRoot(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("TROVE_HOME", home)
+	code, out, errOut := trove(t, "", "demo")
+	if code != exitOK {
+		t.Fatalf("demo exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"store: " + home, "wrote demo/", "appended 3 records", "identical", "note.txt", "events.jsonl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	// The demo really wrote to the default root on disk.
+	matches, _ := filepath.Glob(filepath.Join(home, "demo", "*", "note.txt"))
+	if len(matches) != 1 {
+		t.Fatalf("note.txt under %s: %v", home, matches)
+	}
+	if fi, err := os.Stat(matches[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("note.txt mode: %v %v", fi, err)
+	}
+}
+
+func TestDemoOnMem(t *testing.T) {
+	if code, _, errOut := trove(t, "", "--store", "mem://", "demo"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestFilesRoundTrip(t *testing.T) {
+	store := "file://" + t.TempDir()
+	if code, _, errOut := trove(t, "hello\x00world", "--store", store, "files", "put", "a/b.bin"); code != exitOK {
+		t.Fatalf("put: %d %s", code, errOut)
+	}
+	code, out, errOut := trove(t, "", "--store", store, "files", "cat", "a/b.bin")
+	if code != exitOK || out != "hello\x00world" {
+		t.Fatalf("cat: %d %q %s", code, out, errOut)
+	}
+	code, out, _ = trove(t, "", "--store", store, "files", "ls", "-r")
+	if code != exitOK || !strings.Contains(out, "a/b.bin") || !strings.Contains(out, "d ") {
+		t.Fatalf("ls -r: %d %s", code, out)
+	}
+	code, out, _ = trove(t, "", "--store", store, "--json", "files", "ls", "a")
+	if code != exitOK || !strings.Contains(out, `"Name": "a/b.bin"`) {
+		t.Fatalf("ls --json: %d %s", code, out)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	store := "file://" + t.TempDir()
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"nosuchcommand"}, exitUsage, "unknown command"},
+		{[]string{"--nosuchflag"}, exitUsage, "unknown flag"},
+		{[]string{"--store", store, "files", "cat"}, exitUsage, "accepts 1 arg"},
+		{[]string{"--store", store, "files", "cat", "missing"}, exitFailure, "no such file"},
+		{[]string{"--store", store, "files", "cat", "../etc/passwd"}, exitFailure, "invalid path"},
+		{[]string{"--store", "ftp://x", "demo"}, exitFailure, "unknown storage URL scheme"},
+		{[]string{"--log-level", "loud", "demo"}, exitUsage, "log-level"},
+	}
+	for _, c := range cases {
+		code, _, errOut := trove(t, "", c.args...)
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("%v: exit %d (want %d), stderr %q (want %q)", c.args, code, c.code, errOut, c.msg)
+		}
+	}
+}

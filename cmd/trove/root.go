@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/open"
+)
+
+// Exit codes that mean something to scripts.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // the command could not do its work
+	exitUsage    = 2 // bad flags or arguments
+	exitProblems = 3 // the command ran and found problems (verify, fsck)
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// app is what every subcommand shares: the streams, the store URL and the
+// store once opened.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	storeURL       string
+	jsonOut        bool
+	logLevel       string
+	log            *slog.Logger
+	st             backend.Storage
+}
+
+// store opens the store on first use, so commands that need none stay cheap.
+func (a *app) store(ctx context.Context) (backend.Storage, error) {
+	if a.st != nil {
+		return a.st, nil
+	}
+	st, err := open.URL(ctx, a.storeURL)
+	if err != nil {
+		return nil, err
+	}
+	a.st = st
+	return st, nil
+}
+
+// storeName says which store a command ran on, for humans.
+func (a *app) storeName() string {
+	if a.storeURL != "" {
+		return a.storeURL
+	}
+	root, err := open.DefaultRoot()
+	if err != nil {
+		return "(default root)"
+	}
+	return root
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (a *app) printf(format string, args ...any) {
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "trove",
+		Short:         "Keep what AI coding agents must not lose",
+		Long:          "trove stores conversation trees, content-addressed blobs, workspace checkpoints and run logs\non local disk, in memory, or in S3/GCS/Azure buckets.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+				return usageErr("--log-level: %v", err)
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.storeURL, "store", "", "store URL: file:///path, a path, mem://, s3://, gs://, azblob:// (default $TROVE_HOME, $XDG_DATA_HOME/trove or ~/.local/share/trove)")
+	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+
+	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a))
+	return root
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if a.st != nil {
+		if cerr := a.st.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "trove: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// cobra reports unknown commands and arg-count errors as plain errors.
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "accepts ") || strings.HasPrefix(msg, "requires ") || strings.HasPrefix(msg, "unknown flag") {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
