@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"github.com/spf13/afero"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/conformance"
@@ -33,6 +35,14 @@ func TestConformance(t *testing.T) {
 		}},
 		{"fs-memmapfs", func(tb testing.TB) backend.Storage {
 			st, err := fs.New(afero.NewMemMapFs(), "/trove")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"memblob", func(tb testing.TB) backend.Storage {
+			st, err := cloud.New(memblob.OpenBucket(nil))
 			if err != nil {
 				tb.Fatal(err)
 			}
