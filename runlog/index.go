@@ -285,14 +285,11 @@ func scanHeader(data []byte) headerFields {
 }
 
 // Find returns the run whose id is id, or the only run whose id starts with
-// it. It lists the date directories newest first and reads no run file but
-// the one it returns (its header prefix). A missing run is fs.ErrNotExist; a
-// prefix shared by several runs is ErrAmbiguous.
+// it. It lists the date directories newest first (one List each; an exact
+// match ends the search) and reads no run file but the one it returns (its
+// header prefix). A missing run is fs.ErrNotExist; a prefix shared by
+// several runs is ErrAmbiguous.
 func (s *Store) Find(ctx context.Context, id string) (RunInfo, error) {
-	return s.find(ctx, id, false)
-}
-
-func (s *Store) find(ctx context.Context, id string, exact bool) (RunInfo, error) {
 	if err := checkID("run id", id); err != nil {
 		return RunInfo{}, pathErr("find", id, err)
 	}
@@ -300,17 +297,6 @@ func (s *Store) find(ctx context.Context, id string, exact bool) (RunInfo, error
 	for day, err := range s.days(ctx, time.Time{}, time.Time{}) {
 		if err != nil {
 			return RunInfo{}, pathErr("find", id, err)
-		}
-		if exact {
-			// One Stat per day directory, no listing.
-			fi, err := s.st.Stat(ctx, day+"/"+id+runExt)
-			if err == nil && !fi.IsDir {
-				return s.headInfo(ctx, fi)
-			}
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return RunInfo{}, pathErr("find", id, err)
-			}
-			continue
 		}
 		for fi, err := range s.st.List(ctx, day) {
 			if errors.Is(err, fs.ErrNotExist) {

@@ -25,8 +25,8 @@ type readConfig struct {
 // notice trove wrote); OpenOutput streams them when needed.
 func Unresolved() ReadOption { return func(c *readConfig) { c.resolve = false } }
 
-// Records yields the records of the run runID in file order (see Find for
-// how the file is found). Each entry keeps its raw JSON. Records of unknown
+// Records yields the records of the run runID (an id or a unique prefix, as
+// Find takes) in file order. Each entry keeps its raw JSON. Records of unknown
 // types come as *Unknown; unknown fields and enum values are ignored by the
 // typed value and kept in Raw. Blank lines and a torn last line (a crash
 // mid-append) are skipped without a word.
@@ -37,7 +37,7 @@ func Unresolved() ReadOption { return func(c *readConfig) { c.resolve = false } 
 // is missing: fs.ErrNotExist; I/O; ctx) ends the iteration.
 func (s *Store) Records(ctx context.Context, runID string, opts ...ReadOption) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		info, err := s.find(ctx, runID, true)
+		info, err := s.Find(ctx, runID)
 		if err != nil {
 			yield(Entry{}, err)
 			return
@@ -73,7 +73,7 @@ type Run struct {
 // Load reads the whole run runID (an id or a unique prefix, see Find).
 // Lines that are not records are reported in Problems, never fatal.
 func (s *Store) Load(ctx context.Context, runID string, opts ...ReadOption) (*Run, error) {
-	info, err := s.find(ctx, runID, false)
+	info, err := s.Find(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ type Tokens struct {
 // Summary reads the run id (an id or a unique prefix, see Find) and
 // summarizes it, without loading blobs. It backs `trove runs show`.
 func (s *Store) Summary(ctx context.Context, id string) (Summary, error) {
-	info, err := s.find(ctx, id, false)
+	info, err := s.Find(ctx, id)
 	if err != nil {
 		return Summary{}, err
 	}
