@@ -187,7 +187,8 @@ type OutputRef struct {
 // ToolOutput is the full raw output of one tool call. Outputs above the
 // store's threshold are written to the blob store: the line then holds a
 // short notice in result_raw and the blob ref in output_ref, and readers put
-// the full output back into ResultRaw.
+// the full output back into ResultRaw. An OutputRef the caller sets is
+// written as given, whatever the size.
 type ToolOutput struct {
 	Base
 	Tool       string          `json:"tool"`
