@@ -31,8 +31,8 @@ var benchEvent = json.RawMessage(`{"type":"text_delta","content":"Here are the f
 // An agent.event append is the hot path of a run: it must stay a handful of
 // allocations (the encoder's own), not grow with the run.
 func TestAppendAllocs(t *testing.T) {
-	if testing.CoverMode() != "" {
-		t.Skip("coverage instrumentation allocates")
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("coverage and race instrumentation allocate")
 	}
 	ctx := context.Background()
 	_, w := newWriter(t)
