@@ -1,0 +1,5 @@
+//go:build race
+
+package runlog_test
+
+const raceEnabled = true
