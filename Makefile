@@ -31,7 +31,7 @@ conformance:
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ ./runlog/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
 
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:

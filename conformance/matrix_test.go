@@ -62,6 +62,7 @@ func suites() []suite {
 		{"cas", conformance.TestCAS},
 		{"session", conformance.TestSession},
 		{"checkpoint", conformance.TestCheckpoint},
+		{"runlog", conformance.TestRunlog},
 	}
 }
 

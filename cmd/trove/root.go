@@ -124,7 +124,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
-	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a))
+	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a))
 	return root
 }
 
