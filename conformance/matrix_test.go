@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
@@ -46,6 +47,14 @@ func backends(tb testing.TB) []backendCase {
 			return st
 		}},
 		{"memblob", cloudtest.NewMemblob},
+		{"fileblob", func(tb testing.TB) backend.Storage {
+			st, err := cloud.OpenFileblob(tb.TempDir())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { st.Close() })
+			return st
+		}},
 		{"s3", s3.New},
 	}
 }

@@ -271,6 +271,11 @@ func sessionFiles(ctx context.Context, st backend.Storage, dirs []string) ([]bac
 		if c := b.ModTime.Compare(a.ModTime); c != 0 {
 			return c
 		}
+		// Equal times (coarse clocks of some stores): the file name starts
+		// with the creation time, then the id.
+		if c := cmp.Compare(backend.Base(b.Name), backend.Base(a.Name)); c != 0 {
+			return c
+		}
 		return cmp.Compare(b.Name, a.Name)
 	})
 	return files, nil

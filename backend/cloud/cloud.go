@@ -8,19 +8,19 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
-	_ "gocloud.dev/blob/fileblob"  // file:// (trove's fileblob://)
 	_ "gocloud.dev/blob/gcsblob"   // gs://
 	_ "gocloud.dev/blob/memblob"   // mem:// (trove's memblob://)
 	_ "gocloud.dev/blob/s3blob"    // s3://
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -28,8 +28,7 @@ import (
 const (
 	segDir      = backend.ReservedPrefix + "seg" // top-level tree of segments
 	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
-	coversType  = "application/x-trove-c"        // base objects: content type + covers
-	segType     = "application/octet-stream"     // segments and markers
+	octets      = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
 	compactAt   = 8                              // segments a closing writer tolerates
 )
@@ -41,6 +40,8 @@ type Storage struct {
 	closed atomic.Bool
 	opts   options
 
+	keys keyLocks
+
 	mu      sync.Mutex
 	notFile map[string]bool // names known not to be files (so may be parents)
 }
@@ -51,21 +52,17 @@ type options struct {
 	segMax    int
 	maxName   int
 	maxElem   int
+	localDir  string // a fileblob bucket's directory
 }
 
 // WithLimits lowers the longest name and path element accepted, for stores
-// that keep keys as file names: fileblob adds ".attrs" and a temp suffix to
-// each element, so 255-byte elements fail there.
+// that keep keys as file names.
 func WithLimits(maxName, maxElem int) Option {
 	return func(o *options) {
 		o.maxName = min(max(maxName, 1), o.maxName)
 		o.maxElem = min(max(maxElem, 1), o.maxElem)
 	}
 }
-
-// FileblobElemBytes is the longest element fileblob stores safely: 255 less
-// its ".attrs" sidecar suffix and its ".<16 hex>.tmp" temp suffix.
-const FileblobElemBytes = 255 - len(".attrs") - len(".0123456789abcdef.tmp")
 
 // Option configures a Storage.
 type Option func(*options)
@@ -179,45 +176,119 @@ func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
 	case gcerrors.InvalidArgument:
-		_, aerr := s.b.Attributes(ctx, key)
+		_, aerr := s.b.Attributes(ctx, enc(key))
 		return aerr == nil
 	}
 	return false
-}
-
-// The base object's content type carries the last segment number it holds,
-// because a range reader returns the content type of the very version it
-// reads, where metadata would need a second request that may see another.
-func baseType(covers uint64) string { return coversType + strconv.FormatUint(covers, 10) }
-
-func coversOf(contentType string) uint64 {
-	v, ok := strings.CutPrefix(contentType, coversType)
-	if !ok {
-		return 0
-	}
-	n, _ := strconv.ParseUint(v, 10, 64)
-	return n
 }
 
 func isNotFound(err error) bool {
 	return gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, syscall.ENOTDIR)
 }
 
-// torn reports a read that met an object being replaced: fileblob keeps the
-// attributes in a second file, so a reader can catch it half written, and
-// S3 answers 416 for a range of an object that shrank since it was resolved.
-func torn(err error) bool {
-	var hs interface{ HTTPStatusCode() int }
-	if errors.As(err, &hs) && hs.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable {
-		return true
+// replaced reports a read that met an object being replaced: every server
+// answers 416 for a range of an object that shrank since it was resolved,
+// each in its own error type.
+func replaced(err error) bool {
+	var hs interface{ HTTPStatusCode() int } // S3
+	var ge *googleapi.Error                  // GCS
+	var ae *azcore.ResponseError             // Azure
+	switch {
+	case errors.As(err, &hs):
+		return hs.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+	case errors.As(err, &ge):
+		return ge.Code == http.StatusRequestedRangeNotSatisfiable
+	case errors.As(err, &ae):
+		return ae.StatusCode == http.StatusRequestedRangeNotSatisfiable
 	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return false
 }
 
-// segPrefix is the key prefix of name's segments.
+// segPrefix is the key prefix of name's segments and bases.
 func segPrefix(name string) string { return segDir + "/" + name + "/" + backend.ReservedPrefix }
 
-func segKey(name string, n uint64) string { return fmt.Sprintf("%s%020d", segPrefix(name), n) }
+// keyLocks serialises conditional creates of one key in this process:
+// fileblob checks IfNotExist and then renames, so two racing creators could
+// both win.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// create uploads r as key unless key exists. lost reports that it did.
+func (s *Storage) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
+	unlock := s.keys.lock(key)
+	defer unlock()
+	err = s.upload(ctx, key, r, true)
+	return err != nil && s.lostRace(ctx, key, err), err
+}
+
+// put uploads r as key, replacing it.
+func (s *Storage) put(ctx context.Context, key string, r io.Reader) error {
+	return s.upload(ctx, key, r, false)
+}
+
+// upload writes r to key. Every write goes through Bucket.Upload, since a
+// failed azureblob NewWriter+Close panics; a reader that fails (or ctx
+// ending) cancels the upload, so nothing partial becomes visible.
+func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
+	s.clearWay(key)
+	uctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := s.b.Upload(uctx, enc(key), &abortReader{ctx: ctx, r: r, cancel: cancel},
+		&blob.WriterOptions{ContentType: octets, IfNotExist: ifNotExist})
+	if cause := context.Cause(uctx); cause != nil && cause != context.Canceled {
+		return cause // the reader's own error, or ctx's
+	}
+	return err
+}
+
+// abortReader cancels an upload when its source fails or ctx ends.
+type abortReader struct {
+	ctx    context.Context
+	r      io.Reader
+	cancel context.CancelCauseFunc
+}
+
+func (a *abortReader) Read(p []byte) (int, error) {
+	if err := a.ctx.Err(); err != nil {
+		a.cancel(err)
+		return 0, err
+	}
+	n, err := a.r.Read(p)
+	if err != nil && err != io.EOF {
+		a.cancel(err)
+	}
+	return n, err
+}
 
 // dirPrefix is the key prefix of a directory's children.
 func dirPrefix(dir string) string {

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-
-	"gocloud.dev/blob"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -43,7 +42,7 @@ func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, 
 func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) {
 	const op = "list"
 	prefix := dirPrefix(dir)
-	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	objs, err := s.listKeys(ctx, prefix, true)
 	if err != nil {
 		return nil, fail(op, dir, err)
 	}
@@ -77,7 +76,7 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		}
 	}
 	if !seen && dir != "." {
-		attrs, err := s.b.Attributes(ctx, dir)
+		attrs, err := s.b.Attributes(ctx, enc(dir))
 		if err == nil && attrs != nil {
 			return nil, backend.PathErr(op, dir, backend.ErrNotDir)
 		}
@@ -92,7 +91,7 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		if in.IsDir || !withSegs[in.Name] {
 			continue
 		}
-		l, err := s.resolve(ctx, in.Name, -1)
+		l, err := s.resolve(ctx, in.Name, true)
 		if isNotFound(err) {
 			continue // removed meanwhile; keep what the listing said
 		}
@@ -108,7 +107,7 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 // segmented names the files directly in dir that have segment objects.
 func (s *Storage) segmented(ctx context.Context, dir string) (map[string]bool, error) {
 	prefix := segDir + "/" + dirPrefix(dir)
-	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	objs, err := s.listKeys(ctx, prefix, true)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +132,7 @@ func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
 	if err := s.checkParents(ctx, op, dir); err != nil {
 		return err
 	}
-	if _, err := s.b.Attributes(ctx, dir); err == nil {
+	if _, err := s.b.Attributes(ctx, enc(dir)); err == nil {
 		return backend.PathErr(op, dir, fmt.Errorf("%w: a file has that name", fs.ErrExist))
 	} else if !isNotFound(err) {
 		return fail(op, dir, err)
@@ -142,7 +141,7 @@ func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
 	if err != nil || exists {
 		return fail(op, dir, err)
 	}
-	return fail(op, dir, s.b.WriteAll(ctx, dir+"/"+dirMarker, nil, &blob.WriterOptions{ContentType: segType}))
+	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
 }
 
 // checkParents is checkPlace without the is-a-directory check of name.
@@ -154,7 +153,7 @@ func (s *Storage) checkParents(ctx context.Context, op, name string) error {
 		if ok {
 			continue
 		}
-		if _, err := s.b.Attributes(ctx, p); err == nil {
+		if _, err := s.b.Attributes(ctx, enc(p)); err == nil {
 			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
 		} else if !isNotFound(err) {
 			return fail(op, name, err)
@@ -174,17 +173,15 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		return err
 	}
 	s.forgetDirs()
-	err := s.b.Delete(ctx, name)
+	err := s.b.Delete(ctx, enc(name))
 	switch {
 	case err == nil:
-		if segs, err := s.listSegs(ctx, name); err == nil {
-			s.dropSegs(ctx, name, segs)
-		}
+		s.dropAll(ctx, name)
 	case !isNotFound(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EISDIR):
 		return fail(op, name, err)
 	default:
 		// Not a file (fileblob says ENOTEMPTY or EISDIR for a directory).
-		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 2, &blob.ListOptions{Prefix: name + "/"})
+		page, err := s.listPage(ctx, name+"/", 2)
 		if err != nil {
 			return fail(op, name, err)
 		}
@@ -194,11 +191,18 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		case len(page) > 1 || page[0].Key != name+"/"+dirMarker:
 			return backend.PathErr(op, name, backend.ErrNotEmpty)
 		}
-		if err := s.b.Delete(ctx, page[0].Key); err != nil && !isNotFound(err) {
+		if err := s.b.Delete(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
 			return fail(op, name, err)
 		}
 	}
 	return s.keepDir(ctx, op, backend.Dir(name))
+}
+
+// dropAll deletes the segment directory of a file whose name object is gone.
+func (s *Storage) dropAll(ctx context.Context, name string) {
+	if objs, err := s.listObjs(ctx, name); err == nil {
+		s.drop(ctx, name, objs)
+	}
 }
 
 // keepDir puts a marker in dir when its last child is gone, as a file
@@ -211,7 +215,7 @@ func (s *Storage) keepDir(ctx context.Context, op, dir string) error {
 	if err != nil || exists {
 		return fail(op, dir, err)
 	}
-	return fail(op, dir, s.b.WriteAll(ctx, dir+"/"+dirMarker, nil, &blob.WriterOptions{ContentType: segType}))
+	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
 }
 
 // Rename copies from to to in one object write, then removes from.
@@ -239,16 +243,14 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 	if err := s.checkPlace(ctx, op, to); err != nil {
 		return err
 	}
-	if _, err := s.putBase(ctx, op, to, src); err != nil {
+	if _, err := s.replace(ctx, op, to, src); err != nil {
 		return err
 	}
 	s.forgetDirs()
-	if err := s.b.Delete(ctx, from); err != nil && !isNotFound(err) {
+	if err := s.b.Delete(ctx, enc(from)); err != nil && !isNotFound(err) {
 		return fail(op, from, err)
 	}
-	if segs, err := s.listSegs(ctx, from); err == nil {
-		s.dropSegs(ctx, from, segs)
-	}
+	s.dropAll(ctx, from)
 	return s.keepDir(ctx, op, backend.Dir(from))
 }
 

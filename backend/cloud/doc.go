@@ -1,25 +1,34 @@
 // Package cloud is a backend.Storage on a gocloud.dev/blob bucket: memblob,
 // fileblob, S3, GCS, Azure and any other gocloud driver.
 //
-// Object stores have no append, no rename and no directories, so:
+// Object stores have no append, no rename and no directories, and some keep
+// an object's attributes apart from its data (fileblob), so the layout of a
+// logical file is told by object keys alone:
 //
-//   - A logical file is a base object under its own name plus, while it is
-//     being appended, immutable segment objects under
-//     ".~seg/<name>/.~<number>". Each Sync uploads one segment holding only
-//     the bytes written since the last Sync, created with IfNotExist so that a
-//     second writer racing for the same number fails (ErrLocked) instead of
-//     merging. The base records in its metadata the last segment number it
-//     already contains ("covers"); readers skip segments at or below it.
-//   - Compaction folds the segments into a new base (its covers set to the
-//     last folded segment) and only then deletes them, so a reader or a crash
-//     between the two steps sees each byte exactly once. It runs when a writer
-//     closes with more than a few segments, bounding the objects per file.
-//   - Rename is copy then delete (Capabilities.AtomicRename is false); the
-//     copy is one atomic object write, so the destination is old or new.
+//   - A file written whole is one object under its own name.
+//   - A file being appended also has numbered segment objects under
+//     ".~seg/<name>/.~<20-digit number>". Each Sync uploads one segment
+//     holding only the bytes written since the last Sync, created only if
+//     absent, so a second writer racing for the same number fails
+//     (ErrLocked) instead of merging.
+//   - A base object in the same directory, ".~<number>c" (a compaction) or
+//     ".~<number>w" (a replacement), holds the whole file up to its number
+//     and hides the name's own object and every lower number. A compaction
+//     (when a writer closes with more than a few segments) writes the same
+//     bytes, so a reader that meets it mid-read goes on at the same offset. A
+//     WriteFile over a file with segments first claims the next number with
+//     an empty segment, then writes its base there. Stale objects are
+//     deleted after the base exists, so a reader or a crash between the
+//     steps sees each byte once.
+//   - Rename is copy then delete (Capabilities.AtomicRename is false).
 //   - Directories are implied by names; an empty directory (EnsureDir, or the
 //     parent of the last file removed) keeps a hidden marker ".~dir".
+//   - An element ending in ".." is stored as ".~<element>~", since fileblob
+//     and gofakes3 do not treat "x../" as a directory.
 //
-// Names starting with backend.ReservedPrefix are never listed.
+// Names starting with backend.ReservedPrefix are never listed. Every write
+// is one Bucket.Upload, which is atomic and cancelled when its source fails.
 //
-// Imports: the standard library, gocloud.dev, backend.
+// Imports: the standard library, gocloud.dev (and the GCS and Azure error
+// types it wraps), backend.
 package cloud

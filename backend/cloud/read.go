@@ -3,144 +3,21 @@ package cloud
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"gocloud.dev/blob"
 
 	"github.com/trovekit/trove/backend"
 )
 
-// part is one object of a logical file.
-type part struct {
-	key  string
-	size int64
-}
-
-// layout is a logical file as found at one moment.
-type layout struct {
-	parts  []part
-	size   int64
-	mod    time.Time
-	covers uint64 // last segment number the base already holds
-	last   uint64 // highest segment number seen (>= covers)
-	segs   []seg  // every segment object listed, live or stale
-	full   bool   // segments were listed
-}
-
-type seg struct {
-	n    uint64
-	key  string
-	size int64
-	mod  time.Time
-}
-
-// listKeys lists what opts asks for. A listing that trips over an object
-// vanishing under it (fileblob lists a file, then fails to stat it) starts
-// again.
-func (s *Storage) listKeys(ctx context.Context, opts *blob.ListOptions) ([]*blob.ListObject, error) {
-	for try := 0; ; try++ {
-		var out []*blob.ListObject
-		it := s.b.List(opts)
-		var err error
-		for {
-			var obj *blob.ListObject
-			if obj, err = it.Next(ctx); err != nil {
-				break
-			}
-			out = append(out, obj)
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if !isNotFound(err) || try >= 8 {
-			return nil, err
-		}
-	}
-}
-
-// listSegs lists name's segment objects in number order.
-func (s *Storage) listSegs(ctx context.Context, name string) ([]seg, error) {
-	prefix := segPrefix(name)
-	objs, err := s.listKeys(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"})
-	if err != nil {
-		return nil, err
-	}
-	var out []seg
-	for _, obj := range objs {
-		if obj.IsDir {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimPrefix(obj.Key, prefix), 10, 64)
-		if err != nil {
-			continue // not ours
-		}
-		out = append(out, seg{n: n, key: obj.Key, size: obj.Size, mod: obj.ModTime})
-	}
-	slices.SortFunc(out, func(a, b seg) int { return cmpU(a.n, b.n) })
-	return out, nil
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// resolve finds the objects of a logical file. With need >= 0 it stops at the
-// base when the base alone holds need bytes (ReadPrefix stays one range read).
-func (s *Storage) resolve(ctx context.Context, name string, need int64) (layout, error) {
-	attrs, err := s.b.Attributes(ctx, name)
-	for try := 0; err != nil && torn(err) && try < 8; try++ {
-		attrs, err = s.b.Attributes(ctx, name)
-	}
-	if err != nil {
-		return layout{}, err
-	}
-	var l layout
-	l.covers = coversOf(attrs.ContentType)
-	l.last = l.covers
-	l.parts = []part{{key: name, size: attrs.Size}}
-	l.size = attrs.Size
-	l.mod = attrs.ModTime
-	if need >= 0 && attrs.Size >= need {
-		return l, nil
-	}
-	segs, err := s.listSegs(ctx, name)
-	if err != nil {
-		return layout{}, err
-	}
-	l.full = true
-	l.segs = segs
-	for _, sg := range segs {
-		l.last = max(l.last, sg.n)
-		if sg.n <= l.covers {
-			continue
-		}
-		l.parts = append(l.parts, part{key: sg.key, size: sg.size})
-		l.size += sg.size
-		if sg.mod.After(l.mod) {
-			l.mod = sg.mod
-		}
-	}
-	return l, nil
-}
-
 // isDir reports whether some object lies below dir.
 func (s *Storage) isDir(ctx context.Context, dir string) (bool, error) {
 	if dir == "." {
 		return true, nil
 	}
-	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: dir + "/"})
+	page, err := s.listPage(ctx, dir+"/", 1)
 	if err != nil {
 		return false, err
 	}
@@ -156,7 +33,7 @@ func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
 	if name == "." {
 		return backend.Info{Name: ".", IsDir: true}, nil
 	}
-	l, err := s.resolve(ctx, name, -1)
+	l, err := s.resolve(ctx, name, true)
 	if err == nil {
 		return backend.Info{Name: name, Size: l.size, ModTime: l.mod}, nil
 	}
@@ -237,27 +114,30 @@ func (s *Storage) openRange(ctx context.Context, op, name string, offset, length
 	if length >= 0 && offset <= (1<<62)-length {
 		need = offset + length
 	}
-	l, err := s.resolve(ctx, name, need)
+	r := &reader{s: s, ctx: ctx, op: op, name: name, pos: offset, start: offset, need: need}
+	err := r.reresolve(false)
+	if err == nil && (r.end < 0 || r.pos < r.end) {
+		// Open the first part now, so a missing file fails here.
+		err = r.openPart()
+	}
 	if err != nil {
-		if isNotFound(err) {
+		r.Close()
+		if errors.Is(err, fs.ErrNotExist) {
 			if dir, derr := s.isDir(ctx, name); derr == nil && dir {
 				return nil, backend.PathErr(op, name, backend.ErrIsDir)
 			}
 		}
-		return nil, fail(op, name, err)
+		return nil, err
 	}
-	end := l.size
-	if !l.full {
-		end = need // the base alone covers the range
-	}
-	if need >= 0 && need < end {
-		end = need
-	}
-	offset = min(offset, end)
-	return &reader{s: s, ctx: ctx, op: op, name: name, l: l, pos: offset, start: offset, end: end, need: need}, nil
+	return r, nil
 }
 
+// errReplaced is an object that changed or vanished since it was resolved.
 var errReplaced = errors.New("replaced while being read")
+
+// maxRetries bounds how often in a row a read resolves the file again after
+// meeting a compaction or a replacement.
+const maxRetries = 8
 
 // reader reads [pos, end) of a logical file part by part.
 type reader struct {
@@ -268,7 +148,7 @@ type reader struct {
 	l       layout
 	pos     int64
 	start   int64 // pos at open: nothing read while pos == start
-	end     int64
+	end     int64 // -1: to the end of a plain file
 	need    int64 // requested end, -1 for the whole file
 	cur     *blob.Reader
 	retries int
@@ -283,19 +163,17 @@ func (r *reader) Read(p []byte) (int, error) {
 		if err := r.ctx.Err(); err != nil {
 			return 0, backend.PathErr("read", r.name, err)
 		}
-		if r.pos >= r.end {
+		if r.end >= 0 && r.pos >= r.end {
 			return 0, io.EOF
 		}
 		if r.cur == nil {
 			if err := r.openPart(); err != nil {
 				return 0, err
 			}
-			if r.cur == nil {
-				continue // the file shrank to pos
-			}
+			continue
 		}
 		want := p
-		if rem := r.end - r.pos; int64(len(want)) > rem {
+		if rem := r.end - r.pos; r.end >= 0 && int64(len(want)) > rem {
 			want = want[:rem]
 		}
 		n, err := r.cur.Read(want)
@@ -304,6 +182,9 @@ func (r *reader) Read(p []byte) (int, error) {
 			r.cur.Close()
 			r.cur = nil
 			err = nil
+			if r.l.plain {
+				r.end = r.pos // a plain file ends where its object does
+			}
 			if n == 0 {
 				continue
 			}
@@ -315,55 +196,89 @@ func (r *reader) Read(p []byte) (int, error) {
 	}
 }
 
-// openPart opens a range reader at pos. A segment that vanished was folded
-// into the base by a compaction: resolve again and go on at the same offset,
-// since the new base holds the same bytes.
+// openPart opens a range reader at pos, or finds that the file ends there.
+// A part that vanished or changed was folded into a new base by a
+// compaction (read on at the same offset: the new base holds the same
+// bytes) or replaced (start over if nothing was read yet, else fail).
 func (r *reader) openPart() error {
 	for {
-		start := int64(0)
-		for _, pt := range r.l.parts {
-			if r.pos < start+pt.size {
-				rr, err := r.s.b.NewRangeReader(r.ctx, pt.key, r.pos-start, min(start+pt.size, r.end)-r.pos, nil)
-				if err != nil && torn(err) {
-					err = errReplaced
-				}
-				if err == nil && pt.key == r.name && (rr.Size() != pt.size || coversOf(rr.ContentType()) != r.l.covers) {
-					// The base was replaced since it was resolved.
-					rr.Close()
-					err = errReplaced
-				}
-				if err == nil {
-					r.cur = rr
-					return nil
-				}
-				if (!isNotFound(err) && err != errReplaced) || r.retries >= 8 {
-					return fail("read", r.name, err)
-				}
-				break
-			}
-			start += pt.size
+		if r.end >= 0 && r.pos >= r.end {
+			return nil // the file ends here
 		}
-		if r.retries >= 8 {
-			return backend.PathErr("read", r.name, fmt.Errorf("%w: file shrank while being read", errors.ErrUnsupported))
+		err := r.tryPart()
+		if err == nil {
+			r.retries = 0 // only retries in a row count: the read made progress
+			return nil
 		}
-		r.retries++
-		l, err := r.s.resolve(r.ctx, r.name, -1)
-		if err != nil {
+		if err != errReplaced && !isNotFound(err) || r.l.plain && isNotFound(err) || r.retries >= maxRetries {
 			return fail("read", r.name, err)
 		}
-		r.l = l
-		if r.pos == r.start {
-			// Nothing read yet: read the new version whole, not a mix.
-			r.end = l.size
-			if r.need >= 0 {
-				r.end = min(r.end, r.need)
-			}
-			r.pos = min(r.pos, r.end)
-			if r.pos >= r.end {
-				return nil
-			}
+		r.retries++
+		if err := r.reresolve(true); err != nil {
+			return err
 		}
 	}
+}
+
+// tryPart opens the part holding pos. errReplaced means the layout is stale.
+func (r *reader) tryPart() error {
+	start := int64(0)
+	for _, pt := range r.l.parts {
+		if pt.size >= 0 && r.pos >= start+pt.size {
+			start += pt.size
+			continue
+		}
+		length := int64(-1)
+		switch {
+		case pt.size >= 0 && r.end >= 0:
+			length = min(start+pt.size, r.end) - r.pos
+		case pt.size >= 0:
+			length = start + pt.size - r.pos
+		case r.end >= 0:
+			length = r.end - r.pos
+		}
+		rr, err := r.s.b.NewRangeReader(r.ctx, enc(pt.key), r.pos-start, length, nil)
+		if err != nil {
+			if replaced(err) || r.l.plain && r.l.size < 0 && r.pos > 0 && !isNotFound(err) {
+				// A range past the end, or fileblob's seek error for
+				// one: the read learns the size and ends there.
+				return errReplaced
+			}
+			return err
+		}
+		if pt.size >= 0 && rr.Size() != pt.size {
+			rr.Close()
+			return errReplaced
+		}
+		r.cur = rr
+		return nil
+	}
+	return errReplaced // the parts end before the layout's size
+}
+
+// reresolve finds the file's layout again. Before the first byte is
+// returned the read follows the new version whole. After it, the read goes
+// on at the same offset, as a read of a disk file rewritten in place does:
+// after a compaction the bytes are the same; after a replacement they are
+// the new version's, and a file that shrank below the offset ends there.
+func (r *reader) reresolve(sized bool) error {
+	l, err := r.s.resolve(r.ctx, r.name, sized)
+	if err != nil {
+		return fail("read", r.name, err)
+	}
+	r.l = l
+	if r.pos == r.start {
+		r.end = l.size
+		if r.need >= 0 && (r.end < 0 || r.need < r.end) {
+			r.end = r.need
+		}
+	} else if l.size >= 0 && l.size < r.end {
+		r.end = l.size
+	}
+	if r.end >= 0 {
+		r.pos = min(r.pos, r.end)
+	}
+	return nil
 }
 
 func (r *reader) Close() error {

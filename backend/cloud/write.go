@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 
-	"gocloud.dev/blob"
-
 	"github.com/trovekit/trove/backend"
 )
 
@@ -23,7 +21,7 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 		if ok {
 			continue
 		}
-		_, err := s.b.Attributes(ctx, p)
+		_, err := s.b.Attributes(ctx, enc(p))
 		if err == nil {
 			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
 		}
@@ -50,66 +48,57 @@ func (s *Storage) forgetDirs() {
 	s.mu.Unlock()
 }
 
-// putBase writes the base object of name from r in one atomic object write,
-// covering every segment listed before, then deletes those segments.
-// Readers see the old file or the new one: segments at or below covers are
-// ignored as soon as the new base exists.
-func (s *Storage) putBase(ctx context.Context, op, name string, r io.Reader) (int64, error) {
-	segs, err := s.listSegs(ctx, name)
+// replace makes r the content of name in one atomic step. A file without
+// segments is one object, replaced in place. A file with segments gets a
+// write base: an empty segment claims the next number (so a writer racing
+// for it fails instead of merging), the base object under that number holds
+// the new content and hides every lower number, and the objects it hides
+// are deleted after. Readers see the old file or the new one.
+func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
+	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return 0, fail(op, name, err)
 	}
-	var covers uint64
-	if len(segs) > 0 {
-		covers = segs[len(segs)-1].n
+	cr := &countingReader{r: r}
+	if len(objs) == 0 {
+		return cr.n, fail(op, name, s.put(ctx, name, cr))
 	}
-	if covers == 0 {
-		// Keep numbering above whatever an older base covered, so segments
-		// a reader may still skip are never reused.
-		if attrs, err := s.b.Attributes(ctx, name); err == nil {
-			covers = coversOf(attrs.ContentType)
+	n := objs[len(objs)-1].n + 1
+	for try := 0; ; try++ {
+		lost, err := s.create(ctx, objKey(name, n, kindSeg), bytes.NewReader(nil))
+		if err == nil {
+			break
 		}
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := s.b.NewWriter(wctx, name, &blob.WriterOptions{ContentType: baseType(covers)})
-	if err != nil {
-		return 0, fail(op, name, err)
-	}
-	n, err := io.Copy(w, ctxReader{ctx, r})
-	if err != nil {
-		cancel() // aborts the upload: nothing becomes visible
-		w.Close()
-		return n, backend.PathErr(op, name, err)
-	}
-	if err := w.Close(); err != nil {
-		return n, fail(op, name, err)
-	}
-	s.dropSegs(ctx, name, segs)
-	return n, nil
-}
-
-// dropSegs deletes segments already folded into a base. A failure only
-// leaves garbage that readers skip and the next putBase deletes.
-func (s *Storage) dropSegs(ctx context.Context, name string, segs []seg) {
-	for _, sg := range segs {
-		if err := s.b.Delete(ctx, sg.key); err != nil && !isNotFound(err) {
-			s.log.Warn("trove/cloud: leaving a folded segment", "name", name, "key", sg.key, "err", err)
+		if !lost || try >= maxRetries {
+			return 0, fail(op, name, err)
 		}
+		n++
 	}
+	if err := s.put(ctx, objKey(name, n, kindWrite), cr); err != nil {
+		return cr.n, fail(op, name, err)
+	}
+	// The object under the name marks that the file exists; leftovers of
+	// an unlinked file may be all there was.
+	if _, err := s.b.Attributes(ctx, enc(name)); isNotFound(err) {
+		if err := s.put(ctx, name, bytes.NewReader(nil)); err != nil {
+			return cr.n, fail(op, name, err)
+		}
+	} else if err != nil {
+		return cr.n, fail(op, name, err)
+	}
+	s.drop(ctx, name, objs)
+	return cr.n, nil
 }
 
-// ctxReader stops a copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+type countingReader struct {
+	r io.Reader
+	n int64
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // WriteFile replaces name with data in one object write.
@@ -130,7 +119,7 @@ func (s *Storage) writeFrom(ctx context.Context, op, name string, r io.Reader) (
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return 0, err
 	}
-	return s.putBase(ctx, op, name, r)
+	return s.replace(ctx, op, name, r)
 }
 
 // OpenWriter opens name for appending; see the package doc for the layout.
@@ -142,38 +131,32 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
-	l, err := s.resolve(ctx, name, -1)
+	l, err := s.resolve(ctx, name, true)
 	switch {
 	case err == nil && opt.Exclusive:
 		return nil, backend.PathErr(op, name, fs.ErrExist)
 	case err == nil && opt.Truncate:
-		if _, err := s.putBase(ctx, op, name, bytes.NewReader(nil)); err != nil {
+		if _, err := s.replace(ctx, op, name, bytes.NewReader(nil)); err != nil {
 			return nil, err
 		}
-		if l, err = s.resolve(ctx, name, -1); err != nil {
+		if l, err = s.resolve(ctx, name, true); err != nil {
 			return nil, fail(op, name, err)
 		}
 	case err != nil && !isNotFound(err):
 		return nil, fail(op, name, err)
 	case err != nil:
-		// Create an empty base; only one creator wins.
-		segs, lerr := s.listSegs(ctx, name)
-		if lerr != nil {
-			return nil, fail(op, name, lerr)
-		}
-		var covers uint64
-		if len(segs) > 0 {
-			covers = segs[len(segs)-1].n // stale leftovers of an unlinked file
-		}
-		uerr := s.b.Upload(ctx, name, bytes.NewReader(nil), &blob.WriterOptions{IfNotExist: true, ContentType: baseType(covers)})
-		lost := uerr != nil && s.lostRace(ctx, name, uerr)
-		if uerr != nil && (!lost || opt.Exclusive) {
+		// Leftovers of an unlinked file (a crash between its deletes)
+		// would read as content: remove them, then create the file; only
+		// one creator wins.
+		s.drop(ctx, name, l.objs)
+		lost, cerr := s.create(ctx, name, bytes.NewReader(nil))
+		if cerr != nil && (!lost || opt.Exclusive) {
 			if lost {
-				return nil, backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, uerr))
+				return nil, backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, cerr))
 			}
-			return nil, fail(op, name, uerr)
+			return nil, fail(op, name, cerr)
 		}
-		if l, err = s.resolve(ctx, name, -1); err != nil {
+		if l, err = s.resolve(ctx, name, true); err != nil {
 			return nil, fail(op, name, err)
 		}
 	}
@@ -215,8 +198,8 @@ func (w *writer) Sync() error {
 	return w.flush()
 }
 
-// flush uploads the buffer as the next segment. IfNotExist makes a second
-// writer that reached the same number fail instead of merging.
+// flush uploads the buffer as the next segment. A conditional create makes
+// a second writer that reached the same number fail instead of merging.
 func (w *writer) flush() error {
 	if w.err != nil {
 		return w.err
@@ -227,11 +210,10 @@ func (w *writer) flush() error {
 	if w.s.closed.Load() {
 		return backend.PathErr("sync", w.name, backend.ErrClosed)
 	}
-	key := segKey(w.name, w.next)
-	err := w.s.b.Upload(w.ctx, key, bytes.NewReader(w.buf), &blob.WriterOptions{IfNotExist: true, ContentType: segType})
+	lost, err := w.s.create(w.ctx, objKey(w.name, w.next, kindSeg), bytes.NewReader(w.buf))
 	if err != nil {
-		if w.s.lostRace(w.ctx, key, err) {
-			w.err = backend.PathErr("sync", w.name, fmt.Errorf("%w: another writer appended segment %d: %w", backend.ErrLocked, w.next, err))
+		if lost {
+			w.err = backend.PathErr("sync", w.name, fmt.Errorf("%w: another writer took segment %d: %w", backend.ErrLocked, w.next, err))
 		} else {
 			w.err = fail("sync", w.name, err)
 		}
@@ -243,7 +225,7 @@ func (w *writer) flush() error {
 	return nil
 }
 
-// Close uploads what is buffered and folds the segments into the base when
+// Close uploads what is buffered and folds the segments into a base when
 // there are more than the store tolerates.
 func (w *writer) Close() error {
 	if w.closed {
@@ -261,29 +243,25 @@ func (w *writer) Close() error {
 	return nil
 }
 
-// compact folds name's segments into a new base holding the same bytes.
+// compact folds name's segments into a compaction base under the highest
+// segment's number, holding the same bytes, then deletes what it holds.
+// Two compactions of one state write the same bytes, so the loser of the
+// conditional create has nothing to do.
 func (s *Storage) compact(ctx context.Context, name string) error {
 	const op = "compact"
-	l, err := s.resolve(ctx, name, -1)
+	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return fail(op, name, err)
+	}
+	if len(l.parts) < 2 {
+		return nil
 	}
 	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: -1}
 	defer rd.Close()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := s.b.NewWriter(wctx, name, &blob.WriterOptions{ContentType: baseType(l.last)})
-	if err != nil {
+	lost, err := s.create(ctx, objKey(name, l.last, kindCompact), rd)
+	if err != nil && !lost {
 		return fail(op, name, err)
 	}
-	if _, err := io.Copy(w, rd); err != nil {
-		cancel()
-		w.Close()
-		return backend.PathErr(op, name, err)
-	}
-	if err := w.Close(); err != nil {
-		return fail(op, name, err)
-	}
-	s.dropSegs(ctx, name, l.segs)
+	s.drop(ctx, name, l.objs)
 	return nil
 }

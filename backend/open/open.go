@@ -62,7 +62,14 @@ func URL(ctx context.Context, raw string) (backend.Storage, error) {
 		return mem.New(), nil
 	case "fileblob":
 		// gocloud calls fileblob's scheme "file"; ours is the disk backend.
-		return cloud.Open(ctx, "file://"+rest)
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("open %q: %w", raw, err)
+		}
+		if u.Host != "" && u.Host != "localhost" || u.Path == "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("open %q: fileblob URL takes a local path and no options: %w", raw, backend.ErrInvalidPath)
+		}
+		return cloud.OpenFileblob(filepath.FromSlash(u.Path))
 	case "s3", "gs", "azblob", "memblob":
 		return cloud.Open(ctx, raw)
 	}

@@ -1,0 +1,232 @@
+package cloud
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// Kinds of object in a file's segment directory. At one number a segment
+// sorts before the compaction base that holds it, and both before a write
+// base, which replaced everything below it.
+const (
+	kindSeg     = 0
+	kindCompact = 'c'
+	kindWrite   = 'w'
+)
+
+// obj is one object of a file's segment directory.
+type obj struct {
+	n    uint64
+	kind byte
+	key  string
+	size int64
+	mod  time.Time
+}
+
+func cmpObj(a, b obj) int {
+	if c := cmp.Compare(a.n, b.n); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.kind, b.kind)
+}
+
+func objKey(name string, n uint64, kind byte) string {
+	k := segPrefix(name) + fmt.Sprintf("%020d", n)
+	if kind != kindSeg {
+		k += string(kind)
+	}
+	return k
+}
+
+// parseObj reads a key of name's segment directory; ok is false for keys
+// trove did not write.
+func parseObj(prefix string, lo *blob.ListObject) (obj, bool) {
+	rest, found := strings.CutPrefix(lo.Key, prefix)
+	if !found || lo.IsDir || len(rest) < 20 || len(rest) > 21 {
+		return obj{}, false
+	}
+	n, err := strconv.ParseUint(rest[:20], 10, 64)
+	if err != nil {
+		return obj{}, false
+	}
+	var kind byte
+	if len(rest) == 21 {
+		kind = rest[20]
+		if kind != kindCompact && kind != kindWrite {
+			return obj{}, false
+		}
+	}
+	return obj{n: n, kind: kind, key: lo.Key, size: lo.Size, mod: lo.ModTime}, true
+}
+
+// part is one object of a logical file; size -1 is "to its end".
+type part struct {
+	key  string
+	size int64
+}
+
+// layout is a logical file as found at one moment: the object under its name
+// alone (plain), or a base (that object or the newest base object) and the
+// segments numbered above the base.
+type layout struct {
+	plain bool
+	parts []part
+	size  int64 // -1 while a plain file's size is unknown
+	mod   time.Time
+	base  obj    // the base object in use; kind 0 is the name itself
+	last  uint64 // highest number listed
+	objs  []obj  // everything in the segment directory, sorted
+}
+
+// listKeys lists the keys below prefix (one level with delimited, the whole
+// tree without), as names. A listing that trips over an object vanishing
+// under it (fileblob lists a file, then fails to stat it) starts again.
+func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
+	opts := &blob.ListOptions{Prefix: enc(prefix)}
+	if delimited {
+		opts.Delimiter = "/"
+	}
+	for try := 0; ; try++ {
+		var out []*blob.ListObject
+		it := s.b.List(opts)
+		var err error
+		for {
+			var lo *blob.ListObject
+			if lo, err = it.Next(ctx); err != nil {
+				break
+			}
+			lo.Key = dec(lo.Key)
+			out = append(out, lo)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if !isNotFound(err) || try >= maxRetries {
+			return nil, err
+		}
+	}
+}
+
+// listPage lists at most n keys below prefix, as names.
+func (s *Storage) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
+	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
+	for _, lo := range page {
+		lo.Key = dec(lo.Key)
+	}
+	return page, err
+}
+
+// enc maps a name to its key. An element ending in ".." is wrapped in the
+// reserved prefix and a "~": fileblob turns "x../" into an escape instead of
+// a directory, and gofakes3 ignores the delimiter after it. No name trove
+// accepts has an element starting with the prefix, and none of its own ends
+// in "..~", so dec undoes enc exactly.
+func enc(name string) string {
+	return mapElems(name, "..", func(e string) string { return backend.ReservedPrefix + e + "~" })
+}
+
+func dec(key string) string {
+	return mapElems(key, "..~", func(e string) string {
+		return strings.TrimSuffix(strings.TrimPrefix(e, backend.ReservedPrefix), "~")
+	})
+}
+
+// mapElems applies f to every element of p that ends in suffix.
+func mapElems(p, suffix string, f func(string) string) string {
+	if !strings.Contains(p, "..") {
+		return p
+	}
+	elems := strings.Split(p, "/")
+	for i, e := range elems {
+		if strings.HasSuffix(e, suffix) {
+			elems[i] = f(e)
+		}
+	}
+	return strings.Join(elems, "/")
+}
+
+// listObjs lists name's segment directory in order.
+func (s *Storage) listObjs(ctx context.Context, name string) ([]obj, error) {
+	prefix := segPrefix(name)
+	los, err := s.listKeys(ctx, prefix, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []obj
+	for _, lo := range los {
+		if o, ok := parseObj(prefix, lo); ok {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, cmpObj)
+	return out, nil
+}
+
+// resolve finds the objects of a logical file. A plain file costs one
+// listing; its existence and size are left to the read (sized false) or
+// asked for (sized true). The error is the driver's; the layout's objs are
+// filled even when the file does not exist, so leftovers can be removed.
+func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout, error) {
+	objs, err := s.listObjs(ctx, name)
+	if err != nil {
+		return layout{}, err
+	}
+	l := layout{objs: objs, size: -1}
+	if len(objs) == 0 {
+		l.plain = true
+		l.parts = []part{{key: name, size: -1}}
+		if !sized {
+			return l, nil
+		}
+	}
+	attrs, err := s.b.Attributes(ctx, enc(name))
+	if err != nil {
+		return l, err
+	}
+	l.mod = attrs.ModTime
+	if l.plain {
+		l.size = attrs.Size
+		l.parts[0].size = attrs.Size
+		return l, nil
+	}
+	l.last = objs[len(objs)-1].n
+	l.base = obj{key: name, size: attrs.Size, mod: attrs.ModTime}
+	for _, o := range objs {
+		if o.kind != kindSeg {
+			l.base = o
+		}
+	}
+	l.parts = []part{{key: l.base.key, size: l.base.size}}
+	l.size = l.base.size
+	for _, o := range objs {
+		if o.kind != kindSeg || (l.base.kind != kindSeg && o.n <= l.base.n) {
+			continue
+		}
+		l.parts = append(l.parts, part{key: o.key, size: o.size})
+		l.size += o.size
+		if o.mod.After(l.mod) {
+			l.mod = o.mod
+		}
+	}
+	return l, nil
+}
+
+// drop deletes objects a newer base made stale. A failure only leaves
+// garbage that readers skip and the next replacement deletes.
+func (s *Storage) drop(ctx context.Context, name string, objs []obj) {
+	for _, o := range objs {
+		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
+			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)
+		}
+	}
+}
