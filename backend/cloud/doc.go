@@ -7,10 +7,13 @@
 //
 //   - A file written whole is one object under its own name.
 //   - A file being appended also has numbered segment objects under
-//     ".~seg/<name>/.~<20-digit number>". Each Sync uploads one segment
-//     holding only the bytes written since the last Sync, created only if
-//     absent, so a second writer racing for the same number fails
-//     (ErrLocked) instead of merging.
+//     ".~seg/<name>/.~<20-digit number>". Opening a writer claims the next
+//     number with an empty segment; each Sync uploads one segment holding
+//     only the bytes written since the last Sync. Segments are created only
+//     if absent, so of two writers the one that opened first fails at its
+//     next Sync (ErrLocked) instead of merging; it also checks that its
+//     previous number still exists, since a later writer's compaction may
+//     have freed (and hidden) the number it takes.
 //   - A base object in the same directory, ".~<number>c" (a compaction) or
 //     ".~<number>w" (a replacement), holds the whole file up to its number
 //     and hides the name's own object and every lower number. A compaction

@@ -221,8 +221,10 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 	return l, nil
 }
 
-// drop deletes objects a newer base made stale. A failure only leaves
-// garbage that readers skip and the next replacement deletes.
+// drop deletes objects a newer base made stale, in ascending order: a
+// writer that finds its previous number gone knows its next may be hidden.
+// A failure only leaves garbage that readers skip and the next replacement
+// deletes.
 func (s *Storage) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
 		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {

@@ -160,7 +160,18 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 			return nil, fail(op, name, err)
 		}
 	}
-	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: l.last + 1, live: len(l.parts) - 1}, nil
+	// Claim the next number with an empty segment. A writer still holding
+	// an older number then fails at its next Sync (ErrLocked), so no number
+	// that a compaction or a replacement deleted can be filled again by a
+	// writer that does not know the new base hides it.
+	next := l.last + 1
+	if lost, err := s.create(ctx, objKey(name, next, kindSeg), bytes.NewReader(nil)); err != nil {
+		if lost {
+			return nil, backend.PathErr(op, name, fmt.Errorf("%w: another writer is appending: %w", backend.ErrLocked, err))
+		}
+		return nil, fail(op, name, err)
+	}
+	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: next + 1, live: len(l.parts)}, nil
 }
 
 // writer buffers appends and uploads them as one segment per Sync.
@@ -217,6 +228,17 @@ func (w *writer) flush() error {
 		} else {
 			w.err = fail("sync", w.name, err)
 		}
+		return w.err
+	}
+	// A compaction or replacement by a writer that opened later may have
+	// deleted this number and hidden it under its base; it deleted the
+	// number below first (drop goes upwards), so look there.
+	if _, err := w.s.b.Attributes(w.ctx, enc(objKey(w.name, w.next-1, kindSeg))); err != nil {
+		if isNotFound(err) {
+			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
+			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
+		}
+		w.err = fail("sync", w.name, err)
 		return w.err
 	}
 	w.next++

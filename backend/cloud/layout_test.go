@@ -1,0 +1,231 @@
+package cloud_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+)
+
+// newRaw returns a Storage and the bucket under it, to look at or meddle
+// with the objects directly.
+func newRaw(t *testing.T, opts ...cloud.Option) (*cloud.Storage, *blob.Bucket) {
+	t.Helper()
+	b := memblob.OpenBucket(nil)
+	st, err := cloud.New(b, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, b
+}
+
+func keys(t *testing.T, b *blob.Bucket) []string {
+	t.Helper()
+	var out []string
+	it := b.List(nil)
+	for {
+		o, err := it.Next(t.Context())
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o.Key)
+	}
+}
+
+func appendSynced(t *testing.T, st backend.Storage, name string, recs ...string) {
+	t.Helper()
+	w, err := st.OpenWriter(t.Context(), name, backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if _, err := w.Write([]byte(r)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantFile(t *testing.T, st backend.Storage, name, want string) {
+	t.Helper()
+	got, err := st.ReadFile(t.Context(), name)
+	if err != nil || string(got) != want {
+		t.Fatalf("ReadFile(%s) = %q, %v; want %q", name, got, err, want)
+	}
+	fi, err := st.Stat(t.Context(), name)
+	if err != nil || fi.Size != int64(len(want)) {
+		t.Fatalf("Stat(%s) = %+v, %v; want size %d", name, fi, err, len(want))
+	}
+}
+
+// A WriteFile over an appended file leaves the name object and one write
+// base: every segment it replaced is gone, and the content is the new one.
+func TestWriteFileOverSegments(t *testing.T) {
+	st, b := newRaw(t)
+	appendSynced(t, st, "d/log", "a\n", "b\n", "c\n")
+	if err := st.WriteFile(t.Context(), "d/log", []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "d/log", "new\n")
+	// The name, the empty segment that claimed the base's number, the base.
+	got := keys(t, b)
+	if len(got) != 3 || !strings.HasSuffix(got[1], "w") || got[2] != "d/log" {
+		t.Fatalf("objects after WriteFile = %q, want the name, a claim and one write base", got)
+	}
+	appendSynced(t, st, "d/log", "more\n")
+	wantFile(t, st, "d/log", "new\nmore\n")
+}
+
+// A writer that was appending when another WriteFile replaced the file fails
+// at its next Sync instead of adding its bytes to the new content.
+func TestWriterLosesToWriteFile(t *testing.T) {
+	st, _ := newRaw(t)
+	appendSynced(t, st, "f", "one\n")
+	w, err := st.OpenWriter(t.Context(), "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := st.WriteFile(t.Context(), "f", []byte("replaced\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("late\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("Sync after a replacement = %v, want ErrLocked", err)
+	}
+	wantFile(t, st, "f", "replaced\n")
+}
+
+// Segments left by an unlink that stopped between its deletes (the name
+// object went first) never come back as the content of a new file.
+func TestLeftoversDoNotResurrect(t *testing.T) {
+	st, b := newRaw(t)
+	appendSynced(t, st, "f", "secret\n", "old\n")
+	if err := b.Delete(t.Context(), "f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(t.Context(), "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat after the name object went = %v, want not exist", err)
+	}
+	appendSynced(t, st, "f", "fresh\n")
+	wantFile(t, st, "f", "fresh\n")
+}
+
+// A compaction folds the segments into one base; a reader that started
+// before it reads on at the same offset and gets the same bytes.
+func TestCompactionUnderReader(t *testing.T) {
+	st, b := newRaw(t, cloud.WithCompactAt(2))
+	var want bytes.Buffer
+	w, err := st.OpenWriter(t.Context(), "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		rec := bytes.Repeat([]byte{byte('a' + i)}, 1000)
+		want.Write(rec)
+		if _, err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := st.Open(t.Context(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	head := make([]byte, 1500)
+	if _, err := io.ReadFull(r, head); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil { // 5 segments > 2: compacts
+		t.Fatal(err)
+	}
+	got := keys(t, b)
+	if len(got) != 2 || !strings.HasSuffix(got[0], "c") {
+		t.Fatalf("objects after compaction = %q, want the name and one compaction base", got)
+	}
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("reading on after a compaction: %v", err)
+	}
+	if all := append(head, rest...); !bytes.Equal(all, want.Bytes()) {
+		t.Fatalf("read %d bytes across a compaction, want the %d written", len(all), want.Len())
+	}
+	wantFile(t, st, "f", want.String())
+}
+
+// An element ending in ".." is a directory like any other on every bucket.
+func TestDotDotSuffixElements(t *testing.T) {
+	for _, open := range []func(t *testing.T) backend.Storage{
+		func(t *testing.T) backend.Storage { st, _ := newRaw(t); return st },
+		func(t *testing.T) backend.Storage {
+			st, err := cloud.OpenFileblob(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	} {
+		st := open(t)
+		for _, name := range []string{"a../b", "a../c../d", "x.."} {
+			if err := st.WriteFile(t.Context(), name, []byte(name)); err != nil {
+				t.Fatal(err)
+			}
+			wantFile(t, st, name, name)
+		}
+		var names []string
+		for fi, err := range st.List(t.Context(), "a..") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, fi.Name)
+		}
+		if !slices.Equal(names, []string{"a../b", "a../c.."}) {
+			t.Fatalf("List(a..) = %q", names)
+		}
+	}
+}
+
+// A writer that stayed open while a later writer appended and compacted the
+// file fails at its next Sync, though the number it takes was freed by the
+// compaction: its bytes would be hidden under the new base.
+func TestStaleWriterAfterCompaction(t *testing.T) {
+	st, _ := newRaw(t, cloud.WithCompactAt(1))
+	ctx := t.Context()
+	a, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	appendSynced(t, st, "f", "b1\n", "b2\n", "b3\n") // opens, appends, compacts
+	if _, err := a.Write([]byte("a1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(); !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("a stale writer's Sync = %v, want ErrLocked", err)
+	}
+	wantFile(t, st, "f", "b1\nb2\nb3\n")
+}
