@@ -3,50 +3,14 @@ package cas_test
 import (
 	"testing"
 
-	"github.com/spf13/afero"
-
-	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/fs"
-	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/backend/backendtest"
 	"github.com/trovekit/trove/conformance"
 )
 
 // The cas suite on the local backends; the full matrix (cloud included) runs
 // in package conformance.
-func localBackends() []struct {
-	name string
-	new  func(tb testing.TB) backend.Storage
-} {
-	return []struct {
-		name string
-		new  func(tb testing.TB) backend.Storage
-	}{
-		{"mem", func(tb testing.TB) backend.Storage {
-			st := mem.New()
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"fs", func(tb testing.TB) backend.Storage {
-			st, err := fs.NewOS(tb.TempDir())
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"fs-memmapfs", func(tb testing.TB) backend.Storage {
-			st, err := fs.New(afero.NewMemMapFs(), "/trove")
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-	}
-}
-
 func TestConformance(t *testing.T) {
-	for _, b := range localBackends() {
-		t.Run(b.name, func(t *testing.T) { conformance.TestCAS(t, b.new) })
+	for _, b := range backendtest.Local() {
+		t.Run(b.Name, func(t *testing.T) { conformance.TestCAS(t, b.New) })
 	}
 }

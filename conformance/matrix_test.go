@@ -3,51 +3,20 @@ package conformance_test
 import (
 	"testing"
 
-	"github.com/spf13/afero"
-
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/backendtest"
 	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
-	"github.com/trovekit/trove/backend/fs"
-	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/conformance"
 )
 
-// backendCase names one backend of the matrix and makes fresh, empty stores.
-type backendCase struct {
-	name string
-	new  func(tb testing.TB) backend.Storage
-}
-
 // backends lists every backend the matrix runs; servers live as long as tb.
-// fileblob and the GCS and Azure servers join once backend/cloud passes on
-// them (see the foundation issue's notes).
-func backends(tb testing.TB) []backendCase {
+// GCS and Azure join once their servers are in cloudtest.
+func backends(tb testing.TB) []backendtest.Case {
 	s3 := cloudtest.StartS3(tb)
-	return []backendCase{
-		{"fs", func(tb testing.TB) backend.Storage {
-			st, err := fs.NewOS(tb.TempDir())
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"fs-memmapfs", func(tb testing.TB) backend.Storage {
-			st, err := fs.New(afero.NewMemMapFs(), "/trove")
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"mem", func(tb testing.TB) backend.Storage {
-			st := mem.New()
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		{"memblob", cloudtest.NewMemblob},
-		{"fileblob", func(tb testing.TB) backend.Storage {
+	return append(backendtest.Local(),
+		backendtest.Case{Name: "memblob", New: cloudtest.NewMemblob},
+		backendtest.Case{Name: "fileblob", New: func(tb testing.TB) backend.Storage {
 			st, err := cloud.OpenFileblob(tb.TempDir())
 			if err != nil {
 				tb.Fatal(err)
@@ -55,8 +24,8 @@ func backends(tb testing.TB) []backendCase {
 			tb.Cleanup(func() { st.Close() })
 			return st
 		}},
-		{"s3", s3.New},
-	}
+		backendtest.Case{Name: "s3", New: s3.New},
+	)
 }
 
 // suite is one layer's conformance suite.
@@ -79,9 +48,9 @@ func suites() []suite {
 // `make conformance` turns its results into a table.
 func TestMatrix(t *testing.T) {
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			for _, s := range suites() {
-				t.Run(s.name, func(t *testing.T) { s.run(t, b.new) })
+				t.Run(s.name, func(t *testing.T) { s.run(t, b.New) })
 			}
 		})
 	}
@@ -90,9 +59,9 @@ func TestMatrix(t *testing.T) {
 // BenchmarkMatrix runs the storage and cas benchmarks on every backend.
 func BenchmarkMatrix(b *testing.B) {
 	for _, be := range backends(b) {
-		b.Run(be.name, func(b *testing.B) {
-			b.Run("storage", func(b *testing.B) { conformance.BenchStorage(b, be.new) })
-			b.Run("cas", func(b *testing.B) { conformance.BenchCAS(b, be.new) })
+		b.Run(be.Name, func(b *testing.B) {
+			b.Run("storage", func(b *testing.B) { conformance.BenchStorage(b, be.New) })
+			b.Run("cas", func(b *testing.B) { conformance.BenchCAS(b, be.New) })
 		})
 	}
 }
