@@ -29,17 +29,6 @@ var (
 	ErrClosed = errors.New("run log closed")
 )
 
-func pathErr(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == op && pe.Path == path {
-		return err
-	}
-	return &fs.PathError{Op: op, Path: path, Err: err}
-}
-
 // lineErr names the line of a run file an error is about.
 func lineErr(path string, line int, err error) error {
 	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("line %d: %w", line, err)}

@@ -207,7 +207,7 @@ func (s *Store) headInfo(ctx context.Context, fi backend.Info) (RunInfo, error) 
 	ri := RunInfo{RunID: id, Path: fi.Name, Size: fi.Size, ModTime: fi.ModTime}
 	data, err := s.st.ReadPrefix(ctx, fi.Name, headerPrefix)
 	if err != nil {
-		return ri, pathErr("read", fi.Name, err)
+		return ri, backend.PathErr("read", fi.Name, err)
 	}
 	h := scanHeader(data)
 	if !h.complete && !h.sawSession && bytes.IndexByte(data, '\n') < 0 && len(data) == headerPrefix {
@@ -226,13 +226,13 @@ func (s *Store) headInfo(ctx context.Context, fi backend.Info) (RunInfo, error) 
 func (s *Store) firstLine(ctx context.Context, name string) ([]byte, error) {
 	rc, err := s.st.Open(ctx, name)
 	if err != nil {
-		return nil, pathErr("read", name, err)
+		return nil, backend.PathErr("read", name, err)
 	}
 	defer rc.Close()
 	lr := lineReader{r: bufio.NewReaderSize(rc, 64<<10), max: s.maxLine}
 	line, _, err := lr.next()
 	if err != nil && !errors.Is(err, errLineTooLong) && !errors.Is(err, io.EOF) {
-		return nil, pathErr("read", name, err)
+		return nil, backend.PathErr("read", name, err)
 	}
 	return line, nil
 }
@@ -291,19 +291,19 @@ func scanHeader(data []byte) headerFields {
 // several runs is ErrAmbiguous.
 func (s *Store) Find(ctx context.Context, id string) (RunInfo, error) {
 	if err := checkID("run id", id); err != nil {
-		return RunInfo{}, pathErr("find", id, err)
+		return RunInfo{}, backend.PathErr("find", id, err)
 	}
 	var matches []backend.Info
 	for day, err := range s.days(ctx, time.Time{}, time.Time{}) {
 		if err != nil {
-			return RunInfo{}, pathErr("find", id, err)
+			return RunInfo{}, backend.PathErr("find", id, err)
 		}
 		for fi, err := range s.st.List(ctx, day) {
 			if errors.Is(err, fs.ErrNotExist) {
 				break
 			}
 			if err != nil {
-				return RunInfo{}, pathErr("find", id, err)
+				return RunInfo{}, backend.PathErr("find", id, err)
 			}
 			rid, ok := runIDOf(fi.Name)
 			if !ok || fi.IsDir {
@@ -319,7 +319,7 @@ func (s *Store) Find(ctx context.Context, id string) (RunInfo, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return RunInfo{}, pathErr("find", id, fs.ErrNotExist)
+		return RunInfo{}, backend.PathErr("find", id, fs.ErrNotExist)
 	case 1:
 		return s.headInfo(ctx, matches[0])
 	}
@@ -328,5 +328,5 @@ func (s *Store) Find(ctx context.Context, id string) (RunInfo, error) {
 		rid, _ := runIDOf(m.Name)
 		names = append(names, rid)
 	}
-	return RunInfo{}, pathErr("find", id, fmt.Errorf("%w: %d runs (%s...)", ErrAmbiguous, len(matches), strings.Join(names, ", ")))
+	return RunInfo{}, backend.PathErr("find", id, fmt.Errorf("%w: %d runs (%s...)", ErrAmbiguous, len(matches), strings.Join(names, ", ")))
 }

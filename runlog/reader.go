@@ -11,6 +11,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
 )
 
@@ -103,7 +104,7 @@ func (s *Store) Load(ctx context.Context, runID string, opts ...ReadOption) (*Ru
 	run.Torn = torn
 	sum.torn = torn
 	if run.Header == nil {
-		run.Problems = append(run.Problems, pathErr("read", info.Path, fmt.Errorf("%w: no header", ErrCorrupt)))
+		run.Problems = append(run.Problems, backend.PathErr("read", info.Path, fmt.Errorf("%w: no header", ErrCorrupt)))
 	}
 	run.Summary = sum.summary()
 	return run, nil
@@ -123,11 +124,11 @@ func (s *Store) OpenOutput(ctx context.Context, t *ToolOutput) (io.ReadCloser, e
 		return io.NopCloser(strings.NewReader(t.ResultRaw)), nil
 	}
 	if s.blobs == nil {
-		return nil, pathErr("open", t.OutputRef.ID, fmt.Errorf("%w: no blob store", ErrBlob))
+		return nil, backend.PathErr("open", t.OutputRef.ID, fmt.Errorf("%w: no blob store", ErrBlob))
 	}
 	rc, err := s.blobs.Open(ctx, ref)
 	if err != nil {
-		return nil, pathErr("open", t.OutputRef.ID, fmt.Errorf("%w: %w", ErrBlob, err))
+		return nil, backend.PathErr("open", t.OutputRef.ID, fmt.Errorf("%w: %w", ErrBlob, err))
 	}
 	return rc, nil
 }
@@ -138,13 +139,13 @@ func (s *Store) OpenOutput(ctx context.Context, t *ToolOutput) (io.ReadCloser, e
 func (s *Store) scan(ctx context.Context, path string, resolve bool, yield func(Entry, error) bool) (bool, error) {
 	rc, err := s.st.Open(ctx, path)
 	if err != nil {
-		return false, pathErr("read", path, err)
+		return false, backend.PathErr("read", path, err)
 	}
 	defer rc.Close()
 	lr := lineReader{r: bufio.NewReaderSize(rc, 64<<10), max: s.maxLine}
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return false, pathErr("read", path, err)
+			return false, backend.PathErr("read", path, err)
 		}
 		line, complete, err := lr.next()
 		if err == io.EOF {
@@ -157,7 +158,7 @@ func (s *Store) scan(ctx context.Context, path string, resolve bool, yield func(
 			continue
 		}
 		if err != nil {
-			return false, pathErr("read", path, err)
+			return false, backend.PathErr("read", path, err)
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {

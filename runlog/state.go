@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // State is a session state snapshot for resume (spec 004 section 3.1): the
@@ -99,7 +101,7 @@ func jsonKeys(t reflect.Type) map[string]bool {
 // It fills schema_version (1) and updated_at (now) when they are zero.
 func (s *Store) SaveState(ctx context.Context, st State) error {
 	if err := checkID("session id", st.SessionID); err != nil {
-		return pathErr("save state", st.SessionID, err)
+		return backend.PathErr("save state", st.SessionID, err)
 	}
 	path := StatePath(st.SessionID)
 	if st.SchemaVersion == 0 {
@@ -113,16 +115,16 @@ func (s *Store) SaveState(ctx context.Context, st State) error {
 	}
 	if st.RunID != "" {
 		if err := checkID("run id", st.RunID); err != nil {
-			return pathErr("save state", path, err)
+			return backend.PathErr("save state", path, err)
 		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(st); err != nil {
-		return pathErr("save state", path, fmt.Errorf("%w: %v", ErrInvalid, err))
+		return backend.PathErr("save state", path, fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
-	return pathErr("save state", path, s.st.WriteFile(ctx, path, buf.Bytes()))
+	return backend.PathErr("save state", path, s.st.WriteFile(ctx, path, buf.Bytes()))
 }
 
 // LoadState reads the snapshot of session id. A missing one is
@@ -130,16 +132,16 @@ func (s *Store) SaveState(ctx context.Context, st State) error {
 // schema_version is read best-effort, as spec 004 section 8 allows.
 func (s *Store) LoadState(ctx context.Context, id string) (State, error) {
 	if err := checkID("session id", id); err != nil {
-		return State{}, pathErr("load state", id, err)
+		return State{}, backend.PathErr("load state", id, err)
 	}
 	path := StatePath(id)
 	data, err := s.st.ReadFile(ctx, path)
 	if err != nil {
-		return State{}, pathErr("load state", path, err)
+		return State{}, backend.PathErr("load state", path, err)
 	}
 	var st State
 	if err := json.Unmarshal(data, &st); err != nil {
-		return State{}, pathErr("load state", path, fmt.Errorf("%w: %v", ErrCorrupt, err))
+		return State{}, backend.PathErr("load state", path, fmt.Errorf("%w: %v", ErrCorrupt, err))
 	}
 	return st, nil
 }

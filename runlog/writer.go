@@ -70,18 +70,18 @@ func (s *Store) Create(ctx context.Context, h *Header) (*Writer, error) {
 		h.StartedAt = TimeOf(s.now())
 	}
 	if err := checkID("run id", h.RunID); err != nil {
-		return nil, pathErr("create", h.RunID, err)
+		return nil, backend.PathErr("create", h.RunID, err)
 	}
 	if h.SessionID != "" {
 		if err := checkID("session id", h.SessionID); err != nil {
-			return nil, pathErr("create", h.RunID, err)
+			return nil, backend.PathErr("create", h.RunID, err)
 		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(h); err != nil {
-		return nil, pathErr("create", h.RunID, fmt.Errorf("%w: %v", ErrInvalid, err))
+		return nil, backend.PathErr("create", h.RunID, fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
 	return s.create(ctx, h, buf.Bytes())
 }
@@ -107,10 +107,10 @@ func (s *Store) CreateRaw(ctx context.Context, header []byte) (*Writer, error) {
 	case !ok:
 		return nil, fmt.Errorf("runlog: create: %w: a %q record is not a header", ErrInvalid, clip(e.Type))
 	case h.StartedAt.IsZero():
-		return nil, pathErr("create", h.RunID, fmt.Errorf("%w: header without a valid started_at", ErrInvalid))
+		return nil, backend.PathErr("create", h.RunID, fmt.Errorf("%w: header without a valid started_at", ErrInvalid))
 	}
 	if err := checkID("run id", h.RunID); err != nil {
-		return nil, pathErr("create", h.RunID, err)
+		return nil, backend.PathErr("create", h.RunID, err)
 	}
 	line := make([]byte, 0, len(header)+1)
 	return s.create(ctx, h, append(append(line, header...), '\n'))
@@ -122,7 +122,7 @@ func (s *Store) create(ctx context.Context, h *Header, line []byte) (*Writer, er
 	path := RunPath(h.RunID, h.StartedAt.Time)
 	bw, err := s.st.OpenWriter(ctx, path, backend.WriterOptions{Exclusive: true})
 	if err != nil {
-		return nil, pathErr("create", path, err)
+		return nil, backend.PathErr("create", path, err)
 	}
 	if _, err = bw.Write(line); err == nil {
 		err = bw.Sync()
@@ -131,7 +131,7 @@ func (s *Store) create(ctx context.Context, h *Header, line []byte) (*Writer, er
 		bw.Close()
 		// Best effort: a failed Create should leave no half run behind.
 		_ = s.st.Unlink(context.WithoutCancel(ctx), path)
-		return nil, pathErr("create", path, err)
+		return nil, backend.PathErr("create", path, err)
 	}
 	w := &Writer{s: s, path: path, runID: h.RunID, sessionID: h.SessionID, w: bw, lastEvent: -1, open: map[int64]struct{}{}}
 	w.enc = json.NewEncoder(&w.buf)
@@ -156,9 +156,9 @@ func (w *Writer) Path() string { return w.path }
 func (w *Writer) Append(ctx context.Context, rec Record) error {
 	switch r := rec.(type) {
 	case nil:
-		return pathErr("append", w.path, fmt.Errorf("%w: nil record", ErrInvalid))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: nil record", ErrInvalid))
 	case *Header:
-		return pathErr("append", w.path, fmt.Errorf("%w: the header is written by Create", ErrInvalid))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: the header is written by Create", ErrInvalid))
 	case *Unknown:
 		return w.AppendRaw(ctx, r.Raw)
 	case *ToolOutput:
@@ -182,7 +182,7 @@ func (w *Writer) Append(ctx context.Context, rec Record) error {
 func (w *Writer) Event(ctx context.Context, event any) (int64, error) {
 	raw, err := rawJSON(event)
 	if err != nil {
-		return 0, pathErr("append", w.path, fmt.Errorf("%w: event: %v", ErrInvalid, err))
+		return 0, backend.PathErr("append", w.path, fmt.Errorf("%w: event: %v", ErrInvalid, err))
 	}
 	rec := &AgentEvent{Event: raw}
 	err = w.write(ctx, rec, nil, func() { rec.Seq = w.lastEvent + 1 })
@@ -193,7 +193,7 @@ func (w *Writer) Event(ctx context.Context, event any) (int64, error) {
 // the first) and returns the seq, which its LLMResponse must carry.
 func (w *Writer) Request(ctx context.Context, r *LLMRequest) (int64, error) {
 	if r == nil {
-		return 0, pathErr("append", w.path, fmt.Errorf("%w: nil request", ErrInvalid))
+		return 0, backend.PathErr("append", w.path, fmt.Errorf("%w: nil request", ErrInvalid))
 	}
 	err := w.write(ctx, r, nil, func() { r.Seq = w.lastReq + 1 })
 	return r.Seq, err
@@ -204,7 +204,7 @@ func (w *Writer) Request(ctx context.Context, r *LLMRequest) (int64, error) {
 // costs bounded memory. r.ResultRaw and r.OutputRef are ignored.
 func (w *Writer) ToolOutputFrom(ctx context.Context, r *ToolOutput, src io.Reader) error {
 	if r == nil || src == nil {
-		return pathErr("append", w.path, fmt.Errorf("%w: nil tool output or reader", ErrInvalid))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: nil tool output or reader", ErrInvalid))
 	}
 	if err := w.check(ctx); err != nil {
 		return err
@@ -213,7 +213,7 @@ func (w *Writer) ToolOutputFrom(ctx context.Context, r *ToolOutput, src io.Reade
 	out.OutputRef, out.resolved, out.stored = nil, false, ""
 	head, err := io.ReadAll(io.LimitReader(src, w.s.threshold+1))
 	if err != nil {
-		return pathErr("append", w.path, err)
+		return backend.PathErr("append", w.path, err)
 	}
 	switch {
 	case int64(len(head)) <= w.s.threshold:
@@ -221,7 +221,7 @@ func (w *Writer) ToolOutputFrom(ctx context.Context, r *ToolOutput, src io.Reade
 	case w.s.blobs == nil:
 		rest, err := io.ReadAll(src)
 		if err != nil {
-			return pathErr("append", w.path, err)
+			return backend.PathErr("append", w.path, err)
 		}
 		out.ResultRaw = string(head) + string(rest)
 	default:
@@ -243,16 +243,16 @@ func (w *Writer) AppendRaw(ctx context.Context, raw []byte) error {
 	if bytes.IndexByte(raw, '\n') >= 0 {
 		var b bytes.Buffer
 		if err := json.Compact(&b, raw); err != nil {
-			return pathErr("append", w.path, fmt.Errorf("%w: not JSON: %v", ErrInvalid, err))
+			return backend.PathErr("append", w.path, fmt.Errorf("%w: not JSON: %v", ErrInvalid, err))
 		}
 		raw = b.Bytes()
 	}
 	e, err := parseLine(raw)
 	if err != nil {
-		return pathErr("append", w.path, fmt.Errorf("%w: %v", ErrInvalid, err))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
 	if e.Type == TypeHeader {
-		return pathErr("append", w.path, fmt.Errorf("%w: the header is written by Create", ErrInvalid))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: the header is written by Create", ErrInvalid))
 	}
 	return w.write(ctx, e.Record, raw, nil)
 }
@@ -265,7 +265,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 		return err
 	}
 	if err := w.w.Sync(); err != nil {
-		w.err = pathErr("sync", w.path, err)
+		w.err = backend.PathErr("sync", w.path, err)
 		return w.err
 	}
 	return nil
@@ -282,10 +282,10 @@ func (w *Writer) Close() error {
 	w.closed = true
 	err := w.err
 	if err == nil {
-		err = pathErr("sync", w.path, w.w.Sync())
+		err = backend.PathErr("sync", w.path, w.w.Sync())
 	}
 	if cerr := w.w.Close(); err == nil {
-		err = pathErr("close", w.path, cerr)
+		err = backend.PathErr("close", w.path, cerr)
 	}
 	return err
 }
@@ -301,11 +301,11 @@ func (w *Writer) check(ctx context.Context) error {
 func (w *Writer) usable(ctx context.Context) error {
 	switch {
 	case w.closed:
-		return pathErr("append", w.path, ErrClosed)
+		return backend.PathErr("append", w.path, ErrClosed)
 	case w.err != nil:
 		return w.err
 	}
-	return pathErr("append", w.path, ctx.Err())
+	return backend.PathErr("append", w.path, ctx.Err())
 }
 
 // write appends rec (encoded, or raw when given) under the lock; assign, if
@@ -320,12 +320,12 @@ func (w *Writer) write(ctx context.Context, rec Record, raw []byte, assign func(
 		assign()
 	}
 	if err := w.order(rec, raw == nil); err != nil {
-		return pathErr("append", w.path, err)
+		return backend.PathErr("append", w.path, err)
 	}
 	w.buf.Reset()
 	if raw == nil {
 		if err := w.enc.Encode(rec); err != nil {
-			return pathErr("append", w.path, fmt.Errorf("%w: %v", ErrInvalid, err))
+			return backend.PathErr("append", w.path, fmt.Errorf("%w: %v", ErrInvalid, err))
 		}
 	} else {
 		w.buf.Write(raw)
@@ -338,13 +338,13 @@ func (w *Writer) write(ctx context.Context, rec Record, raw []byte, assign func(
 		w.enc.SetEscapeHTML(false)
 	}
 	if err != nil {
-		w.err = pathErr("append", w.path, err)
+		w.err = backend.PathErr("append", w.path, err)
 		return w.err
 	}
 	w.advance(rec)
 	if rec != nil && w.s.syncOn[rec.RecordType()] {
 		if err := w.w.Sync(); err != nil {
-			w.err = pathErr("sync", w.path, err)
+			w.err = backend.PathErr("sync", w.path, err)
 			return w.err
 		}
 	}
@@ -452,7 +452,7 @@ func (w *Writer) externalize(ctx context.Context, out *ToolOutput, src io.Reader
 	cr := &countReader{r: src}
 	ref, err := w.s.blobs.PutReader(ctx, cr)
 	if err != nil {
-		return pathErr("append", w.path, fmt.Errorf("%w: %w", ErrBlob, err))
+		return backend.PathErr("append", w.path, fmt.Errorf("%w: %w", ErrBlob, err))
 	}
 	lines := cr.lines
 	if cr.n > 0 && cr.last != '\n' {

@@ -14,46 +14,50 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "checkpoint", Short: "Snapshot a workspace and rewind it"}
 	var dir string
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
-	open := func(cmd *cobra.Command) (*checkpoint.Manager, error) {
+	// with runs fn on a manager for the workspace, closed after.
+	with := func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
 		st, err := a.store(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return checkpoint.OpenDir(ctx, st, abs, checkpoint.WithLogger(a.log))
+		m, err := checkpoint.OpenDir(ctx, st, abs, checkpoint.WithLogger(a.log))
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		return fn(m)
 	}
 	create := &cobra.Command{
 		Use:   "create NAME [PATH...]",
 		Short: "Snapshot the named paths (absent ones recorded as absent), or the whole tree",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			var opts []checkpoint.CreateOption
-			if ign := storeInside(a, dir); ign != "" {
-				opts = append(opts, checkpoint.WithIgnore(ign))
-			}
-			var man *checkpoint.Manifest
-			if len(args) == 1 {
-				man, err = m.CreateTree(cmd.Context(), args[0], opts...)
-			} else {
-				man, err = m.Create(cmd.Context(), args[0], args[1:], opts...)
-			}
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(man)
-			}
-			a.printf("checkpoint %s: %d files, %d skipped\n", args[0], len(man.Files), len(man.Skipped))
-			return nil
+			return with(cmd, func(m *checkpoint.Manager) error {
+				var opts []checkpoint.CreateOption
+				if ign := storeInside(a, dir); ign != "" {
+					opts = append(opts, checkpoint.WithIgnore(ign))
+				}
+				var man *checkpoint.Manifest
+				var err error
+				if len(args) == 1 {
+					man, err = m.CreateTree(cmd.Context(), args[0], opts...)
+				} else {
+					man, err = m.Create(cmd.Context(), args[0], args[1:], opts...)
+				}
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(man)
+				}
+				a.printf("checkpoint %s: %d files, %d skipped\n", args[0], len(man.Files), len(man.Skipped))
+				return nil
+			})
 		},
 	}
 	var dryRun bool
@@ -62,27 +66,21 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		Short: "Restore the workspace to a checkpoint (--dry-run: report only)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			res, err := m.Rewind(cmd.Context(), args[0], dryRun)
-			if a.jsonOut && res != nil {
-				if perr := a.printJSON(res); perr != nil {
-					return perr
+			return with(cmd, func(m *checkpoint.Manager) error {
+				res, err := m.Rewind(cmd.Context(), args[0], dryRun)
+				if a.jsonOut && res != nil {
+					if perr := a.printJSON(res); perr != nil {
+						return perr
+					}
+				} else if res != nil {
+					verb := "rewound"
+					if dryRun {
+						verb = "would rewind"
+					}
+					a.printf("%s %d files (+%d -%d): %s\n", verb, len(res.FilesChanged), res.Insertions, res.Deletions, strings.Join(res.FilesChanged, ", "))
 				}
-			} else if res != nil {
-				verb := "rewound"
-				if dryRun {
-					verb = "would rewind"
-				}
-				a.printf("%s %d files (+%d -%d): %s\n", verb, len(res.FilesChanged), res.Insertions, res.Deletions, strings.Join(res.FilesChanged, ", "))
-			}
-			if err != nil {
 				return err
-			}
-			return nil
+			})
 		},
 	}
 	rewind.Flags().BoolVar(&dryRun, "dry-run", false, "compute the report and write nothing")
@@ -91,23 +89,20 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		Short: "Changes between a checkpoint and the workspace, with line stats",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			res, err := m.Diff(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			for _, f := range res.Files {
-				a.printf("%-9s +%-5d -%-5d %s\n", f.Status, f.Insertions, f.Deletions, f.Path)
-			}
-			a.printf("%d files, +%d -%d\n", len(res.Files), res.Insertions, res.Deletions)
-			return nil
+			return with(cmd, func(m *checkpoint.Manager) error {
+				res, err := m.Diff(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				for _, f := range res.Files {
+					a.printf("%-9s +%-5d -%-5d %s\n", f.Status, f.Insertions, f.Deletions, f.Path)
+				}
+				a.printf("%d files, +%d -%d\n", len(res.Files), res.Insertions, res.Deletions)
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(create, rewind, diff)
