@@ -381,3 +381,25 @@ func testMissing(t *testing.T, nb newStorage) {
 		wantContent(t, s, "present", []byte("here"))
 	})
 }
+
+// HostileUnreached calls every method of s with every hostile path and
+// fails t if requests, which counts what reached the store under s (a file
+// system call, an HTTP request), moved: refusal happens before any I/O.
+func HostileUnreached(t *testing.T, s backend.Storage, requests func() int64) {
+	t.Helper()
+	before := requests()
+	for _, hp := range hostilePaths {
+		for _, op := range pathOps("ok") {
+			if op.dir && hp.path == "." {
+				continue
+			}
+			err := op.call(t.Context(), s, hp.path)
+			if !errors.Is(err, backend.ErrInvalidPath) {
+				t.Errorf("%s(%s) = %v, want ErrInvalidPath", op.name, quote(hp.path), err)
+			}
+			if n := requests() - before; n != 0 {
+				t.Fatalf("%s(%s) reached the store under it: %d requests", op.name, quote(hp.path), n)
+			}
+		}
+	}
+}

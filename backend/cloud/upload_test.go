@@ -10,6 +10,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/conformance"
 )
 
 // countingS3 opens a Storage on a fresh bucket of an S3 server on 127.0.0.1
@@ -122,4 +123,16 @@ func TestSecondWriterDetectedS3(t *testing.T) {
 	if err != nil || string(data) != "first\nsecond\n" {
 		t.Fatalf("f = %q, %v; want the first writer's synced bytes, then the second's", data, err)
 	}
+}
+
+// A hostile name is refused before any request reaches the bucket.
+func TestHostileNamesSendNoRequest(t *testing.T) {
+	var requests atomic.Int64
+	count := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			next.ServeHTTP(w, r)
+		})
+	}
+	conformance.HostileUnreached(t, cloudtest.StartS3(t, count).New(t), requests.Load)
 }
