@@ -106,10 +106,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 	return st, nil
 }
 
-// Capabilities of a bucket: durable, shared by processes, nothing native.
+// Capabilities of a bucket: durable (but fileblob), shared by processes,
+// nothing native.
 func (s *Storage) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
-		Durable:      true,
+		Durable:      s.opts.localDir == "", // fileblob never fsyncs
 		CrossProcess: true,
 		MaxNameBytes: s.opts.maxName,
 		MaxElemBytes: s.opts.maxElem,
