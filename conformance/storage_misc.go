@@ -293,16 +293,7 @@ func testConcurrency(t *testing.T, nb newStorage) {
 						finished = true
 					default:
 					}
-					var got []byte
-					var err error
-					switch r {
-					case 0:
-						got, err = s.ReadFile(t.Context(), "log")
-					case 1:
-						got, err = readAll(s.Open(t.Context(), "log"))
-					default:
-						got, err = s.ReadPrefix(t.Context(), "log", 1<<20)
-					}
+					got, err := readWay(t.Context(), s, r, "log", 1<<20)
 					if err != nil {
 						t.Errorf("reader %d: %v", r, err)
 						return
@@ -357,16 +348,7 @@ func testConcurrency(t *testing.T, nb newStorage) {
 						return
 					default:
 					}
-					var got []byte
-					var err error
-					switch r {
-					case 0:
-						got, err = s.ReadFile(t.Context(), "f")
-					case 1:
-						got, err = readAll(s.Open(t.Context(), "f"))
-					default:
-						got, err = s.ReadPrefix(t.Context(), "f", 64<<10)
-					}
+					got, err := readWay(t.Context(), s, r, "f", 64<<10)
 					if err != nil {
 						t.Errorf("reader %d: %v", r, err)
 						return
@@ -841,4 +823,16 @@ func testSubIsolation(t *testing.T, nb newStorage) {
 		t.Errorf("Sub Close: %v", err)
 	}
 	wantContent(t, s, "top", []byte("top"))
+}
+
+// readWay reads name whole in one of three ways: ReadFile (0), Open (1),
+// or ReadPrefix of prefix bytes (any other way).
+func readWay(ctx context.Context, s backend.Storage, way int, name string, prefix int) ([]byte, error) {
+	switch way {
+	case 0:
+		return s.ReadFile(ctx, name)
+	case 1:
+		return readAll(s.Open(ctx, name))
+	}
+	return s.ReadPrefix(ctx, name, prefix)
 }
