@@ -2,6 +2,7 @@ package cloudtest_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -111,31 +112,48 @@ func TestRangeBeyondShrunk(t *testing.T) {
 	}
 }
 
-// The trap in gocloud.dev v0.47.0's azureblob writer: a lost IfNotExist write
-// through NewWriter + Write + Close panics in Close. This test fails once
-// gocloud fixes it, so the package doc can be updated.
+// The trap in gocloud.dev v0.47.0's azureblob writer: when the upload behind
+// NewWriter + Write fails (a lost IfNotExist, a cancelled context), Close
+// panics. This test fails once gocloud fixes it, so the package doc can be
+// updated.
 func TestAzureWriterTrap(t *testing.T) {
 	az := cloudtest.StartAzure(t)
 	b := az.Bucket(t)
 	defer b.Close()
-	ctx := t.Context()
-	if err := b.WriteAll(ctx, "k", []byte("a"), nil); err != nil {
+	if err := b.WriteAll(t.Context(), "k", []byte("a"), nil); err != nil {
 		t.Fatal(err)
 	}
-	var panicked any
-	func() {
-		defer func() { panicked = recover() }()
-		w, err := b.NewWriter(ctx, "k", &blob.WriterOptions{IfNotExist: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte("b"))
-		w.Close()
-	}()
-	if panicked == nil {
-		t.Fatal("no panic: gocloud's azureblob writer is fixed; update the package doc")
+	for _, c := range []struct {
+		name string
+		key  string
+		opts *blob.WriterOptions
+		stop bool // cancel the context after the first Write
+	}{
+		{"lost-IfNotExist", "k", &blob.WriterOptions{IfNotExist: true}, false},
+		{"cancelled", "new", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var panicked any
+			func() {
+				defer func() { panicked = recover() }()
+				w, err := b.NewWriter(ctx, c.key, c.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Write([]byte("b"))
+				if c.stop {
+					cancel()
+				}
+				w.Close()
+			}()
+			if panicked == nil {
+				t.Fatal("no panic: gocloud's azureblob writer is fixed; update the package doc")
+			}
+			t.Logf("panic, as documented: %v", panicked)
+		})
 	}
-	t.Logf("panic, as documented: %v", panicked)
 }
 
 // Wrappers see every request of the in-process GCS server.

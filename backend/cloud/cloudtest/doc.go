@@ -30,9 +30,11 @@
 //     412 conditionNotMet, Azure 409 BlobAlreadyExists (older notes said
 //     InvalidArgument; classify both as "exists"), fileblob its own check,
 //     which is not atomic.
-//   - On Azure such a lost write through Bucket.NewWriter + Write + Close
-//     panics inside gocloud's azureblob writer (nil pointer in Close);
-//     Bucket.Upload returns the error. Use Upload for conditional writes.
+//   - On Azure, a NewWriter + Write + Close whose upload fails panics in
+//     Close inside gocloud's azureblob writer (its upload goroutine sets the
+//     pipe reader to nil, which Close then closes): a lost IfNotExist, and
+//     also a cancelled context or a source that fails mid-stream. A writer
+//     with no Write before Close, and Bucket.Upload, return the error.
 //   - A range read that starts past the end of an object (one that shrank,
 //     say) fails with HTTP 416 InvalidRange on S3, GCS and Azure, which
 //     gocloud reports as gcerrors.Unknown; fileblob returns zero bytes and no
