@@ -12,8 +12,8 @@ export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 demo:
 	$(GO) run ./cmd/trove demo
 
-## deps: download Go modules (and, once the cloud servers join the matrix,
-## install them with scripts/install-test-servers)
+## deps: download Go modules and install the local bucket servers the Go
+## modules do not bring (azurite, from npm) with scripts/install-test-servers
 deps:
 	$(GO) mod download
 	@if [ -f scripts/install-test-servers ]; then bash scripts/install-test-servers; fi

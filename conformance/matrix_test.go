@@ -5,26 +5,18 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/backendtest"
-	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/conformance"
 )
 
 // backends lists every backend the matrix runs; servers live as long as tb.
-// GCS and Azure join once their servers are in cloudtest.
 func backends(tb testing.TB) []backendtest.Case {
-	s3 := cloudtest.StartS3(tb)
 	return append(backendtest.Local(),
 		backendtest.Case{Name: "memblob", New: cloudtest.NewMemblob},
-		backendtest.Case{Name: "fileblob", New: func(tb testing.TB) backend.Storage {
-			st, err := cloud.OpenFileblob(tb.TempDir())
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { st.Close() })
-			return st
-		}},
-		backendtest.Case{Name: "s3", New: s3.New},
+		backendtest.Case{Name: "fileblob", New: cloudtest.NewFileblob},
+		backendtest.Case{Name: "s3", New: cloudtest.StartS3(tb).New},
+		backendtest.Case{Name: "gcs", New: cloudtest.StartGCS(tb).New},
+		backendtest.Case{Name: "azure", New: cloudtest.StartAzure(tb).New},
 	)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/memblob"
 	"gocloud.dev/blob/s3blob"
 
@@ -24,6 +25,26 @@ import (
 // NewMemblob returns a fresh Storage on a memblob bucket.
 func NewMemblob(tb testing.TB) backend.Storage {
 	return wrap(tb, memblob.OpenBucket(nil))
+}
+
+// NewFileblob returns a fresh Storage on a fileblob bucket in tb.TempDir(),
+// opened as cloud.OpenFileblob opens one.
+func NewFileblob(tb testing.TB) backend.Storage {
+	st, err := cloud.OpenFileblob(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// FileblobBucket opens a fileblob bucket in tb.TempDir(); the caller closes it.
+func FileblobBucket(tb testing.TB) *blob.Bucket {
+	b, err := fileblob.OpenBucket(tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // S3 is an in-process S3 server on 127.0.0.1 with its own buckets.
@@ -69,9 +90,10 @@ func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
 // New returns a fresh Storage on a new bucket of this server.
 func (s *S3) New(tb testing.TB) backend.Storage { return wrap(tb, s.Bucket(tb)) }
 
-func wrap(tb testing.TB, b *blob.Bucket) backend.Storage {
-	st, err := cloud.New(b)
+func wrap(tb testing.TB, b *blob.Bucket, opts ...cloud.Option) backend.Storage {
+	st, err := cloud.New(b, opts...)
 	if err != nil {
+		b.Close()
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })

@@ -1,6 +1,50 @@
-// Package cloudtest gives tests fresh, empty cloud.Storage values on local
-// bucket servers: memblob, and an in-process S3 server (gofakes3) listening
-// on 127.0.0.1 only. GCS and Azure servers join it later.
+// Package cloudtest gives tests fresh, empty buckets and cloud.Storage values
+// on local bucket servers that listen on 127.0.0.1 only:
 //
-// Imports: gocloud.dev, the AWS SDK, gofakes3, backend, backend/cloud.
+//   - NewMemblob: memblob, in memory.
+//   - NewFileblob: cloud.OpenFileblob in tb.TempDir() (FileblobBucket: a
+//     raw fileblob bucket, sidecars and all).
+//   - StartS3: gofakes3 in process, on httptest.
+//   - StartGCS: fake-gcs-server's fakestorage in process, on httptest, with
+//     its PublicHost set to the listener's 127.0.0.1:PORT (object reads go to
+//     the XML API on the endpoint's host; without it they come back
+//     NotFound).
+//   - StartAzure: azurite-blob 3.37.0 (npm; installed by
+//     scripts/install-test-servers into .tools/azurite, or $TROVE_AZURITE),
+//     started on first use with --inMemoryPersistence on a free port, in its
+//     own process group with a parent-death signal on Linux, killed when the
+//     test that called StartAzure ends. It runs with --disableTelemetry:
+//     azurite otherwise reports to Application Insights. A missing azurite
+//     skips the test, or fails it under TROVE_REQUIRE_ALL=1. The account is
+//     azurite's documented devstoreaccount1 and its well-known key.
+//
+// Each server has Bucket(tb), a fresh bucket (container) opened with an
+// explicitly built client whose HTTP transport dials that server only (no
+// process environment, so tests stay independent), and New(tb), a Storage on
+// one. S3 and GCS take handler wrappers that see every request first.
+//
+// Observed with gocloud.dev v0.47.0 (cloudtest_test.go checks them):
+//
+//   - An IfNotExist write over an existing key fails with
+//     gcerrors.FailedPrecondition everywhere: S3 412 PreconditionFailed, GCS
+//     412 conditionNotMet, Azure 409 BlobAlreadyExists (older notes said
+//     InvalidArgument; classify both as "exists"), fileblob its own check,
+//     which is not atomic.
+//   - On Azure, a NewWriter + Write + Close whose upload fails panics in
+//     Close inside gocloud's azureblob writer (its upload goroutine sets the
+//     pipe reader to nil, which Close then closes): a lost IfNotExist, and
+//     also a cancelled context or a source that fails mid-stream. A writer
+//     with no Write before Close, and Bucket.Upload, return the error.
+//   - A range read that starts past the end of an object (one that shrank,
+//     say) fails with HTTP 416 InvalidRange on S3, GCS and Azure, which
+//     gocloud reports as gcerrors.Unknown; fileblob returns zero bytes and no
+//     error. A range that starts exactly at the end is 416 on S3 and GCS but
+//     zero bytes on Azure and fileblob.
+//   - A reader opened before the object is overwritten still returns the old
+//     bytes on all four (small objects).
+//
+// Imports: gocloud.dev (blob, memblob, fileblob, s3blob, gcsblob, azureblob),
+// the AWS SDK, cloud.google.com/go/storage and google.golang.org/api, the
+// Azure SDK (azcore, azblob), gofakes3, fake-gcs-server, backend,
+// backend/cloud.
 package cloudtest

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package cloudtest
+
+import "os/exec"
+
+func setProcAttr(*exec.Cmd) {}
+
+func killGroup(cmd *exec.Cmd) { cmd.Process.Kill() }

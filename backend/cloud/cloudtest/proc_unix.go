@@ -1,0 +1,19 @@
+//go:build unix && !linux
+
+package cloudtest
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the server in its own process group. Outside Linux there
+// is no parent-death signal: a test binary that dies leaves it running.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills the server and anything it started.
+func killGroup(cmd *exec.Cmd) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
