@@ -33,6 +33,7 @@ func suites() []suite {
 		{"session", conformance.TestSession},
 		{"checkpoint", conformance.TestCheckpoint},
 		{"runlog", conformance.TestRunlog},
+		{"store", conformance.TestStore},
 	}
 }
 

@@ -14,5 +14,14 @@
 // Discovery (recent sessions per cwd and across cwds, terminal breadcrumbs)
 // reads only a prefix of each file.
 //
-// Imports: the standard library, backend and cas only.
+// Store (OpenStore) is the API an agent loop calls (specs 000/001): create,
+// load, continue, resume by id or unique prefix, resume at a message, fork
+// (whole, up to a message, or the last N messages), delete, list, metadata
+// kept in a sidecar meta.json, and an SDK transcript stream beside the tree.
+// A Handle appends through a background writer (bounded queue, group commit,
+// first error latched) and holds the session's writer lock: a file lock
+// where the backend has locks, an exclusive lease file where it has none.
+// NoopStore is persistence off: the same API, no storage touched.
+//
+// Imports: the standard library, github.com/google/uuid, backend and cas.
 package session

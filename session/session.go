@@ -28,6 +28,7 @@ type config struct {
 	rand     io.Reader
 	toolMax  int
 	readOnly bool
+	inMemory bool
 }
 
 func newConfig(opts []Option) config {
@@ -65,6 +66,11 @@ func WithToolResultThreshold(n int) Option { return func(c *config) { c.toolMax 
 // ReadOnly opens a session that never writes: migrations happen in memory
 // only and appends fail with ErrReadOnly.
 func ReadOnly() Option { return func(c *config) { c.readOnly = true } }
+
+// InMemory keeps a session in memory only: appends, branches and context
+// work, and nothing is ever written (persistence off, spec 001
+// persistSession: false).
+func InMemory() Option { return func(c *config) { c.inMemory = true } }
 
 // Session is one conversation tree held in memory and persisted to one file
 // through a backend.Storage. It is safe for concurrent use.
@@ -500,6 +506,10 @@ func (s *Session) persistLocked(ctx context.Context) error {
 	if s.err != nil {
 		return s.err
 	}
+	if s.cfg.inMemory {
+		s.persisted = len(s.entries)
+		return nil
+	}
 	if !s.hasAssistant || s.persisted == len(s.entries) && s.fileExists {
 		return nil
 	}
@@ -637,6 +647,9 @@ func (s *Session) Rewrite(ctx context.Context) error {
 }
 
 func (s *Session) rewriteLocked(ctx context.Context) error {
+	if s.cfg.inMemory {
+		return nil
+	}
 	if s.err != nil {
 		return s.err
 	}

@@ -1,0 +1,364 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// Handle is a session open for writing. Appends go to a background writer
+// through a bounded queue and return without waiting for the disk; the
+// writer appends whatever has queued up as one batch and makes it durable
+// with one sync (group commit). Flush waits until everything queued before
+// it is durable. The first write error is latched: every later call
+// returns it. A Handle is safe for concurrent use.
+type Handle struct {
+	store  *Store // nil for a NoopStore handle
+	sess   *Session
+	unlock func()
+	ctx    context.Context // the writer's: the opener's values, never cancelled
+
+	sendMu sync.RWMutex // held to send; Close takes it to stop sends
+	closed bool
+	q      chan op
+	done   chan struct{}
+
+	mu       sync.Mutex // guards what follows
+	meta     Metadata
+	dirty    bool // meta changed since it was written
+	err      error
+	trans    backend.Writer
+	closeErr error
+}
+
+type opKind int
+
+const (
+	opMessage opKind = iota
+	opEntry
+	opTranscript
+	opFlush
+	opClose
+)
+
+type op struct {
+	kind  opKind
+	data  json.RawMessage
+	entry EntryData
+	reply chan error
+}
+
+// open starts the writer of a loaded or created session, whose writer
+// lock unlock releases. fresh sessions get their sidecar written at once.
+func (s *Store) open(ctx context.Context, sess *Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
+	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
+	h.unlock = unlock
+	if fresh {
+		if err := s.writeMeta(ctx, meta); err != nil {
+			h.Close(ctx)
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func newHandle(ctx context.Context, s *Store, sess *Session, meta Metadata, queue int) *Handle {
+	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx),
+		q: make(chan op, queue), done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+// ID is the session id.
+func (h *Handle) ID() string { return h.sess.Header().ID }
+
+// Path is the session file in the store.
+func (h *Handle) Path() string { return h.sess.Name() }
+
+// Session is the conversation tree, for reading (Context, Entries, Path):
+// it holds what the writer has appended, so Flush first to see every
+// queued message.
+func (h *Handle) Session() *Session { return h.sess }
+
+// Metadata returns the current metadata, counting what was appended.
+func (h *Handle) Metadata() Metadata {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.meta
+}
+
+// UpdateMetadata changes the metadata (model, title, exit reason, agent
+// name); it is written with the next Flush or Close.
+func (h *Handle) UpdateMetadata(update func(*Metadata)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id, path := h.meta.ID, h.meta.Path
+	update(&h.meta)
+	h.meta.ID, h.meta.Path = id, path
+	h.dirty = true
+}
+
+// Err returns the latched write error, or nil.
+func (h *Handle) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// AppendMessage queues msg, an AgentMessage JSON object with a role, to be
+// appended at the leaf. It waits only while the queue is full.
+func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
+	if err := validMessage(msg); err != nil {
+		return backend.PathErr("append", h.Path(), err)
+	}
+	return h.send(ctx, op{kind: opMessage, data: msg})
+}
+
+// AppendTranscript queues one SDK message for the transcript stream beside
+// the tree (spec 001 section 7).
+func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) error {
+	if !json.Valid(msg) {
+		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: transcript message is not JSON", ErrInvalid))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, msg); err != nil {
+		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: %w", ErrInvalid, err))
+	}
+	return h.send(ctx, op{kind: opTranscript, data: buf.Bytes()})
+}
+
+func (h *Handle) appendEntry(ctx context.Context, e *Entry) error {
+	d, err := e.Data()
+	if err != nil {
+		return err
+	}
+	return h.send(ctx, op{kind: opEntry, entry: d})
+}
+
+func validMessage(msg json.RawMessage) error {
+	ms, ok := splitObject(msg)
+	if !ok {
+		return fmt.Errorf("%w: message is not a JSON object", ErrInvalid)
+	}
+	if r, ok := ms.str("role"); !ok || r == "" {
+		return fmt.Errorf("%w: message has no role", ErrInvalid)
+	}
+	return nil
+}
+
+func (h *Handle) send(ctx context.Context, o op) error {
+	if err := h.Err(); err != nil {
+		return err
+	}
+	h.sendMu.RLock()
+	defer h.sendMu.RUnlock()
+	if h.closed {
+		return backend.PathErr("append", h.Path(), ErrClosed)
+	}
+	select {
+	case h.q <- o:
+		return nil
+	case <-ctx.Done():
+		return backend.PathErr("append", h.Path(), ctx.Err())
+	}
+}
+
+// Flush waits until everything queued before it is appended and durable,
+// and writes the metadata.
+func (h *Handle) Flush(ctx context.Context) error {
+	reply := make(chan error, 1)
+	if err := h.send(ctx, op{kind: opFlush, reply: reply}); err != nil {
+		return err
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return backend.PathErr("flush", h.Path(), ctx.Err())
+	}
+}
+
+// Close drains the queue, makes it durable, writes the metadata, closes
+// the files and releases the writer lock. It returns the latched error.
+func (h *Handle) Close(ctx context.Context) error {
+	h.sendMu.Lock()
+	first := !h.closed
+	h.closed = true
+	h.sendMu.Unlock()
+	if first {
+		h.q <- op{kind: opClose} // the writer drains, so this never waits long
+	}
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return backend.PathErr("close", h.Path(), ctx.Err())
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closeErr
+}
+
+// run is the background writer.
+func (h *Handle) run() {
+	defer close(h.done)
+	for {
+		batch := []op{<-h.q}
+	drain:
+		for len(batch) < cap(h.q) {
+			select {
+			case o := <-h.q:
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		if h.process(batch) {
+			return
+		}
+	}
+}
+
+// process appends a batch, syncs once, and answers its flushes; it reports
+// whether the batch closed the handle.
+func (h *Handle) process(batch []op) (closed bool) {
+	ctx := h.ctx
+	var trans bytes.Buffer
+	appended := false
+	for _, o := range batch {
+		switch o.kind {
+		case opMessage, opEntry:
+			if h.Err() != nil {
+				continue
+			}
+			var e *Entry
+			var err error
+			if o.kind == opMessage {
+				e, err = h.sess.AppendMessage(ctx, o.data)
+			} else {
+				e, err = h.sess.Append(ctx, o.entry)
+			}
+			h.mu.Lock()
+			if err != nil {
+				h.latchLocked(err)
+			} else {
+				h.meta.count(e)
+				h.dirty, appended = true, true
+			}
+			h.mu.Unlock()
+		case opTranscript:
+			trans.Write(o.data)
+			trans.WriteByte('\n')
+		case opFlush, opClose:
+			if o.kind == opClose {
+				closed = true
+			}
+		}
+	}
+	if trans.Len() > 0 && h.Err() == nil {
+		h.writeTranscript(ctx, trans.Bytes())
+	}
+	if appended && h.Err() == nil {
+		if err := h.sess.Flush(ctx); err != nil {
+			h.latch(err)
+		}
+	}
+	needMeta := closed
+	for _, o := range batch {
+		if o.kind == opFlush {
+			needMeta = true
+		}
+	}
+	if needMeta {
+		h.syncMeta(ctx)
+	}
+	if closed {
+		h.finish(ctx)
+	}
+	for _, o := range batch {
+		if o.reply != nil {
+			o.reply <- h.Err()
+		}
+	}
+	return closed
+}
+
+func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
+	if h.store == nil {
+		return // persistence off
+	}
+	h.mu.Lock()
+	w := h.trans
+	h.mu.Unlock()
+	if w == nil {
+		var err error
+		w, err = h.store.st.OpenWriter(ctx, backend.Join(SidecarDir(h.Path()), TranscriptFile), backend.WriterOptions{})
+		if err != nil {
+			h.latch(err)
+			return
+		}
+		h.mu.Lock()
+		h.trans = w
+		h.mu.Unlock()
+	}
+	if _, err := w.Write(lines); err != nil {
+		h.latch(err)
+		return
+	}
+	if err := w.Sync(); err != nil {
+		h.latch(err)
+	}
+}
+
+// syncMeta writes meta.json when it changed.
+func (h *Handle) syncMeta(ctx context.Context) {
+	h.mu.Lock()
+	if !h.dirty || h.err != nil || h.store == nil {
+		h.mu.Unlock()
+		return
+	}
+	h.meta.UpdatedAt = h.store.cfg.now().UTC()
+	m := h.meta
+	h.dirty = false
+	h.mu.Unlock()
+	if err := h.store.writeMeta(ctx, m); err != nil {
+		h.latch(err)
+	}
+}
+
+// finish closes the files and releases the lock.
+func (h *Handle) finish(ctx context.Context) {
+	h.mu.Lock()
+	w := h.trans
+	h.trans = nil
+	h.mu.Unlock()
+	if w != nil {
+		if err := w.Close(); err != nil {
+			h.latch(err)
+		}
+	}
+	if err := h.sess.Close(ctx); err != nil {
+		h.latch(err)
+	}
+	if h.unlock != nil {
+		h.unlock()
+	}
+	h.mu.Lock()
+	h.closeErr = h.err
+	h.mu.Unlock()
+}
+
+func (h *Handle) latch(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.latchLocked(err)
+}
+
+func (h *Handle) latchLocked(err error) {
+	if h.err == nil {
+		h.err = err
+	}
+}

@@ -1,0 +1,99 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"iter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// NoopStore is the store for persistence off (spec 001 persistSession:
+// false): Create gives a handle that keeps its conversation in memory, and
+// nothing touches any storage. There is nothing to load, list or fork.
+type NoopStore struct {
+	opts []Option
+}
+
+var _ Sessions = (*Store)(nil)
+var _ Sessions = NoopStore{}
+
+// NewNoopStore returns a store that persists nothing; opts go to the
+// in-memory sessions it creates.
+func NewNoopStore(opts ...Option) NoopStore { return NoopStore{opts: opts} }
+
+// Create starts an in-memory session.
+func (n NoopStore) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
+	id := o.ID
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("create session: %w", err)
+		}
+		id = u.String()
+	}
+	now := time.Now().UTC()
+	path := SessionPath(o.Cwd, now, id)
+	sess, err := Create(nil, path, Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID}, append(n.opts, InMemory())...)
+	if err != nil {
+		return nil, err
+	}
+	meta := Metadata{ID: id, Path: path, Cwd: o.Cwd, Title: o.Title, Model: o.Model, CreatedAt: now, UpdatedAt: now,
+		ParentID: o.ParentID, AgentName: o.AgentName}
+	return newHandle(ctx, nil, sess, meta, 256), nil
+}
+
+func nothing(op, ref string) error { return backend.PathErr(op, ref, fs.ErrNotExist) }
+
+// Load finds nothing: no session was ever persisted.
+func (NoopStore) Load(_ context.Context, ref string) (*Handle, error) {
+	return nil, nothing("load", ref)
+}
+
+// Continue finds nothing.
+func (NoopStore) Continue(_ context.Context, cwd string) (*Handle, error) {
+	return nil, nothing("continue", cwd)
+}
+
+// ResumeAt finds nothing.
+func (NoopStore) ResumeAt(_ context.Context, ref, _ string) (*Handle, error) {
+	return nil, nothing("load", ref)
+}
+
+// Fork finds nothing to fork.
+func (NoopStore) Fork(_ context.Context, ref string, _ ForkOptions) (*Handle, error) {
+	return nil, nothing("fork", ref)
+}
+
+// Delete finds nothing.
+func (NoopStore) Delete(_ context.Context, ref string) error { return nothing("delete", ref) }
+
+// List yields nothing.
+func (NoopStore) List(context.Context, string) iter.Seq2[Metadata, error] {
+	return func(func(Metadata, error) bool) {}
+}
+
+// UpdateMetadata finds nothing.
+func (NoopStore) UpdateMetadata(_ context.Context, ref string, _ func(*Metadata)) error {
+	return nothing("update", ref)
+}
+
+// LoadMessages finds nothing.
+func (NoopStore) LoadMessages(_ context.Context, ref string) ([]*Entry, error) {
+	return nil, nothing("load", ref)
+}
+
+// LoadMessagesUpTo finds nothing.
+func (NoopStore) LoadMessagesUpTo(_ context.Context, ref, _ string) ([]*Entry, error) {
+	return nil, nothing("load", ref)
+}
+
+// Transcript yields nothing.
+func (NoopStore) Transcript(context.Context, string) iter.Seq2[json.RawMessage, error] {
+	return func(func(json.RawMessage, error) bool) {}
+}

@@ -1,0 +1,673 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// Sidecar files, in the directory named as the session file without
+// ".jsonl" (DESIGN section 9).
+const (
+	MetaFile       = "meta.json"
+	TranscriptFile = "transcript.jsonl"
+	CheckpointsDir = "checkpoints"
+	lockFile       = "writer.lock"  // flock, where the backend has locks
+	leaseFile      = "writer.lease" // exclusive file, where it has none
+)
+
+// ErrLocked is returned when another writer (another process, or another
+// handle in this one) has the session open for writing. It also matches
+// backend.ErrLocked.
+var ErrLocked = fmt.Errorf("session is being written by another writer: %w", backend.ErrLocked)
+
+// Metadata is a session's sidecar meta.json: the fields of spec 001 section
+// 3.1, kept current from the messages appended, without rereading the log.
+type Metadata struct {
+	ID           string    `json:"id"`
+	Path         string    `json:"path"` // the session file in the store
+	Cwd          string    `json:"cwd"`
+	Title        string    `json:"title,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	MessageCount int       `json:"message_count"`
+	TurnCount    int       `json:"turn_count"`
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	TotalTokens  int64     `json:"total_tokens"`
+	CostUSD      float64   `json:"total_cost_usd"`
+	ExitReason   string    `json:"exit_reason,omitempty"`
+	ParentID     string    `json:"parent_id,omitempty"` // the session this one was forked from
+	AgentName    string    `json:"agent_name,omitempty"`
+	FirstMessage string    `json:"first_message,omitempty"`
+}
+
+// count adds one appended entry to the running totals.
+func (m *Metadata) count(e *Entry) {
+	if e.Type() != TypeMessage {
+		return
+	}
+	m.MessageCount++
+	msg := e.Field("message")
+	var v struct {
+		Model string `json:"model"`
+		Usage *struct {
+			Input      int64 `json:"input"`
+			Output     int64 `json:"output"`
+			CacheRead  int64 `json:"cacheRead"`
+			CacheWrite int64 `json:"cacheWrite"`
+			Total      int64 `json:"totalTokens"`
+			TotalSnake int64 `json:"total_tokens"`
+			Cost       *struct {
+				Total float64 `json:"total"`
+			} `json:"cost"`
+		} `json:"usage"`
+	}
+	_ = json.Unmarshal(msg, &v) // usage is optional; a message without it counts as one
+	switch e.Role() {
+	case "user":
+		m.TurnCount++
+		if m.FirstMessage == "" {
+			m.FirstMessage = firstLine(messageText(msg))
+		}
+	case "assistant":
+		if v.Model != "" {
+			m.Model = v.Model
+		}
+	}
+	if u := v.Usage; u != nil {
+		m.InputTokens += u.Input
+		m.OutputTokens += u.Output
+		total := cmp.Or(u.Total, u.TotalSnake, u.Input+u.Output+u.CacheRead+u.CacheWrite)
+		m.TotalTokens += total
+		if u.Cost != nil {
+			m.CostUSD += u.Cost.Total
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "")
+	}
+	return s
+}
+
+// Sessions is what an agent loop calls: Store persists, NoopStore (spec 001
+// persistSession: false) keeps everything in memory and touches no storage.
+type Sessions interface {
+	Create(ctx context.Context, o CreateOptions) (*Handle, error)
+	Load(ctx context.Context, ref string) (*Handle, error)
+	Continue(ctx context.Context, cwd string) (*Handle, error)
+	ResumeAt(ctx context.Context, ref, messageID string) (*Handle, error)
+	Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, error)
+	Delete(ctx context.Context, ref string) error
+	List(ctx context.Context, cwd string) iter.Seq2[Metadata, error]
+	UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error
+	LoadMessages(ctx context.Context, ref string) ([]*Entry, error)
+	LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*Entry, error)
+	Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error]
+}
+
+// CreateOptions describe a new session; empty fields get defaults (a uuid
+// v7 id, the current time).
+type CreateOptions struct {
+	ID        string
+	Cwd       string
+	Model     string
+	AgentName string
+	Title     string
+	ParentID  string
+}
+
+// ForkOptions choose what a fork copies: the whole conversation path (the
+// zero value), the path up to and including the entry At, or only the last
+// Last messages of it (spec 002).
+type ForkOptions struct {
+	At   string
+	Last int
+	ID   string // the new session's id; a uuid v7 when empty
+}
+
+// StoreOption configures a Store.
+type StoreOption func(*storeConfig)
+
+type storeConfig struct {
+	session []Option
+	log     *slog.Logger
+	now     func() time.Time
+	queue   int
+	wait    bool
+}
+
+// WithSessionOptions passes options (WithBlobStore, WithLogger, ...) to
+// every session the store opens.
+func WithSessionOptions(opts ...Option) StoreOption {
+	return func(c *storeConfig) { c.session = append(c.session, opts...) }
+}
+
+// WithStoreLogger sets the logger for background trouble.
+func WithStoreLogger(l *slog.Logger) StoreOption { return func(c *storeConfig) { c.log = l } }
+
+// WithStoreClock sets the clock for metadata times.
+func WithStoreClock(now func() time.Time) StoreOption { return func(c *storeConfig) { c.now = now } }
+
+// WithQueue sets how many appends the background writer holds before an
+// append waits (default 256, as spec 000 suggests).
+func WithQueue(n int) StoreOption { return func(c *storeConfig) { c.queue = max(n, 1) } }
+
+// WithLockWait makes opening a session for writing wait for another
+// writer's lock instead of failing with ErrLocked (on backends with locks).
+func WithLockWait() StoreOption { return func(c *storeConfig) { c.wait = true } }
+
+// Store keeps sessions on a trove root: the tree files of spec 003 under
+// sessions/, each with a sidecar directory holding meta.json,
+// transcript.jsonl and checkpoints.
+type Store struct {
+	st  backend.Storage
+	cfg storeConfig
+}
+
+// OpenStore opens the session store on a trove root.
+func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*Store, error) {
+	if st == nil {
+		return nil, fmt.Errorf("open session store: nil storage: %w", ErrInvalid)
+	}
+	cfg := storeConfig{log: slog.Default(), now: time.Now, queue: 256}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := backend.CtxErr(ctx, "open", SessionsDir); err != nil {
+		return nil, err
+	}
+	return &Store{st: st, cfg: cfg}, nil
+}
+
+// SidecarDir is the sidecar directory of the session file path.
+func SidecarDir(path string) string { return strings.TrimSuffix(path, ".jsonl") }
+
+func (s *Store) sessionOpts(extra ...Option) []Option {
+	return append(append([]Option{WithClock(s.cfg.now)}, s.cfg.session...), extra...)
+}
+
+// Create starts a new session and opens it for writing. As spec 003 says,
+// its file appears with the first assistant message; its sidecar at once.
+func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
+	id := o.ID
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("create session: %w", err)
+		}
+		id = u.String()
+	}
+	if strings.ContainsAny(id, "/\\_") || backend.ValidPath(id) != nil {
+		return nil, backend.PathErr("create", id, fmt.Errorf("%w: session id must be a plain name without '_'", ErrInvalid))
+	}
+	now := s.cfg.now().UTC()
+	path := SessionPath(o.Cwd, now, id)
+	if _, err := s.st.Stat(ctx, path); err == nil {
+		return nil, backend.PathErr("create", path, fs.ErrExist)
+	}
+	sess, err := Create(s.st, path, Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: isoTime(now)}, s.sessionOpts()...)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	meta := Metadata{ID: id, Path: path, Cwd: o.Cwd, Title: o.Title, Model: o.Model, CreatedAt: now, UpdatedAt: now,
+		ParentID: o.ParentID, AgentName: o.AgentName}
+	return s.open(ctx, sess, meta, true, unlock)
+}
+
+// find resolves ref (a full id, a unique id prefix, or a session file
+// name) to a session file.
+func (s *Store) find(ctx context.Context, ref string) (string, error) {
+	name, err := Find(ctx, s.st, ref)
+	if errors.Is(err, ErrAmbiguous) {
+		return "", s.ambiguous(ctx, ref)
+	}
+	return name, err
+}
+
+// AmbiguousError is a session id prefix that matches several sessions.
+type AmbiguousError struct {
+	Prefix     string
+	Candidates []Metadata // newest first
+}
+
+func (e *AmbiguousError) Error() string {
+	ids := make([]string, len(e.Candidates))
+	for i, c := range e.Candidates {
+		ids[i] = c.ID
+	}
+	return fmt.Sprintf("session %q is ambiguous: %d sessions match (%s)", e.Prefix, len(ids), strings.Join(ids, ", "))
+}
+
+func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
+
+func (s *Store) ambiguous(ctx context.Context, prefix string) error {
+	ae := &AmbiguousError{Prefix: prefix}
+	for m, err := range s.List(ctx, "") {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(m.ID, prefix) {
+			ae.Candidates = append(ae.Candidates, m)
+		}
+	}
+	return ae
+}
+
+// Load opens the session ref (full id, unique id prefix or file name) for
+// writing: appends go on from its leaf.
+func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	// Lock first: the file may be mid-append by the lock's holder.
+	unlock, err := s.lock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := Open(ctx, s.st, name, s.sessionOpts()...)
+	if err == nil && sess.noHeader {
+		err = sess.err
+	}
+	var meta Metadata
+	if err == nil {
+		meta, err = s.readMeta(ctx, sess)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return s.open(ctx, sess, meta, false, unlock)
+}
+
+// Resume is Load, under spec 001's name.
+func (s *Store) Resume(ctx context.Context, ref string) (*Handle, error) { return s.Load(ctx, ref) }
+
+// ResumeAt opens the session ref at the message messageID (spec 001
+// resumeSessionAt): its context is the conversation up to and including
+// that message, and new messages branch from there; nothing is deleted.
+func (s *Store) ResumeAt(ctx context.Context, ref, messageID string) (*Handle, error) {
+	h, err := s.Load(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.sess.Branch(messageID); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
+	return h, nil
+}
+
+// Continue opens the most recently updated session of cwd for writing.
+func (s *Store) Continue(ctx context.Context, cwd string) (*Handle, error) {
+	for m, err := range s.List(ctx, cwd) {
+		if err != nil {
+			return nil, err
+		}
+		return s.Load(ctx, m.Path)
+	}
+	return nil, backend.PathErr("continue", CwdDir(cwd), fs.ErrNotExist)
+}
+
+// readMeta reads the sidecar, or builds the metadata from the tree for a
+// session written by another implementation (no sidecar).
+func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
+	data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(sess.Name()), MetaFile))
+	if err == nil {
+		var m Metadata
+		if jerr := json.Unmarshal(data, &m); jerr == nil && m.ID != "" {
+			m.Path = sess.Name()
+			return m, nil
+		}
+		s.cfg.log.Warn("trove/session: unreadable meta.json; rebuilding it from the session", "session", sess.Name())
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Metadata{}, err
+	}
+	h := sess.Header()
+	m := Metadata{ID: h.ID, Path: sess.Name(), Cwd: h.Cwd, Title: h.Title, ParentID: h.ParentSession}
+	if t, err := time.Parse(time.RFC3339Nano, h.Timestamp); err == nil {
+		m.CreatedAt = t.UTC()
+	}
+	if fi, err := s.st.Stat(ctx, sess.Name()); err == nil {
+		m.UpdatedAt = fi.ModTime.UTC()
+	}
+	for _, e := range sess.Entries() {
+		m.count(e)
+		if e.Type() == TypeModelChange {
+			if d, err := e.Data(); err == nil {
+				if mc, ok := d.(*ModelChange); ok && mc.Role == "" {
+					m.Model = mc.Model
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// Meta is Metadata (a shorter name for signatures).
+type Meta = Metadata
+
+// Fork copies the session ref (whole, up to o.At, or the last o.Last
+// messages of that path) into a new session that records ref as its
+// parent, and opens the new one for writing. The source is not changed.
+func (s *Store) Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, error) {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	src, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	if err != nil {
+		return nil, err
+	}
+	if src.noHeader {
+		return nil, src.err
+	}
+	srcMeta, err := s.readMeta(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	var path []*Entry
+	switch {
+	case o.At != "":
+		path, err = src.Path(o.At)
+	case src.Leaf() != nil:
+		path, err = src.Path(src.Leaf().ID())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Last < 0 {
+		return nil, fmt.Errorf("fork %s: last %d: %w", ref, o.Last, ErrInvalid)
+	}
+	if o.Last > 0 {
+		path = lastMessages(path, o.Last)
+	}
+	h, err := s.Create(ctx, CreateOptions{ID: o.ID, Cwd: srcMeta.Cwd, Model: srcMeta.Model, AgentName: srcMeta.AgentName,
+		Title: srcMeta.Title, ParentID: srcMeta.ID})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range path {
+		if err := h.appendEntry(ctx, e); err != nil {
+			h.Close(ctx)
+			return nil, err
+		}
+	}
+	if err := h.Flush(ctx); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
+	return h, nil
+}
+
+// lastMessages keeps the last n message entries of a path and the entries
+// that change the context after the first of them (model, thinking level).
+func lastMessages(path []*Entry, n int) []*Entry {
+	start := len(path)
+	for i := len(path) - 1; i >= 0 && n > 0; i-- {
+		if path[i].Type() == TypeMessage {
+			start = i
+			n--
+		}
+	}
+	// Keep the latest model and thinking level from before the cut.
+	var keep []*Entry
+	seen := map[string]bool{}
+	for i := start - 1; i >= 0; i-- {
+		t := path[i].Type()
+		if (t == TypeModelChange || t == TypeThinkingLevelChange) && !seen[t] {
+			seen[t] = true
+			keep = append(keep, path[i])
+		}
+	}
+	slices.Reverse(keep)
+	return append(keep, path[start:]...)
+}
+
+// Delete removes the session ref: its file and its sidecar (metadata,
+// transcript, checkpoints). Blobs it referenced are left to cas GC.
+func (s *Store) Delete(ctx context.Context, ref string) error {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	err = s.st.Unlink(ctx, name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return err
+	}
+	unlock()
+	if err := backend.RemoveAll(ctx, s.st, SidecarDir(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// List yields the metadata of the sessions of cwd ("" for every cwd),
+// most recently updated first (ties by id). Sessions without a sidecar
+// (written by another implementation) are listed from their file.
+func (s *Store) List(ctx context.Context, cwd string) iter.Seq2[Metadata, error] {
+	return func(yield func(Metadata, error) bool) {
+		seq := ListAll(ctx, s.st)
+		if cwd != "" {
+			seq = List(ctx, s.st, cwd)
+		}
+		var out []Metadata
+		for info, err := range seq {
+			if err != nil {
+				yield(Metadata{}, err)
+				return
+			}
+			if cwd != "" && info.Cwd != cwd {
+				continue // another cwd that encodes the same
+			}
+			m, err := s.metaOf(ctx, info)
+			if err != nil {
+				yield(Metadata{}, err)
+				return
+			}
+			out = append(out, m)
+		}
+		slices.SortStableFunc(out, func(a, b Metadata) int {
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.ID, a.ID)
+		})
+		for _, m := range out {
+			if !yield(m, nil) {
+				return
+			}
+		}
+	}
+}
+
+// metaOf is the sidecar's metadata, or what discovery read of the file.
+func (s *Store) metaOf(ctx context.Context, info Info) (Metadata, error) {
+	data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(info.Path), MetaFile))
+	if err == nil {
+		var m Metadata
+		if json.Unmarshal(data, &m) == nil && m.ID != "" {
+			m.Path = info.Path
+			return m, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Metadata{}, err
+	}
+	return Metadata{ID: info.ID, Path: info.Path, Cwd: info.Cwd, Title: info.Title, ParentID: info.ParentSession,
+		CreatedAt: info.Created, UpdatedAt: info.Modified.UTC(), FirstMessage: info.FirstMessage}, nil
+}
+
+// UpdateMetadata changes the sidecar of a session that is not open for
+// writing (an open handle keeps its own; use Handle.UpdateMetadata).
+func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	if err != nil {
+		return err
+	}
+	m, err := s.readMeta(ctx, sess)
+	if err != nil {
+		return err
+	}
+	update(&m)
+	m.ID, m.Path = sess.Header().ID, name
+	return s.writeMeta(ctx, m)
+}
+
+func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return s.st.WriteFile(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'))
+}
+
+// LoadMessages returns the message entries on the path to the session's
+// leaf, oldest first.
+func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*Entry, error) {
+	return s.LoadMessagesUpTo(ctx, ref, "")
+}
+
+// LoadMessagesUpTo returns the message entries on the path to messageID
+// (the leaf when ""), oldest first, that one included.
+func (s *Store) LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*Entry, error) {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	if err != nil {
+		return nil, err
+	}
+	return messagesTo(sess, messageID)
+}
+
+func messagesTo(sess *Session, messageID string) ([]*Entry, error) {
+	if messageID == "" {
+		if sess.Leaf() == nil {
+			return nil, nil
+		}
+		messageID = sess.Leaf().ID()
+	}
+	path, err := sess.Path(messageID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Entry
+	for _, e := range path {
+		if e.Type() == TypeMessage {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Transcript yields the session's SDK transcript stream, one JSON value per
+// line, in the order appended. A torn last line is skipped.
+func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		name, err := s.find(ctx, ref)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(name), TranscriptFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if line == "" || !json.Valid([]byte(line)) {
+				continue
+			}
+			if !yield(json.RawMessage(line), nil) {
+				return
+			}
+		}
+	}
+}
+
+// BreakLock removes the writer lease of a session whose writer died without
+// releasing it (backends without locks; a file lock dies with its process).
+func (s *Store) BreakLock(ctx context.Context, ref string) error {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	err = s.st.Unlink(ctx, backend.Join(SidecarDir(name), leaseFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// lock takes the session's writer lock: a file lock where the backend has
+// locks, else an exclusive lease file. unlock releases it.
+func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error) {
+	dir := SidecarDir(name)
+	u, err := s.st.Lock(ctx, backend.Join(dir, lockFile), s.cfg.wait)
+	switch {
+	case err == nil:
+		return func() { u.Unlock() }, nil
+	case errors.Is(err, backend.ErrLocked):
+		return nil, backend.PathErr("lock", name, ErrLocked)
+	case !errors.Is(err, backend.ErrNotSupported):
+		return nil, err
+	}
+	lease := backend.Join(dir, leaseFile)
+	w, err := s.st.OpenWriter(ctx, lease, backend.WriterOptions{Exclusive: true})
+	if errors.Is(err, fs.ErrExist) {
+		return nil, backend.PathErr("lock", name, fmt.Errorf("%w (lease %s; trove unlock removes a stale one)", ErrLocked, lease))
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, `{"since":%q}`+"\n", s.cfg.now().UTC().Format(time.RFC3339Nano))
+	if err := w.Close(); err != nil {
+		s.st.Unlink(context.WithoutCancel(ctx), lease)
+		return nil, err
+	}
+	return func() {
+		if err := s.st.Unlink(context.WithoutCancel(ctx), lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.cfg.log.Warn("trove/session: leaving a writer lease", "lease", lease, "err", err)
+		}
+	}, nil
+}
