@@ -557,6 +557,24 @@ func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
 	return s.st.WriteFile(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'))
 }
 
+// Metadata returns the metadata of the session ref: its sidecar, or what
+// its file says for a session without one.
+func (s *Store) Metadata(ctx context.Context, ref string) (Metadata, error) {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return Metadata{}, err
+	}
+	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	if err != nil {
+		return Metadata{}, err
+	}
+	return s.readMeta(ctx, sess)
+}
+
+// MessageText is the text of an AgentMessage: its string content, or its
+// text blocks joined.
+func MessageText(msg json.RawMessage) string { return messageText(msg) }
+
 // LoadMessages returns the message entries on the path to the session's
 // leaf, oldest first.
 func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*Entry, error) {

@@ -124,7 +124,8 @@ func newRoot(a *app) *cobra.Command {
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
-	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a))
+	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
+		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a))
 	return root
 }
 

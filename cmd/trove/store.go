@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/session"
+)
+
+// sessionStore opens the session store of the --store root, with its cas.
+func (a *app) sessionStore(ctx context.Context) (*session.Store, error) {
+	st, bs, err := a.blobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return session.OpenStore(ctx, st, session.WithStoreLogger(a.log),
+		session.WithSessionOptions(session.WithBlobStore(session.CAS(bs)), session.WithLogger(a.log)))
+}
+
+// storeErr turns an ambiguous prefix into a usage error that lists the
+// candidates.
+func storeErr(err error) error {
+	var ae *session.AmbiguousError
+	if errors.As(err, &ae) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%q matches %d sessions:", ae.Prefix, len(ae.Candidates))
+		for _, c := range ae.Candidates {
+			fmt.Fprintf(&b, "\n  %s  %s  %s", c.ID, c.UpdatedAt.Format(time.DateTime), c.Cwd)
+		}
+		return usageErr("%s", b.String())
+	}
+	if errors.Is(err, session.ErrInvalid) {
+		return usageErr("%v", err)
+	}
+	return err
+}
+
+func newLsCmd(a *app) *cobra.Command {
+	var cwd string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List sessions, newest first (default: the current directory's)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all && cwd != "" {
+				return usageErr("--all and --cwd exclude each other")
+			}
+			if !all && cwd == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				cwd = wd
+			}
+			if all {
+				cwd = ""
+			}
+			s, err := a.sessionStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			list := []session.Metadata{}
+			for m, err := range s.List(cmd.Context(), cwd) {
+				if err != nil {
+					return err
+				}
+				list = append(list, m)
+			}
+			if a.jsonOut {
+				return a.printJSON(list)
+			}
+			for _, m := range list {
+				a.printf("%-36s  %s  %4d msgs  %s  %s\n", m.ID, m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
+					m.Cwd, firstNonEmpty(m.Title, m.FirstMessage))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cwd, "cwd", "", "sessions of this working directory")
+	cmd.Flags().BoolVar(&all, "all", false, "sessions of every working directory")
+	return cmd
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// shown is `trove show --json`: the metadata and the conversation.
+type shown struct {
+	Metadata session.Metadata `json:"metadata"`
+	Messages []any            `json:"messages"`
+}
+
+func newShowCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID-OR-PREFIX",
+		Short: "Show a session: its metadata and the conversation at its leaf",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			msgs, err := s.LoadMessages(ctx, args[0])
+			if err != nil {
+				return storeErr(err)
+			}
+			meta, err := s.Metadata(ctx, args[0])
+			if err != nil {
+				return storeErr(err)
+			}
+			if a.jsonOut {
+				out := shown{Metadata: meta, Messages: []any{}}
+				for _, e := range msgs {
+					out.Messages = append(out.Messages, e.JSON())
+				}
+				return a.printJSON(out)
+			}
+			a.printf("session %s  cwd %s  model %s\n%d messages, %d turns, %d tokens, $%.4f", meta.ID, meta.Cwd, meta.Model,
+				meta.MessageCount, meta.TurnCount, meta.TotalTokens, meta.CostUSD)
+			if meta.ParentID != "" {
+				a.printf(", forked from %s", meta.ParentID)
+			}
+			a.printf("\n\n")
+			for _, e := range msgs {
+				a.printf("[%s] %s: %s\n", e.ID(), e.Role(), oneLine(session.MessageText(e.Field("message")), 200))
+			}
+			return nil
+		},
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
+
+func newForkCmd(a *app) *cobra.Command {
+	var at string
+	var last int
+	cmd := &cobra.Command{
+		Use:   "fork ID-OR-PREFIX",
+		Short: "Fork a session (whole, --at MESSAGE, or only the --last N messages) and print the new id",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if last < 0 {
+				return usageErr("--last must not be negative")
+			}
+			ctx := cmd.Context()
+			s, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			h, err := s.Fork(ctx, args[0], session.ForkOptions{At: at, Last: last})
+			if err != nil {
+				return storeErr(err)
+			}
+			if err := h.Close(ctx); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(h.Metadata())
+			}
+			a.printf("%s\n", h.ID())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "fork up to and including this message id")
+	cmd.Flags().IntVar(&last, "last", 0, "keep only the last N messages")
+	return cmd
+}
+
+func newUnlockCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unlock ID-OR-PREFIX",
+		Short: "Remove the writer lease a dead writer left on a session (stores without locks)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.sessionStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := s.BreakLock(cmd.Context(), args[0]); err != nil {
+				return storeErr(err)
+			}
+			a.printf("unlocked %s\n", args[0])
+			return nil
+		},
+	}
+}
