@@ -141,6 +141,7 @@ func (x *storeSuite) crud(t *testing.T) {
 	must(t, err)
 	id := h.ID()
 	turns(t, h, "crud", 2)
+	must(t, st.WriteFile(ctx, backend.Join(h.CheckpointDir(), "cp1.json"), []byte(`{}`)))
 	must(t, h.Close(ctx))
 	if ids := x.listIDs(t, s, "/w"); !slices.Equal(ids, []string{id}) {
 		t.Fatalf("List(/w) = %v, want [%s]", ids, id)

@@ -79,6 +79,10 @@ func (h *Handle) ID() string { return h.sess.Header().ID }
 // Path is the session file in the store.
 func (h *Handle) Path() string { return h.sess.Name() }
 
+// CheckpointDir is where this session's checkpoints belong (pass it to
+// checkpoint.WithDir); Delete removes them with the session.
+func (h *Handle) CheckpointDir() string { return backend.Join(SidecarDir(h.Path()), CheckpointsDir) }
+
 // Session is the conversation tree, for reading (Context, Entries, Path):
 // it holds what the writer has appended, so Flush first to see every
 // queued message.
