@@ -137,6 +137,10 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 		return nil, err
 	}
 	s := &Session{st: st, name: name, cfg: newConfig(opts), labels: map[string]string{}}
+	dialect002 := isSpec002(data)
+	if dialect002 {
+		data = fromSpec002(data)
+	}
 	p := parseFile(data, s.report)
 	if !p.headerOK {
 		s.noHeader = true
@@ -148,7 +152,7 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 		return s, nil
 	}
 	from := p.header.Version
-	migrated := migrate(p, func(taken map[string]bool) string { return s.newID(taken) })
+	migrated := migrate(p, func(taken map[string]bool) string { return s.newID(taken) }) || dialect002
 	s.header, s.headerRaw = p.header, p.headerRaw
 	s.entries = p.entries
 	s.fileExists, s.persisted, s.torn = true, len(p.entries), p.torn
@@ -171,7 +175,11 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 	}
 	s.index()
 	if migrated {
-		s.report(Problem{Err: fmt.Errorf("from version %g: %w", from, ErrMigrated)})
+		what := fmt.Sprintf("version %g", from)
+		if dialect002 {
+			what = "the spec 002 dialect"
+		}
+		s.report(Problem{Err: fmt.Errorf("from %s: %w", what, ErrMigrated)})
 		if !s.cfg.readOnly {
 			if err := s.rewriteLocked(ctx); err != nil {
 				return nil, fmt.Errorf("rewrite migrated session: %w", err)

@@ -1,0 +1,167 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Spec 002 files (another agent's dialect: snake_case fields, a top-level
+// role, `branch` entries, `tool_call` blocks, `tool_result` messages) are
+// read into the v3 model: each line is converted on load, and a session
+// opened for writing is rewritten as v3, as a migration is. trove writes
+// only v3.
+
+// isSpec002 reports whether data is a spec 002 file: its header is a
+// session header and some entry carries a spec 002 field or type.
+func isSpec002(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"parent_id"`)) && !bytes.Contains(data, []byte(`"first_kept_entry_id"`)) &&
+		!bytes.Contains(data, []byte(`"type":"branch"`)) {
+		return false
+	}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		var e map[string]json.RawMessage
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if _, ok := e["parentId"]; ok {
+			return false // a v3 entry: not this dialect
+		}
+		if _, ok := e["parent_id"]; ok {
+			return true
+		}
+		if _, ok := e["first_kept_entry_id"]; ok {
+			return true
+		}
+		if string(e["type"]) == `"branch"` {
+			return true
+		}
+	}
+	return false
+}
+
+// fromSpec002 converts a spec 002 file to v3 lines. Lines that are not JSON
+// objects stay as they are, for the lenient parser to report.
+func fromSpec002(data []byte) []byte {
+	lines := bytes.Split(data, []byte("\n"))
+	objs := make([]map[string]json.RawMessage, len(lines))
+	var header map[string]json.RawMessage
+	for i, line := range lines {
+		var e map[string]json.RawMessage
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		objs[i] = e
+		switch jsonStr(e["type"]) {
+		case TypeSession:
+			if header == nil {
+				header = e
+				e["version"] = json.RawMessage("3")
+			}
+			continue
+		case TypeMessage:
+			delete(e, "role") // v3 keeps the role in the message only
+			if m, ok := e["message"]; ok {
+				e["message"] = message002(m)
+			}
+		case TypeCompaction:
+			rename(e, "first_kept_entry_id", "firstKeptEntryId")
+			rename(e, "tokens_before", "tokensBefore")
+		case "branch":
+			// Lineage goes to the header; the entry becomes a custom
+			// entry, which stays out of the context in v3 as in spec 002.
+			if p, ok := e["parent_session_path"]; ok && header != nil {
+				if _, set := header["parentSession"]; !set {
+					header["parentSession"] = p
+				}
+			}
+			d := map[string]json.RawMessage{}
+			for _, k := range []string{"parent_session_path", "fork_entry_id", "branch_summary"} {
+				if v, ok := e[k]; ok {
+					d[k] = v
+					delete(e, k)
+				}
+			}
+			e["type"] = json.RawMessage(`"custom"`)
+			e["customType"] = json.RawMessage(`"spec002-branch"`)
+			e["data"] = mustJSON(d)
+		}
+		rename(e, "parent_id", "parentId")
+		if p, ok := e["parentId"]; !ok || string(p) == `""` {
+			e["parentId"] = json.RawMessage("null")
+		}
+	}
+	var out bytes.Buffer
+	for i, line := range lines {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		if objs[i] == nil {
+			out.Write(line)
+			continue
+		}
+		out.Write(mustJSON(objs[i]))
+	}
+	return out.Bytes()
+}
+
+// message002 converts one spec 002 message object to the v3 AgentMessage.
+func message002(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	if jsonStr(m["role"]) == "tool_result" {
+		m["role"] = json.RawMessage(`"toolResult"`)
+	}
+	rename(m, "tool_call_id", "toolCallId")
+	rename(m, "tool_name", "toolName")
+	rename(m, "is_error", "isError")
+	rename(m, "stop_reason", "stopReason")
+	if u, ok := m["usage"]; ok {
+		var um map[string]json.RawMessage
+		if json.Unmarshal(u, &um) == nil {
+			rename(um, "cache_read", "cacheRead")
+			rename(um, "cache_write", "cacheWrite")
+			rename(um, "total_tokens", "totalTokens")
+			m["usage"] = mustJSON(um)
+		}
+	}
+	if c, ok := m["content"]; ok {
+		var blocks []map[string]json.RawMessage
+		if json.Unmarshal(c, &blocks) == nil {
+			for _, b := range blocks {
+				if jsonStr(b["type"]) == "tool_call" {
+					b["type"] = json.RawMessage(`"toolCall"`)
+				}
+			}
+			m["content"] = mustJSON(blocks)
+		}
+	}
+	return mustJSON(m)
+}
+
+func rename(m map[string]json.RawMessage, from, to string) {
+	if v, ok := m[from]; ok {
+		if _, taken := m[to]; !taken {
+			m[to] = v
+		}
+		delete(m, from)
+	}
+}
+
+func jsonStr(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// mustJSON marshals values built from decoded JSON, which always marshal.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
