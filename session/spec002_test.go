@@ -90,4 +90,3 @@ func TestSpec002File(t *testing.T) {
 		t.Fatalf("the v3 rewrite rebuilds %d messages, want 4", len(sess2.Context().Messages))
 	}
 }
-
