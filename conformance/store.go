@@ -225,6 +225,9 @@ func (x *storeSuite) resume(t *testing.T) {
 	mk("abc111")
 	mk("abc222")
 	mk("xyz333")
+	if _, err := s.Create(ctx, session.CreateOptions{ID: "abc111", Cwd: "/elsewhere"}); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create with a taken id = %v, want fs.ErrExist", err)
+	}
 	for _, ref := range []string{"xyz333", "xy", "abc1"} {
 		h, err := s.Resume(ctx, ref)
 		must(t, err)

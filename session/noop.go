@@ -55,6 +55,9 @@ func (NoopStore) Load(_ context.Context, ref string) (*Handle, error) {
 	return nil, nothing("load", ref)
 }
 
+// Resume finds nothing.
+func (NoopStore) Resume(_ context.Context, ref string) (*Handle, error) { return nil, nothing("load", ref) }
+
 // Continue finds nothing.
 func (NoopStore) Continue(_ context.Context, cwd string) (*Handle, error) {
 	return nil, nothing("continue", cwd)

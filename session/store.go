@@ -112,6 +112,7 @@ func firstLine(s string) string {
 type Sessions interface {
 	Create(ctx context.Context, o CreateOptions) (*Handle, error)
 	Load(ctx context.Context, ref string) (*Handle, error)
+	Resume(ctx context.Context, ref string) (*Handle, error)
 	Continue(ctx context.Context, cwd string) (*Handle, error)
 	ResumeAt(ctx context.Context, ref, messageID string) (*Handle, error)
 	Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, error)
@@ -217,6 +218,12 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	}
 	if strings.ContainsAny(id, "/\\_") || backend.ValidPath(id) != nil {
 		return nil, backend.PathErr("create", id, fmt.Errorf("%w: session id must be a plain name without '_'", ErrInvalid))
+	}
+	if o.ID != "" {
+		// A chosen id must be new: ids name sessions across every cwd.
+		if name, err := Find(ctx, s.st, id); err == nil && idFromName(backend.Base(name)) == id {
+			return nil, backend.PathErr("create", name, fs.ErrExist)
+		}
 	}
 	now := s.cfg.now().UTC()
 	path := SessionPath(o.Cwd, now, id)
