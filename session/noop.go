@@ -56,7 +56,9 @@ func (NoopStore) Load(_ context.Context, ref string) (*Handle, error) {
 }
 
 // Resume finds nothing.
-func (NoopStore) Resume(_ context.Context, ref string) (*Handle, error) { return nil, nothing("load", ref) }
+func (NoopStore) Resume(_ context.Context, ref string) (*Handle, error) {
+	return nil, nothing("load", ref)
+}
 
 // Continue finds nothing.
 func (NoopStore) Continue(_ context.Context, cwd string) (*Handle, error) {
