@@ -43,7 +43,13 @@ func TestMatrix(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			for _, s := range suites() {
-				t.Run(s.name, func(t *testing.T) { s.run(t, b.New) })
+				t.Run(s.name, func(t *testing.T) {
+					s.run(t, b.New)
+					if s.name == "store" && b.Name == "fs" {
+						t.Run("TwoProcesses", storeTwoProcesses)
+						t.Run("Kill9", storeKill9)
+					}
+				})
 			}
 		})
 	}
