@@ -209,4 +209,3 @@ func storeKill9(t *testing.T) {
 		t.Fatalf("appending after the crash: %d messages, want %d", len(msgs2), len(msgs)+2)
 	}
 }
-

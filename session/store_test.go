@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,23 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	trovefs "github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/backend/backendtest"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/backend/spy"
 	"github.com/trovekit/trove/session"
 )
 
-func openOSStore(t testing.TB, dir string, opts ...session.StoreOption) *session.Store {
-	t.Helper()
-	st, err := trovefs.NewOS(dir)
+// benchStore is a store on the OS file system, its logger quiet.
+func benchStore(b *testing.B) *session.Store {
+	s, err := session.OpenStore(b.Context(), backendtest.NewOS(b),
+		session.WithSessionOptions(session.WithLogger(slog.New(slog.DiscardHandler))))
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s, err := session.OpenStore(context.Background(), st,
-		append([]session.StoreOption{session.WithSessionOptions(session.WithLogger(slog.New(slog.DiscardHandler)))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	return s
 }
@@ -72,7 +66,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 		flushEach bool
 	}{{"background-writer", false}, {"fsync-per-message", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			s := openOSStore(b, b.TempDir())
+			s := benchStore(b)
 			h, err := s.Create(b.Context(), session.CreateOptions{Cwd: "/bench"})
 			if err != nil {
 				b.Fatal(err)
