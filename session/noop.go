@@ -27,6 +27,20 @@ var _ Sessions = NoopStore{}
 // in-memory sessions it creates.
 func NewNoopStore(opts ...Option) NoopStore { return NoopStore{opts: opts} }
 
+// OpenSessions opens what an agent loop appends to: the session store on st
+// or, with persist false (spec 001 persistSession: false), a NoopStore that
+// never touches st. Store options that concern sessions apply to both.
+func OpenSessions(ctx context.Context, st backend.Storage, persist bool, opts ...StoreOption) (Sessions, error) {
+	if persist {
+		return OpenStore(ctx, st, opts...)
+	}
+	var cfg storeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return NewNoopStore(cfg.session...), nil
+}
+
 // Create starts an in-memory session.
 func (n NoopStore) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	id := o.ID

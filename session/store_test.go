@@ -30,7 +30,8 @@ func benchStore(b *testing.B) *session.Store {
 func TestChecklist12PersistFlag(t *testing.T) {
 	ctx := t.Context()
 	sp := spy.New(mem.New())
-	var sessions session.Sessions = session.NewNoopStore()
+	sessions, err := session.OpenSessions(ctx, sp, false)
+	must(t, err)
 	h, err := sessions.Create(ctx, session.CreateOptions{Cwd: "/w", Model: "m"})
 	must(t, err)
 	for i := range 50 {
@@ -52,8 +53,10 @@ func TestChecklist12PersistFlag(t *testing.T) {
 	for range sessions.List(ctx, "") {
 		t.Fatal("a no-op store listed a session")
 	}
-	// The spy stands for any storage a caller might have configured: the
-	// no-op store was given none and touched none.
+	if _, err := sessions.Fork(ctx, h.ID(), session.ForkOptions{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Fork in a no-op store = %v, want fs.ErrNotExist", err)
+	}
+	must(t, h.Close(ctx)) // a second Close is harmless
 	if n := sp.Count(); n != 0 {
 		t.Fatalf("%d storage calls", n)
 	}
@@ -87,5 +90,26 @@ func BenchmarkAppendMessage(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// With persistence on, the same call opens the real store on the storage.
+func TestOpenSessionsPersist(t *testing.T) {
+	ctx := t.Context()
+	sp := spy.New(mem.New())
+	sessions, err := session.OpenSessions(ctx, sp, true)
+	must(t, err)
+	h, err := sessions.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	must(t, h.AppendMessage(ctx, userMsg("q")))
+	must(t, h.AppendMessage(ctx, assistantMsg("a")))
+	must(t, h.Close(ctx))
+	if sp.Count() == 0 {
+		t.Fatal("a persisting store wrote nothing")
+	}
+	msgs, err := sessions.LoadMessages(ctx, h.ID())
+	must(t, err)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages", len(msgs))
 	}
 }
