@@ -50,9 +50,11 @@ type GCReport struct {
 // and index) and staging objects are removed once older than the grace.
 //
 // The grace period is what keeps concurrent writers safe: a blob or pack
-// written after now-grace is never removed. A blob that a Put found already
-// present is not made young again, so GC must not run with a grace shorter
-// than the time a writer takes from Put to recording the ref in a root.
+// written after now-grace is never removed, and a Put that finds its blob
+// older than half the grace writes it again, so a ref Put returns survives
+// at least half the grace (GCGrace overrides shorter than the store's
+// grace shorten that). A loose blob is looked at again just before it is
+// removed, so one rewritten since the listing stays.
 func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCOption) (GCReport, error) {
 	c := gcConfig{grace: s.cfg.grace}
 	for _, o := range opts {
@@ -95,6 +97,10 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 	}
 	for _, o := range doomed {
 		if !c.dryRun {
+			if fi, err := s.st.Stat(ctx, o.info.Name); err == nil && young(fi.ModTime) {
+				rep.Young++ // a Put made it young again since the listing
+				continue
+			}
 			if err := s.st.Unlink(ctx, o.info.Name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return rep, fmt.Errorf("cas: gc: %w", err)
 			}

@@ -339,16 +339,30 @@ func (s *Store) Has(ctx context.Context, ref Ref) (bool, error) {
 // object, without re-listing indexes on every new blob. It may miss a blob
 // another process packed since the last refresh; the put then stores a
 // second copy, which costs space, never correctness.
+//
+// A copy older than half the grace period does not count: the put writes it
+// again (loose, same bytes), so the blob is young when Put returns and GC
+// spares it until the caller has recorded the ref in a root. Without that, a
+// dedup hit on an old unreferenced blob could be swept right after Put.
 func (s *Store) present(ctx context.Context, ref Ref) (bool, error) {
+	return s.exists(ctx, ref, true)
+}
+
+// exists looks for ref; with fresh, only a copy young enough for GC's grace
+// counts.
+func (s *Store) exists(ctx context.Context, ref Ref, fresh bool) (bool, error) {
 	if err := s.ensureIndex(ctx); err != nil {
 		return false, err
 	}
-	if _, ok := s.idx.lookup(ref); ok {
-		return true, nil
+	if e, ok := s.idx.lookup(ref); ok {
+		// A pack this process wrote has no listed time: it is young.
+		if t := s.idx.modTime(e.packID); !fresh || t.IsZero() || s.young(t) {
+			return true, nil
+		}
 	}
-	_, err := s.st.Stat(ctx, s.looseName(ref))
+	fi, err := s.st.Stat(ctx, s.looseName(ref))
 	if err == nil {
-		return true, nil
+		return !fresh || s.young(fi.ModTime), nil
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -356,8 +370,14 @@ func (s *Store) present(ctx context.Context, ref Ref) (bool, error) {
 	return false, err
 }
 
+// young reports whether an object written at t is safe from GC for at
+// least half the grace period.
+func (s *Store) young(t time.Time) bool {
+	return s.cfg.grace == 0 || s.cfg.now().Sub(t) < s.cfg.grace/2
+}
+
 func (s *Store) has(ctx context.Context, ref Ref) (bool, error) {
-	if ok, err := s.present(ctx, ref); err != nil || ok {
+	if ok, err := s.exists(ctx, ref, false); err != nil || ok {
 		return ok, err
 	}
 	if err := s.refresh(ctx); err != nil {
