@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session"
 )
 
 // newDemoCmd runs the main job end to end on a store (the default local root
@@ -92,6 +94,37 @@ func newDemoCmd(a *app) *cobra.Command {
 			}
 			a.printf("stored a %d-byte tool output as %s (%d bytes on the store, %s), read back verified\n",
 				info.Size, ref, info.StoredSize, info.Codec)
+
+			// A conversation, as an agent loop keeps it: the session store,
+			// the tool output above referenced by its blob ref.
+			ss, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			h, err := ss.Create(ctx, session.CreateOptions{Cwd: "/" + dir, Model: "demo-model", AgentName: "trove-demo"})
+			if err != nil {
+				return err
+			}
+			for _, m := range []string{
+				`{"role":"user","content":"list the files","timestamp":1}`,
+				`{"role":"assistant","content":[{"type":"text","text":"Running ls."}],"model":"demo-model","usage":{"input":12,"output":4,"cost":{"total":0.0001}},"timestamp":2}`,
+				fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":[{"type":"text","text":"see %s"}],"isError":false,"timestamp":3}`, ref),
+				`{"role":"assistant","content":[{"type":"text","text":"Done."}],"model":"demo-model","usage":{"input":20,"output":2},"timestamp":4}`,
+			} {
+				if err := h.AppendMessage(ctx, json.RawMessage(m)); err != nil {
+					h.Close(ctx)
+					return err
+				}
+			}
+			if err := h.Close(ctx); err != nil {
+				return err
+			}
+			meta, err := ss.Metadata(ctx, h.ID())
+			if err != nil {
+				return err
+			}
+			a.printf("session %s: %d messages, %d turns, %d tokens, written to %s (see it: trove show %s)\n",
+				meta.ID, meta.MessageCount, meta.TurnCount, meta.TotalTokens, meta.Path, meta.ID)
 
 			a.printf("listing %s:\n", dir)
 			for info, err := range st.List(ctx, dir) {
