@@ -31,6 +31,7 @@ const (
 	octets      = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
 	compactAt   = 8                              // segments a closing writer tolerates
+	compactLive = 64                             // segments an open writer tolerates
 )
 
 // Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
@@ -49,6 +50,7 @@ type Storage struct {
 type options struct {
 	log       *slog.Logger
 	compactAt int
+	compactOn int
 	segMax    int
 	maxName   int
 	maxElem   int
@@ -74,6 +76,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // folds them into the base object.
 func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n, 0) } }
 
+// WithCompactOpen sets how many segments (n, default 64) a writer that
+// stays open gathers before a Sync also folds them into a base. It does so
+// when they hold at least as many bytes as the base, so compaction uploads
+// about twice what was appended, and in any case at 16n segments, which
+// bounds the objects of a file (tiny appends to a huge file then cost more
+// uploads).
+func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 1) } }
+
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
 // segment without waiting for Sync.
 func WithSegmentBytes(n int) Option { return func(o *options) { o.segMax = max(n, 1) } }
@@ -83,7 +93,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 	if b == nil {
 		return nil, fmt.Errorf("cloud: nil bucket: %w", backend.ErrNotSupported)
 	}
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes}
 	for _, opt := range opts {
 		opt(&o)

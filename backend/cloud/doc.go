@@ -17,8 +17,10 @@
 //   - A base object in the same directory, ".~<number>c" (a compaction) or
 //     ".~<number>w" (a replacement), holds the whole file up to its number
 //     and hides the name's own object and every lower number. A compaction
-//     (when a writer closes with more than a few segments) writes the same
-//     bytes, so a reader that meets it mid-read goes on at the same offset. A
+//     (when a writer closes with more than a few segments, or while it
+//     stays open, once its segments hold as many bytes as the base or reach a
+//     cap; only a writer that still holds the highest number compacts) writes
+//     the same bytes, so a reader that meets it mid-read goes on at the same offset. A
 //     WriteFile over a file with segments first claims the next number with
 //     an empty segment, then writes its base there. Stale objects are
 //     deleted after the base exists, so a reader or a crash between the

@@ -229,3 +229,79 @@ func TestStaleWriterAfterCompaction(t *testing.T) {
 	}
 	wantFile(t, st, "f", "b1\nb2\nb3\n")
 }
+
+// A writer's own compactions (an open writer folding its segments) never
+// trip its own staleness check, and still catch a stale writer.
+func TestCompactionWhileOpen(t *testing.T) {
+	st, b := newRaw(t, cloud.WithCompactOpen(1), cloud.WithCompactAt(1000))
+	ctx := t.Context()
+	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i := range 20 {
+		rec := strings.Repeat(string(rune('a'+i)), 10+i)
+		want.WriteString(rec)
+		if _, err := w.Write([]byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatalf("Sync %d of a writer compacting its own file: %v", i, err)
+		}
+	}
+	if n := len(keys(t, b)); n > 16+2 { // at most 16n segments, a base, the name
+		t.Fatalf("an open writer that compacts left %d objects: %q", n, keys(t, b))
+	}
+	if _, err := stale.Write([]byte("stale")); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Sync(); !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("the stale writer's Sync = %v, want ErrLocked", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", want.String())
+}
+
+// A stale writer that closes with nothing to send folds nothing: the newer
+// writer's objects are not its to compact.
+func TestStaleCloseDoesNotCompact(t *testing.T) {
+	st, _ := newRaw(t, cloud.WithCompactAt(0))
+	ctx := t.Context()
+	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []string{"one\n", "two\n"} {
+		if _, err := w.Write([]byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stale.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("three\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatalf("the newer writer after a stale one closed: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", "one\ntwo\nthree\n")
+}

@@ -171,19 +171,27 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 		}
 		return nil, fail(op, name, err)
 	}
-	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: next + 1, live: len(l.parts)}, nil
+	w := &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: next + 1, live: len(l.parts),
+		prev: objKey(name, next, kindSeg), baseBytes: l.parts[0].size}
+	for _, pt := range l.parts[1:] {
+		w.segBytes += pt.size
+	}
+	return w, nil
 }
 
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
-	s      *Storage
-	ctx    context.Context
-	name   string
-	buf    []byte
-	next   uint64 // number of the next segment
-	live   int    // segments beyond the base
-	err    error  // first upload error, latched
-	closed bool
+	s    *Storage
+	ctx  context.Context
+	name string
+	buf  []byte
+	next uint64 // number of the next segment
+	live int    // segments beyond the base
+	prev string // this writer's last object, which must still exist
+	// bytes in the base and in the segments beyond it
+	baseBytes, segBytes int64
+	err                 error // first upload error, latched
+	closed              bool
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -233,7 +241,7 @@ func (w *writer) flush() error {
 	// A compaction or replacement by a writer that opened later may have
 	// deleted this number and hidden it under its base; it deleted the
 	// number below first (drop goes upwards), so look there.
-	if _, err := w.s.b.Attributes(w.ctx, enc(objKey(w.name, w.next-1, kindSeg))); err != nil {
+	if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
 		if isNotFound(err) {
 			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
 			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
@@ -241,9 +249,20 @@ func (w *writer) flush() error {
 		w.err = fail("sync", w.name, err)
 		return w.err
 	}
+	w.prev = objKey(w.name, w.next, kindSeg)
 	w.next++
 	w.live++
+	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
+	if on := w.s.opts.compactOn; w.live >= on && (w.segBytes >= w.baseBytes || w.live >= 16*on) {
+		// A writer that stays open keeps reads of its file cheap. Failure
+		// is not the writer's: the segments hold every byte.
+		if key, size, err := w.s.compact(w.ctx, w.name, w.next-1); err != nil {
+			w.s.log.Warn("trove/cloud: compaction failed; segments kept", "name", w.name, "err", err)
+		} else if key != "" {
+			w.prev, w.live, w.baseBytes, w.segBytes = key, 0, size, 0
+		}
+	}
 	return nil
 }
 
@@ -260,30 +279,35 @@ func (w *writer) Close() error {
 		return err
 	}
 	if w.live > w.s.opts.compactAt {
-		return w.s.compact(w.ctx, w.name)
+		_, _, err := w.s.compact(w.ctx, w.name, w.next-1)
+		return err
 	}
 	return nil
 }
 
 // compact folds name's segments into a compaction base under the highest
-// segment's number, holding the same bytes, then deletes what it holds.
-// Two compactions of one state write the same bytes, so the loser of the
-// conditional create has nothing to do.
-func (s *Storage) compact(ctx context.Context, name string) error {
+// number, holding the same bytes, then deletes what it holds. Two
+// compactions of one state write the same bytes, so the loser of the
+// conditional create has nothing to do. through is the writer's last
+// number: when another writer has taken a higher one, the file is not this
+// writer's to fold (its next Sync fails instead). It returns the base's key
+// and size ("" when there was nothing to fold).
+func (s *Storage) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
 	const op = "compact"
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
-		return fail(op, name, err)
+		return "", 0, fail(op, name, err)
 	}
-	if len(l.parts) < 2 {
-		return nil
+	if len(l.parts) < 2 || l.last != through {
+		return "", 0, nil
 	}
 	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: -1}
 	defer rd.Close()
-	lost, err := s.create(ctx, objKey(name, l.last, kindCompact), rd)
+	key = objKey(name, l.last, kindCompact)
+	lost, err := s.create(ctx, key, rd)
 	if err != nil && !lost {
-		return fail(op, name, err)
+		return "", 0, fail(op, name, err)
 	}
 	s.drop(ctx, name, l.objs)
-	return nil
+	return key, l.size, nil
 }
