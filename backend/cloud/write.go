@@ -61,7 +61,8 @@ func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (in
 	}
 	cr := &countingReader{r: r}
 	if len(objs) == 0 {
-		return cr.n, fail(op, name, s.put(ctx, name, cr))
+		err := s.put(ctx, name, cr)
+		return cr.n, fail(op, name, err)
 	}
 	n := objs[len(objs)-1].n + 1
 	for try := 0; ; try++ {
