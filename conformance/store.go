@@ -489,7 +489,8 @@ func (x *storeSuite) metadata(t *testing.T) {
 	}
 	if got.MessageCount != 6 || got.TurnCount != 3 || got.InputTokens != 30 || got.OutputTokens != 15 ||
 		got.TotalTokens != 45 || got.CostUSD != 1.5 || got.Model != "m-1" || got.ExitReason != "completed" ||
-		got.AgentName != "coder" || got.Title != "T" || got.FirstMessage != "m q0" || !got.UpdatedAt.After(got.CreatedAt) {
+		got.AgentName != "coder" || got.Title != "T" || got.FirstMessage != "m q0" || !got.UpdatedAt.After(got.CreatedAt) ||
+		got.ProjectHash != session.EncodeCwd("/m") {
 		t.Fatalf("metadata = %+v", got)
 	}
 	must(t, s.UpdateMetadata(ctx, h.ID(), func(m *session.Metadata) { m.Title = "renamed"; m.ID = "forged" }))

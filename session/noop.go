@@ -57,7 +57,7 @@ func (n NoopStore) Create(ctx context.Context, o CreateOptions) (*Handle, error)
 	if err != nil {
 		return nil, err
 	}
-	meta := Metadata{ID: id, Path: path, Cwd: o.Cwd, Title: o.Title, Model: o.Model, CreatedAt: now, UpdatedAt: now,
+	meta := Metadata{ID: id, Path: path, ProjectHash: EncodeCwd(o.Cwd), Cwd: o.Cwd, Title: o.Title, Model: o.Model, CreatedAt: now, UpdatedAt: now,
 		ParentID: o.ParentID, AgentName: o.AgentName}
 	return newHandle(ctx, nil, sess, meta, 256), nil
 }

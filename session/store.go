@@ -37,7 +37,8 @@ var ErrLocked = fmt.Errorf("session is being written by another writer: %w", bac
 // 3.1, kept current from the messages appended, without rereading the log.
 type Metadata struct {
 	ID           string    `json:"id"`
-	Path         string    `json:"path"` // the session file in the store
+	Path         string    `json:"path"`         // the session file in the store
+	ProjectHash  string    `json:"project_hash"` // the cwd's directory under sessions/ (EncodeCwd)
 	Cwd          string    `json:"cwd"`
 	Title        string    `json:"title,omitempty"`
 	Model        string    `json:"model,omitempty"`
@@ -238,8 +239,8 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta := Metadata{ID: id, Path: path, Cwd: o.Cwd, Title: o.Title, Model: o.Model, CreatedAt: now, UpdatedAt: now,
-		ParentID: o.ParentID, AgentName: o.AgentName}
+	meta := Metadata{ID: id, Path: path, ProjectHash: EncodeCwd(o.Cwd), Cwd: o.Cwd, Title: o.Title, Model: o.Model,
+		CreatedAt: now, UpdatedAt: now, ParentID: o.ParentID, AgentName: o.AgentName}
 	return s.open(ctx, sess, meta, true, unlock)
 }
 
@@ -353,7 +354,7 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 		return Metadata{}, err
 	}
 	h := sess.Header()
-	m := Metadata{ID: h.ID, Path: sess.Name(), Cwd: h.Cwd, Title: h.Title, ParentID: h.ParentSession}
+	m := Metadata{ID: h.ID, Path: sess.Name(), ProjectHash: EncodeCwd(h.Cwd), Cwd: h.Cwd, Title: h.Title, ParentID: h.ParentSession}
 	if t, err := time.Parse(time.RFC3339Nano, h.Timestamp); err == nil {
 		m.CreatedAt = t.UTC()
 	}
@@ -527,7 +528,7 @@ func (s *Store) metaOf(ctx context.Context, info Info) (Metadata, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Metadata{}, err
 	}
-	return Metadata{ID: info.ID, Path: info.Path, Cwd: info.Cwd, Title: info.Title, ParentID: info.ParentSession,
+	return Metadata{ID: info.ID, Path: info.Path, ProjectHash: EncodeCwd(info.Cwd), Cwd: info.Cwd, Title: info.Title, ParentID: info.ParentSession,
 		CreatedAt: info.Created, UpdatedAt: info.Modified.UTC(), FirstMessage: info.FirstMessage}, nil
 }
 
