@@ -34,6 +34,7 @@ func suites() []suite {
 		{"checkpoint", conformance.TestCheckpoint},
 		{"runlog", conformance.TestRunlog},
 		{"store", conformance.TestStore},
+		{"trove", conformance.TestOneStore},
 	}
 }
 

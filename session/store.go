@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/cas"
 )
 
 // Sidecar files, in the directory named as the session file without
@@ -154,6 +155,7 @@ type storeConfig struct {
 	now     func() time.Time
 	queue   int
 	wait    bool
+	inline  bool
 }
 
 // WithSessionOptions passes options (WithBlobStore, WithLogger, ...) to
@@ -161,6 +163,12 @@ type storeConfig struct {
 func WithSessionOptions(opts ...Option) StoreOption {
 	return func(c *storeConfig) { c.session = append(c.session, opts...) }
 }
+
+// WithInlineBlobs keeps images and long tool outputs inline in the session
+// files instead of in the root's blob store (what spec 003 readers without
+// a blob directory need). Sessions then grow with every image, and forks
+// copy them.
+func WithInlineBlobs() StoreOption { return func(c *storeConfig) { c.inline = true } }
 
 // WithStoreLogger sets the logger for background trouble.
 func WithStoreLogger(l *slog.Logger) StoreOption { return func(c *storeConfig) { c.log = l } }
@@ -184,7 +192,9 @@ type Store struct {
 	cfg storeConfig
 }
 
-// OpenStore opens the session store on a trove root.
+// OpenStore opens the session store on a trove root. Images and tool
+// outputs over the threshold go to the root's blob store (blobs/) unless a
+// session option names another (WithBlobStore) or WithInlineBlobs is given.
 func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*Store, error) {
 	if st == nil {
 		return nil, fmt.Errorf("open session store: nil storage: %w", ErrInvalid)
@@ -195,6 +205,15 @@ func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*S
 	}
 	if err := backend.CtxErr(ctx, "open", SessionsDir); err != nil {
 		return nil, err
+	}
+	if !cfg.inline && newConfig(cfg.session).blobs == nil {
+		// Blobs by default: the root's one cas store, where checkpoints
+		// and run logs keep theirs, so an image is stored once.
+		cs, err := cas.Open(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		cfg.session = append([]Option{WithBlobStore(CAS(cs))}, cfg.session...)
 	}
 	return &Store{st: st, cfg: cfg}, nil
 }

@@ -1,0 +1,11 @@
+// Package trove is the one store a coding agent keeps its work in: it owns
+// a backend.Storage (opened from a URL, or given), the root's one blob store
+// (cas, under blobs/), and hands out the layers wired to it: the session
+// store (images and long tool outputs as blob refs by default), workspace
+// checkpoint managers, run logs and the blobs themselves. It adds what only
+// the whole store can do: GC over the union of every layer's roots, and
+// Check (fsck), which reads everything and changes nothing.
+//
+// The layers stay usable alone; this package is where they meet. It may
+// import every package of the module except cmd/.
+package trove
