@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -38,9 +40,10 @@ func newBlobCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	var outFile string
 	get := &cobra.Command{
-		Use:   "get REF",
-		Short: "Write a blob's bytes, verified, to standard output",
+		Use:   "get REF [-o FILE]",
+		Short: "Write a blob's bytes to standard output or FILE, only once they are verified",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -52,15 +55,13 @@ func newBlobCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := bs.Open(ctx, ref)
-			if err != nil {
-				return err
+			if outFile != "" {
+				return getToFile(ctx, bs, ref, outFile)
 			}
-			defer rc.Close()
-			_, err = io.Copy(a.stdout, rc)
-			return err
+			return getToWriter(ctx, bs, ref, a.stdout)
 		},
 	}
+	get.Flags().StringVarP(&outFile, "output", "o", "", "write to FILE (a temp file, verified, then renamed)")
 	verify := &cobra.Command{
 		Use:   "verify",
 		Short: "Re-hash every blob; report each bad one and exit 3 if any",
@@ -102,4 +103,78 @@ func (n errProblems) Error() string {
 		return "1 bad blob"
 	}
 	return itoa(int(n)) + " bad blobs"
+}
+
+// spoolLimit is the largest blob get verifies in memory; bigger ones are
+// verified through a temporary file.
+const spoolLimit = 64 << 20
+
+// getToWriter writes the blob to w only after every byte is verified, so a
+// corrupt blob never leaves part of itself in w.
+func getToWriter(ctx context.Context, bs *cas.Store, ref cas.Ref, w io.Writer) error {
+	info, err := bs.Stat(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if info.Size <= spoolLimit {
+		data, err := bs.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	tmp, err := os.CreateTemp("", "trove-blob-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := copyBlob(ctx, bs, ref, tmp); err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, tmp)
+	return err
+}
+
+// getToFile writes the blob to a temporary file beside name and renames it
+// into place once verified and synced.
+func getToFile(ctx context.Context, bs *cas.Store, ref cas.Ref, name string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".trove-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := copyBlob(ctx, bs, ref, tmp); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+// copyBlob streams the blob into w; the error at its end says whether the
+// bytes matched the digest.
+func copyBlob(ctx context.Context, bs *cas.Store, ref cas.Ref, w io.Writer) error {
+	rc, err := bs.Open(ctx, ref)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, rc)
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -106,6 +106,7 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(create, rewind, diff)
+	addCheckpointAdmin(a, cmd, with)
 	return cmd
 }
 

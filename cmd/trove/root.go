@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/cas"
@@ -47,6 +48,7 @@ type app struct {
 	logLevel       string
 	log            *slog.Logger
 	st             backend.Storage
+	ts             *troveapi.Store
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
@@ -125,7 +127,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
-		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a))
+		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a))
 	return root
 }
 

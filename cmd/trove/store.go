@@ -15,12 +15,11 @@ import (
 
 // sessionStore opens the session store of the --store root, with its cas.
 func (a *app) sessionStore(ctx context.Context) (*session.Store, error) {
-	st, bs, err := a.blobs(ctx)
+	ts, err := a.troveStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return session.OpenStore(ctx, st, session.WithStoreLogger(a.log),
-		session.WithSessionOptions(session.WithBlobStore(session.CAS(bs)), session.WithLogger(a.log)))
+	return ts.Sessions(), nil
 }
 
 // storeErr turns an ambiguous prefix into a usage error that lists the
