@@ -49,12 +49,16 @@ type app struct {
 	log            *slog.Logger
 	st             backend.Storage
 	ts             *troveapi.Store
+	mayCreate      bool // the command may create a missing local store
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
 func (a *app) store(ctx context.Context) (backend.Storage, error) {
 	if a.st != nil {
 		return a.st, nil
+	}
+	if err := a.checkStoreExists(); err != nil {
+		return nil, err
 	}
 	st, err := open.URL(ctx, a.storeURL)
 	if err != nil {
@@ -104,6 +108,7 @@ func newRoot(a *app) *cobra.Command {
 		Use:           "trove",
 		Short:         "Keep what AI coding agents must not lose",
 		Long:          "trove stores conversation trees, content-addressed blobs, workspace checkpoints and run logs\non local disk, in memory, or in S3/GCS/Azure buckets.",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -112,6 +117,7 @@ func newRoot(a *app) *cobra.Command {
 				return usageErr("--log-level: %v", err)
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.mayCreate = writers[cmd.CommandPath()]
 			return nil
 		},
 	}
@@ -128,6 +134,13 @@ func newRoot(a *app) *cobra.Command {
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a))
+	behave(root)
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "fork", "rm", "unlock":
+			c.ValidArgsFunction = completeSessions(a)
+		}
+	}
 	return root
 }
 
@@ -145,17 +158,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "trove: %v\n", err)
+	code := exitFailure
 	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	// cobra reports unknown commands and arg-count errors as plain errors.
 	msg := err.Error()
-	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "accepts ") || strings.HasPrefix(msg, "requires ") || strings.HasPrefix(msg, "unknown flag") {
-		return exitUsage
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "accepts ") ||
+		strings.HasPrefix(msg, "requires ") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "invalid argument"):
+		// cobra reports unknown commands and arg-count errors as plain errors.
+		code = exitUsage
 	}
-	return exitFailure
+	a.reportError(err, code)
+	return code
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
