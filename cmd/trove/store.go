@@ -103,9 +103,10 @@ type shown struct {
 }
 
 func newShowCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var leaf string
+	cmd := &cobra.Command{
 		Use:   "show ID-OR-PREFIX",
-		Short: "Show a session: its metadata and the conversation at its leaf",
+		Short: "Show a session: its metadata and the conversation at its leaf (or --leaf ID)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -113,33 +114,61 @@ func newShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			msgs, err := s.LoadMessages(ctx, args[0])
-			if err != nil {
-				return storeErr(err)
-			}
 			meta, err := s.Metadata(ctx, args[0])
 			if err != nil {
 				return storeErr(err)
 			}
+			st, err := a.store(ctx)
+			if err != nil {
+				return err
+			}
+			sess, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+			if err != nil {
+				return err
+			}
+			if err := sess.Err(); err != nil {
+				return err
+			}
+			var path []*session.Entry
+			if leaf == "" && sess.Leaf() != nil {
+				leaf = sess.Leaf().ID()
+			}
+			if leaf != "" {
+				if path, err = sess.Path(leaf); err != nil {
+					return usageErr("--leaf %s: %v", leaf, err)
+				}
+			}
 			if a.jsonOut {
 				out := shown{Metadata: meta, Messages: []any{}}
-				for _, e := range msgs {
-					out.Messages = append(out.Messages, e.JSON())
+				for _, e := range path {
+					if e.Type() == session.TypeMessage {
+						out.Messages = append(out.Messages, e.JSON())
+					}
 				}
 				return a.printJSON(out)
 			}
-			a.printf("session %s  cwd %s  model %s\n%d messages, %d turns, %d tokens, $%.4f", meta.ID, meta.Cwd, meta.Model,
-				meta.MessageCount, meta.TurnCount, meta.TotalTokens, meta.CostUSD)
+			onPath := 0
+			for _, e := range path {
+				if e.Type() == session.TypeMessage {
+					onPath++
+				}
+			}
+			a.printf("session %s  cwd %s  model %s\n", meta.ID, clean(meta.Cwd, 200), clean(meta.Model, 80))
+			if meta.Title != "" {
+				a.printf("title: %s\n", clean(meta.Title, 200))
+			}
+			a.printf("%d messages on this path, %d in the session (%d entries), %d turns, %d tokens, $%.4f",
+				onPath, meta.MessageCount, sess.Len(), meta.TurnCount, meta.TotalTokens, meta.CostUSD)
 			if meta.ParentID != "" {
 				a.printf(", forked from %s", meta.ParentID)
 			}
 			a.printf("\n\n")
-			for _, e := range msgs {
-				a.printf("[%s] %s: %s\n", e.ID(), e.Role(), oneLine(session.MessageText(e.Field("message")), 200))
-			}
+			renderPath(a.stdout, sess, path)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&leaf, "leaf", "", "show the path to this entry instead of the session's leaf")
+	return cmd
 }
 
 func oneLine(s string, n int) string {
