@@ -1,0 +1,14 @@
+// Package torture kills real trove processes with SIGKILL at random points
+// while they append session messages and transcript lines, put blobs
+// (single, streamed, batched into packs), take and rewind tree checkpoints
+// and write run logs on the OS file system, and after each kill checks that
+// every operation the child acknowledged is present and exact, that the
+// store resumes and takes appends, and that fsck passes.
+//
+// A child acknowledges an operation on its standard output only once the
+// call that makes it durable has returned (Flush, Put, Batch.Flush,
+// checkpoint Create, run log Sync). `make torture` runs it; its test runs a
+// short version under `make test`.
+//
+// It may import every package of the module.
+package torture
