@@ -63,3 +63,33 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: %d %q", code, out)
 	}
 }
+
+// A read command never writes outside the store: a session file on disk is
+// read in place, nothing is created beside it, and an old version is not
+// migrated on disk.
+func TestSessionContextReadsInPlace(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "a", "newdir", "x.jsonl")
+	if code, _, _ := trove(t, "", "--store", filepath.Join(dir, "store"), "session", "context", missing); code == exitOK {
+		t.Error("context of a missing file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
+		t.Fatal("session context created a directory")
+	}
+	v1 := filepath.Join(dir, "old.jsonl")
+	body := `{"type":"session","id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}` + "\n" +
+		`{"type":"message","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}` + "\n"
+	if err := os.WriteFile(v1, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := trove(t, "", "--store", filepath.Join(dir, "nostore"), "session", "context", v1)
+	if code != exitOK || !strings.Contains(out, `"hi"`) {
+		t.Fatalf("context of a v1 file: %d %s %s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(v1); string(got) != body {
+		t.Error("session context rewrote the file it read")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nostore")); err == nil {
+		t.Error("session context of a file created the store")
+	}
+}

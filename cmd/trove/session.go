@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
 )
 
@@ -19,25 +22,11 @@ func newSessionCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, bs, err := a.blobs(ctx)
+			src, ref, opts, done, err := a.sessionSource(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			opts := []session.Option{session.WithBlobStore(session.CAS(bs)), session.WithLogger(a.log)}
-			src, ref := st, args[0]
-			if filepath.Ext(ref) == ".jsonl" {
-				// A file on disk, outside the store: read it in place.
-				abs, err := filepath.Abs(ref)
-				if err != nil {
-					return err
-				}
-				dirSt, err := fs.NewOS(filepath.Dir(abs))
-				if err != nil {
-					return err
-				}
-				defer dirSt.Close()
-				src, ref = dirSt, filepath.Base(abs)
-			}
+			defer done()
 			c, err := session.ContextFor(ctx, src, ref, leaf, opts...)
 			if err != nil {
 				return err
@@ -51,4 +40,40 @@ func newSessionCmd(a *app) *cobra.Command {
 	contextCmd.Flags().StringVar(&leaf, "leaf", "", "rebuild at this entry id instead of the leaf")
 	cmd.AddCommand(contextCmd)
 	return cmd
+}
+
+// sessionSource is where a command that reads one session finds it: a
+// .jsonl file on disk, read without touching anything beside it (no
+// directory created, no migration written back), or an id in the store.
+// Blobs resolve from the store when there is one.
+func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, string, []session.Option, func(), error) {
+	opts := []session.Option{session.WithLogger(a.log)}
+	if filepath.Ext(arg) != ".jsonl" {
+		st, bs, err := a.blobs(ctx)
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		return st, arg, append(opts, session.WithBlobStore(session.CAS(bs))), func() {}, nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	if a.checkStoreExists() == nil {
+		if _, bs, err := a.blobs(ctx); err == nil {
+			opts = append(opts, session.WithBlobStore(session.CAS(bs)))
+		}
+	}
+	// The file's bytes in a private memory store: the session package reads
+	// stores, and nothing it does there can reach the disk.
+	m := mem.New()
+	name := filepath.Base(arg)
+	if backend.ValidPath(name) != nil {
+		name = "session.jsonl"
+	}
+	if err := m.WriteFile(ctx, name, data); err != nil {
+		m.Close()
+		return nil, "", nil, nil, err
+	}
+	return m, name, opts, func() { m.Close() }, nil
 }
