@@ -400,7 +400,8 @@ func Continue(ctx context.Context, st backend.Storage, cwd, terminalID string) (
 }
 
 // Find resolves ref to a session file: a file name in st, or a session id
-// or unique id prefix among every cwd's sessions (matched on file names).
+// or unique abbreviation of one (see MatchID) among every cwd's sessions
+// (matched on file names).
 func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
 	if ref == "" {
 		return "", fmt.Errorf("find session: empty reference: %w", ErrInvalid)
@@ -424,7 +425,7 @@ func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
 		if id == ref {
 			return fi.Name, nil
 		}
-		if strings.HasPrefix(id, ref) {
+		if MatchID(id, ref) {
 			matches = append(matches, fi.Name)
 		}
 	}
@@ -459,4 +460,70 @@ func ContextFor(ctx context.Context, st backend.Storage, ref, leafID string, opt
 		return s.Context(), nil
 	}
 	return s.ContextAt(leafID)
+}
+
+// MinAbbrev is the shortest id abbreviation accepted from the end of an id.
+const MinAbbrev = 4
+
+// MatchID reports whether ref abbreviates id: a prefix of it, or, from
+// MinAbbrev characters on, a suffix. Session ids are uuid v7, whose first
+// 12 hex digits are the creation time in milliseconds, so sessions made
+// within a minute share their first 8 and within weeks their first 4; the
+// end of the id is random, so a few characters from there tell any two
+// sessions apart. Abbrev gives the shortest such suffix.
+func MatchID(id, ref string) bool {
+	return strings.HasPrefix(id, ref) || (len(ref) >= MinAbbrev && strings.HasSuffix(id, ref))
+}
+
+// Abbrev maps each id to its shortest abbreviation that MatchID resolves to
+// it alone among ids: a suffix of at least MinAbbrev characters (the id
+// itself when no shorter one is unique).
+func Abbrev(ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	suffixes, prefixes := map[string]int{}, map[string]int{}
+	maxLen := 0
+	for _, id := range ids {
+		maxLen = max(maxLen, len(id))
+	}
+	// Count, for each length, how many ids end with each suffix; a suffix
+	// is unique when one id ends with it and no other id starts with it.
+	for n := MinAbbrev; n <= maxLen; n++ {
+		clear(suffixes)
+		clear(prefixes)
+		for _, id := range ids {
+			if len(id) >= n {
+				suffixes[id[len(id)-n:]]++
+				prefixes[id[:n]]++
+			}
+		}
+		done := true
+		for _, id := range ids {
+			if _, ok := out[id]; ok {
+				continue
+			}
+			if len(id) < n {
+				out[id] = id
+				continue
+			}
+			suf := id[len(id)-n:]
+			others := prefixes[suf]
+			if id[:n] == suf {
+				others--
+			}
+			if suffixes[suf] == 1 && others == 0 {
+				out[id] = suf
+				continue
+			}
+			done = false
+		}
+		if done {
+			break
+		}
+	}
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			out[id] = id
+		}
+	}
+	return out
 }

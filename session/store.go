@@ -295,7 +295,7 @@ func (s *Store) ambiguous(ctx context.Context, prefix string) error {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(m.ID, prefix) {
+		if MatchID(m.ID, prefix) {
 			ae.Candidates = append(ae.Candidates, m)
 		}
 	}

@@ -72,12 +72,36 @@ func newLsCmd(a *app) *cobra.Command {
 				}
 				list = append(list, m)
 			}
+			// Abbreviations must be unique across the store, not the listing.
+			all := list
+			if cwd != "" {
+				all = nil
+				for m, err := range s.List(cmd.Context(), "") {
+					if err != nil {
+						return err
+					}
+					all = append(all, m)
+				}
+			}
+			ids := make([]string, len(all))
+			for i, m := range all {
+				ids[i] = m.ID
+			}
+			short := session.Abbrev(ids)
 			if a.jsonOut {
-				return a.printJSON(list)
+				out := make([]listed, len(list))
+				for i, m := range list {
+					out[i] = listed{Metadata: m, ShortID: short[m.ID]}
+				}
+				return a.printJSON(out)
+			}
+			width := 4
+			for _, m := range list {
+				width = max(width, len(short[m.ID]))
 			}
 			for _, m := range list {
-				a.printf("%-36s  %s  %4d msgs  %s  %s\n", m.ID, m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
-					m.Cwd, firstNonEmpty(m.Title, m.FirstMessage))
+				a.printf("%-*s  %s  %4d msgs  %s  %s\n", width, short[m.ID], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
+					clean(m.Cwd, 80), clean(firstNonEmpty(m.Title, m.FirstMessage), 100))
 			}
 			return nil
 		},
@@ -85,6 +109,12 @@ func newLsCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&cwd, "cwd", "", "sessions of this working directory")
 	cmd.Flags().BoolVar(&all, "all", false, "sessions of every working directory")
 	return cmd
+}
+
+// listed is one session of `trove ls --json`.
+type listed struct {
+	session.Metadata
+	ShortID string `json:"short_id"`
 }
 
 func firstNonEmpty(s ...string) string {
