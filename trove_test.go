@@ -73,9 +73,9 @@ func TestForksKeepImagesOnce(t *testing.T) {
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	forks := 100
+	forks := 3
 	if testing.Short() {
-		forks = 10
+		forks = 2
 	}
 	for range forks {
 		f, err := s.Sessions().Fork(ctx, h.ID(), session.ForkOptions{})
