@@ -1,139 +1,307 @@
 package main
 
 import (
-	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trovekit/trove/backend"
+	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
 )
 
-// newDemoCmd runs the main job end to end on a store (the default local root
-// unless --store says otherwise) and says what it did at each step.
+// newDemoCmd plays a realistic agent session on a store (the default local
+// root unless --store says otherwise) and says what it did at each step,
+// with the commands to look at each piece.
 func newDemoCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
-		Short: "Exercise a store end to end and print what happened",
+		Short: "Play an agent session (images, tool output, a branch, a compaction, a fork, a checkpoint and its rewind, a run log)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.store(ctx)
+			ts, err := a.troveStore(ctx)
 			if err != nil {
 				return err
 			}
-			a.printf("store: %s\n", a.storeName())
-			caps := st.Capabilities()
-			a.printf("capabilities: atomic-rename=%v native-append=%v locks=%v durable=%v\n",
-				caps.AtomicRename, caps.NativeAppend, caps.Locks, caps.Durable)
-
-			dir := backend.Join("demo", time.Now().UTC().Format("20060102T150405.000Z"))
-			if err := st.EnsureDir(ctx, dir); err != nil {
-				return err
-			}
-			note := backend.Join(dir, "note.txt")
-			body := []byte("trove keeps what coding agents must not lose\n")
-			if err := st.WriteFile(ctx, note, body); err != nil {
-				return err
-			}
-			a.printf("wrote %s (%d bytes, atomic)\n", note, len(body))
-
-			logName := backend.Join(dir, "events.jsonl")
-			w, err := st.OpenWriter(ctx, logName, backend.WriterOptions{Exclusive: true})
-			if err != nil {
-				return err
-			}
-			for i := range 3 {
-				if _, err := fmt.Fprintf(w, "{\"seq\":%d,\"event\":\"step\"}\n", i); err != nil {
-					w.Close()
-					return err
-				}
-			}
-			if err := w.Sync(); err != nil {
-				w.Close()
-				return err
-			}
-			if err := w.Close(); err != nil {
-				return err
-			}
-			a.printf("appended 3 records to %s and synced\n", logName)
-
-			got, err := st.ReadFile(ctx, note)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(got, body) {
-				return fmt.Errorf("read back %s: content differs", note)
-			}
-			head, err := st.ReadPrefix(ctx, logName, 64)
-			if err != nil {
-				return err
-			}
-			first, _, _ := bytes.Cut(head, []byte("\n"))
-			a.printf("read back %s: identical; first line of the log (a 64-byte prefix read): %s\n", note, first)
-
-			_, bs, err := a.blobs(ctx)
-			if err != nil {
-				return err
-			}
-			output := bytes.Repeat([]byte("tool output line that an agent must keep\n"), 4096)
-			ref, err := bs.Put(ctx, output)
-			if err != nil {
-				return err
-			}
-			info, err := bs.Stat(ctx, ref)
-			if err != nil {
-				return err
-			}
-			back, err := bs.Get(ctx, ref)
-			if err != nil || !bytes.Equal(back, output) {
-				return fmt.Errorf("blob %s did not come back whole: %v", ref, err)
-			}
-			a.printf("stored a %d-byte tool output as %s (%d bytes on the store, %s), read back verified\n",
-				info.Size, ref, info.StoredSize, info.Codec)
-
-			// A conversation, as an agent loop keeps it: the session store,
-			// the tool output above referenced by its blob ref.
-			ss, err := a.sessionStore(ctx)
-			if err != nil {
-				return err
-			}
-			h, err := ss.Create(ctx, session.CreateOptions{Cwd: "/" + dir, Model: "demo-model", AgentName: "trove-demo"})
-			if err != nil {
-				return err
-			}
-			for _, m := range []string{
-				`{"role":"user","content":"list the files","timestamp":1}`,
-				`{"role":"assistant","content":[{"type":"text","text":"Running ls."}],"model":"demo-model","usage":{"input":12,"output":4,"cost":{"total":0.0001}},"timestamp":2}`,
-				fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":[{"type":"text","text":"see %s"}],"isError":false,"timestamp":3}`, ref),
-				`{"role":"assistant","content":[{"type":"text","text":"Done."}],"model":"demo-model","usage":{"input":20,"output":2},"timestamp":4}`,
-			} {
-				if err := h.AppendMessage(ctx, json.RawMessage(m)); err != nil {
-					h.Close(ctx)
-					return err
-				}
-			}
-			if err := h.Close(ctx); err != nil {
-				return err
-			}
-			meta, err := ss.Metadata(ctx, h.ID())
-			if err != nil {
-				return err
-			}
-			a.printf("session %s: %d messages, %d turns, %d tokens, written to %s (see it: trove show %s)\n",
-				meta.ID, meta.MessageCount, meta.TurnCount, meta.TotalTokens, meta.Path, meta.ID)
-
-			a.printf("listing %s:\n", dir)
-			for info, err := range st.List(ctx, dir) {
-				if err != nil {
-					return err
-				}
-				a.printf("  %-40s %6d bytes\n", info.Name, info.Size)
-			}
-			return nil
+			d := &demo{a: a, s: ts, now: time.Now()}
+			return d.run(ctx)
 		},
 	}
+}
+
+type demo struct {
+	a   *app
+	s   *troveapi.Store
+	now time.Time
+	n   int // messages so far, for timestamps
+}
+
+func (d *demo) ts() int64 {
+	d.n++
+	return d.now.Add(time.Duration(d.n) * time.Second).UnixMilli()
+}
+
+func (d *demo) user(text string, image []byte) json.RawMessage {
+	content := []map[string]any{{"type": "text", "text": text}}
+	if image != nil {
+		content = append(content, map[string]any{"type": "image", "data": base64.StdEncoding.EncodeToString(image), "mimeType": "image/png"})
+	}
+	return mustMarshal(map[string]any{"role": "user", "content": content, "timestamp": d.ts()})
+}
+
+func (d *demo) assistant(thinking, text string, call map[string]any) json.RawMessage {
+	var content []map[string]any
+	if thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": thinking})
+	}
+	if text != "" {
+		content = append(content, map[string]any{"type": "text", "text": text})
+	}
+	stop := "stop"
+	if call != nil {
+		content = append(content, call)
+		stop = "toolUse"
+	}
+	in, out := 1200+100*d.n, 80+10*d.n
+	cost := map[string]any{"input": float64(in) * 3e-6, "output": float64(out) * 15e-6, "cacheRead": 0, "cacheWrite": 0, "total": float64(in)*3e-6 + float64(out)*15e-6}
+	return mustMarshal(map[string]any{
+		"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "demo", "model": "demo-model",
+		"usage":      map[string]any{"input": in, "output": out, "cacheRead": 0, "cacheWrite": 0, "totalTokens": in + out, "cost": cost},
+		"stopReason": stop, "timestamp": d.ts(),
+	})
+}
+
+func (d *demo) toolResult(id, name, text string, isError bool) json.RawMessage {
+	return mustMarshal(map[string]any{"role": "toolResult", "toolCallId": id, "toolName": name,
+		"content": []map[string]any{{"type": "text", "text": text}}, "isError": isError, "timestamp": d.ts()})
+}
+
+func mustMarshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps of plain values only
+	}
+	return b
+}
+
+// screenshot is a deterministic stand-in for a PNG screenshot: random
+// bytes do not compress, like real image data.
+func screenshot(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return append([]byte("\x89PNG\r\n\x1a\n"), b...)
+}
+
+func (d *demo) run(ctx context.Context) error {
+	a, s := d.a, d.s
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	a.printf("store: %s\n", a.storeName())
+
+	// The sample workspace the agent edits.
+	// It lives beside the store's files on a local store, so it can be
+	// looked at after; a temporary one for other stores.
+	root, local := localRoot(a.storeURL)
+	var ws string
+	if local {
+		ws = filepath.Join(root, "demo", "workspace-"+d.now.UTC().Format("20060102T150405"))
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			return err
+		}
+	} else {
+		if ws, err = os.MkdirTemp("", "trove-demo-workspace-*"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(ws)
+	}
+	mainGo := filepath.Join(ws, "greet.go")
+	if err := os.WriteFile(mainGo, []byte("package greet\n\nfunc Greet() string { return \"bye\" }\n"), 0o644); err != nil {
+		return err
+	}
+
+	// 1. The conversation, as an agent loop keeps it.
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: cwd, Model: "demo-model", AgentName: "trove-demo", Title: "fix the greeting"})
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	w, err := s.Runs().Create(ctx, &runlog.Header{RunID: runlog.NewID(), SessionID: h.ID()})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	prompt := "The greeting test fails; here is a screenshot of the output."
+	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: prompt}}); err != nil {
+		return err
+	}
+	shot := screenshot(1, 150_000)
+	listing := strings.Repeat("greet.go\ngreet_test.go\nREADME.md\n", 3000) // ~100 KB of tool output
+	cps, err := s.SessionCheckpoints(h, ws)
+	if err != nil {
+		return err
+	}
+	defer cps.Close()
+
+	steps := []json.RawMessage{
+		d.user(prompt, shot),
+		d.assistant("The screenshot shows \"bye\"; the test wants \"hello\". Let me look at the files.", "",
+			map[string]any{"type": "toolCall", "id": "call-1", "name": "bash", "arguments": map[string]any{"command": "ls -R"}}),
+		d.toolResult("call-1", "bash", listing, false),
+	}
+	for _, m := range steps {
+		if err := h.AppendMessage(ctx, m); err != nil {
+			return err
+		}
+	}
+	if err := d.llm(ctx, w, listing); err != nil {
+		return err
+	}
+
+	// 2. A checkpoint before the edit, a bad edit, and its rewind.
+	if _, err := cps.Create(ctx, "before-edit", []string{"greet.go"}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(mainGo, []byte("package greet\n\nfunc Greet() string { return \"hello\n"), 0o644); err != nil {
+		return err
+	}
+	buildErr := "greet.go:3:41: newline in string"
+	for _, m := range []json.RawMessage{
+		d.assistant("", "Changing the greeting.", map[string]any{"type": "toolCall", "id": "call-2", "name": "edit", "arguments": map[string]any{"path": "greet.go"}}),
+		d.toolResult("call-2", "edit", buildErr, true),
+	} {
+		if err := h.AppendMessage(ctx, m); err != nil {
+			return err
+		}
+	}
+	res, err := cps.Rewind(ctx, "before-edit", false)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(mainGo, []byte("package greet\n\nfunc Greet() string { return \"hello\" }\n"), 0o644); err != nil {
+		return err
+	}
+	if err := h.AppendMessage(ctx, d.assistant("The edit broke the build; I rewound greet.go and made it again.", "Fixed: Greet returns \"hello\".", nil)); err != nil {
+		return err
+	}
+	if err := w.Append(ctx, &runlog.ToolOutput{Tool: "bash", ToolCallID: "call-1", ResultRaw: listing}); err != nil {
+		return err
+	}
+	if err := w.Append(ctx, &runlog.RunEnd{Outcome: runlog.OutcomeCompleted}); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := h.Close(ctx); err != nil {
+		return err
+	}
+	a.printf("1. session %s in %s: a prompt with a screenshot (kept as a blob), thinking, a tool call and its %s output (a blob)\n",
+		h.ID(), cwd, humanBytes(int64(len(listing))))
+	a.printf("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
+
+	// 3. A branch and a compaction, written with the session API.
+	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(session.CAS(s.Blobs())))
+	if err != nil {
+		return err
+	}
+	entries := sess.Entries()
+	first := entries[0]
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
+		return err
+	}
+	branchMsg, err := sess.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil))
+	if err != nil {
+		return err
+	}
+	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
+		return err
+	}
+	if _, err := sess.Append(ctx, &session.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
+		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
+		return err
+	}
+	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
+		return err
+	}
+	if err := sess.Close(ctx); err != nil {
+		return err
+	}
+	a.printf("3. a branch from the first message (%s) and a compaction keeping the fix, labelled \"fixed\"\n", branchMsg.ID())
+
+	// 4. A fork at the first reply.
+	f, err := s.Sessions().Fork(ctx, h.ID(), session.ForkOptions{At: entries[1].ID()})
+	if err != nil {
+		return err
+	}
+	if err := f.Close(ctx); err != nil {
+		return err
+	}
+	a.printf("4. fork %s of the session at its first reply (images shared by ref, not copied)\n", f.ID())
+
+	// 5. fsck.
+	rep, err := s.Check(ctx)
+	if err != nil {
+		return err
+	}
+	a.printf("5. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
+		w.RunID(), rep.Sessions, rep.Checkpoints, rep.Runs, rep.Blobs, len(rep.Problems))
+	for _, p := range rep.Problems {
+		a.printf("   %s\n", sanitizeLine(p.String()))
+	}
+	if !rep.OK() {
+		return fmt.Errorf("fsck found %d problems", len(rep.Problems))
+	}
+
+	if strings.HasPrefix(a.storeURL, "mem://") {
+		a.printf("\n(a mem:// store lives as long as the process: run the demo on a real store to look at it after)\n")
+		return nil
+	}
+	var ids []string
+	for m, err := range s.Sessions().List(ctx, "") {
+		if err != nil {
+			return err
+		}
+		ids = append(ids, m.ID)
+	}
+	short := session.Abbrev(ids)
+	store := ""
+	if a.storeURL != "" {
+		store = " --store " + a.storeURL
+	}
+	a.printf("\nlook at it:\n")
+	for _, l := range [][2]string{
+		{"ls", "the sessions of this directory"},
+		{"show " + short[h.ID()], "the conversation at its leaf"},
+		{"show --leaf " + branchMsg.ID() + " " + short[h.ID()], "the branch"},
+		{"show " + short[f.ID()], "the fork"},
+		{"checkpoint ls --dir " + ws, "the checkpoint"},
+		{"runs show " + w.RunID(), "the run log"},
+		{"fsck", "check everything"},
+	} {
+		a.printf("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
+	}
+	return nil
+}
+
+// llm records one model call of the demo in the run log.
+func (d *demo) llm(ctx context.Context, w *runlog.Writer, _ string) error {
+	seq, err := w.Request(ctx, &runlog.LLMRequest{})
+	if err != nil {
+		return err
+	}
+	return w.Append(ctx, &runlog.LLMResponse{Seq: seq, Output: runlog.LLMOutput{Usage: &runlog.Usage{InputTokens: 1200, OutputTokens: 80, TotalTokens: 1280}}})
 }

@@ -22,20 +22,37 @@ func TestDemoOnDefaultRoot(t *testing.T) {
 	t.Setenv("TROVE_HOME", home)
 	code, out, errOut := trove(t, "", "demo")
 	if code != exitOK {
-		t.Fatalf("demo exit %d: %s", code, errOut)
+		t.Fatalf("demo exit %d: %s\n%s", code, errOut, out)
 	}
-	for _, want := range []string{"store: " + home, "wrote demo/", "appended 3 records", "identical", "note.txt", "events.jsonl"} {
+	for _, want := range []string{"store: " + home, "a screenshot (kept as a blob)", "checkpoint before-edit", "1 file(s) restored",
+		"a branch from the first message", "fork ", "0 problems", "trove show "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	// The demo really wrote to the default root on disk.
-	matches, _ := filepath.Glob(filepath.Join(home, "demo", "*", "note.txt"))
-	if len(matches) != 1 {
-		t.Fatalf("note.txt under %s: %v", home, matches)
+	// trove ls right after, in the same directory, shows the demo's sessions.
+	code, out, _ = trove(t, "", "ls")
+	if code != exitOK || strings.Count(out, "fix the greeting") != 2 {
+		t.Errorf("ls after the demo: %d\n%s", code, out)
 	}
-	if fi, err := os.Stat(matches[0]); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("note.txt mode: %v %v", fi, err)
+	// The sample workspace is on disk, rewound and fixed.
+	ws, _ := filepath.Glob(filepath.Join(home, "demo", "workspace-*", "greet.go"))
+	if len(ws) != 1 {
+		t.Fatalf("workspace: %v", ws)
+	}
+	if data, _ := os.ReadFile(ws[0]); !strings.Contains(string(data), `return "hello" }`) {
+		t.Errorf("greet.go: %s", data)
+	}
+	if code, out, _ := trove(t, "", "fsck"); code != exitOK {
+		t.Errorf("fsck after the demo: %s", out)
+	}
+	// Every session file the demo wrote holds refs, not base64 images.
+	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if !strings.Contains(string(data), "blob:sha256:") || strings.Contains(string(data), `"data":"iVBOR`) {
+			t.Errorf("%s does not keep its image as a blob ref", f)
+		}
 	}
 }
 

@@ -148,11 +148,12 @@ func newShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return storeErr(err)
 			}
-			st, err := a.store(ctx)
+			ts, err := a.troveStore(ctx)
 			if err != nil {
 				return err
 			}
-			sess, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+			sess, err := session.Open(ctx, ts.Storage(), meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}),
+				session.WithBlobStore(session.CAS(ts.Blobs())))
 			if err != nil {
 				return err
 			}
