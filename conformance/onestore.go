@@ -26,6 +26,63 @@ import (
 func TestOneStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 	t.Run("GCKeepsEveryLayer", func(t *testing.T) { oneStoreGC(t, newBackend(t)) })
 	t.Run("CheckFindsDamage", func(t *testing.T) { oneStoreCheck(t, newBackend(t)) })
+	t.Run("DurablePrompt", func(t *testing.T) { oneStoreDurablePrompt(t, newBackend(t)) })
+}
+
+// oneStoreDurablePrompt: once Flush returns, a prompt that has no reply yet
+// is on the store (through a crash where the backend can simulate one),
+// listed, and found by Continue.
+func oneStoreDurablePrompt(t *testing.T, st backend.Storage) {
+	ctx := context.Background()
+	s, err := trove.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/work/p", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"the prompt that must survive","timestamp":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := st.(backend.Crasher); ok {
+		c.Crash() // the process dies before the first reply, the handle never closed
+	} else {
+		defer h.Close(ctx)
+	}
+	s2, err := trove.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for m, err := range s2.Sessions().List(ctx, "/work/p") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = listed || m.ID == h.ID()
+	}
+	if !listed {
+		t.Error("a flushed prompt-only session is not listed")
+	}
+	msgs, err := s2.Sessions().LoadMessages(ctx, h.ID())
+	if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0].JSON()), "the prompt that must survive") {
+		t.Fatalf("the flushed prompt: %d messages, %v", len(msgs), err)
+	}
+	if _, ok := st.(backend.Crasher); ok {
+		h2, err := s2.Sessions().Continue(ctx, "/work/p")
+		if err != nil {
+			t.Fatalf("Continue after the crash: %v", err)
+		}
+		if h2.ID() != h.ID() {
+			t.Errorf("Continue found %s, want %s", h2.ID(), h.ID())
+		}
+		if err := h2.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // OneStoreImage is the JSON of a user message holding one inline image

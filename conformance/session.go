@@ -228,9 +228,14 @@ func (x *sessionSuite) deferral(t *testing.T) {
 	x.must(t, err)
 	_, err = s.AppendMessage(sessionCtx, sessionUser("hello"))
 	x.must(t, err)
-	x.must(t, s.Flush(sessionCtx))
+	// Appends wait for the first assistant message (spec 003)...
 	if _, err := st.Stat(sessionCtx, "d.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("written before an assistant message: %v", err)
+	}
+	// ...but Flush asks for durability: the prompt is written.
+	x.must(t, s.Flush(sessionCtx))
+	if s2, err := session.Open(sessionCtx, st, "d.jsonl"); err != nil || s2.Len() != 1 {
+		t.Fatalf("a flushed prompt is not on the store: %v", err)
 	}
 	_, err = s.AppendMessage(sessionCtx, sessionAssistant("hi"))
 	x.must(t, err)

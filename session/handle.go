@@ -265,15 +265,23 @@ func (h *Handle) process(batch []op) (closed bool) {
 	if trans.Len() > 0 && h.Err() == nil {
 		h.writeTranscript(ctx, trans.Bytes())
 	}
-	if appended && h.Err() == nil {
-		if err := h.sess.Flush(ctx); err != nil {
-			h.latch(err)
-		}
-	}
 	needMeta := closed
 	for _, o := range batch {
 		if o.kind == opFlush {
 			needMeta = true
+		}
+	}
+	switch {
+	case h.Err() != nil:
+	case needMeta:
+		// A Flush or Close promises durability for everything before
+		// it, a prompt awaiting its first reply included.
+		if err := h.sess.Flush(ctx); err != nil {
+			h.latch(err)
+		}
+	case appended:
+		if err := h.sess.sync(); err != nil {
+			h.latch(err)
 		}
 	}
 	if needMeta {

@@ -491,7 +491,7 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	s.byID[id] = e
 	s.leaf = e
 	s.noteEntry(e)
-	return e, s.persistLocked(ctx)
+	return e, s.persistLocked(ctx, false)
 }
 
 // writable says why the session takes no writes at all (not counting a
@@ -509,8 +509,9 @@ func (s *Session) writable() error {
 }
 
 // persistLocked writes what is not in the file yet, once the session holds
-// an assistant message.
-func (s *Session) persistLocked(ctx context.Context) error {
+// an assistant message (spec 003's deferral), or at once with force: a
+// caller asking for durability gets it, prompt-only sessions included.
+func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -518,7 +519,7 @@ func (s *Session) persistLocked(ctx context.Context) error {
 		s.persisted = len(s.entries)
 		return nil
 	}
-	if !s.hasAssistant || s.persisted == len(s.entries) && s.fileExists {
+	if !s.hasAssistant && !(force && len(s.entries) > 0) || s.persisted == len(s.entries) && s.fileExists {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -598,8 +599,9 @@ func (s *Session) Persisted() bool {
 	return s.fileExists
 }
 
-// Flush makes every written entry durable (fsync). Entries held back until
-// the first assistant message are not written by Flush.
+// Flush makes every entry appended so far durable (fsync), writing first
+// what spec 003's deferral held back: after Flush a session holding only a
+// user prompt is on the store, listed and resumable.
 func (s *Session) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -609,6 +611,26 @@ func (s *Session) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return backend.PathErr("flush", s.name, err)
 	}
+	if s.writable() == nil {
+		if err := s.persistLocked(ctx, true); err != nil {
+			return err
+		}
+	}
+	return s.syncLocked()
+}
+
+// sync makes what is written durable without writing deferred entries:
+// the background writer's group commit.
+func (s *Session) sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	return s.syncLocked()
+}
+
+func (s *Session) syncLocked() error {
 	if s.w == nil {
 		return nil
 	}

@@ -315,12 +315,16 @@ func TestCreateDefersUntilAssistant(t *testing.T) {
 	must(t, err)
 	_, err = s.Append(ctx, &session.ModelChange{Model: "a/b"})
 	must(t, err)
-	must(t, s.Flush(ctx))
 	if _, err := st.Stat(ctx, "d/s.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("file written before the first assistant message: %v", err)
 	}
 	if s.Persisted() {
 		t.Fatal("Persisted before the first assistant message")
+	}
+	// Flush writes what the deferral held back: the prompt is durable.
+	must(t, s.Flush(ctx))
+	if lines := strings.Split(strings.TrimSpace(string(read(t, st, "d/s.jsonl"))), "\n"); len(lines) != 3 || !s.Persisted() {
+		t.Fatalf("%d lines after Flush of a prompt, want header + 2", len(lines))
 	}
 	_, err = s.AppendMessage(ctx, assistantMsg("hello"))
 	must(t, err)

@@ -60,7 +60,7 @@ func Child(ctx context.Context, cfg Config, seed uint64, out io.Writer) error {
 		return b
 	}
 	for i := 0; ; i++ {
-		marker := fmt.Sprintf("k%d-%d", seed, i)
+		marker := fmt.Sprintf("[k%d-%d]", seed, i)
 		switch op := rng.IntN(100); {
 		case op < 30:
 			msg := fmt.Sprintf(`{"role":"user","content":"%s %x","timestamp":%d}`, marker, random(rng.IntN(600)), i)
@@ -128,7 +128,7 @@ func Child(ctx context.Context, cfg Config, seed uint64, out io.Writer) error {
 					return err
 				}
 			}
-			name := "cp-" + marker
+			name := fmt.Sprintf("cp-k%d-%d", seed, i)
 			if _, err := m.CreateTree(ctx, name); err != nil {
 				return err
 			}

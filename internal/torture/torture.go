@@ -36,6 +36,7 @@ type Config struct {
 	// Dir, WS and a seed appended as its last argument).
 	Child []string
 	Log   io.Writer // progress, one line per kill; nil for none
+	Env   []string  // the child's environment; nil for this process's
 }
 
 // Ack is one acknowledged operation, as a child prints it.
@@ -57,6 +58,7 @@ type Result struct {
 	FsckProblems       int // problems fsck found after the resumes
 	Rewinds            int // acknowledged checkpoints rewound and compared
 	ResumeFailures     int
+	StaleMeta          int // resumed sessions whose metadata miscounts the file
 	Failures           []string // what was lost or torn, first ones
 	SessionsChecked    int
 	BlobsChecked       int
@@ -64,19 +66,23 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("kills=%d acked=%d lost=%d torn=%d fsck_problems=%d resume_failures=%d rewinds=%d",
-		r.Kills, r.Acked, r.Lost, r.Torn, r.FsckProblems, r.ResumeFailures, r.Rewinds)
+	return fmt.Sprintf("kills=%d acked=%d lost=%d torn=%d fsck_problems=%d resume_failures=%d stale_meta=%d rewinds=%d",
+		r.Kills, r.Acked, r.Lost, r.Torn, r.FsckProblems, r.ResumeFailures, r.StaleMeta, r.Rewinds)
 }
 
 // OK reports whether nothing acknowledged was lost and the store stayed
 // healthy.
 func (r Result) OK() bool {
-	return r.Lost == 0 && r.Torn == 0 && r.FsckProblems == 0 && r.ResumeFailures == 0
+	return r.Lost == 0 && r.Torn == 0 && r.FsckProblems == 0 && r.ResumeFailures == 0 && r.StaleMeta == 0
 }
 
 func (r *Result) fail(format string, args ...any) {
 	if len(r.Failures) < 20 {
-		r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+		msg := fmt.Sprintf(format, args...)
+		if len(msg) > 400 {
+			msg = msg[:400] + "..."
+		}
+		r.Failures = append(r.Failures, msg)
 	}
 }
 
@@ -112,6 +118,7 @@ func runChild(ctx context.Context, cfg Config, seed uint64, rng *rand.Rand) ([]A
 	args := append(append([]string{}, cfg.Child[1:]...), fmt.Sprint(seed))
 	cmd := exec.CommandContext(ctx, cfg.Child[0], args...)
 	cmd.Stderr = os.Stderr
+	cmd.Env = cfg.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -216,6 +223,23 @@ func verify(ctx context.Context, cfg Config, acks []Ack, rng *rand.Rand, res *Re
 		if err != nil {
 			res.ResumeFailures++
 			res.fail("resume %s: %v", m.ID, err)
+			break
+		}
+		// The metadata a resumed handle keeps counts what the file holds,
+		// not what a sidecar written before the kill said.
+		meta, err := s.Sessions().Metadata(ctx, m.ID)
+		sess, oerr := session.Open(ctx, s.Storage(), m.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+		if err == nil && oerr == nil {
+			n := 0
+			for _, e := range sess.Entries() {
+				if e.Type() == session.TypeMessage {
+					n++
+				}
+			}
+			if meta.MessageCount != n {
+				res.StaleMeta++
+				res.fail("session %s: metadata counts %d messages, the file holds %d", m.ID, meta.MessageCount, n)
+			}
 		}
 		break
 	}
@@ -353,11 +377,13 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// hashTree maps every regular file under dir to its sha256.
+// hashTree maps every regular file under dir to its sha256, leaving out
+// the temporary files of a rewind killed mid-file (checkpoints leave them
+// out too).
 func hashTree(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".trove-tmp-") {
 			return err
 		}
 		data, err := os.ReadFile(p)
