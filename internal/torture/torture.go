@@ -58,7 +58,7 @@ type Result struct {
 	FsckProblems       int // problems fsck found after the resumes
 	Rewinds            int // acknowledged checkpoints rewound and compared
 	ResumeFailures     int
-	StaleMeta          int // resumed sessions whose metadata miscounts the file
+	StaleMeta          int      // resumed sessions whose metadata miscounts the file
 	Failures           []string // what was lost or torn, first ones
 	SessionsChecked    int
 	BlobsChecked       int
