@@ -73,9 +73,9 @@ func TestForksKeepImagesOnce(t *testing.T) {
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	forks := 3
+	forks := 100
 	if testing.Short() {
-		forks = 2
+		forks = 10
 	}
 	for range forks {
 		f, err := s.Sessions().Fork(ctx, h.ID(), session.ForkOptions{})

@@ -29,6 +29,7 @@ type config struct {
 	toolMax  int
 	readOnly bool
 	inMemory bool
+	lazy     bool
 }
 
 func newConfig(opts []Option) config {
@@ -62,6 +63,11 @@ func WithRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
 // WithToolResultThreshold sets the tool-result text size in bytes above
 // which the text goes to the blob store; 0 keeps tool output inline.
 func WithToolResultThreshold(n int) Option { return func(c *config) { c.toolMax = n } }
+
+// LazyBlobs leaves blob refs unresolved until the session's entries are
+// first read (Entries, Context, Path, ...): a session opened to append to
+// reads no blob it is not asked for.
+func LazyBlobs() Option { return func(c *config) { c.lazy = true } }
 
 // ReadOnly opens a session that never writes: migrations happen in memory
 // only and appends fail with ErrReadOnly.
@@ -97,6 +103,7 @@ type Session struct {
 	fileExists bool           // the file holds at least the header
 	persisted  int            // entries[:persisted] are in the file
 	torn       bool           // the file does not end with a newline
+	unresolved bool           // LazyBlobs: views hold refs until first read
 	w          backend.Writer // append writer, opened on demand
 	err        error          // the first write error, latched
 	closed     bool
@@ -157,21 +164,17 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 	s.entries = p.entries
 	s.fileExists, s.persisted, s.torn = true, len(p.entries), p.torn
 
-	r := &resolver{ctx: ctx, blobs: s.cfg.blobs}
 	for _, e := range s.entries {
 		e.raw = e.view
-		if mayHoldRef(e.raw) {
-			r.report = func(ref string, err error) {
-				s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("%s: %w: %w", ref, ErrBlob, err)})
-			}
-			if v, ch := r.value(e.raw, "", 0); ch {
-				e.view = v
-			}
-		}
 	}
-	if err := ctx.Err(); err != nil {
-		// Blobs left unresolved for want of time are not worth a session.
-		return nil, backend.PathErr("open", name, err)
+	if s.cfg.lazy {
+		s.unresolved = true
+	} else {
+		s.resolveBlobs(ctx)
+		if err := ctx.Err(); err != nil {
+			// Blobs left unresolved for want of time are not worth a session.
+			return nil, backend.PathErr("open", name, err)
+		}
 	}
 	s.index()
 	if migrated {
@@ -187,6 +190,31 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 		}
 	}
 	return s, nil
+}
+
+// resolveBlobs gives every loaded entry's view its blob refs resolved.
+func (s *Session) resolveBlobs(ctx context.Context) {
+	r := &resolver{ctx: ctx, blobs: s.cfg.blobs}
+	for _, e := range s.entries {
+		if e.line == 0 || !mayHoldRef(e.raw) {
+			continue // new entries hold their content as given
+		}
+		r.report = func(ref string, err error) {
+			s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("%s: %w: %w", ref, ErrBlob, err)})
+		}
+		if v, ch := r.value(e.raw, "", 0); ch {
+			e.view = v
+		}
+	}
+}
+
+// resolvedLocked resolves a lazily opened session's blobs on the first
+// read of its entries.
+func (s *Session) resolvedLocked() {
+	if s.unresolved {
+		s.unresolved = false
+		s.resolveBlobs(context.Background())
+	}
 }
 
 // index builds byID, labels, the leaf and the assistant flag from the
@@ -276,6 +304,7 @@ func (s *Session) report(p Problem) {
 func (s *Session) Problems() []Problem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	return append([]Problem(nil), s.problems...)
 }
 
@@ -323,6 +352,7 @@ func (s *Session) Len() int {
 func (s *Session) Entries() []*Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	return append([]*Entry(nil), s.entries...)
 }
 
@@ -330,6 +360,7 @@ func (s *Session) Entries() []*Entry {
 func (s *Session) Entry(id string) *Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	return s.byID[id]
 }
 
@@ -339,6 +370,7 @@ func (s *Session) Entry(id string) *Entry {
 func (s *Session) Children(id string) []*Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	var out []*Entry
 	for _, e := range s.entries {
 		if e.id == "" || s.byID[e.id] != e {
@@ -359,6 +391,7 @@ func (s *Session) Children(id string) []*Entry {
 func (s *Session) Leaf() *Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	return s.leaf
 }
 
@@ -403,6 +436,7 @@ func (s *Session) Labels() map[string]string {
 func (s *Session) Context() *Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	return buildContext(s.byID, s.leaf)
 }
 
@@ -410,6 +444,7 @@ func (s *Session) Context() *Context {
 func (s *Session) ContextAt(id string) (*Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	e := s.byID[id]
 	if e == nil {
 		return nil, fmt.Errorf("context at %q: %w", id, ErrNotFound)
@@ -421,6 +456,7 @@ func (s *Session) ContextAt(id string) (*Context, error) {
 func (s *Session) Path(id string) ([]*Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resolvedLocked()
 	e := s.byID[id]
 	if e == nil {
 		return nil, fmt.Errorf("path to %q: %w", id, ErrNotFound)

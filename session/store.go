@@ -314,7 +314,8 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := Open(ctx, s.st, name, s.sessionOpts()...)
+	// Opened to append to: blobs resolve only if its entries are read.
+	sess, err := Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
 	if err == nil && sess.noHeader {
 		err = sess.err
 	}
@@ -396,57 +397,15 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 // Meta is Metadata (a shorter name for signatures).
 type Meta = Metadata
 
-// Fork copies the session ref (whole, up to o.At, or the last o.Last
-// messages of that path) into a new session that records ref as its
-// parent, and opens the new one for writing. The source is not changed.
+// Fork writes a fork of the session ref (see ForkSession: whole, up to
+// o.At, or the last o.Last messages, entries as stored) and opens it for
+// writing. The source is not changed.
 func (s *Store) Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, error) {
-	name, err := s.find(ctx, ref)
+	meta, err := s.ForkSession(ctx, ref, o)
 	if err != nil {
 		return nil, err
 	}
-	src, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
-	if err != nil {
-		return nil, err
-	}
-	if src.noHeader {
-		return nil, src.err
-	}
-	srcMeta, err := s.readMeta(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	var path []*Entry
-	switch {
-	case o.At != "":
-		path, err = src.Path(o.At)
-	case src.Leaf() != nil:
-		path, err = src.Path(src.Leaf().ID())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if o.Last < 0 {
-		return nil, fmt.Errorf("fork %s: last %d: %w", ref, o.Last, ErrInvalid)
-	}
-	if o.Last > 0 {
-		path = lastMessages(path, o.Last)
-	}
-	h, err := s.Create(ctx, CreateOptions{ID: o.ID, Cwd: srcMeta.Cwd, Model: srcMeta.Model, AgentName: srcMeta.AgentName,
-		Title: srcMeta.Title, ParentID: srcMeta.ID})
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range path {
-		if err := h.appendEntry(ctx, e); err != nil {
-			h.Close(ctx)
-			return nil, err
-		}
-	}
-	if err := h.Flush(ctx); err != nil {
-		h.Close(ctx)
-		return nil, err
-	}
-	return h, nil
+	return s.Load(ctx, meta.Path)
 }
 
 // lastMessages keeps the last n message entries of a path and the entries

@@ -226,17 +226,16 @@ func newForkCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := s.Fork(ctx, args[0], session.ForkOptions{At: at, Last: last})
+			// The fork is durable before its id is printed, and nothing
+			// holds it open: no writer lock is taken.
+			meta, err := s.ForkSession(ctx, args[0], session.ForkOptions{At: at, Last: last})
 			if err != nil {
 				return storeErr(err)
 			}
-			if err := h.Close(ctx); err != nil {
-				return err
-			}
 			if a.jsonOut {
-				return a.printJSON(h.Metadata())
+				return a.printJSON(meta)
 			}
-			a.printf("%s\n", h.ID())
+			a.printf("%s\n", meta.ID)
 			return nil
 		},
 	}
