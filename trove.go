@@ -38,6 +38,7 @@ type config struct {
 	session    []session.StoreOption
 	runlog     []runlog.Option
 	checkpoint []checkpoint.Option
+	open       []open.Option
 }
 
 // WithLogger sets the logger of every layer (default: slog.Default()).
@@ -68,6 +69,12 @@ func WithToolOutputThreshold(n int) Option { return func(c *config) { c.toolOutp
 // spec 003 readers without a blob directory need. Forks then copy them.
 func WithInlineBlobs() Option { return func(c *config) { c.inline = true } }
 
+// WithTimeout bounds each bucket request of a store Open opens (see
+// open.WithTimeout; cloud.DefaultTimeout unless given).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.open = append(c.open, open.WithTimeout(d)) }
+}
+
 // WithBlobOptions passes options to the blob store (algorithm, grace,
 // limits). Its directory stays blobs/: one per root.
 func WithBlobOptions(opts ...cas.Option) Option {
@@ -93,7 +100,11 @@ func WithCheckpointOptions(opts ...checkpoint.Option) Option {
 // mem://, s3://, gs://, azblob://, memblob://, fileblob:///path; "" is the
 // default local root) and wires its layers. Close closes the storage.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	st, err := open.URL(ctx, url)
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	st, err := open.URL(ctx, url, c.open...)
 	if err != nil {
 		return nil, err
 	}

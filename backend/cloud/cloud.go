@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/blob"
@@ -55,6 +56,7 @@ type options struct {
 	maxName   int
 	maxElem   int
 	localDir  string // a fileblob bucket's directory
+	timeout   time.Duration
 }
 
 // WithLimits lowers the longest name and path element accepted, for stores
@@ -93,7 +95,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 	if b == nil {
 		return nil, fmt.Errorf("cloud: nil bucket: %w", backend.ErrNotSupported)
 	}
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes, timeout: DefaultTimeout,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes}
 	for _, opt := range opts {
 		opt(&o)
@@ -187,7 +189,7 @@ func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
 	case gcerrors.InvalidArgument:
-		_, aerr := s.b.Attributes(ctx, enc(key))
+		_, aerr := s.attributes(ctx, enc(key))
 		return aerr == nil
 	}
 	return false
@@ -274,7 +276,9 @@ func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExis
 	s.clearWay(key)
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	err := s.b.Upload(uctx, enc(key), &abortReader{ctx: ctx, r: r, cancel: cancel},
+	wd := newWatchdog(s.opts.timeout, cancel)
+	defer wd.stop()
+	err := s.b.Upload(uctx, enc(key), &abortReader{ctx: ctx, r: r, cancel: cancel, wd: wd},
 		&blob.WriterOptions{ContentType: octets, IfNotExist: ifNotExist})
 	if cause := context.Cause(uctx); cause != nil && cause != context.Canceled {
 		return cause // the reader's own error, or ctx's
@@ -287,6 +291,7 @@ type abortReader struct {
 	ctx    context.Context
 	r      io.Reader
 	cancel context.CancelCauseFunc
+	wd     *watchdog // kicked as the upload takes bytes
 }
 
 func (a *abortReader) Read(p []byte) (int, error) {
@@ -295,6 +300,9 @@ func (a *abortReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := a.r.Read(p)
+	if a.wd != nil {
+		a.wd.kick()
+	}
 	if err != nil && err != io.EOF {
 		a.cancel(err)
 	}

@@ -102,7 +102,10 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 		var err error
 		for {
 			var lo *blob.ListObject
-			if lo, err = it.Next(ctx); err != nil {
+			c, cancel := s.call(ctx)
+			lo, err = it.Next(c)
+			cancel()
+			if err != nil {
 				break
 			}
 			lo.Key = dec(lo.Key)
@@ -119,7 +122,9 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 
 // listPage lists at most n keys below prefix, as names.
 func (s *Storage) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
-	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
+	c, cancel := s.call(ctx)
+	defer cancel()
+	page, _, err := s.b.ListPage(c, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
 	for _, lo := range page {
 		lo.Key = dec(lo.Key)
 	}
@@ -189,7 +194,7 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 			return l, nil
 		}
 	}
-	attrs, err := s.b.Attributes(ctx, enc(name))
+	attrs, err := s.attributes(ctx, enc(name))
 	if err != nil {
 		return l, err
 	}
@@ -227,7 +232,7 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 // deletes.
 func (s *Storage) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
-		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
+		if err := s.delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
 			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"slices"
 
-	"gocloud.dev/blob"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -150,7 +149,7 @@ type reader struct {
 	start   int64 // pos at open: nothing read while pos == start
 	end     int64 // -1: to the end of a plain file
 	need    int64 // requested end, -1 for the whole file
-	cur     *blob.Reader
+	cur     io.ReadCloser
 	retries int
 	closed  bool
 }
@@ -237,7 +236,7 @@ func (r *reader) tryPart() error {
 		case r.end >= 0:
 			length = r.end - r.pos
 		}
-		rr, err := r.s.b.NewRangeReader(r.ctx, enc(pt.key), r.pos-start, length, nil)
+		rr, err := r.s.rangeReader(r.ctx, enc(pt.key), r.pos-start, length)
 		if err != nil {
 			if replaced(err) || r.l.plain && r.l.size < 0 && r.pos > 0 && !isNotFound(err) {
 				// A range past the end, or fileblob's seek error for

@@ -21,7 +21,7 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 		if ok {
 			continue
 		}
-		_, err := s.b.Attributes(ctx, enc(p))
+		_, err := s.attributes(ctx, enc(p))
 		if err == nil {
 			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
 		}
@@ -80,7 +80,7 @@ func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (in
 	}
 	// The object under the name marks that the file exists; leftovers of
 	// an unlinked file may be all there was.
-	if _, err := s.b.Attributes(ctx, enc(name)); isNotFound(err) {
+	if _, err := s.attributes(ctx, enc(name)); isNotFound(err) {
 		if err := s.put(ctx, name, bytes.NewReader(nil)); err != nil {
 			return cr.n, fail(op, name, err)
 		}
@@ -242,7 +242,7 @@ func (w *writer) flush() error {
 	// A compaction or replacement by a writer that opened later may have
 	// deleted this number and hidden it under its base; it deleted the
 	// number below first (drop goes upwards), so look there.
-	if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
+	if _, err := w.s.attributes(w.ctx, enc(w.prev)); err != nil {
 		if isNotFound(err) {
 			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
 			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)

@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/cas"
 )
@@ -50,6 +52,7 @@ type app struct {
 	st             backend.Storage
 	ts             *troveapi.Store
 	mayCreate      bool // the command may create a missing local store
+	timeout        time.Duration
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
@@ -60,7 +63,7 @@ func (a *app) store(ctx context.Context) (backend.Storage, error) {
 	if err := a.checkStoreExists(); err != nil {
 		return nil, err
 	}
-	st, err := open.URL(ctx, a.storeURL)
+	st, err := open.URL(ctx, a.storeURL, open.WithTimeout(a.timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +134,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.storeURL, "store", "", "store URL: file:///path, a path, mem://, s3://, gs://, azblob:// (default $TROVE_HOME, $XDG_DATA_HOME/trove or ~/.local/share/trove)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	pf.DurationVar(&a.timeout, "timeout", cloud.DefaultTimeout, "bucket stores: how long a request may wait without progress (0: forever)")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a))

@@ -87,6 +87,31 @@ func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
 	return b
 }
 
+// URL is the s3:// URL of bucket on this server, for open.URL. The
+// process needs AWS credentials in its environment (any will do):
+// SetS3Env sets them.
+func (s *S3) URL(bucket string) string {
+	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&use_path_style=true&disable_https=true", bucket, s.srv.URL)
+}
+
+// CreateBucket creates a bucket on this server.
+func (s *S3) CreateBucket(tb testing.TB, name string) {
+	if err := s.mem.CreateBucket(name); err != nil {
+		tb.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+// SetS3Env gives the test static AWS credentials and no config files, so
+// the SDK asks no metadata service (no address outside 127.0.0.1).
+func SetS3Env(tb testing.TB) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "trove", "AWS_SECRET_ACCESS_KEY": "trove", "AWS_REGION": "us-east-1",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"} {
+		if t, ok := tb.(interface{ Setenv(k, v string) }); ok {
+			t.Setenv(k, v)
+		}
+	}
+}
+
 // New returns a fresh Storage on a new bucket of this server.
 func (s *S3) New(tb testing.TB) backend.Storage { return wrap(tb, s.Bucket(tb)) }
 
