@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"slices"
 
-
 	"github.com/trovekit/trove/backend"
 )
 
