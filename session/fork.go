@@ -50,7 +50,12 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 		return Metadata{}, err
 	}
 	if src.noHeader {
-		return Metadata{}, src.err
+		// An empty file (a writer killed before its first write) forks as
+		// the empty session its sidecar describes; other headerless files
+		// are not sessions.
+		if fi, err := s.st.Stat(ctx, name); err != nil || fi.Size != 0 {
+			return Metadata{}, src.err
+		}
 	}
 	srcMeta, err := s.readMeta(ctx, src)
 	if err != nil {

@@ -180,3 +180,46 @@ func (c *countingBlobs) Get(context.Context, string) ([]byte, error) {
 	c.calls++
 	return nil, fs.ErrNotExist
 }
+
+// A writer killed between creating its file and the first write leaves an
+// empty file: it is listed, forks, and resumes.
+func TestEmptySessionFileResumes(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	store, err := session.OpenStore(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := store.Create(ctx, session.CreateOptions{Cwd: "/w", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, h.Close(ctx))
+	must(t, st.WriteFile(ctx, h.Path(), nil)) // what the kill leaves
+	listed := false
+	for m, err := range store.List(ctx, "/w") {
+		must(t, err)
+		listed = listed || m.ID == h.ID()
+	}
+	if !listed {
+		t.Error("an empty session file is not listed")
+	}
+	meta, err := store.ForkSession(ctx, h.ID(), session.ForkOptions{})
+	if err != nil {
+		t.Fatalf("fork of an empty session file: %v", err)
+	}
+	if meta.ParentID != h.ID() {
+		t.Errorf("fork parent %q", meta.ParentID)
+	}
+	h2, err := store.Resume(ctx, h.ID())
+	if err != nil {
+		t.Fatalf("resume of an empty session file: %v", err)
+	}
+	must(t, h2.AppendMessage(ctx, []byte(`{"role":"user","content":"again","timestamp":1}`)))
+	must(t, h2.Close(ctx))
+	msgs, err := store.LoadMessages(ctx, h.ID())
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("after resume: %d messages, %v", len(msgs), err)
+	}
+}

@@ -111,6 +111,12 @@ func readInfo(ctx context.Context, st backend.Storage, fi backend.Info) (Info, e
 		return Info{}, err
 	}
 	info := Info{Path: fi.Name, Modified: fi.ModTime, Size: fi.Size}
+	if len(data) == 0 && fi.Size == 0 {
+		// A writer killed between creating the file and its first write:
+		// still a session (its sidecar says the rest), resumable.
+		info.ID = idFromName(backend.Base(fi.Name))
+		return info, nil
+	}
 	complete := int64(len(data)) >= fi.Size
 	found := false
 	for len(data) > 0 {

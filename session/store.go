@@ -263,6 +263,32 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	return s.open(ctx, sess, meta, true, unlock)
 }
 
+// repairEmpty gives an empty session file, left by a writer killed between
+// creating it and its first write, the header its sidecar (or its name)
+// records, so the session resumes; any other headerless file is left as
+// it is.
+func (s *Store) repairEmpty(ctx context.Context, name string, sess *Session) (*Session, error) {
+	fi, err := s.st.Stat(ctx, name)
+	if err != nil || fi.Size != 0 {
+		return sess, err
+	}
+	h := Header{Version: CurrentVersion, ID: idFromName(backend.Base(name)), Timestamp: isoTime(fi.ModTime.UTC())}
+	if data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(name), MetaFile)); err == nil {
+		var m Metadata
+		if json.Unmarshal(data, &m) == nil && m.ID != "" {
+			h.ID, h.Cwd, h.Title, h.ParentSession = m.ID, m.Cwd, m.Title, m.ParentID
+			if !m.CreatedAt.IsZero() {
+				h.Timestamp = isoTime(m.CreatedAt.UTC())
+			}
+		}
+	}
+	s.cfg.log.Warn("trove/session: an empty session file (a writer killed before its first write) gets its header back", "file", name)
+	if err := s.st.WriteFile(ctx, name, append(encodeHeader(h), '\n')); err != nil {
+		return nil, err
+	}
+	return Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
+}
+
 // find resolves ref (a full id, a unique id prefix, or a session file
 // name) to a session file.
 func (s *Store) find(ctx context.Context, ref string) (string, error) {
@@ -317,7 +343,9 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 	// Opened to append to: blobs resolve only if its entries are read.
 	sess, err := Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
 	if err == nil && sess.noHeader {
-		err = sess.err
+		if sess, err = s.repairEmpty(ctx, name, sess); err == nil && sess.noHeader {
+			err = sess.err
+		}
 	}
 	var meta Metadata
 	if err == nil {
@@ -470,13 +498,13 @@ func (s *Store) List(ctx context.Context, cwd string) iter.Seq2[Metadata, error]
 				yield(Metadata{}, err)
 				return
 			}
-			if cwd != "" && info.Cwd != cwd {
-				continue // another cwd that encodes the same
-			}
 			m, err := s.metaOf(ctx, info)
 			if err != nil {
 				yield(Metadata{}, err)
 				return
+			}
+			if cwd != "" && m.Cwd != cwd {
+				continue // another cwd that encodes the same
 			}
 			out = append(out, m)
 		}
