@@ -223,3 +223,76 @@ func TestEmptySessionFileResumes(t *testing.T) {
 		t.Fatalf("after resume: %d messages, %v", len(msgs), err)
 	}
 }
+
+// A kill that tore the last transcript line loses no acknowledged line:
+// the next append is not glued to the torn bytes.
+func TestTranscriptTornTail(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	store, err := session.OpenStore(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := store.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, h.AppendMessage(ctx, []byte(`{"role":"user","content":"q","timestamp":1}`)))
+	must(t, h.AppendTranscript(ctx, []byte(`{"n":1}`)))
+	must(t, h.Close(ctx))
+	name := backend.Join(session.SidecarDir(h.Path()), session.TranscriptFile)
+	old := readStore(t, st, name)
+	must(t, st.WriteFile(ctx, name, []byte(old+`{"n":2,"torn`))) // what a kill leaves
+	h2, err := store.Resume(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, h2.AppendTranscript(ctx, []byte(`{"n":3}`)))
+	must(t, h2.Close(ctx))
+	var got []string
+	for line, err := range store.Transcript(ctx, h.ID()) {
+		must(t, err)
+		got = append(got, string(line))
+	}
+	if strings.Join(got, " ") != `{"n":1} {"n":3}` {
+		t.Errorf("transcript after a torn tail: %v\n%s", got, readStore(t, st, name))
+	}
+}
+
+// A sidecar that lags the file after a kill does not make a resumed
+// handle count from it.
+func TestResumeRecountsStaleMetadata(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	store, err := session.OpenStore(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := store.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, h.AppendMessage(ctx, []byte(`{"role":"user","content":"q1","timestamp":1}`)))
+	must(t, h.Flush(ctx))
+	metaName := backend.Join(session.SidecarDir(h.Path()), session.MetaFile)
+	stale := readStore(t, st, metaName) // 1 message
+	for i := range 4 {
+		must(t, h.AppendMessage(ctx, []byte(fmt.Sprintf(`{"role":"user","content":"q%d","timestamp":1}`, i+2))))
+	}
+	must(t, h.Close(ctx))
+	must(t, st.WriteFile(ctx, metaName, []byte(stale))) // the kill came before the sidecar caught up
+	h2, err := store.Resume(ctx, h.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h2.Metadata().MessageCount; got != 5 {
+		t.Errorf("resumed handle counts %d messages, the file holds 5", got)
+	}
+	must(t, h2.AppendMessage(ctx, []byte(`{"role":"user","content":"q6","timestamp":1}`)))
+	must(t, h2.Close(ctx))
+	if m, err := store.Metadata(ctx, h.ID()); err != nil || m.MessageCount != 6 {
+		t.Errorf("metadata after resume: %d, %v", m.MessageCount, err)
+	}
+}

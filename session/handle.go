@@ -306,8 +306,17 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 	w := h.trans
 	h.mu.Unlock()
 	if w == nil {
+		name := backend.Join(SidecarDir(h.Path()), TranscriptFile)
+		// A line a killed writer tore was never acknowledged: drop it so
+		// the next one is not glued to it (and lost with it).
+		if n, err := dropTornTail(ctx, h.store.st, name); err != nil {
+			h.latch(err)
+			return
+		} else if n > 0 {
+			h.store.cfg.log.Warn("trove/session: dropped a torn last transcript line", "file", name, "bytes", n)
+		}
 		var err error
-		w, err = h.store.st.OpenWriter(ctx, backend.Join(SidecarDir(h.Path()), TranscriptFile), backend.WriterOptions{})
+		w, err = h.store.st.OpenWriter(ctx, name, backend.WriterOptions{})
 		if err != nil {
 			h.latch(err)
 			return

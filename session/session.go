@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -573,6 +574,19 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		buf.Write(s.headerRaw)
 		buf.WriteByte('\n')
 	} else if s.w == nil {
+		if s.torn {
+			// A torn last line was never acknowledged (a line is only
+			// once it and its newline are synced): drop it, so the new
+			// entry is not glued to it and no damaged line stays behind.
+			n, err := dropTornTail(ctx, s.st, s.name)
+			if err != nil {
+				return s.latch(err)
+			}
+			if n > 0 {
+				s.report(Problem{Err: fmt.Errorf("dropped a torn last line of %d bytes before appending: %w", n, ErrCorrupt)})
+			}
+			s.torn = false
+		}
 		w, err := s.st.OpenWriter(ctx, s.name, backend.WriterOptions{})
 		if err != nil {
 			return s.latch(err)
@@ -580,7 +594,8 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		s.w = w
 	}
 	if s.torn {
-		// End the torn last line so the new entry is not glued to it.
+		// Not reached for a file opened here; kept for a writer whose
+		// last write tore: end the line so the new entry is whole.
 		buf.WriteByte('\n')
 	}
 	for _, e := range s.entries[s.persisted:] {
@@ -596,6 +611,37 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	}
 	s.fileExists, s.torn, s.persisted = true, false, len(s.entries)
 	return nil
+}
+
+// dropTornTail rewrites the JSONL file name without the bytes after its
+// last newline (a line a killed writer never finished), atomically, and
+// returns how many it dropped. A file ending in a newline is left as is.
+func dropTornTail(ctx context.Context, st backend.Storage, name string) (int, error) {
+	fi, err := st.Stat(ctx, name)
+	if err != nil || fi.Size == 0 {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	last, err := st.OpenRange(ctx, name, fi.Size-1, 1)
+	if err != nil {
+		return 0, err
+	}
+	b, err := io.ReadAll(last)
+	last.Close()
+	if err != nil || len(b) == 1 && b[0] == '\n' {
+		return 0, err
+	}
+	data, err := st.ReadFile(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	cut := bytes.LastIndexByte(data, '\n') + 1
+	if cut == len(data) {
+		return 0, nil
+	}
+	return len(data) - cut, st.WriteFile(ctx, name, data[:cut])
 }
 
 // rawLocked returns the stored form of e, preparing it on first use.

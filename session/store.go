@@ -101,6 +101,32 @@ func (m *Metadata) count(e *Entry) {
 	}
 }
 
+// fresh recounts m from its file when the file changed after the sidecar
+// was written (a writer killed between its last sync and its next
+// metadata write); the sidecar itself is left for the next writer.
+func (s *Store) fresh(ctx context.Context, m Metadata, fileMod time.Time) Metadata {
+	if !fileMod.After(m.UpdatedAt) {
+		return m
+	}
+	sess, err := Open(ctx, s.st, m.Path, ReadOnly(), LazyBlobs(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || sess.noHeader {
+		return m
+	}
+	recount(&m, sess)
+	m.UpdatedAt = fileMod.UTC()
+	return m
+}
+
+// recount sets the totals of m from the session's file: a sidecar written
+// before a kill lags the file, and a resumed handle must count on from
+// what the file holds, not from what the sidecar said.
+func recount(m *Metadata, sess *Session) {
+	m.MessageCount, m.TurnCount, m.InputTokens, m.OutputTokens, m.TotalTokens, m.CostUSD, m.FirstMessage = 0, 0, 0, 0, 0, 0, ""
+	for _, e := range sess.entries { // as stored: counting needs no blob
+		m.count(e)
+	}
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 200 {
@@ -355,6 +381,7 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 		unlock()
 		return nil, err
 	}
+	recount(&meta, sess)
 	return s.open(ctx, sess, meta, false, unlock)
 }
 
@@ -395,6 +422,10 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 		var m Metadata
 		if jerr := json.Unmarshal(data, &m); jerr == nil && m.ID != "" {
 			m.Path = sess.Name()
+			if fi, err := s.st.Stat(ctx, sess.Name()); err == nil && fi.ModTime.After(m.UpdatedAt) {
+				recount(&m, sess)
+				m.UpdatedAt = fi.ModTime.UTC()
+			}
 			return m, nil
 		}
 		s.cfg.log.Warn("trove/session: unreadable meta.json; rebuilding it from the session", "session", sess.Name())
@@ -529,7 +560,7 @@ func (s *Store) metaOf(ctx context.Context, info Info) (Metadata, error) {
 		var m Metadata
 		if json.Unmarshal(data, &m) == nil && m.ID != "" {
 			m.Path = info.Path
-			return m, nil
+			return s.fresh(ctx, m, info.Modified), nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Metadata{}, err
