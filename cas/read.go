@@ -302,9 +302,25 @@ const fastGetMax = 16 << 20
 func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	var out []byte
 	err := s.withBlob(ctx, "get", ref, func(obj object) (err error) {
+		if obj.size > fastGetMax && obj.size <= s.cfg.maxBlobSize {
+			// A big object is verified streaming before any buffer of
+			// its recorded size exists: a header that lies about the
+			// size, or a payload that decodes to far more, costs a
+			// bounded window, not gigabytes (a zstd bomb).
+			if err := s.drain("get", ref, obj); err != nil {
+				return err
+			}
+			return errVerified
+		}
 		out, err = s.readAll("get", ref, obj)
 		return err
 	})
+	if errors.Is(err, errVerified) {
+		err = s.withBlob(ctx, "get", ref, func(obj object) (err error) {
+			out, err = s.readAll("get", ref, obj)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +386,10 @@ func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 	return out, nil
 }
 
+// errVerified stops Get's first, streaming pass over a big blob once it
+// verified: the second pass reads it into one buffer of its true size.
+var errVerified = errors.New("verified")
+
 // readAllStream is readAll for blobs too big to trust their header with one
 // allocation: the buffer grows with the data actually decoded.
 func (s *Store) readAllStream(op string, ref Ref, obj object) ([]byte, error) {
@@ -379,7 +399,8 @@ func (s *Store) readAllStream(op string, ref Ref, obj object) ([]byte, error) {
 	}
 	br.closer = nil // readAll closes obj
 	defer br.Close()
-	buf := make([]byte, 0, fastGetMax)
+	// Verified before (see Get): the recorded size is the true size.
+	buf := make([]byte, 0, obj.size+1)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -138,7 +138,7 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 	if !want.IsZero() && ref != want {
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.present(ctx, ref); err != nil || ok {
+	if ok, err := s.presentHealthy(ctx, ref); err != nil || ok {
 		return ref, refErr(op, ref, err)
 	}
 	bp := s.getBuf()
@@ -250,7 +250,7 @@ func (s *Store) putStaged(ctx context.Context, op string, algo Algorithm, want R
 		drop()
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.present(ctx, ref); err != nil || ok {
+	if ok, err := s.presentHealthy(ctx, ref); err != nil || ok {
 		drop()
 		return ref, refErr(op, ref, err)
 	}
@@ -346,6 +346,37 @@ func (s *Store) Has(ctx context.Context, ref Ref) (bool, error) {
 // dedup hit on an old unreferenced blob could be swept right after Put.
 func (s *Store) present(ctx context.Context, ref Ref) (bool, error) {
 	return s.exists(ctx, ref, true)
+}
+
+// presentHealthy is present, but a loose copy that does not verify does
+// not count: putting the right bytes again repairs a corrupt blob. Packed
+// copies are trusted here (Verify and GC's repack check them).
+func (s *Store) presentHealthy(ctx context.Context, ref Ref) (bool, error) {
+	ok, err := s.present(ctx, ref)
+	if err != nil || !ok {
+		return ok, err
+	}
+	if _, packed := s.idx.lookup(ref); packed {
+		return true, nil
+	}
+	obj, err := s.openLoose(ctx, ref)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		if isBad(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := s.drain("put", ref, obj); err != nil {
+		if isBad(err) {
+			s.cfg.log.Warn("cas: rewriting a corrupt blob", "ref", ref, "err", err)
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // exists looks for ref; with fresh, only a copy young enough for GC's grace
