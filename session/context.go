@@ -22,15 +22,23 @@ type Context struct {
 	Path []*Entry
 }
 
-// Models maps a model role ("default", "smol", ...) to "provider/model",
-// keeping the order roles were first set in.
+// Models maps a model role ("default", "smol", ...) to a model, keeping
+// the order roles were first set in. Values stay as written: a
+// model_change whose model is the number 5 gives 5, not "5" (the
+// reference passes the value through).
 type Models struct {
 	roles  []string
-	models map[string]string
+	models map[string][]byte // JSON values
 }
 
-// Get returns the model of role, "" when unset.
-func (m Models) Get(role string) string { return m.models[role] }
+// Get returns the model of role as text ("" when unset).
+func (m Models) Get(role string) string {
+	v, ok := m.models[role]
+	if !ok {
+		return ""
+	}
+	return jsText(v)
+}
 
 // Roles returns the roles in the order they were first set.
 func (m Models) Roles() []string { return append([]string(nil), m.roles...) }
@@ -38,9 +46,9 @@ func (m Models) Roles() []string { return append([]string(nil), m.roles...) }
 // Len is the number of roles set.
 func (m Models) Len() int { return len(m.roles) }
 
-func (m *Models) set(role, model string) {
+func (m *Models) set(role string, model []byte) {
 	if m.models == nil {
-		m.models = make(map[string]string)
+		m.models = make(map[string][]byte)
 	}
 	if _, ok := m.models[role]; !ok {
 		m.roles = append(m.roles, role)
@@ -48,11 +56,11 @@ func (m *Models) set(role, model string) {
 	m.models[role] = model
 }
 
-// MarshalJSON writes the roles as one object, in order.
+// MarshalJSON writes the roles as one object, in order, values as written.
 func (m Models) MarshalJSON() ([]byte, error) {
 	var o objectBuilder
 	for _, r := range m.roles {
-		o.add(r, quote(m.models[r]))
+		o.add(r, m.models[r])
 	}
 	return o.bytes(), nil
 }
@@ -137,14 +145,14 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 				if r := ms.get("role"); !isNull(r) {
 					role = jsText(r)
 				}
-				c.Models.set(role, jsText(model))
+				c.Models.set(role, model)
 			}
 		case TypeMessage:
 			// Every assistant message sets the default model, even after
 			// an explicit model_change (reference behaviour).
 			if e.role == "assistant" {
 				msg, _ := splitObject(e.Field("message"))
-				c.Models.set("default", jsText(msg.get("provider"))+"/"+jsText(msg.get("model")))
+				c.Models.set("default", quote(jsText(msg.get("provider"))+"/"+jsText(msg.get("model"))))
 			}
 		case TypeCompaction:
 			compaction = i

@@ -32,6 +32,9 @@ var (
 	// ErrMigrated marks the report that an old file was migrated to v3
 	// (and rewritten, unless opened read-only). It is news, not a failure.
 	ErrMigrated = errors.New("migrated to version 3")
+	// ErrExtraHeader marks a session header line after the first: kept in
+	// the file, never an entry.
+	ErrExtraHeader = errors.New("a later session header is not an entry")
 	// ErrInvalid marks an argument the caller got wrong.
 	ErrInvalid = errors.New("invalid argument")
 )

@@ -223,6 +223,12 @@ func (s *Session) resolvedLocked() {
 func (s *Session) index() {
 	s.byID = make(map[string]*Entry, len(s.entries))
 	for _, e := range s.entries {
+		if e.typ == TypeSession {
+			// A later header is never an entry (the reference skips it):
+			// not indexed, not a leaf, not a parent. It stays in the file.
+			s.report(Problem{Line: e.line, EntryID: e.id, Err: ErrExtraHeader})
+			continue
+		}
 		if e.id == "" {
 			continue
 		}
@@ -233,6 +239,9 @@ func (s *Session) index() {
 		s.leaf = e
 	}
 	for _, e := range s.entries {
+		if e.typ == TypeSession {
+			continue
+		}
 		s.noteEntry(e)
 		if e.parentID != "" && s.byID[e.parentID] == nil {
 			s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("%q; the entry acts as a root: %w", e.parentID, ErrDanglingParent)})
@@ -354,7 +363,13 @@ func (s *Session) Entries() []*Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resolvedLocked()
-	return append([]*Entry(nil), s.entries...)
+	out := make([]*Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		if e.typ != TypeSession { // a later header line is not an entry
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Entry returns the entry with id, or nil.

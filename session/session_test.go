@@ -456,7 +456,7 @@ func TestLenientLoad(t *testing.T) {
 		"   \n" +
 		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"one"}}` + "\r\n" +
 		"{not json\n" +
-		`{"type":"session","id":"later-header-is-an-entry"}` + "\n" +
+		`{"type":"session","id":"later-header-is-no-entry"}` + "\n" +
 		`42` + "\n" +
 		`{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","provider":"p","model":"m","content":[]}}` + "\n" +
 		`{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","mess`
@@ -471,11 +471,14 @@ func TestLenientLoad(t *testing.T) {
 		t.Errorf("header %+v", s.Header())
 	}
 	es := s.Entries()
-	if len(es) != 4 || es[0].ID() != "a" || es[1].Type() != "session" || string(es[2].JSON()) != "42" || es[3].ID() != "b" {
+	if len(es) != 3 || es[0].ID() != "a" || string(es[1].JSON()) != "42" || es[2].ID() != "b" {
 		t.Fatalf("entries: %d", len(es))
 	}
-	if es[0].Line() != 5 || es[3].Line() != 9 {
-		t.Errorf("lines %d %d", es[0].Line(), es[3].Line())
+	if es[0].Line() != 5 || es[2].Line() != 9 {
+		t.Errorf("lines %d %d", es[0].Line(), es[2].Line())
+	}
+	if got := p.lines(session.ErrExtraHeader); fmt.Sprint(got) != "[7]" {
+		t.Errorf("later header reported on lines %v, want [7]", got)
 	}
 	if s.Leaf().ID() != "b" {
 		t.Errorf("leaf %q", s.Leaf().ID())

@@ -1,0 +1,78 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/session"
+)
+
+// FuzzLoad loads arbitrary files. Invariants: no panic; every non-blank
+// line is the header, an entry, or a reported problem; the leaf is an entry
+// of the file; the context rebuilds.
+func FuzzLoad(f *testing.F) {
+	for seed := range uint64(40) {
+		data, _ := generateTree(seed)
+		f.Add([]byte(data))
+	}
+	f.Add([]byte(h1 + "\n" + `{"type":"session","version":3,"id":"s2","timestamp":"x","cwd":"/x"}` + "\n"))
+	f.Add([]byte(`{"type":"session","id":"v1"}` + "\n" + `{"type":"message","message":{"role":"user","content":"x"}}` + "\n" + `{"type":"compaction","firstKeptEntryIndex":1,"summary":"s"}`))
+	f.Add([]byte(`{"id":"s","type":"message","role":"user","content":"spec 002"}`))
+	f.Add([]byte("\xef\xbb\xbf" + h1 + "\r\n{\n"))
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := st.WriteFile(ctx, "f.jsonl", data); err != nil {
+			t.Fatal(err)
+		}
+		var problems []session.Problem
+		s, err := session.Open(ctx, st, "f.jsonl", session.ReadOnly(),
+			session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if s.Leaf() != nil && s.Entry(s.Leaf().ID()) != s.Leaf() {
+			t.Fatalf("the leaf %q is not an entry of the file", s.Leaf().ID())
+		}
+		_ = s.Context()
+		if errors.Is(s.Err(), session.ErrNoHeader) {
+			return
+		}
+		lines := 0
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				lines++
+			}
+		}
+		reported := map[int]bool{}
+		for _, p := range problems {
+			if p.Line > 0 {
+				reported[p.Line] = true
+			}
+		}
+		accounted := 1 + len(reported) // the header
+		for _, e := range s.Entries() {
+			if !reported[e.Line()] {
+				accounted++
+			}
+		}
+		if accounted < lines && !isMigratedOrDialect(problems) {
+			t.Fatalf("%d non-blank lines, %d are the header, entries or problems", lines, accounted)
+		}
+	})
+}
+
+// isMigratedOrDialect: spec 002 files are converted line by line, and
+// their line numbers are the converted file's.
+func isMigratedOrDialect(ps []session.Problem) bool {
+	for _, p := range ps {
+		if errors.Is(p, session.ErrMigrated) {
+			return true
+		}
+	}
+	return false
+}
