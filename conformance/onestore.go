@@ -27,6 +27,77 @@ func TestOneStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) 
 	t.Run("GCKeepsEveryLayer", func(t *testing.T) { oneStoreGC(t, newBackend(t)) })
 	t.Run("CheckFindsDamage", func(t *testing.T) { oneStoreCheck(t, newBackend(t)) })
 	t.Run("DurablePrompt", func(t *testing.T) { oneStoreDurablePrompt(t, newBackend(t)) })
+	t.Run("WritesStrictFiles", func(t *testing.T) { oneStoreStrict(t, newBackend(t)) })
+}
+
+// oneStoreStrict writes sessions through every path (the store's writer
+// with loose assistant messages, compaction, branch summary and label
+// entries, forks whole, at a message and of the last messages) and checks
+// every file against the writing contract.
+func oneStoreStrict(t *testing.T, st backend.Storage) {
+	ctx := context.Background()
+	s, err := trove.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/work/strict", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{
+		`{"role":"user","content":"q","timestamp":1}`,
+		`{"role":"assistant","content":[{"type":"text","text":"a"}],"usage":{"input":2},"timestamp":2}`, // loose: filled on write
+		`{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":"out"}],"isError":false,"timestamp":3}`,
+	} {
+		if err := h.AppendMessage(ctx, json.RawMessage(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := session.Open(ctx, st, h.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := sess.Entries()[0]
+	if _, err := sess.Append(ctx, &session.Compaction{Summary: "sum", FirstKeptEntryID: first.ID(), TokensBefore: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.SetLabel(ctx, first.ID(), "l"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.AppendMessage(ctx, OneStoreReply("after the branch")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []session.ForkOptions{{}, {At: first.ID()}, {Last: 2}} {
+		if _, err := s.Sessions().ForkSession(ctx, h.ID(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for m, err := range s.Sessions().List(ctx, "/work/strict") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		data, err := st.ReadFile(ctx, m.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := session.Check(data); err != nil {
+			t.Errorf("%s: %v\n%s", m.Path, err, data)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d sessions, want 4", n)
+	}
 }
 
 // oneStoreDurablePrompt: once Flush returns, a prompt that has no reply yet

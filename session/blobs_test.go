@@ -236,7 +236,9 @@ func TestTruncationAndTransientFields(t *testing.T) {
 	long := strings.Repeat("a", limit-1) + "😀" + strings.Repeat("b", 200000)
 	sig := strings.Repeat("s", 600000)
 	msg, _ := json.Marshal(map[string]any{
-		"role": "assistant", "provider": "p", "model": "m",
+		"role": "assistant", "api": "a", "provider": "p", "model": "m",
+		"usage": map[string]any{"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+			"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 		"content": []any{
 			map[string]any{"type": "text", "text": long},
 			map[string]any{"type": "thinking", "thinking": sig, "thinkingSignature": "sig"},

@@ -41,5 +41,5 @@ func Example() {
 	fmt.Println(string(out))
 	// Output:
 	// sessions/--work-pi--/2026-02-16T10-20-30-000Z_1f9d2a6b9c0d1234.jsonl
-	// {"leafId":"090a0b0c","messages":[{"role":"user","content":"Fix the parser"},{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}]}],"thinkingLevel":"high","models":{"default":"anthropic/claude-sonnet-4-5"},"injectedTtsrRules":[],"mode":"none"}
+	// {"leafId":"090a0b0c","messages":[{"role":"user","content":"Fix the parser"},{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}],"api":"unknown","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}],"thinkingLevel":"high","models":{"default":"anthropic/claude-sonnet-4-5"},"injectedTtsrRules":[],"mode":"none"}
 }

@@ -151,9 +151,10 @@ func userMsg(text string) json.RawMessage {
 
 func assistantMsg(text string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{
-		"role": "assistant", "provider": "anthropic", "model": "claude-sonnet-4-5",
-		"content":    []any{map[string]any{"type": "text", "text": text}},
-		"usage":      map[string]any{"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+		"role": "assistant", "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+		"content": []any{map[string]any{"type": "text", "text": text}},
+		"usage": map[string]any{"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+			"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 		"stopReason": "stop", "timestamp": 1771237265000,
 	})
 	return b

@@ -284,10 +284,23 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 		if !json.Valid(m.Message) {
 			return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
 		}
-		if ms, ok := splitObject(m.Message); !ok {
+		ms, ok := splitObject(m.Message)
+		if !ok {
 			return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
-		} else if _, ok := ms.str("role"); !ok {
+		}
+		role, ok := ms.str("role")
+		if !ok {
 			return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+		}
+		if role == "assistant" {
+			// Exact in what we write: what spec 003 readers need, filled.
+			fixed, err := normalizeAssistant(ms)
+			if err != nil {
+				return nil, err
+			}
+			if fixed != nil {
+				d = &Message{Message: fixed}
+			}
 		}
 	}
 	var body []byte

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,31 @@ func TestSessionContextReadsInPlace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nostore")); err == nil {
 		t.Error("session context of a file created the store")
+	}
+}
+
+func TestSessionCheck(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("TROVE_HOME", home)
+	if code, _, errOut := trove(t, "", "demo"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	if len(files) < 2 {
+		t.Fatalf("demo sessions: %v", files)
+	}
+	for _, f := range files {
+		if code, out, errOut := trove(t, "", "session", "check", f); code != exitOK {
+			t.Errorf("%s: %d %s %s", f, code, out, errOut)
+		}
+	}
+	data, _ := os.ReadFile(files[0])
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	noMillis := regexp.MustCompile(`(T\d{2}:\d{2}:\d{2})\.\d{3}Z"`)
+	if err := os.WriteFile(bad, []byte(noMillis.ReplaceAllString(string(data), `${1}Z"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := trove(t, "", "session", "check", bad); code != exitFailure || !strings.Contains(errOut, "milliseconds") {
+		t.Errorf("a damaged file: exit %d, %s", code, errOut)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -38,7 +39,42 @@ func newSessionCmd(a *app) *cobra.Command {
 		},
 	}
 	contextCmd.Flags().StringVar(&leaf, "leaf", "", "rebuild at this entry id instead of the leaf")
-	cmd.AddCommand(contextCmd)
+	check := &cobra.Command{
+		Use:   "check FILE|ID",
+		Short: "Check a session file against trove's writing contract (strict spec 003); exit 1 with the first violation",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var data []byte
+			var err error
+			if filepath.Ext(args[0]) == ".jsonl" {
+				data, err = os.ReadFile(args[0])
+			} else {
+				var s *session.Store
+				if s, err = a.sessionStore(ctx); err == nil {
+					var m session.Metadata
+					if m, err = s.Metadata(ctx, args[0]); err == nil {
+						data, err = a.st.ReadFile(ctx, m.Path)
+					}
+				}
+			}
+			if err != nil {
+				return storeErr(err)
+			}
+			if err := session.Check(data); err != nil {
+				if a.jsonOut {
+					_ = a.printJSON(map[string]any{"ok": false, "violation": err.Error()})
+				}
+				return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"ok": true})
+			}
+			a.printf("%s: ok\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(contextCmd, check)
 	return cmd
 }
 

@@ -1,0 +1,232 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// The writing contract: trove is lenient in what it reads and exact in
+// what it writes. Every entry it appends opens in a strict spec 003 reader
+// with the meaning it had for trove; Check tells whether a file keeps
+// these rules.
+
+// usageKeys and costKeys are the numeric members an assistant message's
+// usage and usage.cost carry in spec 003 (the reference reads them all).
+var (
+	usageKeys = []string{"input", "output", "cacheRead", "cacheWrite", "totalTokens"}
+	costKeys  = []string{"input", "output", "cacheRead", "cacheWrite", "total"}
+)
+
+// Unknown is the value written for an assistant message's api, provider
+// or model when the caller gave none.
+const UnknownModel = "unknown"
+
+// normalizeAssistant returns an assistant message as spec 003 readers need
+// it: usage with every numeric member and cost (zeros where unknown, totals
+// summed), and api, provider and model as given or UnknownModel. Values the
+// caller gave are kept byte for byte; a value of the wrong type is refused.
+func normalizeAssistant(ms members) ([]byte, error) {
+	var edits []edit
+	for _, k := range []string{"api", "provider", "model"} {
+		v := ms.get(k)
+		switch {
+		case v == nil || isNull(v):
+			edits = append(edits, edit{k, quote(UnknownModel)})
+		case v[0] != '"':
+			return nil, fmt.Errorf("assistant message %s is not a string: %w", k, ErrInvalid)
+		}
+	}
+	usage, err := numbers(ms.get("usage"), "usage", usageKeys, "totalTokens", func(um members) ([]edit, error) {
+		cost, err := numbers(um.get("cost"), "usage.cost", costKeys, "total", nil)
+		if err != nil {
+			return nil, err
+		}
+		if cost != nil {
+			return []edit{{"cost", cost}}, nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if usage != nil {
+		edits = append(edits, edit{"usage", usage})
+	}
+	if len(edits) == 0 {
+		return nil, nil
+	}
+	return editObject(ms, edits...), nil
+}
+
+// numbers completes an object of numeric members: missing members are 0,
+// and total (when missing) is the sum of the others. It returns nil when v
+// needs no change. more may edit the object further.
+func numbers(v []byte, what string, keys []string, total string, more func(members) ([]edit, error)) ([]byte, error) {
+	if v == nil || isNull(v) {
+		v = []byte("{}")
+	}
+	ms, ok := splitObject(v)
+	if !ok {
+		return nil, fmt.Errorf("assistant message %s is not an object: %w", what, ErrInvalid)
+	}
+	var edits []edit
+	var sum float64
+	for _, k := range keys {
+		n := ms.get(k)
+		if n == nil || isNull(n) {
+			if k != total {
+				edits = append(edits, edit{k, []byte("0")})
+			}
+			continue
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return nil, fmt.Errorf("assistant message %s.%s is not a number: %w", what, k, ErrInvalid)
+		}
+		if k != total {
+			sum += f
+		}
+	}
+	if n := ms.get(total); n == nil || isNull(n) {
+		edits = append(edits, edit{total, []byte(strconv.FormatFloat(sum, 'g', -1, 64))})
+	}
+	if more != nil {
+		extra, err := more(ms)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, extra...)
+	}
+	if len(edits) == 0 && !isNull(v) && string(v) != "{}" {
+		return nil, nil
+	}
+	return editObject(ms, edits...), nil
+}
+
+// Violation is the first thing Check found that a strict spec 003 reader
+// would refuse or read otherwise.
+type Violation struct {
+	Line int // 1-based
+	Msg  string
+}
+
+func (v *Violation) Error() string { return fmt.Sprintf("line %d: %s", v.Line, v.Msg) }
+
+// Unwrap makes a violation an ErrInvalid.
+func (v *Violation) Unwrap() error { return ErrInvalid }
+
+var isoMillis = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+
+// Check returns the first violation of the writing contract in a session
+// file, or nil: the header first and valid (version 3); every line a JSON
+// object ending in a newline; entry ids unique; every parentId,
+// firstKeptEntryId, targetId and fromId naming an entry of the file
+// (fromId may be "root"); timestamps ISO 8601 with milliseconds; assistant
+// messages with usage (every numeric member, and cost) and api, provider
+// and model.
+func Check(data []byte) error {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return &Violation{Line: bytes.Count(data, []byte("\n")) + 1, Msg: "torn last line (no newline at the end)"}
+	}
+	type ref struct {
+		line      int
+		key, id   string
+		allowRoot bool
+	}
+	ids := map[string]int{}
+	var refs []ref
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		ms, ok := splitObject(b)
+		if !ok || !json.Valid(b) {
+			return &Violation{line, "not a JSON object"}
+		}
+		typ, _ := ms.str("type")
+		if line == 1 {
+			h, ok := parseHeader(ms)
+			switch {
+			case !ok:
+				return &Violation{line, "the first line is not a session header"}
+			case h.Version != CurrentVersion:
+				return &Violation{line, fmt.Sprintf("header version %g, want %d", h.Version, CurrentVersion)}
+			case !isoMillis.MatchString(h.Timestamp):
+				return &Violation{line, fmt.Sprintf("header timestamp %q is not ISO 8601 with milliseconds", h.Timestamp)}
+			}
+			if _, ok := ms.str("cwd"); !ok {
+				return &Violation{line, "header without cwd"}
+			}
+			continue
+		}
+		if typ == "" || typ == TypeSession {
+			return &Violation{line, fmt.Sprintf("entry type %q", typ)}
+		}
+		id, ok := ms.str("id")
+		if !ok || id == "" {
+			return &Violation{line, "entry without an id"}
+		}
+		if first, dup := ids[id]; dup {
+			return &Violation{line, fmt.Sprintf("id %q also on line %d", id, first)}
+		}
+		ids[id] = line
+		if p := ms.get("parentId"); p == nil {
+			return &Violation{line, "entry without parentId"}
+		} else if !isNull(p) {
+			pid, ok := jsonString(p)
+			if !ok {
+				return &Violation{line, "parentId is not a string or null"}
+			}
+			refs = append(refs, ref{line, "parentId", pid, false})
+		}
+		ts, _ := ms.str("timestamp")
+		if !isoMillis.MatchString(ts) {
+			return &Violation{line, fmt.Sprintf("timestamp %q is not ISO 8601 with milliseconds", ts)}
+		}
+		for key, root := range map[string]bool{"firstKeptEntryId": false, "targetId": false, "fromId": true} {
+			want := map[string]string{"firstKeptEntryId": TypeCompaction, "targetId": TypeLabel, "fromId": TypeBranchSummary}[key]
+			if typ != want {
+				continue
+			}
+			v, ok := ms.str(key)
+			if !ok {
+				return &Violation{line, fmt.Sprintf("%s entry without %s", typ, key)}
+			}
+			refs = append(refs, ref{line, key, v, root})
+		}
+		if typ == TypeMessage {
+			msg, ok := splitObject(ms.get("message"))
+			role, _ := msg.str("role")
+			if !ok || role == "" {
+				return &Violation{line, "message without a role"}
+			}
+			if role == "assistant" {
+				if fixed, err := normalizeAssistant(msg); err != nil {
+					return &Violation{line, err.Error()}
+				} else if fixed != nil {
+					return &Violation{line, "assistant message without api, provider, model, or every usage and cost member"}
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &Violation{line + 1, err.Error()}
+	}
+	if line == 0 {
+		return &Violation{1, "empty file"}
+	}
+	for _, r := range refs {
+		if _, ok := ids[r.id]; !ok && !(r.allowRoot && r.id == "root") {
+			return &Violation{r.line, fmt.Sprintf("%s %q names no entry of the file", r.key, r.id)}
+		}
+	}
+	return nil
+}
+
+
