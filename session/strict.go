@@ -228,5 +228,3 @@ func Check(data []byte) error {
 	}
 	return nil
 }
-
-
