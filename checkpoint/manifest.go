@@ -127,6 +127,10 @@ func (m *Manifest) validate(id string) error {
 		if i > 0 && m.Files[i-1].Path >= e.Path {
 			return fmt.Errorf("%w: entries not sorted or duplicated at %q", ErrCorrupt, e.Path)
 		}
+		if e.Digest != "" && !validRef(e.Digest) {
+			// Whatever the entry, a ref GC and fsck would read must parse.
+			return fmt.Errorf("%w: %q: bad digest %q", ErrCorrupt, e.Path, clip(e.Digest))
+		}
 		if !e.Exists {
 			continue
 		}
