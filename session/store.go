@@ -112,8 +112,9 @@ func (s *Store) fresh(ctx context.Context, m Metadata, fileMod time.Time) Metada
 	if err != nil || sess.noHeader {
 		return m
 	}
+	// Counts only: a bucket's clock may run ahead of ours, and taking its
+	// time would reorder the listing.
 	recount(&m, sess)
-	m.UpdatedAt = fileMod.UTC()
 	return m
 }
 
@@ -424,7 +425,6 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 			m.Path = sess.Name()
 			if fi, err := s.st.Stat(ctx, sess.Name()); err == nil && fi.ModTime.After(m.UpdatedAt) {
 				recount(&m, sess)
-				m.UpdatedAt = fi.ModTime.UTC()
 			}
 			return m, nil
 		}
