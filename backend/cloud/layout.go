@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,24 +97,28 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 	}
 	for try := 0; ; try++ {
 		var out []*blob.ListObject
-		it := s.b.List(opts)
 		var err error
-		for {
-			var lo *blob.ListObject
-			if lo, err = it.Next(ctx); err != nil {
+		for token := blob.FirstPageToken; ; {
+			var page []*blob.ListObject
+			if page, token, err = s.b.ListPage(ctx, token, listPageSize, opts); err != nil {
 				break
 			}
-			lo.Key = dec(lo.Key)
-			out = append(out, lo)
-		}
-		if err == io.EOF {
-			return out, nil
+			for _, lo := range page {
+				lo.Key = dec(lo.Key)
+			}
+			out = append(out, page...)
+			if len(token) == 0 {
+				return out, nil
+			}
 		}
 		if !isNotFound(err) || try >= maxRetries {
 			return nil, err
 		}
 	}
 }
+
+// listPageSize is the page of a whole listing: the most S3 and Azure send.
+const listPageSize = 1000
 
 // listPage lists at most n keys below prefix, as names.
 func (s *Storage) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {

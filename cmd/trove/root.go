@@ -8,11 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
+	_ "github.com/trovekit/trove/backend/open/azure" // azblob://
+	_ "github.com/trovekit/trove/backend/open/gcs"   // gs://
+	_ "github.com/trovekit/trove/backend/open/s3"    // s3://
 	"github.com/trovekit/trove/cas"
 )
 
@@ -45,6 +50,7 @@ type app struct {
 	storeURL       string
 	jsonOut        bool
 	logLevel       string
+	timeout        time.Duration
 	log            *slog.Logger
 	st             backend.Storage
 }
@@ -54,7 +60,7 @@ func (a *app) store(ctx context.Context) (backend.Storage, error) {
 	if a.st != nil {
 		return a.st, nil
 	}
-	st, err := open.URL(ctx, a.storeURL)
+	st, err := open.URL(ctx, a.storeURL, open.WithTimeout(a.timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +128,7 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeURL, "store", "", "store URL: file:///path, a path, mem://, s3://, gs://, azblob:// (default $TROVE_HOME, $XDG_DATA_HOME/trove or ~/.local/share/trove)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	pf.DurationVar(&a.timeout, "timeout", cloud.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),

@@ -21,6 +21,8 @@ import (
 	"gocloud.dev/blob/azureblob"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/open/azure"
 )
 
 // Azurite's documented development account and key (public, not a secret).
@@ -83,7 +85,9 @@ func (a *Azure) Bucket(tb testing.TB) *blob.Bucket {
 }
 
 // New returns a fresh Storage on a new container of this server.
-func (a *Azure) New(tb testing.TB) backend.Storage { return wrap(tb, a.Bucket(tb)) }
+func (a *Azure) New(tb testing.TB) backend.Storage {
+	return wrap(tb, a.Bucket(tb), cloud.WithHTTPStatus(azure.Status))
+}
 
 func (a *Azure) start(tb testing.TB) {
 	tb.Helper()

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/open/gcs"
 )
 
 // GCS is an in-process GCS server (fake-gcs-server) on 127.0.0.1 with its
@@ -88,7 +90,9 @@ func (g *GCS) Bucket(tb testing.TB) *blob.Bucket {
 }
 
 // New returns a fresh Storage on a new bucket of this server.
-func (g *GCS) New(tb testing.TB) backend.Storage { return wrap(tb, g.Bucket(tb)) }
+func (g *GCS) New(tb testing.TB) backend.Storage {
+	return wrap(tb, g.Bucket(tb), cloud.WithHTTPStatus(gcs.Status))
+}
 
 // localClient is an HTTP client that dials addr and nothing else.
 func localClient(addr string) *http.Client {
