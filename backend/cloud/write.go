@@ -3,6 +3,7 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -92,8 +93,27 @@ func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (in
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r      io.Reader
+	n      int64
+	origin int64 // offset of the first Seek, so a rewind resets n
+	seeked bool
+}
+
+// Seek lets an upload of a seekable source be retried from its start.
+func (c *countingReader) Seek(off int64, whence int) (int64, error) {
+	sk, ok := c.r.(io.Seeker)
+	if !ok {
+		return 0, fmt.Errorf("cloud: source cannot seek: %w", errors.ErrUnsupported)
+	}
+	pos, err := sk.Seek(off, whence)
+	if err != nil {
+		return pos, err
+	}
+	if !c.seeked {
+		c.origin, c.seeked = pos-c.n, true
+	}
+	c.n = pos - c.origin
+	return pos, nil
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
