@@ -74,6 +74,23 @@ func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
 	if err := s.mem.CreateBucket(name); err != nil {
 		tb.Fatalf("create bucket %s: %v", name, err)
 	}
+	return s.Open(tb, name)
+}
+
+// URL is the server's base URL, http://127.0.0.1:PORT.
+func (s *S3) URL() string { return s.srv.URL }
+
+// CreateBucket creates a fresh bucket and returns its name.
+func (s *S3) CreateBucket(tb testing.TB) string {
+	name := fmt.Sprintf("trove-%d", s.next.Add(1))
+	if err := s.mem.CreateBucket(name); err != nil {
+		tb.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// Open opens the bucket name, which need not exist, as Bucket does.
+func (s *S3) Open(tb testing.TB, name string) *blob.Bucket {
 	client := s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.srv.URL),

@@ -72,6 +72,11 @@ func (g *GCS) URL() string { return g.srv.URL }
 func (g *GCS) Bucket(tb testing.TB) *blob.Bucket {
 	name := fmt.Sprintf("trove-%d", g.next.Add(1))
 	g.fake.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
+	return g.Open(tb, name)
+}
+
+// Open opens the bucket name, which need not exist, as Bucket does.
+func (g *GCS) Open(tb testing.TB, name string) *blob.Bucket {
 	ctx := context.Background()
 	client, err := storage.NewClient(ctx,
 		option.WithEndpoint(g.srv.URL+"/storage/v1/"),
