@@ -11,11 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/memblob"
-
 	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
 )
@@ -23,39 +19,48 @@ import (
 // ErrUnknownScheme is returned for a URL whose scheme no backend serves.
 var ErrUnknownScheme = fmt.Errorf("unknown storage URL scheme: %w", backend.ErrNotSupported)
 
-// BucketOpener opens the bucket a URL of its scheme names. The bucket's own
-// query options (region, endpoint, prefix...) are the opener's to read.
-type BucketOpener func(ctx context.Context, u *url.URL) (*blob.Bucket, error)
+// DefaultTimeout bounds each bucket call unless WithTimeout says otherwise.
+const DefaultTimeout = 30 * time.Second
 
-type provider struct {
-	open BucketOpener
-	opts []cloud.Option
+// Opener opens the store a URL of its scheme names. The URL's query
+// options are the opener's to read.
+type Opener func(ctx context.Context, u *url.URL, cfg Config) (backend.Storage, error)
+
+// Config is what URL's options ask of an opener.
+type Config struct {
+	// Timeout bounds each call to a bucket, and each chunk of a streaming
+	// read or upload; 0 means no bound.
+	Timeout time.Duration
+	// Attempts is how many times a call that failed transiently may be
+	// tried in all.
+	Attempts int
 }
 
 // providers maps a URL scheme to its opener, as gocloud's URLMux does:
-// each cloud's SDK is linked only into programs that import its provider
-// package, which registers it in init.
+// the buckets' libraries (gocloud, each cloud's SDK) are linked only into
+// programs that import a provider package, which registers in init.
 var providers = struct {
 	sync.RWMutex
-	m map[string]provider
-}{m: map[string]provider{}}
+	m map[string]Opener
+}{m: map[string]Opener{}}
 
 // builtin are the schemes URL serves itself.
-var builtin = []string{"file", "mem", "memblob", "fileblob"}
+var builtin = []string{"file", "mem"}
 
 // known names the package that registers a well-known scheme, for the
 // error of a program that did not import it.
 var known = map[string]string{
-	"s3":     "github.com/trovekit/trove/backend/open/s3",
-	"gs":     "github.com/trovekit/trove/backend/open/gcs",
-	"azblob": "github.com/trovekit/trove/backend/open/azure",
+	"s3":       "github.com/trovekit/trove/backend/open/s3",
+	"gs":       "github.com/trovekit/trove/backend/open/gcs",
+	"azblob":   "github.com/trovekit/trove/backend/open/azure",
+	"memblob":  "github.com/trovekit/trove/backend/open/localblob",
+	"fileblob": "github.com/trovekit/trove/backend/open/localblob",
 }
 
-// Register makes URL open scheme:// URLs as cloud stores on the buckets
-// open returns, with opts (such as cloud.WithHTTPStatus). It is meant for
-// the init function of a provider package and panics if the scheme is
-// empty, built in or already registered.
-func Register(scheme string, open BucketOpener, opts ...cloud.Option) {
+// Register makes URL open scheme:// URLs with open. It is meant for the
+// init function of a provider package and panics if the scheme is empty,
+// built in or already registered.
+func Register(scheme string, open Opener) {
 	providers.Lock()
 	defer providers.Unlock()
 	if scheme == "" || open == nil || slices.Contains(builtin, scheme) {
@@ -64,10 +69,10 @@ func Register(scheme string, open BucketOpener, opts ...cloud.Option) {
 	if _, dup := providers.m[scheme]; dup {
 		panic(fmt.Sprintf("open: scheme %q registered twice", scheme))
 	}
-	providers.m[scheme] = provider{open: open, opts: opts}
+	providers.m[scheme] = open
 }
 
-func lookup(scheme string) (provider, bool) {
+func lookup(scheme string) (Opener, bool) {
 	providers.RLock()
 	defer providers.RUnlock()
 	p, ok := providers.m[scheme]
@@ -75,47 +80,32 @@ func lookup(scheme string) (provider, bool) {
 }
 
 // Option configures URL.
-type Option func(*config)
+type Option func(*Config)
 
-type config struct {
-	timeout time.Duration
-	tries   int
-	cloud   []cloud.Option
-}
+// WithTimeout bounds each call to a bucket (default DefaultTimeout), and
+// each chunk of a streaming read or upload; 0 means no bound. Local disk
+// and memory stores do not use it.
+func WithTimeout(d time.Duration) Option { return func(c *Config) { c.Timeout = max(d, 0) } }
 
-// WithTimeout bounds each call to a bucket (default cloud.DefaultTimeout),
-// and each chunk of a streaming read or upload; 0 means no bound. It does
-// not apply to local disk or memory stores.
-func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = max(d, 0) } }
-
-// WithRetries sets how many times a bucket call that failed transiently
+// WithAttempts sets how many times a bucket call that failed transiently
 // (5xx, throttling, a dropped connection, a timeout) is tried in all,
-// default 4; see cloud.WithRetry for which calls are retried.
-func WithRetries(attempts int) Option { return func(c *config) { c.tries = max(attempts, 1) } }
-
-// WithCloudOptions passes options to every cloud store URL opens.
-func WithCloudOptions(opts ...cloud.Option) Option {
-	return func(c *config) { c.cloud = append(c.cloud, opts...) }
-}
+// default 4. Only calls safe to repeat are (see cloud.WithRetry).
+func WithAttempts(n int) Option { return func(c *Config) { c.Attempts = max(n, 1) } }
 
 // URL opens the store a URL names:
 //
 //	file:///abs/path or /abs/path or ./rel/path   local disk (backend/fs)
 //	mem://                                          a fresh in-memory store
-//	memblob://                                      a fresh in-memory bucket (backend/cloud)
-//	fileblob:///abs/path                            a gocloud.dev fileblob bucket in an existing directory
-//	s3://, gs://, azblob://                         buckets, once their provider package is imported
+//	memblob://, fileblob:///abs/path                gocloud buckets in memory or a directory (import backend/open/localblob)
+//	s3://, gs://, azblob://                         cloud buckets (import backend/open/s3, gcs, azure)
 //
 // An empty URL opens DefaultRoot on local disk. A bucket that does not
-// exist is an error wrapping fs.ErrNotExist; on any error the Storage is
-// nil.
+// exist is an error wrapping fs.ErrNotExist. On any error the Storage is
+// nil. A scheme whose provider is not imported is an error naming it.
 func URL(ctx context.Context, raw string, opts ...Option) (backend.Storage, error) {
-	c := config{timeout: cloud.DefaultTimeout, tries: 4}
+	cfg := Config{Timeout: DefaultTimeout, Attempts: 4}
 	for _, o := range opts {
-		o(&c)
-	}
-	cloudOpts := func(extra []cloud.Option) []cloud.Option {
-		return append(append([]cloud.Option{cloud.WithTimeout(c.timeout), cloud.WithRetry(c.tries, 100*time.Millisecond)}, extra...), c.cloud...)
+		o(&cfg)
 	}
 	if raw == "" {
 		root, err := DefaultRoot()
@@ -151,23 +141,8 @@ func URL(ctx context.Context, raw string, opts ...Option) (backend.Storage, erro
 			return nil, fmt.Errorf("open %q: mem:// takes no name (every mem store is fresh and private): %w", raw, backend.ErrNotSupported)
 		}
 		return mem.New(), nil
-	case "memblob":
-		if rest != "" {
-			return nil, fmt.Errorf("open %q: memblob:// takes no name (every memblob store is fresh and private): %w", raw, backend.ErrNotSupported)
-		}
-		return store(cloud.New(memblob.OpenBucket(nil), cloudOpts(nil)...))
-	case "fileblob":
-		// gocloud calls fileblob's scheme "file"; ours is the disk backend.
-		u, err := url.Parse(raw)
-		if err != nil {
-			return nil, fmt.Errorf("open %q: %w", raw, err)
-		}
-		if u.Host != "" && u.Host != "localhost" || u.Path == "" || u.RawQuery != "" {
-			return nil, fmt.Errorf("open %q: fileblob URL takes a local path and no options: %w", raw, backend.ErrInvalidPath)
-		}
-		return store(cloud.OpenFileblob(filepath.FromSlash(u.Path), cloudOpts(nil)...))
 	}
-	p, ok := lookup(scheme)
+	open, ok := lookup(scheme)
 	if !ok {
 		if pkg := known[scheme]; pkg != "" {
 			return nil, fmt.Errorf("open %q: %w: %s:// needs its provider linked in: import _ %q", raw, ErrUnknownScheme, scheme, pkg)
@@ -178,13 +153,12 @@ func URL(ctx context.Context, raw string, opts ...Option) (backend.Storage, erro
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", raw, err)
 	}
-	b, err := p.open(ctx, u)
+	st, err := open(ctx, u, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", raw, err)
 	}
-	st, err := cloud.Connect(ctx, b, cloudOpts(p.opts)...)
-	if err != nil {
-		return nil, fmt.Errorf("open %q: %w", raw, err)
+	if st == nil {
+		return nil, fmt.Errorf("open %q: provider returned no store: %w", raw, backend.ErrNotSupported)
 	}
 	return st, nil
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
-	_ "github.com/trovekit/trove/backend/open/azure" // azblob://
-	_ "github.com/trovekit/trove/backend/open/gcs"   // gs://
-	_ "github.com/trovekit/trove/backend/open/s3"    // s3://
+	_ "github.com/trovekit/trove/backend/open/azure"     // azblob://
+	_ "github.com/trovekit/trove/backend/open/gcs"       // gs://
+	_ "github.com/trovekit/trove/backend/open/localblob" // memblob://, fileblob://
+	_ "github.com/trovekit/trove/backend/open/s3"        // s3://
 	"github.com/trovekit/trove/cas"
 )
 
@@ -128,7 +128,7 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeURL, "store", "", "store URL: file:///path, a path, mem://, s3://, gs://, azblob:// (default $TROVE_HOME, $XDG_DATA_HOME/trove or ~/.local/share/trove)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
-	pf.DurationVar(&a.timeout, "timeout", cloud.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
+	pf.DurationVar(&a.timeout, "timeout", open.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),

@@ -12,14 +12,20 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/backend/open/localblob"
 )
 
 func init() {
-	open.Register(azureblob.Scheme, func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-		return blob.DefaultURLMux().OpenBucketURL(ctx, u)
-	}, cloud.WithHTTPStatus(Status))
+	open.Register(azureblob.Scheme, func(ctx context.Context, u *url.URL, cfg open.Config) (backend.Storage, error) {
+		b, err := blob.DefaultURLMux().OpenBucketURL(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		return cloud.Connect(ctx, b, append(localblob.Options(cfg), cloud.WithHTTPStatus(Status))...)
+	})
 }
 
 // Status is the HTTP status of an Azure error, 0 if it carries none: pass

@@ -11,11 +11,18 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/backend/open/localblob"
 )
 
 func init() {
-	open.Register(s3blob.Scheme, func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-		return blob.DefaultURLMux().OpenBucketURL(ctx, u)
+	open.Register(s3blob.Scheme, func(ctx context.Context, u *url.URL, cfg open.Config) (backend.Storage, error) {
+		b, err := blob.DefaultURLMux().OpenBucketURL(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		return cloud.Connect(ctx, b, localblob.Options(cfg)...)
 	})
 }
