@@ -141,7 +141,10 @@ func Connect(ctx context.Context, b *blob.Bucket, opts ...Option) (*Storage, err
 	}
 	if _, _, err := st.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
 		st.Close()
-		return nil, fail("open", ".", err)
+		if isNotFound(err) {
+			return nil, fmt.Errorf("cloud: the bucket (or container) does not exist: %w: %w", fs.ErrNotExist, err)
+		}
+		return nil, fmt.Errorf("cloud: bucket check: %w", fail("list", ".", err))
 	}
 	return st, nil
 }
