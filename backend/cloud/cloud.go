@@ -14,14 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob://
-	_ "gocloud.dev/blob/gcsblob"   // gs://
-	_ "gocloud.dev/blob/memblob"   // mem:// (trove's memblob://)
-	_ "gocloud.dev/blob/s3blob"    // s3://
 	"gocloud.dev/gcerrors"
-	"google.golang.org/api/googleapi"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -37,7 +31,7 @@ const (
 
 // Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
 type Storage struct {
-	b      *blob.Bucket
+	b      bucket
 	log    *slog.Logger
 	closed atomic.Bool
 	opts   options
@@ -57,7 +51,31 @@ type options struct {
 	maxElem   int
 	localDir  string // a fileblob bucket's directory
 	timeout   time.Duration
+	tries     int
+	backoff   time.Duration
+	status    func(error) int
 }
+
+// WithTimeout bounds each bucket call (default DefaultTimeout; 0 or less:
+// no bound). A streaming read or upload is bounded per chunk: it fails when
+// no bytes move for d, however long the whole transfer takes. A call that
+// runs out fails with an error wrapping ErrTimeout.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
+
+// WithRetry makes each call that is safe to repeat (reads, stats, listings,
+// deletes and whole-object uploads from a source that can be read again,
+// never a write-once create) try up to attempts times when it fails
+// transiently (a 5xx or 429 answer, a dropped connection, a timed-out
+// call), waiting backoff, then twice as long each time, with jitter. The
+// default is one attempt: gocloud drivers retry inside a request already.
+func WithRetry(attempts int, backoff time.Duration) Option {
+	return func(o *options) { o.tries, o.backoff = max(attempts, 1), max(backoff, 0) }
+}
+
+// WithHTTPStatus tells how to find the HTTP status in a driver's errors
+// (0 if none), for a driver whose error type does not say it by an
+// HTTPStatusCode method: a provider package passes it (see backend/open).
+func WithHTTPStatus(f func(error) int) Option { return func(o *options) { o.status = f } }
 
 // WithLimits lowers the longest name and path element accepted, for stores
 // that keep keys as file names.
@@ -95,27 +113,51 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 	if b == nil {
 		return nil, fmt.Errorf("cloud: nil bucket: %w", backend.ErrNotSupported)
 	}
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes, timeout: DefaultTimeout,
-		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes}
+	return newStorage(plain{b}, opts...), nil
+}
+
+func newStorage(b bucket, opts ...Option) *Storage {
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes,
+		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
+		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Storage{b: b, log: o.log, opts: o, notFile: map[string]bool{}}, nil
+	g := &guard{b: b, timeout: o.timeout, tries: o.tries, backoff: o.backoff, status: o.status}
+	return &Storage{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
 }
 
-// Open opens a gocloud bucket URL (s3://, gs://, azblob://, mem://, file://
-// and the query options of each driver, such as ?prefix=) as a Storage.
+// Connect is New, then one small listing, so that a bucket that does not
+// exist (an error wrapping fs.ErrNotExist), a refused credential or an
+// endpoint that does not answer fails here and not at the first use. On
+// error b is closed.
+func Connect(ctx context.Context, b *blob.Bucket, opts ...Option) (*Storage, error) {
+	st, err := New(b, opts...)
+	if err != nil {
+		if b != nil {
+			b.Close()
+		}
+		return nil, err
+	}
+	if _, _, err := st.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
+		st.Close()
+		if isNotFound(err) {
+			return nil, fmt.Errorf("cloud: the bucket (or container) does not exist: %w: %w", fs.ErrNotExist, err)
+		}
+		return nil, fmt.Errorf("cloud: bucket check: %w", fail("list", ".", err))
+	}
+	return st, nil
+}
+
+// Open opens a gocloud bucket URL with Connect. Only the schemes of the
+// gocloud drivers linked in are known: import gocloud.dev/blob/s3blob (or
+// a trove provider package, backend/open/s3) for s3:// and so on.
 func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: open %s: %w", url, err)
 	}
-	st, err := New(b, opts...)
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
-	return st, nil
+	return Connect(ctx, b, opts...)
 }
 
 // Capabilities of a bucket: durable (but fileblob), shared by processes,
@@ -189,7 +231,7 @@ func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
 	case gcerrors.InvalidArgument:
-		_, aerr := s.attributes(ctx, enc(key))
+		_, aerr := s.b.Attributes(ctx, enc(key))
 		return aerr == nil
 	}
 	return false
@@ -200,21 +242,9 @@ func isNotFound(err error) bool {
 }
 
 // replaced reports a read that met an object being replaced: every server
-// answers 416 for a range of an object that shrank since it was resolved,
-// each in its own error type.
-func replaced(err error) bool {
-	var hs interface{ HTTPStatusCode() int } // S3
-	var ge *googleapi.Error                  // GCS
-	var ae *azcore.ResponseError             // Azure
-	switch {
-	case errors.As(err, &hs):
-		return hs.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
-	case errors.As(err, &ge):
-		return ge.Code == http.StatusRequestedRangeNotSatisfiable
-	case errors.As(err, &ae):
-		return ae.StatusCode == http.StatusRequestedRangeNotSatisfiable
-	}
-	return false
+// answers 416 for a range of an object that shrank since it was resolved.
+func (s *Storage) replaced(err error) bool {
+	return httpStatus(err, s.opts.status) == http.StatusRequestedRangeNotSatisfiable
 }
 
 // segPrefix is the key prefix of name's segments and bases.
@@ -276,10 +306,13 @@ func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExis
 	s.clearWay(key)
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newWatchdog(s.opts.timeout, cancel)
-	defer wd.stop()
-	err := s.b.Upload(uctx, enc(key), &abortReader{ctx: ctx, r: r, cancel: cancel, wd: wd},
-		&blob.WriterOptions{ContentType: octets, IfNotExist: ifNotExist})
+	ar := &abortReader{ctx: ctx, r: r, cancel: cancel, start: -1}
+	if sk, ok := r.(io.Seeker); ok {
+		if pos, err := sk.Seek(0, io.SeekCurrent); err == nil {
+			ar.start = pos
+		}
+	}
+	err := s.b.Upload(uctx, enc(key), ar, &blob.WriterOptions{ContentType: octets, IfNotExist: ifNotExist})
 	if cause := context.Cause(uctx); cause != nil && cause != context.Canceled {
 		return cause // the reader's own error, or ctx's
 	}
@@ -291,7 +324,18 @@ type abortReader struct {
 	ctx    context.Context
 	r      io.Reader
 	cancel context.CancelCauseFunc
-	wd     *watchdog // kicked as the upload takes bytes
+	start  int64 // where a seekable source began, else -1
+}
+
+func (a *abortReader) rewindable() bool { return a.start >= 0 }
+
+// rewind lets the guard retry the upload from the source's start.
+func (a *abortReader) rewind() error {
+	if a.start < 0 {
+		return fmt.Errorf("cloud: upload source cannot be read again: %w", backend.ErrNotSupported)
+	}
+	_, err := a.r.(io.Seeker).Seek(a.start, io.SeekStart)
+	return err
 }
 
 func (a *abortReader) Read(p []byte) (int, error) {
@@ -300,9 +344,6 @@ func (a *abortReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := a.r.Read(p)
-	if a.wd != nil {
-		a.wd.kick()
-	}
 	if err != nil && err != io.EOF {
 		a.cancel(err)
 	}

@@ -76,7 +76,7 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		}
 	}
 	if !seen && dir != "." {
-		attrs, err := s.attributes(ctx, enc(dir))
+		attrs, err := s.b.Attributes(ctx, enc(dir))
 		if err == nil && attrs != nil {
 			return nil, backend.PathErr(op, dir, backend.ErrNotDir)
 		}
@@ -132,7 +132,7 @@ func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
 	if err := s.checkParents(ctx, op, dir); err != nil {
 		return err
 	}
-	if _, err := s.attributes(ctx, enc(dir)); err == nil {
+	if _, err := s.b.Attributes(ctx, enc(dir)); err == nil {
 		return backend.PathErr(op, dir, fmt.Errorf("%w: a file has that name", fs.ErrExist))
 	} else if !isNotFound(err) {
 		return fail(op, dir, err)
@@ -153,7 +153,7 @@ func (s *Storage) checkParents(ctx context.Context, op, name string) error {
 		if ok {
 			continue
 		}
-		if _, err := s.attributes(ctx, enc(p)); err == nil {
+		if _, err := s.b.Attributes(ctx, enc(p)); err == nil {
 			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
 		} else if !isNotFound(err) {
 			return fail(op, name, err)
@@ -173,7 +173,7 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		return err
 	}
 	s.forgetDirs()
-	err := s.delete(ctx, enc(name))
+	err := s.b.Delete(ctx, enc(name))
 	switch {
 	case err == nil:
 		s.dropAll(ctx, name)
@@ -191,7 +191,7 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		case len(page) > 1 || page[0].Key != name+"/"+dirMarker:
 			return backend.PathErr(op, name, backend.ErrNotEmpty)
 		}
-		if err := s.delete(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
+		if err := s.b.Delete(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
 			return fail(op, name, err)
 		}
 	}
@@ -247,7 +247,7 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 		return err
 	}
 	s.forgetDirs()
-	if err := s.delete(ctx, enc(from)); err != nil && !isNotFound(err) {
+	if err := s.b.Delete(ctx, enc(from)); err != nil && !isNotFound(err) {
 		return fail(op, from, err)
 	}
 	s.dropAll(ctx, from)

@@ -34,6 +34,10 @@
 // Names starting with backend.ReservedPrefix are never listed. Every write
 // is one Bucket.Upload, which is atomic and cancelled when its source fails.
 //
-// Imports: the standard library, gocloud.dev (and the GCS and Azure error
-// types it wraps), backend.
+// Every bucket call has a deadline (WithTimeout; per chunk for streams),
+// and with WithRetry the calls safe to repeat are retried on transient
+// failures. Connect checks at open that the bucket exists.
+//
+// Imports: the standard library, gocloud.dev/blob (no cloud SDK: the
+// provider packages under backend/open link those), backend.
 package cloud

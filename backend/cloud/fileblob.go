@@ -16,8 +16,9 @@ import (
 // what enc may add and fileblob's ".<16 hex>.tmp" temp suffix.
 const FileblobElemBytes = 255 - len(backend.ReservedPrefix+"~") - len(".0123456789abcdef.tmp")
 
-// OpenFileblob opens a Storage on a fileblob bucket in the directory dir
-// (created if missing). fileblob has three habits the Storage works around:
+// OpenFileblob opens a Storage on a fileblob bucket in the directory dir,
+// which must exist (as a bucket must): a missing one is an error wrapping
+// fs.ErrNotExist. fileblob has three habits the Storage works around:
 // its ".attrs" sidecar is written apart from the data (so none is written:
 // trove keeps no attributes), its IfNotExist is a check then a rename (so
 // conditional creates are serialised per key in this process; two processes
@@ -28,7 +29,7 @@ func OpenFileblob(dir string, opts ...Option) (*Storage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud: fileblob %s: %w", dir, err)
 	}
-	b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, CreateDir: true})
+	b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
 	if err != nil {
 		return nil, fmt.Errorf("cloud: fileblob %s: %w", dir, err)
 	}

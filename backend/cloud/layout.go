@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,21 +97,19 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 	}
 	for try := 0; ; try++ {
 		var out []*blob.ListObject
-		it := s.b.List(opts)
 		var err error
-		for {
-			var lo *blob.ListObject
-			c, cancel := s.call(ctx)
-			lo, err = it.Next(c)
-			cancel()
-			if err != nil {
+		for token := blob.FirstPageToken; ; {
+			var page []*blob.ListObject
+			if page, token, err = s.b.ListPage(ctx, token, listPageSize, opts); err != nil {
 				break
 			}
-			lo.Key = dec(lo.Key)
-			out = append(out, lo)
-		}
-		if err == io.EOF {
-			return out, nil
+			for _, lo := range page {
+				lo.Key = dec(lo.Key)
+			}
+			out = append(out, page...)
+			if len(token) == 0 {
+				return out, nil
+			}
 		}
 		if !isNotFound(err) || try >= maxRetries {
 			return nil, err
@@ -120,11 +117,12 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 	}
 }
 
+// listPageSize is the page of a whole listing: the most S3 and Azure send.
+const listPageSize = 1000
+
 // listPage lists at most n keys below prefix, as names.
 func (s *Storage) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
-	c, cancel := s.call(ctx)
-	defer cancel()
-	page, _, err := s.b.ListPage(c, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
+	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
 	for _, lo := range page {
 		lo.Key = dec(lo.Key)
 	}
@@ -194,7 +192,7 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 			return l, nil
 		}
 	}
-	attrs, err := s.attributes(ctx, enc(name))
+	attrs, err := s.b.Attributes(ctx, enc(name))
 	if err != nil {
 		return l, err
 	}
@@ -232,7 +230,7 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 // deletes.
 func (s *Storage) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
-		if err := s.delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
+		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
 			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)
 		}
 	}

@@ -148,7 +148,7 @@ type reader struct {
 	start   int64 // pos at open: nothing read while pos == start
 	end     int64 // -1: to the end of a plain file
 	need    int64 // requested end, -1 for the whole file
-	cur     io.ReadCloser
+	cur     objReader
 	retries int
 	closed  bool
 }
@@ -235,9 +235,9 @@ func (r *reader) tryPart() error {
 		case r.end >= 0:
 			length = r.end - r.pos
 		}
-		rr, err := r.s.rangeReader(r.ctx, enc(pt.key), r.pos-start, length)
+		rr, err := r.s.b.NewRangeReader(r.ctx, enc(pt.key), r.pos-start, length, nil)
 		if err != nil {
-			if replaced(err) || r.l.plain && r.l.size < 0 && r.pos > 0 && !isNotFound(err) {
+			if r.s.replaced(err) || r.l.plain && r.l.size < 0 && r.pos > 0 && !isNotFound(err) {
 				// A range past the end, or fileblob's seek error for
 				// one: the read learns the size and ends there.
 				return errReplaced

@@ -3,6 +3,7 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,7 +22,7 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 		if ok {
 			continue
 		}
-		_, err := s.attributes(ctx, enc(p))
+		_, err := s.b.Attributes(ctx, enc(p))
 		if err == nil {
 			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
 		}
@@ -80,7 +81,7 @@ func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (in
 	}
 	// The object under the name marks that the file exists; leftovers of
 	// an unlinked file may be all there was.
-	if _, err := s.attributes(ctx, enc(name)); isNotFound(err) {
+	if _, err := s.b.Attributes(ctx, enc(name)); isNotFound(err) {
 		if err := s.put(ctx, name, bytes.NewReader(nil)); err != nil {
 			return cr.n, fail(op, name, err)
 		}
@@ -92,8 +93,27 @@ func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (in
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r      io.Reader
+	n      int64
+	origin int64 // offset of the first Seek, so a rewind resets n
+	seeked bool
+}
+
+// Seek lets an upload of a seekable source be retried from its start.
+func (c *countingReader) Seek(off int64, whence int) (int64, error) {
+	sk, ok := c.r.(io.Seeker)
+	if !ok {
+		return 0, fmt.Errorf("cloud: source cannot seek: %w", errors.ErrUnsupported)
+	}
+	pos, err := sk.Seek(off, whence)
+	if err != nil {
+		return pos, err
+	}
+	if !c.seeked {
+		c.origin, c.seeked = pos-c.n, true
+	}
+	c.n = pos - c.origin
+	return pos, nil
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
@@ -242,7 +262,7 @@ func (w *writer) flush() error {
 	// A compaction or replacement by a writer that opened later may have
 	// deleted this number and hidden it under its base; it deleted the
 	// number below first (drop goes upwards), so look there.
-	if _, err := w.s.attributes(w.ctx, enc(w.prev)); err != nil {
+	if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
 		if isNotFound(err) {
 			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
 			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)

@@ -1,9 +1,12 @@
-// Package open opens a backend.Storage from a URL: file:// (or a plain path),
-// mem://, and the gocloud.dev bucket schemes (s3://, gs://, azblob://,
-// fileblob:// for gocloud fileblob, memblob://).
+// Package open opens a backend.Storage from a URL: file:// (or a plain path)
+// and mem:// built in, and every scheme a provider package registers:
+// memblob:// and fileblob:// (backend/open/localblob), s3://
+// (backend/open/s3), gs:// (backend/open/gcs), azblob://
+// (backend/open/azure).
 //
-// It lives apart from package backend because it imports every backend and
-// they import backend; a registry filled by init functions would be a global.
+// Providers register in init, as gocloud's URL openers do, so a program
+// links a bucket's libraries only when it imports their provider: one that
+// opens only local stores stays small. The trove command imports them all.
 //
-// Imports: backend, backend/fs, backend/mem, backend/cloud.
+// Imports: backend, backend/fs, backend/mem.
 package open

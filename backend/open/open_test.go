@@ -6,90 +6,178 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/backend/open"
+	_ "github.com/trovekit/trove/backend/open/localblob"
+	_ "github.com/trovekit/trove/backend/open/s3"
 )
 
+func s3URL(endpoint, bucket string) string {
+	return "s3://" + bucket + "?endpoint=" + endpoint + "&region=us-east-1&use_path_style=true&anonymous=true"
+}
+
+// memblob:// is a fresh in-memory bucket each time.
 func TestMemblob(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st, err := open.URL(ctx, "memblob://")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if _, ok := st.(*cloud.Storage); !ok {
+		t.Fatalf("memblob:// opened a %T, want *cloud.Storage", st)
+	}
 	if err := st.WriteFile(ctx, "a/b", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := st.ReadFile(ctx, "a/b"); err != nil || string(got) != "x" {
-		t.Fatalf("read back: %q %v", got, err)
+		t.Fatalf("read back %q, %v", got, err)
 	}
-}
-
-// On error the Storage is a nil interface, not one holding a nil pointer.
-func TestErrorsGiveNilStorage(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
+	other, err := open.URL(ctx, "memblob://")
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []string{"ftp://x", "file://host/x", filepath.Join(file, "below"), "file://" + filepath.Join(file, "below"),
-		"fileblob://" + filepath.Join(file, "below"), "memblob://name", "mem://name"} {
-		st, err := open.URL(context.Background(), u)
-		if err == nil {
-			t.Errorf("%s: no error", u)
-			st.Close()
-			continue
-		}
+	defer other.Close()
+	if _, err := other.ReadFile(ctx, "a/b"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a second memblob:// store sees the first's file: %v", err)
+	}
+}
+
+// Every failure returns a nil interface, and the error says why.
+func TestErrorsAreNil(t *testing.T) {
+	ctx := t.Context()
+	srv := cloudtest.StartS3(t)
+	for _, c := range []struct {
+		url  string
+		want error
+	}{
+		{"memblob://name", nil},
+		{"mem://name", nil},
+		{"fileblob://" + filepath.ToSlash(filepath.Join(t.TempDir(), "missing")), fs.ErrNotExist},
+		{"nope://x", open.ErrUnknownScheme},
+		{"file://host/x", nil},
+		{s3URL(srv.URL(), "no-such-bucket"), fs.ErrNotExist},
+	} {
+		st, err := open.URL(ctx, c.url)
 		if st != nil {
-			t.Errorf("%s: error %v with a non-nil Storage %#v", u, err, st)
+			t.Errorf("%s: a non-nil Storage %#v with error %v", c.url, st, err)
+		}
+		if err == nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.url, err, c.want)
 		}
 	}
 }
 
-func TestMissingBucket(t *testing.T) {
-	cloudtest.SetS3Env(t)
-	s3 := cloudtest.StartS3(t)
-	s3.CreateBucket(t, "there")
-	ctx := context.Background()
-	st, err := open.URL(ctx, s3.URL("there"))
+// An S3 bucket by URL: one that exists opens and works.
+func TestS3URL(t *testing.T) {
+	ctx := t.Context()
+	srv := cloudtest.StartS3(t)
+	st, err := open.URL(ctx, s3URL(srv.URL(), srv.CreateBucket(t)))
 	if err != nil {
-		t.Fatalf("an existing bucket: %v", err)
+		t.Fatal(err)
 	}
-	st.Close()
-	st, err = open.URL(ctx, s3.URL("not-there"))
-	if !errors.Is(err, fs.ErrNotExist) || st != nil {
-		t.Fatalf("a missing bucket: %v (storage %v)", err, st)
+	defer st.Close()
+	if err := st.WriteFile(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.ReadFile(ctx, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("read back %q, %v", got, err)
 	}
 }
 
-// An endpoint that accepts connections and never answers fails within the
-// timeout.
+// An endpoint that accepts connections and never answers fails the open
+// within the timeout, with an error that says it timed out.
 func TestDeadEndpoint(t *testing.T) {
-	cloudtest.SetS3Env(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
 	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			defer c.Close() // hold it open, say nothing
+			conns = append(conns, c) // held open, never answered
 		}
 	}()
-	u := "s3://b?endpoint=http://" + ln.Addr().String() + "&region=us-east-1&use_path_style=true&disable_https=true"
-	st, err := open.URL(context.Background(), u, open.WithTimeout(200*time.Millisecond))
-	if err == nil {
-		st.Close()
-		t.Fatal("a dead endpoint opened")
+	st, err := open.URL(t.Context(), s3URL("http://"+ln.Addr().String(), "b"),
+		open.WithTimeout(200*time.Millisecond), open.WithAttempts(2))
+	if st != nil {
+		t.Fatalf("a Storage on a dead endpoint: %v", st)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+	if !errors.Is(err, cloud.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("open on a dead endpoint: %v, want a timeout", err)
+	}
+}
+
+// Register refuses a scheme twice, and the built-in ones.
+func TestRegisterTwice(t *testing.T) {
+	for _, scheme := range []string{"s3", "file", "memblob"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%q) did not panic", scheme)
+				}
+			}()
+			open.Register(scheme, nil)
+		}()
+	}
+}
+
+// A program that opens stores by URL but imports no provider links no
+// cloud SDK: it stays small, and s3:// tells it what to import.
+func TestFileOnlyLinksNoSDK(t *testing.T) {
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	const prog = "./testdata/fileonly"
+	out, err := exec.Command(gobin, "list", "-deps", prog).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for dep := range strings.FieldsSeq(string(out)) {
+		for _, sdk := range []string{"github.com/aws/", "github.com/Azure/", "cloud.google.com/", "gocloud.dev/blob/s3blob", "gocloud.dev/blob/gcsblob", "gocloud.dev/blob/azureblob"} {
+			if strings.HasPrefix(dep, sdk) {
+				t.Errorf("a file-only program links %s", dep)
+			}
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "fileonly")
+	if out, err := exec.Command(gobin, "build", "-o", bin, prog).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 12<<20 {
+		t.Errorf("a file-only program is %.1f MB, want under 12", float64(fi.Size())/(1<<20))
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(bin, "file://"+filepath.ToSlash(dir)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("file://: %v: %s", err, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "x")); err != nil || string(got) != "ok" {
+		t.Fatalf("the program's file: %q, %v", got, err)
+	}
+	out, err = exec.Command(bin, "s3://bucket").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "github.com/trovekit/trove/backend/open/s3") {
+		t.Fatalf("s3:// without its provider: %v: %s; want the import to add", err, out)
 	}
 }

@@ -14,8 +14,11 @@ import (
 
 	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
-	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
+	_ "github.com/trovekit/trove/backend/open/azure"     // azblob://
+	_ "github.com/trovekit/trove/backend/open/gcs"       // gs://
+	_ "github.com/trovekit/trove/backend/open/localblob" // memblob://, fileblob://
+	_ "github.com/trovekit/trove/backend/open/s3"        // s3://
 	"github.com/trovekit/trove/cas"
 )
 
@@ -48,11 +51,11 @@ type app struct {
 	storeURL       string
 	jsonOut        bool
 	logLevel       string
+	timeout        time.Duration
 	log            *slog.Logger
 	st             backend.Storage
 	ts             *troveapi.Store
 	mayCreate      bool // the command may create a missing local store
-	timeout        time.Duration
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
@@ -133,8 +136,8 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeURL, "store", "", "store URL: file:///path, a path, mem://, s3://, gs://, azblob:// (default $TROVE_HOME, $XDG_DATA_HOME/trove or ~/.local/share/trove)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	pf.DurationVar(&a.timeout, "timeout", open.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	pf.DurationVar(&a.timeout, "timeout", cloud.DefaultTimeout, "bucket stores: how long a request may wait without progress (0: forever)")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a))

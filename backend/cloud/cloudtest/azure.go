@@ -21,6 +21,8 @@ import (
 	"gocloud.dev/blob/azureblob"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/open/azure"
 )
 
 // Azurite's documented development account and key (public, not a secret).
@@ -75,6 +77,21 @@ func (a *Azure) Bucket(tb testing.TB) *blob.Bucket {
 	if _, err := client.Create(context.Background(), nil); err != nil {
 		tb.Fatalf("create container %s: %v", name, err)
 	}
+	return a.Open(tb, name)
+}
+
+// Open opens the container name, which need not exist, as Bucket does.
+func (a *Azure) Open(tb testing.TB, name string) *blob.Bucket {
+	a.start(tb)
+	cred, err := container.NewSharedKeyCredential(AzuriteAccount, AzuriteKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: localClient(a.addr)}}
+	client, err := container.NewClientWithSharedKeyCredential("http://"+a.addr+"/"+AzuriteAccount+"/"+name, cred, opts)
+	if err != nil {
+		tb.Fatalf("azure client: %v", err)
+	}
 	b, err := azureblob.OpenBucket(context.Background(), client, nil)
 	if err != nil {
 		tb.Fatalf("open bucket %s: %v", name, err)
@@ -83,7 +100,9 @@ func (a *Azure) Bucket(tb testing.TB) *blob.Bucket {
 }
 
 // New returns a fresh Storage on a new container of this server.
-func (a *Azure) New(tb testing.TB) backend.Storage { return wrap(tb, a.Bucket(tb)) }
+func (a *Azure) New(tb testing.TB) backend.Storage {
+	return wrap(tb, a.Bucket(tb), cloud.WithHTTPStatus(azure.Status))
+}
 
 func (a *Azure) start(tb testing.TB) {
 	tb.Helper()

@@ -74,6 +74,23 @@ func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
 	if err := s.mem.CreateBucket(name); err != nil {
 		tb.Fatalf("create bucket %s: %v", name, err)
 	}
+	return s.Open(tb, name)
+}
+
+// URL is the server's base URL, http://127.0.0.1:PORT.
+func (s *S3) URL() string { return s.srv.URL }
+
+// CreateBucket creates a fresh bucket and returns its name.
+func (s *S3) CreateBucket(tb testing.TB) string {
+	name := fmt.Sprintf("trove-%d", s.next.Add(1))
+	if err := s.mem.CreateBucket(name); err != nil {
+		tb.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// Open opens the bucket name, which need not exist, as Bucket does.
+func (s *S3) Open(tb testing.TB, name string) *blob.Bucket {
 	client := s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.srv.URL),
@@ -85,31 +102,6 @@ func (s *S3) Bucket(tb testing.TB) *blob.Bucket {
 		tb.Fatalf("open bucket %s: %v", name, err)
 	}
 	return b
-}
-
-// URL is the s3:// URL of bucket on this server, for open.URL. The
-// process needs AWS credentials in its environment (any will do):
-// SetS3Env sets them.
-func (s *S3) URL(bucket string) string {
-	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&use_path_style=true&disable_https=true", bucket, s.srv.URL)
-}
-
-// CreateBucket creates a bucket on this server.
-func (s *S3) CreateBucket(tb testing.TB, name string) {
-	if err := s.mem.CreateBucket(name); err != nil {
-		tb.Fatalf("create bucket %s: %v", name, err)
-	}
-}
-
-// SetS3Env gives the test static AWS credentials and no config files, so
-// the SDK asks no metadata service (no address outside 127.0.0.1).
-func SetS3Env(tb testing.TB) {
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "trove", "AWS_SECRET_ACCESS_KEY": "trove", "AWS_REGION": "us-east-1",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"} {
-		if t, ok := tb.(interface{ Setenv(k, v string) }); ok {
-			t.Setenv(k, v)
-		}
-	}
 }
 
 // New returns a fresh Storage on a new bucket of this server.

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/open/gcs"
 )
 
 // GCS is an in-process GCS server (fake-gcs-server) on 127.0.0.1 with its
@@ -70,6 +72,11 @@ func (g *GCS) URL() string { return g.srv.URL }
 func (g *GCS) Bucket(tb testing.TB) *blob.Bucket {
 	name := fmt.Sprintf("trove-%d", g.next.Add(1))
 	g.fake.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
+	return g.Open(tb, name)
+}
+
+// Open opens the bucket name, which need not exist, as Bucket does.
+func (g *GCS) Open(tb testing.TB, name string) *blob.Bucket {
 	ctx := context.Background()
 	client, err := storage.NewClient(ctx,
 		option.WithEndpoint(g.srv.URL+"/storage/v1/"),
@@ -88,7 +95,9 @@ func (g *GCS) Bucket(tb testing.TB) *blob.Bucket {
 }
 
 // New returns a fresh Storage on a new bucket of this server.
-func (g *GCS) New(tb testing.TB) backend.Storage { return wrap(tb, g.Bucket(tb)) }
+func (g *GCS) New(tb testing.TB) backend.Storage {
+	return wrap(tb, g.Bucket(tb), cloud.WithHTTPStatus(gcs.Status))
+}
 
 // localClient is an HTTP client that dials addr and nothing else.
 func localClient(addr string) *http.Client {

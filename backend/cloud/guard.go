@@ -1,0 +1,278 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"syscall"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// ErrTimeout is the error of a bucket call that got no answer within the
+// per-call timeout (WithTimeout). It wraps context.DeadlineExceeded.
+var ErrTimeout = fmt.Errorf("cloud: bucket call timed out: %w", context.DeadlineExceeded)
+
+// DefaultTimeout bounds each bucket call, and each chunk of a streaming
+// read or upload, unless WithTimeout says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// bucket is what Storage asks of a blob.Bucket: few enough methods that
+// one decorator (guard) puts a deadline and retries on all of them.
+type bucket interface {
+	Attributes(ctx context.Context, key string) (*blob.Attributes, error)
+	NewRangeReader(ctx context.Context, key string, off, n int64, opts *blob.ReaderOptions) (objReader, error)
+	Upload(ctx context.Context, key string, r io.Reader, opts *blob.WriterOptions) error
+	Delete(ctx context.Context, key string) error
+	ListPage(ctx context.Context, token []byte, size int, opts *blob.ListOptions) ([]*blob.ListObject, []byte, error)
+	Close() error
+}
+
+// objReader is an open range read.
+type objReader interface {
+	io.ReadCloser
+	Size() int64
+}
+
+// plain adapts a *blob.Bucket to bucket.
+type plain struct{ *blob.Bucket }
+
+func (p plain) NewRangeReader(ctx context.Context, key string, off, n int64, opts *blob.ReaderOptions) (objReader, error) {
+	r, err := p.Bucket.NewRangeReader(ctx, key, off, n, opts)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return r, nil
+}
+
+// guard gives every call of b a deadline (per chunk for streams) and
+// retries calls that failed transiently, when they are safe to repeat.
+type guard struct {
+	b       bucket
+	timeout time.Duration // 0: none
+	tries   int           // attempts per call, at least 1
+	backoff time.Duration // first wait between attempts; it doubles
+	status  func(error) int
+}
+
+// call runs f with a per-attempt deadline, retrying transient failures.
+func (g *guard) call(ctx context.Context, retry bool, f func(ctx context.Context) error) error {
+	return g.attempts(ctx, retry, func(ctx context.Context) error { return g.once(ctx, f) })
+}
+
+// attempts runs f until it succeeds, fails for good or runs out of tries.
+func (g *guard) attempts(ctx context.Context, retry bool, f func(ctx context.Context) error) error {
+	for try := 1; ; try++ {
+		err := f(ctx)
+		if err == nil || !retry || try >= g.tries || ctx.Err() != nil || !transient(err, g.status) {
+			return err
+		}
+		if werr := g.wait(ctx, try); werr != nil {
+			return err
+		}
+	}
+}
+
+func (g *guard) once(ctx context.Context, f func(ctx context.Context) error) error {
+	if g.timeout <= 0 {
+		return f(ctx)
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, g.timeout, ErrTimeout)
+	defer cancel()
+	return timedOut(ctx, cctx, f(cctx))
+}
+
+// timedOut makes err say ErrTimeout when the per-call deadline (and not
+// the caller's context) ended the call.
+func timedOut(parent, cctx context.Context, err error) error {
+	if err != nil && parent.Err() == nil && errors.Is(context.Cause(cctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+// wait sleeps before attempt try+1: exponential backoff with full jitter,
+// capped at 5 s, cut short by ctx.
+func (g *guard) wait(ctx context.Context, try int) error {
+	d := min(g.backoff<<(try-1), 5*time.Second)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// transient reports an error worth another attempt: a server error,
+// throttling, a timed-out call or a dropped connection.
+func transient(err error, status func(error) int) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, ErrTimeout) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.ResourceExhausted, gcerrors.Internal:
+		return true
+	}
+	switch code := httpStatus(err, status); {
+	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout:
+		return true
+	case code >= 500 && code != http.StatusNotImplemented:
+		return true
+	}
+	return false
+}
+
+// httpStatus is the HTTP status a driver error carries, 0 if none: S3's
+// errors say it by a method; others need a provider's status function.
+func httpStatus(err error, status func(error) int) int {
+	if status != nil {
+		if code := status(err); code != 0 {
+			return code
+		}
+	}
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) {
+		return hs.HTTPStatusCode()
+	}
+	return 0
+}
+
+func (g *guard) Attributes(ctx context.Context, key string) (a *blob.Attributes, err error) {
+	err = g.call(ctx, true, func(ctx context.Context) error {
+		a, err = g.b.Attributes(ctx, key)
+		return err
+	})
+	return a, err
+}
+
+func (g *guard) Delete(ctx context.Context, key string) error {
+	return g.call(ctx, true, func(ctx context.Context) error { return g.b.Delete(ctx, key) })
+}
+
+func (g *guard) ListPage(ctx context.Context, token []byte, size int, opts *blob.ListOptions) (page []*blob.ListObject, next []byte, err error) {
+	err = g.call(ctx, true, func(ctx context.Context) error {
+		page, next, err = g.b.ListPage(ctx, token, size, opts)
+		return err
+	})
+	return page, next, err
+}
+
+func (g *guard) Close() error { return g.b.Close() }
+
+// NewRangeReader retries the opening; the stream then has a deadline per
+// Read (none between Reads, so a slow consumer is not cut off).
+func (g *guard) NewRangeReader(ctx context.Context, key string, off, n int64, opts *blob.ReaderOptions) (objReader, error) {
+	var out objReader
+	err := g.attempts(ctx, true, func(ctx context.Context) error {
+		if g.timeout <= 0 {
+			r, err := g.b.NewRangeReader(ctx, key, off, n, opts)
+			out = r
+			return err
+		}
+		// The reader outlives this attempt, so its context is its own.
+		sctx, cancel := context.WithCancelCause(ctx)
+		t := time.AfterFunc(g.timeout, func() { cancel(ErrTimeout) })
+		r, err := g.b.NewRangeReader(sctx, key, off, n, opts)
+		t.Stop()
+		if err != nil {
+			cancel(nil)
+			return timedOut(ctx, sctx, err)
+		}
+		out = &timedReader{r: r, parent: ctx, ctx: sctx, cancel: cancel, t: t, d: g.timeout}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type timedReader struct {
+	r      objReader
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	t      *time.Timer
+	d      time.Duration
+}
+
+func (t *timedReader) Read(p []byte) (int, error) {
+	t.t.Reset(t.d)
+	n, err := t.r.Read(p)
+	t.t.Stop()
+	if err != nil && err != io.EOF {
+		err = timedOut(t.parent, t.ctx, err)
+	}
+	return n, err
+}
+
+func (t *timedReader) Size() int64 { return t.r.Size() }
+
+func (t *timedReader) Close() error {
+	t.t.Stop()
+	err := t.r.Close()
+	t.cancel(nil)
+	return err
+}
+
+// rewinder is a source an upload can start again from its beginning.
+type rewinder interface {
+	rewindable() bool
+	rewind() error
+}
+
+// Upload has a deadline per chunk: the driver must take the next bytes (or
+// finish) within the timeout of taking the last ones. A write-once create
+// (IfNotExist) is never repeated: a first attempt that failed late may have
+// created the object, and a second would then report a lost race.
+func (g *guard) Upload(ctx context.Context, key string, r io.Reader, opts *blob.WriterOptions) error {
+	rw, canRewind := r.(rewinder)
+	retry := canRewind && rw.rewindable() && (opts == nil || !opts.IfNotExist)
+	first := true
+	return g.attempts(ctx, retry, func(ctx context.Context) error {
+		if !first {
+			if err := rw.rewind(); err != nil {
+				return err
+			}
+		}
+		first = false
+		if g.timeout <= 0 {
+			return g.b.Upload(ctx, key, r, opts)
+		}
+		uctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		t := time.AfterFunc(g.timeout, func() { cancel(ErrTimeout) })
+		defer t.Stop()
+		err := g.b.Upload(uctx, key, &progressReader{r: r, t: t, d: g.timeout}, opts)
+		return timedOut(ctx, uctx, err)
+	})
+}
+
+// progressReader restarts the upload's deadline each time the driver takes
+// bytes; the source's own time is not counted.
+type progressReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	p.t.Stop()
+	n, err := p.r.Read(b)
+	p.t.Reset(p.d)
+	return n, err
+}
