@@ -124,7 +124,7 @@ func checkAcked(t *testing.T, st backend.Storage, a *acked) {
 			t.Fatalf("acknowledged session %s: %v", a.session, err)
 		}
 		var problems []string
-		sess, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithBlobStore(session.CAS(s.Blobs())),
+		sess, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithBlobStore(s.Blobs()),
 			session.WithReport(func(p session.Problem) {
 				if errors.Is(p, session.ErrBlob) {
 					problems = append(problems, p.Error())

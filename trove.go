@@ -141,7 +141,7 @@ func New(ctx context.Context, st backend.Storage, opts ...Option) (*Store, error
 	if cfg.inline {
 		storeOpts = append(storeOpts, session.WithInlineBlobs())
 	} else {
-		sessOpts = append(sessOpts, session.WithBlobStore(session.CAS(blobs)))
+		sessOpts = append(sessOpts, session.WithBlobStore(blobs))
 	}
 	storeOpts = append(storeOpts, session.WithSessionOptions(sessOpts...))
 	sessions, err := session.OpenStore(ctx, st, append(storeOpts, cfg.session...)...)

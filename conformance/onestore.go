@@ -228,7 +228,7 @@ func newOneStoreFixture(t *testing.T, st backend.Storage) *oneStoreFixture {
 	// holds an image, and B shares A's first image.
 	path := session.SessionPath("/work/b", hA.Metadata().CreatedAt, "b0000000-0000-7000-8000-000000000001")
 	sb, err := session.Create(st, path, session.Header{ID: "b0000000-0000-7000-8000-000000000001", Cwd: "/work/b"},
-		session.WithBlobStore(session.CAS(s.Blobs())))
+		session.WithBlobStore(s.Blobs()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func loadsWhole(t *testing.T, f *oneStoreFixture, texts [][]byte, images ...[]by
 		}
 		var problems []session.Problem
 		sess, err := session.Open(ctx, f.s.Storage(), info.Path, session.ReadOnly(),
-			session.WithBlobStore(session.CAS(f.s.Blobs())), session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
+			session.WithBlobStore(f.s.Blobs()), session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -590,7 +590,7 @@ func (x *sessionSuite) blobs(t *testing.T) {
 	st := x.newBackend(t)
 	store, err := cas.Open(sessionCtx, st)
 	x.must(t, err)
-	blobs := session.CAS(store)
+	blobs := store
 	img := make([]byte, 4096)
 	for i := range img {
 		img[i] = byte(i * 7)

@@ -1,28 +1,13 @@
 package runlog
 
 import (
-	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
 )
-
-// BlobStore keeps the tool outputs a run log externalizes. *cas.Store
-// implements it; both sides stream, so an output of any size costs bounded
-// memory to write and can be read without being loaded.
-type BlobStore interface {
-	// PutReader stores everything r yields and returns its ref. The blob is
-	// durable when it returns.
-	PutReader(ctx context.Context, r io.Reader) (cas.Ref, error)
-	// Open streams the blob ref; the final Read reports a digest mismatch.
-	Open(ctx context.Context, ref cas.Ref) (io.ReadCloser, error)
-}
-
-var _ BlobStore = (*cas.Store)(nil)
 
 // Defaults of the options below.
 const (
@@ -45,7 +30,7 @@ const (
 // root. It is safe for concurrent use.
 type Store struct {
 	st         backend.Storage
-	blobs      BlobStore
+	blobs      cas.Blobs
 	threshold  int64
 	maxResolve int64
 	maxLine    int
@@ -59,7 +44,10 @@ type Option func(*Store)
 
 // WithBlobs sets the blob store for large tool outputs. Without one, every
 // output is written inline and refs are not resolved on read.
-func WithBlobs(b BlobStore) Option { return func(s *Store) { s.blobs = b } }
+//
+// It takes the one blob interface every layer uses (cas.Blobs); both of
+// its sides stream, so an output of any size costs bounded memory.
+func WithBlobs(b cas.Blobs) Option { return func(s *Store) { s.blobs = b } }
 
 // WithOutputThreshold sets the size in bytes above which a tool output goes
 // to the blob store; n <= 0 keeps the default.

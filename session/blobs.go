@@ -11,41 +11,6 @@ import (
 	"github.com/trovekit/trove/cas"
 )
 
-// BlobStore keeps the large things a session refers to: image bytes and long
-// tool outputs. Refs are strings of the form blob:sha256:<hex>. The cas
-// package implements it; the interface keeps session decoupled from cas's
-// wider API.
-type BlobStore interface {
-	// Put stores data and returns its ref. Storing the same data twice
-	// returns the same ref.
-	Put(ctx context.Context, data []byte) (string, error)
-	// Get returns the data of ref, verified against its digest.
-	Get(ctx context.Context, ref string) ([]byte, error)
-}
-
-// CAS adapts a cas.Store to BlobStore. Spec 003 refs are sha256 ones, so
-// the store should use cas.SHA256 (its default) for files other readers
-// share.
-func CAS(s *cas.Store) BlobStore { return casBlobs{s} }
-
-type casBlobs struct{ s *cas.Store }
-
-func (c casBlobs) Put(ctx context.Context, data []byte) (string, error) {
-	ref, err := c.s.Put(ctx, data)
-	if err != nil {
-		return "", err
-	}
-	return ref.String(), nil
-}
-
-func (c casBlobs) Get(ctx context.Context, ref string) ([]byte, error) {
-	r, err := cas.ParseRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	return c.s.Get(ctx, r)
-}
-
 // Size limits of spec 003 "Data Size Controls and Blob Externalization".
 const (
 	// MaxPersistChars is the longest string written, in UTF-16 code units
@@ -97,7 +62,7 @@ func isSignatureKey(key string) bool {
 // moved to the blob store. Unchanged values keep their bytes.
 type preparer struct {
 	ctx     context.Context
-	blobs   BlobStore
+	blobs   cas.Blobs
 	toolMax int
 	err     error
 }
@@ -199,7 +164,7 @@ func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
 			// byte, so it stays inline.
 			return el, false
 		}
-		ref, err := p.blobs.Put(p.ctx, raw)
+		ref, err := putRef(p.ctx, p.blobs, raw)
 		if err != nil {
 			p.err = fmt.Errorf("store image: %w", err)
 			return el, false
@@ -213,7 +178,7 @@ func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
 		if !ok || len(text) <= p.toolMax {
 			return el, false
 		}
-		ref, err := p.blobs.Put(p.ctx, []byte(text))
+		ref, err := putRef(p.ctx, p.blobs, []byte(text))
 		if err != nil {
 			p.err = fmt.Errorf("store tool output: %w", err)
 			return el, false
@@ -298,12 +263,21 @@ func joinArray(elems [][]byte) []byte {
 	return append(out, ']')
 }
 
+// putRef stores data and returns its ref as session files write it.
+func putRef(ctx context.Context, b cas.Blobs, data []byte) (string, error) {
+	ref, err := b.Put(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	return ref.String(), nil
+}
+
 // resolver turns blob refs of a loaded entry back into their content.
 // Failures become readable placeholders and are reported; the stored form
 // keeps the ref, so nothing is lost if the blob comes back.
 type resolver struct {
 	ctx    context.Context
-	blobs  BlobStore
+	blobs  cas.Blobs
 	cache  map[string][]byte
 	report func(ref string, err error)
 }
@@ -315,7 +289,11 @@ func (r *resolver) get(ref string) ([]byte, error) {
 	if r.blobs == nil {
 		return nil, fmt.Errorf("%s: no blob store configured", ref)
 	}
-	data, err := r.blobs.Get(r.ctx, ref)
+	parsed, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	data, err := r.blobs.Get(r.ctx, parsed)
 	if err != nil {
 		return nil, err
 	}

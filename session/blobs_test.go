@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestImagesExternalized(t *testing.T) {
 	small := base64.StdEncoding.EncodeToString(raw[:600]) // 800 chars: stays inline
 	odd := base64.RawStdEncoding.EncodeToString(raw[:2000]) + "\n"
 	msg := imageMessage(big, small, odd)
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(session.CAS(blobs)))
+	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
 	must(t, err)
 	e, err := s.AppendMessage(ctx, msg)
 	must(t, err)
@@ -93,7 +94,7 @@ func TestImagesExternalized(t *testing.T) {
 	}
 
 	// Load resolves the ref back to the same base64.
-	s2, err := session.Open(ctx, st, "s.jsonl", session.WithBlobStore(session.CAS(blobs)))
+	s2, err := session.Open(ctx, st, "s.jsonl", session.WithBlobStore(blobs))
 	must(t, err)
 	back := s2.Entry(e.ID())
 	if !jsonEqual(t, back.Field("message"), msg) {
@@ -114,7 +115,7 @@ func TestMissingAndCorruptBlobs(t *testing.T) {
 	blobs := newCAS(t, st)
 	raw := randomBytes(t, 2000)
 	msg := imageMessage(base64.StdEncoding.EncodeToString(raw), "", "")
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(session.CAS(blobs)))
+	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
 	must(t, err)
 	e, err := s.AppendMessage(ctx, msg)
 	must(t, err)
@@ -162,12 +163,12 @@ func TestMissingAndCorruptBlobs(t *testing.T) {
 		good := append([]byte(nil), data...)
 		data[len(data)-1] ^= 0xff
 		must(t, st.WriteFile(ctx, obj, data))
-		check(t, []session.Option{session.WithBlobStore(session.CAS(newCAS(t, st)))}, cas.ErrCorrupt)
+		check(t, []session.Option{session.WithBlobStore(newCAS(t, st))}, cas.ErrCorrupt)
 		must(t, st.WriteFile(ctx, obj, good))
 	})
 	t.Run("missing", func(t *testing.T) {
 		must(t, blobs.Delete(ctx, ref))
-		check(t, []session.Option{session.WithBlobStore(session.CAS(blobs))}, fs.ErrNotExist)
+		check(t, []session.Option{session.WithBlobStore(blobs)}, fs.ErrNotExist)
 	})
 }
 
@@ -182,7 +183,7 @@ func toolResult(text string) json.RawMessage {
 
 func TestToolOutputExternalized(t *testing.T) {
 	st := newMem(t)
-	blobs := session.CAS(newCAS(t, st))
+	blobs := newCAS(t, st)
 	long := strings.Repeat("line of output\n", 10000) // 150 KB
 	short := "small output"
 	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
@@ -288,8 +289,15 @@ type failingBlobs struct{}
 
 var errBlobDown = errors.New("blob store down")
 
-func (failingBlobs) Put(context.Context, []byte) (string, error) { return "", errBlobDown }
-func (failingBlobs) Get(context.Context, string) ([]byte, error) { return nil, errBlobDown }
+func (failingBlobs) Put(context.Context, []byte) (cas.Ref, error) { return cas.Ref{}, errBlobDown }
+func (failingBlobs) PutReader(context.Context, io.Reader) (cas.Ref, error) {
+	return cas.Ref{}, errBlobDown
+}
+func (failingBlobs) Get(context.Context, cas.Ref) ([]byte, error) { return nil, errBlobDown }
+func (failingBlobs) Open(context.Context, cas.Ref) (io.ReadCloser, error) {
+	return nil, errBlobDown
+}
+func (failingBlobs) Has(context.Context, cas.Ref) (bool, error) { return false, errBlobDown }
 
 func TestBlobPutErrorLatched(t *testing.T) {
 	st := newMem(t)

@@ -8,7 +8,7 @@
 // any entry (buildSessionContext), and persists through backend.Storage so it
 // runs on every backend: nothing is written before the first assistant
 // message, then appends, Flush for durability, atomic full rewrites, and the
-// first write error latched. Large images and tool outputs go to a BlobStore
+// first write error latched. Large images and tool outputs go to a cas.Blobs
 // (the cas package) as blob:sha256: refs and come back on load.
 //
 // Discovery (recent sessions per cwd and across cwds, terminal breadcrumbs)

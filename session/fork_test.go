@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session"
 )
 
@@ -169,16 +171,32 @@ func TestForkOfPromptOnly(t *testing.T) {
 	}
 }
 
+// countingBlobs counts every call and holds nothing.
 type countingBlobs struct{ calls int }
 
-func (c *countingBlobs) Put(context.Context, []byte) (string, error) {
+func (c *countingBlobs) Put(context.Context, []byte) (cas.Ref, error) {
 	c.calls++
-	return "", errors.New("no puts here")
+	return cas.Ref{}, errors.New("no puts here")
 }
 
-func (c *countingBlobs) Get(context.Context, string) ([]byte, error) {
+func (c *countingBlobs) PutReader(context.Context, io.Reader) (cas.Ref, error) {
+	c.calls++
+	return cas.Ref{}, errors.New("no puts here")
+}
+
+func (c *countingBlobs) Get(context.Context, cas.Ref) ([]byte, error) {
 	c.calls++
 	return nil, fs.ErrNotExist
+}
+
+func (c *countingBlobs) Open(context.Context, cas.Ref) (io.ReadCloser, error) {
+	c.calls++
+	return nil, fs.ErrNotExist
+}
+
+func (c *countingBlobs) Has(context.Context, cas.Ref) (bool, error) {
+	c.calls++
+	return false, nil
 }
 
 // A writer killed between creating its file and the first write leaves an

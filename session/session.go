@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/cas"
 )
 
 // Option tunes Open and Create.
 type Option func(*config)
 
 type config struct {
-	blobs    BlobStore
+	blobs    cas.Blobs
 	log      *slog.Logger
 	report   func(Problem)
 	now      func() time.Time
@@ -46,7 +47,7 @@ func newConfig(opts []Option) config {
 
 // WithBlobStore sets where images and long tool outputs go and come from.
 // Without one they stay inline, and refs found on load become placeholders.
-func WithBlobStore(b BlobStore) Option { return func(c *config) { c.blobs = b } }
+func WithBlobStore(b cas.Blobs) Option { return func(c *config) { c.blobs = b } }
 
 // WithLogger sets the logger for problems no WithReport callback takes.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }

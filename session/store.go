@@ -240,7 +240,7 @@ func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*S
 		if err != nil {
 			return nil, err
 		}
-		cfg.session = append([]Option{WithBlobStore(CAS(cs))}, cfg.session...)
+		cfg.session = append([]Option{WithBlobStore(cs)}, cfg.session...)
 	}
 	return &Store{st: st, cfg: cfg}, nil
 }

@@ -214,7 +214,7 @@ func (d *demo) run(ctx context.Context) error {
 	a.printf("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
 
 	// 3. A branch and a compaction, written with the session API.
-	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(session.CAS(s.Blobs())))
+	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(s.Blobs()))
 	if err != nil {
 		return err
 	}

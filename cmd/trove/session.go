@@ -89,7 +89,7 @@ func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, s
 		if err != nil {
 			return nil, "", nil, nil, err
 		}
-		return st, arg, append(opts, session.WithBlobStore(session.CAS(bs))), func() {}, nil
+		return st, arg, append(opts, session.WithBlobStore(bs)), func() {}, nil
 	}
 	data, err := os.ReadFile(arg)
 	if err != nil {
@@ -97,7 +97,7 @@ func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, s
 	}
 	if a.checkStoreExists() == nil {
 		if _, bs, err := a.blobs(ctx); err == nil {
-			opts = append(opts, session.WithBlobStore(session.CAS(bs)))
+			opts = append(opts, session.WithBlobStore(bs))
 		}
 	}
 	// The file's bytes in a private memory store: the session package reads

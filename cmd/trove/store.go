@@ -153,7 +153,7 @@ func newShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			sess, err := session.Open(ctx, ts.Storage(), meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}),
-				session.WithBlobStore(session.CAS(ts.Blobs())))
+				session.WithBlobStore(ts.Blobs()))
 			if err != nil {
 				return err
 			}
