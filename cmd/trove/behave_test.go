@@ -120,3 +120,64 @@ func TestSessionCheck(t *testing.T) {
 		t.Errorf("a damaged file: exit %d, %s", code, errOut)
 	}
 }
+
+// Every --json output parses, with one naming scheme: snake_case keys and
+// times with milliseconds (stored formats passed through excepted: show's
+// messages).
+func TestJSONOutputs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("TROVE_HOME", home)
+	code, out, errOut := trove(t, "", "--json", "demo")
+	if code != exitOK {
+		t.Fatalf("demo --json: %s", errOut)
+	}
+	var demo map[string]any
+	if err := json.Unmarshal([]byte(out), &demo); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, out)
+	}
+	ws, session, run := demo["workspace"].(string), demo["session"].(string), demo["run"].(string)
+	key := regexp.MustCompile(`^[a-z0-9_]+$`)
+	stamp := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
+	millis := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}(Z|[+-]\d{2}:\d{2})$`)
+	var walk func(cmd string, v any)
+	walk = func(cmd string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, val := range x {
+				if !key.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", cmd, k)
+				}
+				if cmd == "show" && k == "messages" {
+					continue
+				}
+				walk(cmd, val)
+			}
+		case []any:
+			for _, val := range x {
+				walk(cmd, val)
+			}
+		case string:
+			if stamp.MatchString(x) && !millis.MatchString(x) {
+				t.Errorf("%s: time %q without milliseconds", cmd, x)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"ls", "--all"}, {"show", session}, {"runs", "ls"}, {"runs", "show", run}, {"checkpoint", "ls", "--dir", ws, "--session", session},
+		{"checkpoint", "show", "--dir", ws, "--session", session, "before-edit"}, {"checkpoint", "diff", "--dir", ws, "--session", session, "before-edit"},
+		{"files", "ls", "-r"}, {"gc", "--dry-run"}, {"fsck"}, {"blob", "verify"}, {"blob", "put", "-"},
+		{"checkpoint", "rewind", "--dir", ws, "--session", session, "--dry-run", "before-edit"},
+	} {
+		code, out, errOut := trove(t, "x", append([]string{"--json"}, args...)...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d %s", args, code, errOut)
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Errorf("%v: not JSON: %v\n%s", args, err, out)
+			continue
+		}
+		walk(args[0], v)
+	}
+}

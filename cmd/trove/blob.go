@@ -36,6 +36,9 @@ func newBlobCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if a.jsonOut {
+				return a.printJSON(map[string]string{"ref": ref.String()})
+			}
 			a.printf("%s\n", ref)
 			return nil
 		},
@@ -72,22 +75,35 @@ func newBlobCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			good, bad := 0, 0
+			good := 0
+			bad := []map[string]string{}
 			for ref, err := range bs.Verify(ctx) {
 				if err != nil {
-					bad++
-					if ref.IsZero() {
-						a.printf("BAD %v\n", err)
-					} else {
-						a.printf("BAD %s: %v\n", ref, err)
+					r := ""
+					if !ref.IsZero() {
+						r = ref.String()
+					}
+					bad = append(bad, map[string]string{"ref": r, "error": err.Error()})
+					if !a.jsonOut {
+						if r == "" {
+							a.printf("BAD %v\n", err)
+						} else {
+							a.printf("BAD %s: %v\n", r, err)
+						}
 					}
 					continue
 				}
 				good++
 			}
-			a.printf("%d good, %d bad\n", good, bad)
-			if bad > 0 {
-				return &exitError{code: exitProblems, err: errProblems(bad)}
+			if a.jsonOut {
+				if err := a.printJSON(map[string]any{"good": good, "bad": bad}); err != nil {
+					return err
+				}
+			} else {
+				a.printf("%d good, %d bad\n", good, len(bad))
+			}
+			if len(bad) > 0 {
+				return &exitError{code: exitProblems, err: errProblems(len(bad))}
 			}
 			return nil
 		},

@@ -7,13 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/session"
 )
 
 func newCheckpointCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "checkpoint", Short: "Snapshot a workspace and rewind it"}
-	var dir string
+	var dir, sessionRef string
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
+	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar)")
 	// with runs fn on a manager for the workspace, closed after.
 	with := func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
@@ -25,7 +28,19 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		m, err := checkpoint.OpenDir(ctx, st, abs, checkpoint.WithLogger(a.log))
+		opts := []checkpoint.Option{checkpoint.WithLogger(a.log)}
+		if sessionRef != "" {
+			s, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			meta, err := s.Metadata(ctx, sessionRef)
+			if err != nil {
+				return storeErr(err)
+			}
+			opts = append(opts, checkpoint.WithDir(backend.Join(session.SidecarDir(meta.Path), session.CheckpointsDir)))
+		}
+		m, err := checkpoint.OpenDir(ctx, st, abs, opts...)
 		if err != nil {
 			return err
 		}

@@ -104,13 +104,20 @@ func screenshot(seed uint64, n int) []byte {
 	return append([]byte("\x89PNG\r\n\x1a\n"), b...)
 }
 
+// say prints for people; under --json the demo prints one object at the end.
+func (d *demo) say(format string, args ...any) {
+	if !d.a.jsonOut {
+		d.a.printf(format, args...)
+	}
+}
+
 func (d *demo) run(ctx context.Context) error {
 	a, s := d.a, d.s
 	cwd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	a.printf("store: %s\n", a.storeName())
+	d.say("store: %s\n", a.storeName())
 
 	// The sample workspace the agent edits.
 	// It lives beside the store's files on a local store, so it can be
@@ -209,9 +216,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := h.Close(ctx); err != nil {
 		return err
 	}
-	a.printf("1. session %s in %s: a prompt with a screenshot (kept as a blob), thinking, a tool call and its %s output (a blob)\n",
+	d.say("1. session %s in %s: a prompt with a screenshot (kept as a blob), thinking, a tool call and its %s output (a blob)\n",
 		h.ID(), cwd, humanBytes(int64(len(listing))))
-	a.printf("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
+	d.say("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
 
 	// 3. A branch and a compaction, written with the session API.
 	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(s.Blobs()))
@@ -240,7 +247,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := sess.Close(ctx); err != nil {
 		return err
 	}
-	a.printf("3. a branch from the first message (%s) and a compaction keeping the fix, labelled \"fixed\"\n", branchMsg.ID())
+	d.say("3. a branch from the first message (%s) and a compaction keeping the fix, labelled \"fixed\"\n", branchMsg.ID())
 
 	// 4. A fork at the first reply.
 	f, err := s.Sessions().Fork(ctx, h.ID(), session.ForkOptions{At: entries[1].ID()})
@@ -250,24 +257,29 @@ func (d *demo) run(ctx context.Context) error {
 	if err := f.Close(ctx); err != nil {
 		return err
 	}
-	a.printf("4. fork %s of the session at its first reply (images shared by ref, not copied)\n", f.ID())
+	d.say("4. fork %s of the session at its first reply (images shared by ref, not copied)\n", f.ID())
 
 	// 5. fsck.
 	rep, err := s.Check(ctx)
 	if err != nil {
 		return err
 	}
-	a.printf("5. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
+	d.say("5. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
 		w.RunID(), rep.Sessions, rep.Checkpoints, rep.Runs, rep.Blobs, len(rep.Problems))
 	for _, p := range rep.Problems {
-		a.printf("   %s\n", sanitizeLine(p.String()))
+		d.say("   %s\n", sanitizeLine(p.String()))
 	}
 	if !rep.OK() {
 		return fmt.Errorf("fsck found %d problems", len(rep.Problems))
 	}
 
+	if a.jsonOut {
+		return a.printJSON(map[string]any{"store": a.storeName(), "session": h.ID(), "fork": f.ID(), "branch_entry": branchMsg.ID(),
+			"checkpoint": "before-edit", "workspace": ws, "run": w.RunID(), "files_restored": len(res.FilesChanged),
+			"blobs": rep.Blobs, "problems": len(rep.Problems)})
+	}
 	if strings.HasPrefix(a.storeURL, "mem://") {
-		a.printf("\n(a mem:// store lives as long as the process: run the demo on a real store to look at it after)\n")
+		d.say("\n(a mem:// store lives as long as the process: run the demo on a real store to look at it after)\n")
 		return nil
 	}
 	var ids []string
@@ -282,17 +294,17 @@ func (d *demo) run(ctx context.Context) error {
 	if a.storeURL != "" {
 		store = " --store " + a.storeURL
 	}
-	a.printf("\nlook at it:\n")
+	d.say("\nlook at it:\n")
 	for _, l := range [][2]string{
 		{"ls", "the sessions of this directory"},
 		{"show " + short[h.ID()], "the conversation at its leaf"},
 		{"show --leaf " + branchMsg.ID() + " " + short[h.ID()], "the branch"},
 		{"show " + short[f.ID()], "the fork"},
-		{"checkpoint ls --dir " + ws, "the checkpoint"},
+		{"checkpoint ls --dir " + ws + " --session " + short[h.ID()], "the session's checkpoint"},
 		{"runs show " + w.RunID(), "the run log"},
 		{"fsck", "check everything"},
 	} {
-		a.printf("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
+		d.say("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
 	}
 	return nil
 }

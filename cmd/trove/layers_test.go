@@ -75,8 +75,8 @@ func TestCheckpointCreateDiffRewind(t *testing.T) {
 
 	code, out, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--dir", dir, "cp1", "--dry-run", "--json")
 	var res struct {
-		CanRewind    bool     `json:"canRewind"`
-		FilesChanged []string `json:"filesChanged"`
+		CanRewind    bool     `json:"can_rewind"`
+		FilesChanged []string `json:"files_changed"`
 		Insertions   int      `json:"insertions"`
 		Deletions    int      `json:"deletions"`
 	}

@@ -76,7 +76,7 @@ func TestFilesRoundTrip(t *testing.T) {
 		t.Fatalf("ls -r: %d %s", code, out)
 	}
 	code, out, _ = trove(t, "", "--store", store, "--json", "files", "ls", "a")
-	if code != exitOK || !strings.Contains(out, `"Name": "a/b.bin"`) {
+	if code != exitOK || !strings.Contains(out, `"name": "a/b.bin"`) {
 		t.Fatalf("ls --json: %d %s", code, out)
 	}
 }

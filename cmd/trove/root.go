@@ -99,7 +99,18 @@ func (a *app) storeName() string {
 	return root
 }
 
+// printJSON writes v as --json output, in its one naming scheme (see
+// normalize).
 func (a *app) printJSON(v any) error {
+	n, err := normalize(v)
+	if err != nil {
+		return err
+	}
+	return a.printRawJSON(n)
+}
+
+// printRawJSON writes v as it marshals.
+func (a *app) printRawJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

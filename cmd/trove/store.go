@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -126,11 +127,6 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// shown is `trove show --json`: the metadata and the conversation.
-type shown struct {
-	Metadata session.Metadata `json:"metadata"`
-	Messages []any            `json:"messages"`
-}
 
 func newShowCmd(a *app) *cobra.Command {
 	var leaf string
@@ -170,13 +166,18 @@ func newShowCmd(a *app) *cobra.Command {
 				}
 			}
 			if a.jsonOut {
-				out := shown{Metadata: meta, Messages: []any{}}
+				// The messages are the stored format, passed through as is.
+				m, err := normalize(meta)
+				if err != nil {
+					return err
+				}
+				msgs := []json.RawMessage{}
 				for _, e := range path {
 					if e.Type() == session.TypeMessage {
-						out.Messages = append(out.Messages, e.JSON())
+						msgs = append(msgs, e.JSON())
 					}
 				}
-				return a.printJSON(out)
+				return a.printRawJSON(map[string]any{"metadata": m, "messages": msgs})
 			}
 			onPath := 0
 			for _, e := range path {
