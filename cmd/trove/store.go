@@ -127,7 +127,6 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-
 func newShowCmd(a *app) *cobra.Command {
 	var leaf string
 	cmd := &cobra.Command{
