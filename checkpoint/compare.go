@@ -83,6 +83,15 @@ type loader struct {
 // resolve fills in a workspace file's digest: from the stat cache when the
 // stat proves it, else by reading and hashing the file.
 func (l *loader) resolve(ctx context.Context, path string, p *pstate) error {
+	if p.ws && p.kind == TypeSymlink && !p.loaded {
+		// A link compares by its target, which the lstat does not hold.
+		target, err := l.m.ws.readlink(path)
+		if err != nil {
+			return err
+		}
+		p.target, p.loaded = target, true
+		return nil
+	}
 	if !p.ws || p.kind != TypeFile || p.digest != "" {
 		return nil
 	}

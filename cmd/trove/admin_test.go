@@ -223,3 +223,40 @@ func TestCheckpointAdmin(t *testing.T) {
 		t.Errorf("fsck: %s", out)
 	}
 }
+
+// Paths given to checkpoint create resolve as people type them.
+func TestCheckpointPaths(t *testing.T) {
+	store, ws := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.txt", "src/b.txt"} {
+		if err := os.WriteFile(filepath.Join(ws, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(filepath.Join(ws, "src"))
+	if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "create", "--dir", ws, "c", "../a.txt", "b.txt", filepath.Join(ws, "a.txt")); code != exitOK {
+		t.Fatalf("create: %s", errOut)
+	}
+	code, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "show", "--dir", ws, "c")
+	var man struct {
+		Files []struct {
+			Path   string `json:"path"`
+			Exists bool   `json:"exists"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &man); err != nil || code != exitOK {
+		t.Fatalf("show: %v %s", err, out)
+	}
+	if len(man.Files) != 2 || man.Files[0].Path != "a.txt" || man.Files[1].Path != "src/b.txt" || !man.Files[0].Exists || !man.Files[1].Exists {
+		t.Errorf("recorded %+v", man.Files)
+	}
+	if code, _, _ := trove(t, "", "--store", store, "checkpoint", "create", "--dir", ws, "d", "/etc/hostname"); code != exitUsage {
+		t.Errorf("a path outside the workspace: exit %d", code)
+	}
+	_, _, errOut := trove(t, "", "--store", store, "checkpoint", "create", "--dir", ws, "e", "missing.txt")
+	if !strings.Contains(errOut, "missing.txt does not exist") {
+		t.Errorf("a missing path is not reported: %q", errOut)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -62,7 +63,19 @@ func newCheckpointCmd(a *app) *cobra.Command {
 				if len(args) == 1 {
 					man, err = m.CreateTree(cmd.Context(), args[0], opts...)
 				} else {
-					man, err = m.Create(cmd.Context(), args[0], args[1:], opts...)
+					paths, err := workspacePaths(dir, args[1:])
+					if err != nil {
+						return err
+					}
+					for i, p := range paths {
+						if _, serr := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); serr != nil && !a.jsonOut {
+							fmt.Fprintf(a.stderr, "trove: %s does not exist: recorded as absent (a rewind deletes it)\n", args[1+i])
+						}
+					}
+					man, err = m.Create(cmd.Context(), args[0], paths, opts...)
+					if err != nil {
+						return err
+					}
 				}
 				if err != nil {
 					return err
@@ -123,6 +136,28 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	cmd.AddCommand(create, rewind, diff)
 	addCheckpointAdmin(a, cmd, with)
 	return cmd
+}
+
+// workspacePaths resolves paths as people type them: relative to the
+// current directory, or absolute; either must lie inside the workspace.
+func workspacePaths(dir string, args []string) ([]string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(args))
+	for _, arg := range args {
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, usageErr("%s is outside the workspace %s", arg, root)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
 }
 
 // storeInside returns the store's path relative to dir when a local store
