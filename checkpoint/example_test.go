@@ -35,6 +35,6 @@ func ExampleManager_Rewind() {
 	out, _ = json.Marshal(d)
 	fmt.Println(string(out))
 	// Output:
-	// {"canRewind":true,"filesChanged":["main.go","notes.txt"],"insertions":1,"deletions":3}
+	// {"canRewind":true,"filesChanged":["main.go","notes.txt"],"insertions":1,"deletions":3,"restored":["main.go"],"deleted":["notes.txt"]}
 	// {"from":"msg-1","to":"","files":[{"path":"main.go","status":"modified","insertions":1,"deletions":1},{"path":"notes.txt","status":"added","insertions":2,"deletions":0}],"insertions":3,"deletions":1}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,7 +24,20 @@ type RewindFilesResult struct {
 	FilesChanged []string `json:"filesChanged,omitempty"`
 	Insertions   int      `json:"insertions,omitempty"`
 	Deletions    int      `json:"deletions,omitempty"`
+	// What the rewind does to each changed path: restored (it exists in
+	// the workspace and the checkpoint), deleted (created since the
+	// checkpoint) or recreated (gone since).
+	Restored  []string `json:"restored,omitempty"`
+	Deleted   []string `json:"deleted,omitempty"`
+	Recreated []string `json:"recreated,omitempty"`
+	// Undo names the checkpoint a rewind took of every path it changed,
+	// before changing any: rewinding to it undoes the rewind.
+	Undo string `json:"undo,omitempty"`
 }
+
+// UndoPrefix starts the ids of the checkpoints a rewind takes of what it
+// overwrites and deletes (see RewindFilesResult.Undo).
+const UndoPrefix = "undo-"
 
 // plan is everything a rewind would do, computed without writing.
 type plan struct {
@@ -74,13 +88,44 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		return fail(fmt.Errorf("checkpoint %q: %w", id, p.conflict))
 	}
 	res := &RewindFilesResult{CanRewind: true}
+	var changed []string
 	for _, c := range p.changes {
 		res.FilesChanged = append(res.FilesChanged, c.path)
 		res.Insertions += c.ins
 		res.Deletions += c.del
+		switch {
+		case c.a.exists() && c.b.exists():
+			res.Restored = append(res.Restored, c.path)
+		case c.a.exists():
+			res.Deleted = append(res.Deleted, c.path)
+		default:
+			res.Recreated = append(res.Recreated, c.path)
+		}
+		if c.a.kind != TypeDir && c.b.kind != TypeDir {
+			changed = append(changed, c.path)
+		}
+	}
+	// A path under a symlink that stands where a directory was: the link
+	// itself is what the rewind replaces, so it is what the undo keeps.
+	pc := parentCheck{ws: m.ws}
+	for i, path := range changed {
+		if state, dir, err := pc.check(path); err == nil && state == parentSymlink {
+			changed[i] = dir
+		}
 	}
 	if dryRun {
 		return res, nil
+	}
+	if len(changed) > 0 {
+		// Nothing is lost to a rewind: what it overwrites and deletes is
+		// kept first, as a checkpoint of its own.
+		undo := UndoPrefix + m.cfg.now().UTC().Format("20060102T150405.000000000")
+		sort.Strings(changed)
+		changed = slices.Compact(changed)
+		if _, err := m.createLocked(ctx, undo, changed, createConfig{}); err != nil {
+			return fail(fmt.Errorf("checkpoint %q: recording what the rewind would overwrite: %w", id, err))
+		}
+		res.Undo = undo
 	}
 	if err := m.apply(ctx, p); err != nil {
 		err = fmt.Errorf("checkpoint %q: rewind stopped part way (run it again to finish): %w", id, err)

@@ -71,6 +71,11 @@ func (m *Manager) Create(ctx context.Context, id string, paths []string, opts ..
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.createLocked(ctx, id, clean, cc)
+}
+
+// createLocked is Create of clean, sorted paths, under m.mu.
+func (m *Manager) createLocked(ctx context.Context, id string, clean []string, cc createConfig) (*Manifest, error) {
 	start := m.cfg.now()
 	man := m.newManifest(id, KindFiles, cc, start)
 	var files []int // indexes into man.Files of regular files

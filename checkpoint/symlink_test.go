@@ -65,3 +65,124 @@ func TestSymlinksRoundTrip(t *testing.T) {
 		t.Errorf("a second rewind: %+v %v", res, err)
 	}
 }
+
+// treeState is every path under dir with its mode and content (or a
+// link's target).
+func treeState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = "link " + target
+		case fi.IsDir():
+			out[rel] = "dir"
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fi.Mode().Perm().String() + " " + string(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A rewind is undoable: rewinding to the checkpoint it names restores the
+// workspace as it was before, byte for byte and mode for mode.
+func TestRewindUndo(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(name, data string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "one\ntwo\n", 0o644)
+	write("run.sh", "#!/bin/sh\necho hi\n", 0o755)
+	write("empty", "", 0o600)
+	write("src/keep.go", "package src\n", 0o644)
+	write("src/gone.go", "package src // deleted later\n", 0o644)
+	for name, target := range map[string]string{"rel": "a.txt", "abs": "/etc/hostname", "dangling": "nowhere", "out": "../.."} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := mem.New()
+	defer st.Close()
+	blobs, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := checkpoint.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := checkpoint.New(st, blobs, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.CreateTree(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's edits: content, mode, a deleted file, new files, a link.
+	write("a.txt", "one\nTWO\nthree\n", 0o644)
+	write("empty", "", 0o644)
+	if err := os.Remove(filepath.Join(dir, "src/gone.go")); err != nil {
+		t.Fatal(err)
+	}
+	write("new/created.txt", "created after the checkpoint\n", 0o640)
+	if err := os.Remove(filepath.Join(dir, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("run.sh", filepath.Join(dir, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, dir)
+	res, err := m.Rewind(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Undo == "" || len(res.Deleted) == 0 || len(res.Recreated) == 0 || len(res.Restored) == 0 {
+		t.Fatalf("rewind result: %+v", res)
+	}
+	if _, err := m.Rewind(ctx, res.Undo, false); err != nil {
+		t.Fatal(err)
+	}
+	after := treeState(t, dir)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %q before the rewind, %q after the undo", k, v, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok && after[k] != "dir" {
+			t.Errorf("%s exists after the undo, not before the rewind", k)
+		}
+	}
+}

@@ -89,28 +89,63 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		},
 	}
 	var dryRun bool
+	var undo bool
 	rewind := &cobra.Command{
-		Use:   "rewind NAME",
-		Short: "Restore the workspace to a checkpoint (--dry-run: report only)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "rewind NAME | --undo",
+		Short: "Restore the workspace to a checkpoint (--dry-run: report only; --undo: undo the last rewind)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if undo && len(args) == 0 || !undo && len(args) == 1 {
+				return nil
+			}
+			return usageErr("rewind takes a checkpoint name, or --undo alone")
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return with(cmd, func(m *checkpoint.Manager) error {
-				res, err := m.Rewind(cmd.Context(), args[0], dryRun)
+				name := ""
+				if undo {
+					infos, err := m.List(cmd.Context())
+					if err != nil {
+						return err
+					}
+					for _, in := range infos { // sorted by id: undo ids sort by time
+						if strings.HasPrefix(in.ID, checkpoint.UndoPrefix) {
+							name = in.ID
+						}
+					}
+					if name == "" {
+						return fmt.Errorf("no rewind to undo in this workspace")
+					}
+				} else {
+					name = args[0]
+				}
+				res, err := m.Rewind(cmd.Context(), name, dryRun)
 				if a.jsonOut && res != nil {
 					if perr := a.printJSON(res); perr != nil {
 						return perr
 					}
 				} else if res != nil {
-					verb := "rewound"
+					verb := "rewound to " + name
 					if dryRun {
-						verb = "would rewind"
+						verb = "would rewind to " + name
 					}
-					a.printf("%s %d files (+%d -%d): %s\n", verb, len(res.FilesChanged), res.Insertions, res.Deletions, strings.Join(res.FilesChanged, ", "))
+					a.printf("%s: %d files (+%d -%d)\n", verb, len(res.FilesChanged), res.Insertions, res.Deletions)
+					for _, g := range []struct {
+						what  string
+						paths []string
+					}{{"restored", res.Restored}, {"deleted", res.Deleted}, {"recreated", res.Recreated}} {
+						if len(g.paths) > 0 {
+							a.printf("  %-9s %s\n", g.what, sanitizeLine(strings.Join(g.paths, ", ")))
+						}
+					}
+					if res.Undo != "" {
+						a.printf("what it overwrote and deleted is checkpoint %s: trove checkpoint rewind --undo\n", res.Undo)
+					}
 				}
 				return err
 			})
 		},
 	}
+	rewind.Flags().BoolVar(&undo, "undo", false, "undo the last rewind of this workspace (rewind to the checkpoint it took)")
 	rewind.Flags().BoolVar(&dryRun, "dry-run", false, "compute the report and write nothing")
 	diff := &cobra.Command{
 		Use:   "diff NAME",
