@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"io"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -69,6 +70,18 @@ func Sum(algo Algorithm, data []byte) (Ref, error) {
 		return Ref{}, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidRef, algo)
 	}
 	return Ref{algo: algo, digest: algo.sum(data)}, nil
+}
+
+// SumReader is Sum of everything r yields, read in chunks.
+func SumReader(algo Algorithm, r io.Reader) (Ref, error) {
+	if !algo.valid() {
+		return Ref{}, fmt.Errorf("cas: %w: algorithm %d", ErrInvalidRef, algo)
+	}
+	h := algo.newHash()
+	if _, err := io.Copy(h, r); err != nil {
+		return Ref{}, err
+	}
+	return refFromHash(algo, h), nil
 }
 
 func refFromHash(algo Algorithm, h hash.Hash) Ref {

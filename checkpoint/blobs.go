@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/trovekit/trove/cas"
 )
@@ -26,6 +27,26 @@ func (c casBlobs) get(ctx context.Context, ref string) ([]byte, error) {
 	return c.s.Get(ctx, r)
 }
 
+func (c casBlobs) open(ctx context.Context, ref string) (io.ReadCloser, error) {
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.s.Open(ctx, r)
+}
+
+func (c casBlobs) sumLikeReader(like string, rd io.Reader) (string, error) {
+	algo := c.s.Algorithm()
+	if r, err := cas.ParseRef(like); err == nil {
+		algo = r.Algorithm()
+	}
+	r, err := cas.SumReader(algo, rd)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	return r.String(), nil
+}
+
 func (c casBlobs) sumLike(like string, data []byte) (string, error) {
 	algo := c.s.Algorithm()
 	if r, err := cas.ParseRef(like); err == nil {
@@ -46,6 +67,27 @@ func (c casBatch) put(ctx context.Context, data []byte) (string, error) {
 		return "", err
 	}
 	return r.String(), nil
+}
+
+func (c casBatch) putReader(ctx context.Context, r io.Reader) (string, int64, error) {
+	cr := &countingReader{r: r}
+	ref, err := c.b.PutReader(ctx, cr)
+	if err != nil {
+		return "", 0, err
+	}
+	return ref.String(), cr.n, nil
+}
+
+// countingReader counts what it passes on.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (c casBatch) flush(ctx context.Context) error { return c.b.Flush(ctx) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ type pstate struct {
 	digest string // files; in the workspace filled lazily (see resolve)
 	mode   fs.FileMode
 	target string
+	size   int64  // a file's length
 	data   []byte // file content once loaded
 	loaded bool
 	st     fileStat // workspace side: the lstat
@@ -28,11 +30,11 @@ func stateOf(e *Entry) pstate {
 	if e == nil || !e.Exists {
 		return pstate{}
 	}
-	return pstate{kind: e.typ(), digest: e.Digest, mode: e.Mode.FileMode(), target: e.Target}
+	return pstate{kind: e.typ(), digest: e.Digest, mode: e.Mode.FileMode(), target: e.Target, size: e.Size}
 }
 
 func wsStateOf(st fileStat) pstate {
-	p := pstate{mode: st.mode.Perm(), st: st, ws: true}
+	p := pstate{mode: st.mode.Perm(), st: st, ws: true, size: st.size}
 	switch {
 	case st.isDir():
 		p.kind = TypeDir
@@ -99,6 +101,20 @@ func (l *loader) resolve(ctx context.Context, path string, p *pstate) error {
 		p.digest = ref
 		return nil
 	}
+	if big(p) {
+		// Hashed as it is read: nothing holds a big file whole.
+		rc, err := l.m.ws.open(path)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		ref, err := l.m.blobs.sumLikeReader(l.like, rc)
+		if err != nil {
+			return err
+		}
+		p.digest = ref
+		return nil
+	}
 	if err := l.load(ctx, path, p); err != nil {
 		return err
 	}
@@ -107,6 +123,42 @@ func (l *loader) resolve(ctx context.Context, path string, p *pstate) error {
 		return err
 	}
 	p.digest = ref
+	return nil
+}
+
+// diffMax is the largest file compared line by line; bigger ones count as
+// changed with no line counts, and nothing holds them whole.
+const diffMax = 8 << 20
+
+func big(p *pstate) bool { return p.kind == TypeFile && p.size > diffMax }
+
+// release drops loaded content once its line counts are known: a rewind
+// streams what it writes, so memory stays bounded whatever the files.
+func release(ps ...*pstate) {
+	for _, p := range ps {
+		if p.data != nil {
+			p.data, p.loaded = nil, false
+		}
+	}
+}
+
+// verify reads checkpoint-side content through a verifying stream, so a
+// missing or corrupt blob stops a rewind before it changes anything,
+// without holding the content.
+func (l *loader) verify(ctx context.Context, path string, ps ...*pstate) error {
+	for _, p := range ps {
+		if p.ws || p.kind != TypeFile {
+			continue
+		}
+		rc, err := l.m.blobs.open(ctx, p.digest)
+		if err == nil {
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, path, p.digest, err)
+		}
+	}
 	return nil
 }
 
@@ -171,6 +223,10 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 				c.modeOnly = true
 				return c, nil
 			}
+			if big(a) || big(b) {
+				c.binary = true // too big to diff by lines: changed, no counts
+				return c, l.verify(ctx, path, a, b)
+			}
 			if err := l.load(ctx, path, a); err != nil {
 				return nil, err
 			}
@@ -178,6 +234,7 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 				return nil, err
 			}
 			c.del, c.ins, c.binary = lineStats(a.data, b.data)
+			release(a, b)
 			return c, nil
 		}
 		return c, nil
@@ -189,9 +246,17 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 		if p.kind != TypeFile {
 			continue
 		}
+		if big(p) {
+			c.binary = true
+			if err := l.verify(ctx, path, p); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := l.load(ctx, path, p); err != nil {
 			return nil, err
 		}
+		defer release(p)
 		if isBinary(p.data) {
 			c.binary = true
 		} else if p == a {

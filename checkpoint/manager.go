@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"runtime"
@@ -24,8 +25,12 @@ type blobStore interface {
 	newBatch() blobBatch
 	// get returns the blob's bytes, verified against ref.
 	get(ctx context.Context, ref string) ([]byte, error)
+	// open streams the blob; its final Read reports a mismatch with ref.
+	open(ctx context.Context, ref string) (io.ReadCloser, error)
 	// sumLike returns the ref data would have under like's algorithm.
 	sumLike(like string, data []byte) (string, error)
+	// sumLikeReader is sumLike of a stream.
+	sumLikeReader(like string, r io.Reader) (string, error)
 }
 
 // blobBatch puts many blobs as packs. put is safe for concurrent use and
@@ -33,6 +38,8 @@ type blobStore interface {
 // far durable.
 type blobBatch interface {
 	put(ctx context.Context, data []byte) (string, error)
+	// putReader stores a stream, returning its ref and length.
+	putReader(ctx context.Context, r io.Reader) (string, int64, error)
 	flush(ctx context.Context) error
 	discard()
 }

@@ -399,7 +399,14 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:
-			return m.ws.writeAtomic(c.path, c.b.data, c.b.mode, m.cfg.sync)
+			// Streamed from the blob store, verified as it goes: a
+			// mismatch fails the write and leaves the file as it was.
+			rc, err := m.blobs.open(ctx, c.b.digest)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			return m.ws.writeAtomic(c.path, rc, c.b.mode, m.cfg.sync)
 		case TypeSymlink:
 			tmp := tempName(c.path)
 			if err := m.ws.symlink(c.b.target, tmp); err != nil {

@@ -276,6 +276,15 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 		wg.Go(func() {
 			for i := range next {
 				e := &man.Files[i]
+				if sts[i].size > diffMax && (limit < 0 || sts[i].size <= limit) {
+					// Streamed: a big file is never held whole.
+					if err := m.putStream(ctx, batch, e); err != nil && !isAbsent(err) {
+						fail(err)
+					} else if err != nil {
+						*e = Entry{Path: e.Path}
+					}
+					continue
+				}
 				data, err := m.ws.readFile(e.Path, limit)
 				switch {
 				case isAbsent(err):
@@ -579,3 +588,19 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 
 // walkers is how many directories a walk reads at once.
 const walkers = 8
+
+// putStream stores the file of e through a stream and records its digest
+// and length.
+func (m *Manager) putStream(ctx context.Context, batch blobBatch, e *Entry) error {
+	rc, err := m.ws.open(e.Path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ref, n, err := batch.putReader(ctx, rc)
+	if err != nil {
+		return err
+	}
+	e.Digest, e.Size = ref, n
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/trovekit/trove/backend/mem"
@@ -184,5 +185,67 @@ func TestRewindUndo(t *testing.T) {
 		if _, ok := before[k]; !ok && after[k] != "dir" {
 			t.Errorf("%s exists after the undo, not before the rewind", k)
 		}
+	}
+}
+
+// Rewind streams what it writes: restoring a file much bigger than the
+// diff limit allocates a small fraction of it.
+func TestRewindBigFileBoundedMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const size = 48 << 20
+	big := make([]byte, size)
+	for i := range big {
+		big[i] = byte(i*7 + i/4096)
+	}
+	name := filepath.Join(dir, "big.bin")
+	if err := os.WriteFile(name, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := mem.New()
+	defer st.Close()
+	blobs, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := checkpoint.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := checkpoint.New(st, blobs, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Create(ctx, "c", []string{"big.bin"}); err != nil {
+		t.Fatal(err)
+	}
+	big[size/2] ^= 1
+	if err := os.WriteFile(name, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big = nil
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := m.Rewind(ctx, "c", true); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	t.Logf("dry run: %d KiB", (after.TotalAlloc-before.TotalAlloc)>>10)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := m.Rewind(ctx, "c", false)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(res.FilesChanged) != 1 {
+		t.Fatalf("rewind: %+v %v", res, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/2 {
+		t.Errorf("rewinding a %d MiB file allocated %d MiB", size>>20, alloc>>20)
+	}
+	data, err := os.ReadFile(name)
+	mid := size / 2
+	if err != nil || len(data) != size || data[mid] != byte(mid*7+mid/4096) {
+		t.Fatalf("the file is not restored: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"io"
 	"io/fs"
 	"time"
 )
@@ -22,6 +23,8 @@ type Workspace interface {
 	// readFile reads name, refusing (errTooBig) more than limit bytes
 	// when limit >= 0.
 	readFile(name string, limit int64) ([]byte, error)
+	// open streams a regular file.
+	open(name string) (io.ReadCloser, error)
 	readlink(name string) (string, error)
 	mkdir(name string, perm fs.FileMode) error
 	// remove deletes a file, a symlink or an empty directory.
@@ -30,9 +33,10 @@ type Workspace interface {
 	// rename moves a file or symlink over another (never a directory).
 	rename(from, to string) error
 	// writeAtomic replaces name (a file, a symlink, or nothing) by a regular
-	// file with data and perm, through a temporary file in the same
-	// directory and a rename, so no reader sees a partial file.
-	writeAtomic(name string, data []byte, perm fs.FileMode, sync bool) error
+	// file with what src yields and perm, through a temporary file in the
+	// same directory and a rename, so no reader sees a partial file; an
+	// error from src (a blob that fails verification) leaves name as it was.
+	writeAtomic(name string, src io.Reader, perm fs.FileMode, sync bool) error
 	chmod(name string, perm fs.FileMode) error
 	// syncDir makes the entries of dir durable.
 	syncDir(dir string) error

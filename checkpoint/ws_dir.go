@@ -163,13 +163,17 @@ func (w *dirWorkspace) chmod(name string, perm fs.FileMode) error {
 	return w.root.Chmod(osName(name), perm)
 }
 
-func (w *dirWorkspace) writeAtomic(name string, data []byte, perm fs.FileMode, sync bool) error {
+func (w *dirWorkspace) open(name string) (io.ReadCloser, error) {
+	return w.root.Open(osName(name))
+}
+
+func (w *dirWorkspace) writeAtomic(name string, src io.Reader, perm fs.FileMode, sync bool) error {
 	tmp := tempName(name)
 	f, err := w.root.OpenFile(osName(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	err = writeClose(f, data, sync, func() error { return f.Chmod(perm) })
+	err = writeClose(f, src, sync, func() error { return f.Chmod(perm) })
 	if err == nil {
 		err = w.root.Rename(osName(tmp), osName(name))
 	}
@@ -197,8 +201,8 @@ func writeClose(f interface {
 	io.Writer
 	Sync() error
 	Close() error
-}, data []byte, sync bool, chmod func() error) error {
-	_, err := f.Write(data)
+}, src io.Reader, sync bool, chmod func() error) error {
+	_, err := io.Copy(f, src)
 	if err == nil {
 		err = chmod()
 	}

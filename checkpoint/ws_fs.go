@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -130,13 +131,17 @@ func (w *fsWorkspace) chmod(rel string, perm fs.FileMode) error {
 	return w.fs.Chmod(w.name(rel), perm)
 }
 
-func (w *fsWorkspace) writeAtomic(rel string, data []byte, perm fs.FileMode, sync bool) error {
+func (w *fsWorkspace) open(rel string) (io.ReadCloser, error) {
+	return w.fs.Open(w.name(rel))
+}
+
+func (w *fsWorkspace) writeAtomic(rel string, src io.Reader, perm fs.FileMode, sync bool) error {
 	tmp := w.name(tempName(rel))
 	f, err := w.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	err = writeClose(f, data, sync, func() error { return w.fs.Chmod(tmp, perm) })
+	err = writeClose(f, src, sync, func() error { return w.fs.Chmod(tmp, perm) })
 	if err == nil {
 		err = w.fs.Rename(tmp, w.name(rel))
 	}
