@@ -157,8 +157,15 @@ func (x *sessionSuite) roundTrip(t *testing.T) {
 			st := x.newBackend(t)
 			s, err := session.Create(st, "s/t.jsonl", session.Header{Cwd: "/w"}, x.clock())
 			x.must(t, err)
-			_, err = s.AppendMessage(sessionCtx, sessionAssistant("first"))
+			first, err := s.AppendMessage(sessionCtx, sessionAssistant("first"))
 			x.must(t, err)
+			// References name an entry of the file (the writing contract).
+			switch d := tc.data.(type) {
+			case *session.Compaction:
+				d.FirstKeptEntryID = first.ID()
+			case *session.Label:
+				d.TargetID = first.ID()
+			}
 			e, err := s.Append(sessionCtx, tc.data)
 			x.must(t, err)
 			x.must(t, s.Close(sessionCtx))

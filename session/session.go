@@ -534,6 +534,9 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	if s.leaf != nil {
 		parent = s.leaf.id
 	}
+	if err := s.checkRefsLocked(d); err != nil {
+		return nil, err
+	}
 	id := s.newID(nil)
 	b, err := encodeEntry(d, id, parent, isoTime(s.cfg.now()))
 	if err != nil {
@@ -545,6 +548,29 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	s.leaf = e
 	s.noteEntry(e)
 	return e, s.persistLocked(ctx, false)
+}
+
+// checkRefsLocked refuses an entry whose reference names no entry of the
+// session: a strict reader could not follow it (the writing contract).
+func (s *Session) checkRefsLocked(d EntryData) error {
+	var key, id string
+	switch v := d.(type) {
+	case *Compaction:
+		key, id = "firstKeptEntryId", v.FirstKeptEntryID
+	case *Label:
+		key, id = "targetId", v.TargetID
+	case *BranchSummary:
+		if v.FromID == "root" {
+			return nil
+		}
+		key, id = "fromId", v.FromID
+	default:
+		return nil
+	}
+	if e := s.byID[id]; e == nil {
+		return fmt.Errorf("%s %q names no entry of the session: %w", key, id, ErrInvalid)
+	}
+	return nil
 }
 
 // writable says why the session takes no writes at all (not counting a

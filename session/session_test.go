@@ -383,6 +383,13 @@ func TestRoundTripEveryEntryType(t *testing.T) {
 	}
 	var appended []*session.Entry
 	for _, d := range all {
+		// References name an entry of the file (the writing contract).
+		switch v := d.(type) {
+		case *session.Compaction:
+			v.FirstKeptEntryID = appended[0].ID()
+		case *session.Label:
+			v.TargetID = appended[0].ID()
+		}
 		e, err := s.Append(ctx, d)
 		must(t, err)
 		appended = append(appended, e)
