@@ -33,13 +33,20 @@ func runChromium(t *testing.T, bin, url string, extra ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	args := append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"}, extra...)
+		"--user-data-dir=" + t.TempDir(), "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+		// console messages (errors, CSP-blocked requests) go to stderr
+		"--enable-logging=stderr", "--v=0"}, extra...)
 	args = append(args, url)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium %v: %v\n%s", extra, err, errb.String())
+	}
+	for _, l := range strings.Split(errb.String(), "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			t.Errorf("console message: %s", l)
+		}
 	}
 	return out.String()
 }

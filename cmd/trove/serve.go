@@ -110,7 +110,9 @@ var viewTmpl = template.Must(template.New("v").Funcs(template.FuncMap{
 {{else}}<p class="meta">No sessions{{if .Query}} match {{.Query}}{{end}}.</p>{{end}}{{template "bottom"}}{{end}}
 {{define "checkpoints"}}{{template "top" .}}<div class="meta"><a href="/s/{{.ID}}">← session</a></div><h1>Checkpoints of {{.ID}}</h1>
 {{range .Manifests}}<h2>{{.ID}} · {{.Kind}} · {{time .CreatedAt}}</h2>{{if .Message}}<div class="meta">before message <a href="/s/{{$.ID}}#e-{{.Message}}">#{{.Message}}</a></div>{{end}}
-<table><tr><th>path</th><th>state</th><th>size</th><th>digest</th></tr>{{range .Files}}<tr><td>{{.Path}}</td><td>{{if .Exists}}{{or .Type "file"}}{{else}}absent{{end}}</td><td>{{.Size}}</td><td><code>{{.Digest}}</code></td></tr>{{end}}</table>
+{{if .Prev}}<h3>Changes since {{.Prev}}</h3>{{range .Changes}}<details><summary>{{.Status}} <code>{{.Path}}</code></summary>{{if .Note}}<div class="meta">{{.Note}}</div>{{else}}<pre class="diff">{{range .Lines}}<span class="d{{if eq .Op "+"}}add{{else if eq .Op "-"}}del{{end}}">{{.Op}}{{.Text}}</span>
+{{end}}</pre>{{end}}</details>{{else}}<div class="meta">no changes</div>{{end}}{{end}}
+<details><summary>{{len .Files}} files</summary><table><tr><th>path</th><th>state</th><th>size</th><th>digest</th></tr>{{range .Files}}<tr><td>{{.Path}}</td><td>{{if .Exists}}{{or .Type "file"}}{{else}}absent{{end}}</td><td>{{.Size}}</td><td><code>{{.Digest}}</code></td></tr>{{end}}</table></details>
 {{else}}<p class="meta">No checkpoints.</p>{{end}}{{template "bottom"}}{{end}}
 {{define "runs"}}{{template "top" .}}<div class="meta"><a href="/s/{{.ID}}">← session</a></div><h1>Runs of {{.ID}}</h1>
 <table><tr><th>run</th><th>status</th><th>model</th><th>started</th><th>ms</th><th>input</th><th>final</th></tr>{{range .Runs}}<tr><td>{{.RunID}}</td><td>{{.Status}}</td><td>{{.Model}}</td><td>{{.StartedAt}}</td><td>{{.DurationMS}}</td><td>{{.Input}}</td><td>{{.Final}}</td></tr>{{else}}<tr><td colspan="7" class="meta">No runs.</td></tr>{{end}}</table>{{template "bottom"}}{{end}}`))
@@ -187,7 +189,15 @@ func (v *viewer) checkpoints(w http.ResponseWriter, r *http.Request) {
 		mans = append(mans, m)
 	}
 	slices.SortStableFunc(mans, func(a, b *checkpoint.Manifest) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	v.render(w, "checkpoints", map[string]any{"Title": "checkpoints " + meta.ID, "ID": meta.ID, "Manifests": mans})
+	views := make([]checkpointView, len(mans))
+	for i, m := range mans {
+		views[i].Manifest = m
+		if i > 0 {
+			views[i].Prev = mans[i-1].ID
+			views[i].Changes = changesBetween(ctx, v.ts.Blobs(), mans[i-1], m)
+		}
+	}
+	v.render(w, "checkpoints", map[string]any{"Title": "checkpoints " + meta.ID, "ID": meta.ID, "Manifests": views})
 }
 
 func (v *viewer) runs(w http.ResponseWriter, r *http.Request) {

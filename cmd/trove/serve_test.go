@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,22 @@ func viewerStore(t *testing.T) (string, string) {
 			t.Fatal(err)
 		}
 	}
+	// Two checkpoints of a workspace file, in the session's sidecar.
+	ws := t.TempDir()
+	file := filepath.Join(ws, "a.txt")
+	cps, err := ts.SessionCheckpoints(h, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"one\ntwo\n", "one\nTHREE <b>bold</b>\n"} {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cps.Create(ctx, fmt.Sprintf("cp%d", i+1), []string{"a.txt"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cps.Close()
 	id := h.ID()
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -126,8 +143,12 @@ func TestViewer(t *testing.T) {
 		!strings.Contains(body, `href="/s/`+id+`/checkpoints"`) {
 		t.Fatalf("session page: %d\n%s", code, body)
 	}
-	if code, body := get(t, srv.URL+"/s/"+id+"/checkpoints"); code != 200 || !strings.Contains(body, "No checkpoints") {
-		t.Errorf("checkpoints: %d %s", code, body)
+	code, body = get(t, srv.URL+"/s/"+id+"/checkpoints")
+	for _, want := range []string{"cp1", "Changes since cp1", "modified <code>a.txt</code>", `<span class="d"> one</span>`,
+		`<span class="ddel">-two</span>`, `<span class="dadd">&#43;THREE &lt;b&gt;bold&lt;/b&gt;</span>`} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("checkpoints page (%d) lacks %q:\n%s", code, want, body)
+		}
 	}
 	if code, body := get(t, srv.URL+"/s/"+id+"/runs"); code != 200 || !strings.Contains(body, "No runs") {
 		t.Errorf("runs: %d %s", code, body)
@@ -170,12 +191,19 @@ func TestViewerInChromium(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		args := append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--user-data-dir=" + t.TempDir(),
-			"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"}, extra...)
+			"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+		// console messages (errors, CSP-blocked requests) go to stderr
+		"--enable-logging=stderr", "--v=0"}, extra...)
 		var out, errb bytes.Buffer
 		cmd := exec.CommandContext(ctx, bin, append(args, srv.URL+"/s/"+id)...)
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("chromium: %v\n%s", err, errb.String())
+		}
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if strings.Contains(l, ":CONSOLE") {
+				t.Errorf("console message: %s", l)
+			}
 		}
 		return out.String()
 	}
@@ -209,4 +237,17 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+func TestLineDiff(t *testing.T) {
+	var got []string
+	for _, l := range lineDiff("a\nb\nc\n", "a\nc\nd") {
+		got = append(got, l.Op+l.Text)
+	}
+	if want := []string{" a", "-b", " c", "+d"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("lineDiff = %q, want %q", got, want)
+	}
+	if lineDiff(strings.Repeat("x\n", diffMaxLines+1), "") != nil {
+		t.Error("lineDiff of a huge file should give up")
+	}
 }
