@@ -192,8 +192,8 @@ func TestViewerInChromium(t *testing.T) {
 		defer cancel()
 		args := append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--user-data-dir=" + t.TempDir(),
 			"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-		// console messages (errors, CSP-blocked requests) go to stderr
-		"--enable-logging=stderr", "--v=0"}, extra...)
+			// console messages (errors, CSP-blocked requests) go to stderr
+			"--enable-logging=stderr", "--v=0"}, extra...)
 		var out, errb bytes.Buffer
 		cmd := exec.CommandContext(ctx, bin, append(args, srv.URL+"/s/"+id)...)
 		cmd.Stdout, cmd.Stderr = &out, &errb
