@@ -19,8 +19,8 @@ var css string
 //go:embed page.tmpl
 var pageTmpl string
 
-// Template holds the page templates; the viewer (trove serve) renders with
-// them too, so a session looks the same there and in a file.
+// tmpl holds the page templates; the viewer (trove serve) renders sessions
+// through HTML too, so a session looks the same there and in a file.
 var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"css": func() template.CSS { return template.CSS(css) },
 }).Parse(pageTmpl))

@@ -214,3 +214,32 @@ func TestJSONLResolvesBlobs(t *testing.T) {
 		t.Error("flat session lost the image")
 	}
 }
+
+func TestTreeNestsOnlyAtForks(t *testing.T) {
+	ctx := context.Background()
+	// The fixture forks once after the first user message: one list for the
+	// root chain and one per branch.
+	var buf bytes.Buffer
+	if err := HTML(ctx, &buf, fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	nav := buf.String()[strings.Index(buf.String(), "<nav"):strings.Index(buf.String(), "</nav>")]
+	if n := strings.Count(nav, "<ul>"); n != 3 {
+		t.Errorf("fixture tree has %d lists, want 3", n)
+	}
+	// A long linear session stays one flat list.
+	s, _ := session.Create(mem.New(), "s.jsonl", session.Header{ID: "long"}, session.InMemory())
+	for i := range 2000 {
+		role := []string{"user", "assistant"}[i%2]
+		if _, err := s.AppendMessage(ctx, msg(t, map[string]any{"role": role, "content": "m"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf.Reset()
+	if err := HTML(ctx, &buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "<ul>"); n != 1 {
+		t.Errorf("linear session tree has %d lists, want 1", n)
+	}
+}

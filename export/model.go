@@ -50,13 +50,13 @@ type branch struct {
 
 // node is the branch tree for the sidebar.
 type node struct {
-	ID       string
-	Summary  string
-	Kind     string
-	Label    string
-	OnPath   bool
-	Leaf     bool
-	Children []*node
+	ID      string
+	Summary string
+	Kind    string
+	Label   string
+	OnPath  bool
+	Leaf    bool
+	Forks   [][]*node // the branches starting after this entry, when it has several children
 }
 
 // page is everything the templates need.
@@ -67,7 +67,7 @@ type page struct {
 	Created  string
 	Path     []*item
 	Branches []*branch // off-path runs of entries, each from a branch point
-	Tree     []*node
+	Tree     [][]*node // one chain per root
 	Entries  int
 	Embedded bool   // inside the viewer: a link back to the list
 	Links    []Link // viewer links under the title
@@ -112,37 +112,49 @@ func build(sess *session.Session) *page {
 			}
 		}
 	}
-	// Walk the tree: the sidebar, and every off-path entry grouped in runs
-	// that each start where they leave the path.
+	// Walk the tree for the sidebar: a chain of single children stays one
+	// flat list and only forks nest, so a long session is not a deep one.
+	// Off-path entries are grouped in runs that each start at a fork.
 	seen := map[string]bool{}
-	var walk func(parent string, run *branch) []*node
-	walk = func(parent string, run *branch) []*node {
-		var out []*node
-		for _, c := range sess.Children(parent) {
-			id := c.ID()
-			it := items[id]
-			if it == nil || seen[id] {
-				continue
+	kids := func(id string) []*item {
+		var out []*item
+		for _, c := range sess.Children(id) {
+			if it := items[c.ID()]; it != nil && !seen[c.ID()] {
+				seen[c.ID()] = true
+				out = append(out, it)
 			}
-			seen[id] = true
-			n := &node{ID: id, Kind: it.Kind, Summary: it.summary(), Label: it.Label, OnPath: it.OnPath, Leaf: id == leaf}
-			if it.OnPath {
-				n.Children = walk(id, nil)
-			} else {
-				r := run
-				if r == nil || len(out) > 0 {
-					// a new branch starts here
-					r = &branch{From: parent}
-					p.Branches = append(p.Branches, r)
-				}
-				r.Items = append(r.Items, it)
-				n.Children = walk(id, r)
-			}
-			out = append(out, n)
 		}
 		return out
 	}
-	p.Tree = walk("", nil)
+	var chain func(it *item, run *branch) []*node
+	chain = func(it *item, run *branch) []*node {
+		var out []*node
+		for {
+			if it.OnPath {
+				run = nil
+			} else if run == nil {
+				run = &branch{From: it.Parent}
+				p.Branches = append(p.Branches, run)
+			}
+			if run != nil {
+				run.Items = append(run.Items, it)
+			}
+			n := &node{ID: it.ID, Kind: it.Kind, Summary: it.summary(), Label: it.Label, OnPath: it.OnPath, Leaf: it.ID == leaf}
+			out = append(out, n)
+			next := kids(it.ID)
+			if len(next) == 1 {
+				it = next[0]
+				continue
+			}
+			for _, k := range next {
+				n.Forks = append(n.Forks, chain(k, nil))
+			}
+			return out
+		}
+	}
+	for _, root := range kids("") {
+		p.Tree = append(p.Tree, chain(root, nil))
+	}
 	return p
 }
 
