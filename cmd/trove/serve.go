@@ -38,6 +38,9 @@ func newServeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+				fmt.Fprintf(a.stderr, "warning: the viewer has no authentication and listens on %s, beyond this machine\n", ln.Addr())
+			}
 			srv := &http.Server{Handler: newViewer(ts, a.log), ReadHeaderTimeout: 10 * time.Second}
 			a.printf("serving %s on http://%s/ (read-only; Ctrl-C to stop)\n", ts.Storage(), ln.Addr())
 			go func() {

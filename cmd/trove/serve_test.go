@@ -18,6 +18,7 @@ import (
 	"time"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
 )
 
@@ -63,6 +64,16 @@ func viewerStore(t *testing.T) (string, string) {
 		}
 	}
 	cps.Close()
+	w, err := ts.Runs().Create(ctx, &runlog.Header{RunID: runlog.NewID(), SessionID: h.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: "RUN-INPUT <i>x</i>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	id := h.ID()
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -150,7 +161,7 @@ func TestViewer(t *testing.T) {
 			t.Errorf("checkpoints page (%d) lacks %q:\n%s", code, want, body)
 		}
 	}
-	if code, body := get(t, srv.URL+"/s/"+id+"/runs"); code != 200 || !strings.Contains(body, "No runs") {
+	if code, body := get(t, srv.URL+"/s/"+id+"/runs"); code != 200 || !strings.Contains(body, "RUN-INPUT &lt;i&gt;x&lt;/i&gt;") || !strings.Contains(body, "incomplete") {
 		t.Errorf("runs: %d %s", code, body)
 	}
 	if code, _ := get(t, srv.URL+"/s/nosuch"); code != http.StatusNotFound {
@@ -249,5 +260,12 @@ func TestLineDiff(t *testing.T) {
 	}
 	if lineDiff(strings.Repeat("x\n", diffMaxLines+1), "") != nil {
 		t.Error("lineDiff of a huge file should give up")
+	}
+}
+
+func TestServeBadAddr(t *testing.T) {
+	store, _ := viewerStore(t)
+	if code, _, errOut := trove(t, "", "--store", store, "serve", "--addr", "127.0.0.1:99999"); code == exitOK || !strings.Contains(errOut, "99999") {
+		t.Errorf("serve on a bad address: exit %d, stderr %q", code, errOut)
 	}
 }
