@@ -42,7 +42,7 @@ func newServeCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stderr, "warning: the viewer has no authentication and listens on %s, beyond this machine\n", ln.Addr())
 			}
 			srv := &http.Server{Handler: newViewer(ts, a.log), ReadHeaderTimeout: 10 * time.Second}
-			a.printf("serving %s on http://%s/ (read-only; Ctrl-C to stop)\n", ts.Storage(), ln.Addr())
+			a.printf("serving the store read-only on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
 			go func() {
 				<-ctx.Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
