@@ -1,11 +1,11 @@
 package cas
 
 import (
-	"io"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"strings"
 
 	"github.com/zeebo/blake3"
