@@ -135,14 +135,6 @@ func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) erro
 	return h.send(ctx, op{kind: opTranscript, data: buf.Bytes()})
 }
 
-func (h *Handle) appendEntry(ctx context.Context, e *Entry) error {
-	d, err := e.Data()
-	if err != nil {
-		return err
-	}
-	return h.send(ctx, op{kind: opEntry, entry: d})
-}
-
 func validMessage(msg json.RawMessage) error {
 	ms, ok := splitObject(msg)
 	if !ok {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +144,10 @@ func TestRegisterTwice(t *testing.T) {
 // A program that opens stores by URL but imports no provider links no
 // cloud SDK: it stays small, and s3:// tells it what to import.
 func TestFileOnlyLinksNoSDK(t *testing.T) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the test program: %v", err)
+	}
 	const prog = "./testdata/fileonly"
 	out, err := exec.Command(gobin, "list", "-deps", prog).CombinedOutput()
 	if err != nil {

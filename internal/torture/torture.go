@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -396,14 +395,4 @@ func hashTree(dir string) (map[string]string, error) {
 		return nil
 	})
 	return out, err
-}
-
-// sortedKeys is for stable choices in the child.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
