@@ -18,6 +18,9 @@ type Context struct {
 	InjectedTtsrRules []string
 	Mode              string          // "none" when never set
 	ModeData          json.RawMessage // nil when the last mode_change had none
+	// modeRaw is the last mode as written when it is not a string (the
+	// reference passes it through; Mode holds its text).
+	modeRaw json.RawMessage
 	// Path is the entries from the root to the leaf.
 	Path []*Entry
 }
@@ -86,7 +89,11 @@ func (c *Context) MarshalJSON() ([]byte, error) {
 		rules[i] = quote(r)
 	}
 	o.add("injectedTtsrRules", joinArray(rules))
-	o.add("mode", quote(c.Mode))
+	if c.modeRaw != nil {
+		o.add("mode", toValidUTF8(c.modeRaw))
+	} else {
+		o.add("mode", quote(c.Mode))
+	}
 	if c.ModeData != nil {
 		o.add("modeData", toValidUTF8(c.ModeData))
 	}
@@ -167,9 +174,12 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 			}
 		case TypeModeChange:
 			ms, _ := splitObject(e.view)
-			c.Mode = "none"
+			c.Mode, c.modeRaw = "none", nil
 			if m := ms.get("mode"); !isNull(m) {
 				c.Mode = jsText(m)
+				if m[0] != '"' {
+					c.modeRaw = json.RawMessage(m)
+				}
 			}
 			c.ModeData = nil
 			if d := ms.get("data"); d != nil {

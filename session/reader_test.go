@@ -71,13 +71,14 @@ func TestValuesAsWritten(t *testing.T) {
 	st := newMem(t)
 	data := h1 + "\n" +
 		`{"type":"model_change","model":5,"role":"plan","id":"m1","parentId":null,"timestamp":"2026-02-16T10:00:01.000Z"}` + "\n" +
-		`{"type":"model_change","model":"p/m","id":"m2","parentId":"m1","timestamp":"2026-02-16T10:00:02.000Z","extra":{"n":1.50}}` + "\n"
+		`{"type":"model_change","model":"p/m","id":"m2","parentId":"m1","timestamp":"2026-02-16T10:00:02.000Z","extra":{"n":1.50}}` + "\n" +
+		`{"type":"mode_change","mode":7,"id":"m3","parentId":"m2","timestamp":"2026-02-16T10:00:03.000Z"}` + "\n"
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
 	s, err := session.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	b, err := json.Marshal(s.Context())
 	must(t, err)
-	if !strings.Contains(string(b), `"models":{"plan":5,"default":"p/m"}`) {
+	if !strings.Contains(string(b), `"models":{"plan":5,"default":"p/m"}`) || !strings.Contains(string(b), `"mode":7`) {
 		t.Errorf("models not as written: %s", b)
 	}
 	if got := string(s.Entry("m2").JSON()); !strings.Contains(got, `"extra":{"n":1.50}`) {
