@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -702,6 +703,49 @@ func (s *Store) BreakLock(ctx context.Context, ref string) error {
 	return err
 }
 
+// LockHolder is who holds a session's writer lock, as far as the store
+// can tell.
+type LockHolder struct {
+	Host  string    `json:"host,omitempty"`
+	PID   int       `json:"pid,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	// Lease is true on stores without locks: the holder is what its lease
+	// records, alive or not. False: a live process holds a file lock.
+	Lease bool `json:"lease"`
+}
+
+// Holder tells whether the session ref's writer lock is held, and by
+// whom: a live process's file lock (backends with locks: it dies with its
+// process), or a lease (buckets: it stays until its writer closes or
+// BreakLock removes it).
+func (s *Store) Holder(ctx context.Context, ref string) (LockHolder, bool, error) {
+	name, err := s.find(ctx, ref)
+	if err != nil {
+		return LockHolder{}, false, err
+	}
+	dir := SidecarDir(name)
+	u, err := s.st.Lock(ctx, backend.Join(dir, lockFile), false)
+	switch {
+	case err == nil:
+		return LockHolder{}, false, u.Unlock()
+	case errors.Is(err, backend.ErrLocked):
+		return LockHolder{}, true, nil
+	case !errors.Is(err, backend.ErrNotSupported):
+		return LockHolder{}, false, err
+	}
+	data, err := s.st.ReadFile(ctx, backend.Join(dir, leaseFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return LockHolder{}, false, nil
+	}
+	if err != nil {
+		return LockHolder{}, false, err
+	}
+	var h LockHolder
+	_ = json.Unmarshal(data, &h) // an older lease records only since
+	h.Lease = true
+	return h, true, nil
+}
+
 // lock takes the session's writer lock: a file lock where the backend has
 // locks, else an exclusive lease file. unlock releases it.
 func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error) {
@@ -723,7 +767,9 @@ func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, `{"since":%q}`+"\n", s.cfg.now().UTC().Format(time.RFC3339Nano))
+	host, _ := os.Hostname()
+	holder, _ := json.Marshal(LockHolder{Host: host, PID: os.Getpid(), Since: s.cfg.now().UTC()})
+	fmt.Fprintf(w, "%s\n", holder)
 	if err := w.Close(); err != nil {
 		s.st.Unlink(context.WithoutCancel(ctx), lease)
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -258,5 +259,73 @@ func TestCheckpointPaths(t *testing.T) {
 	_, _, errOut := trove(t, "", "--store", store, "checkpoint", "create", "--dir", ws, "e", "missing.txt")
 	if !strings.Contains(errOut, "missing.txt does not exist") {
 		t.Errorf("a missing path is not reported: %q", errOut)
+	}
+}
+
+func TestUnlock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// A bucket store: writers hold leases.
+	url := "fileblob://" + dir
+	code, out, errOut := trove(t, "", "--store", url, "--json", "demo")
+	if code != exitOK {
+		t.Fatalf("demo: %s %s", errOut, out)
+	}
+	var demo map[string]any
+	if err := json.Unmarshal([]byte(out), &demo); err != nil {
+		t.Fatal(err)
+	}
+	id := demo["session"].(string)
+	if code, out, _ := trove(t, "", "--store", url, "unlock", id); code != exitOK || !strings.Contains(out, "nothing to unlock") {
+		t.Fatalf("unlock of a closed session: %d %s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "sessions", "*", "*"+id))
+	if len(files) != 1 {
+		t.Fatalf("sidecar of %s: %v", id, files)
+	}
+	host, _ := os.Hostname()
+	lease := filepath.Join(files[0], "writer.lease")
+	write := func(pid int) {
+		b, _ := json.Marshal(map[string]any{"host": host, "pid": pid, "since": "2026-11-24T10:00:00Z"})
+		if err := os.WriteFile(lease, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(os.Getpid()) // a live writer
+	code, _, errOut = trove(t, "", "--store", url, "unlock", id)
+	if code != exitUsage || !strings.Contains(errOut, "looks alive") || !strings.Contains(errOut, fmt.Sprint(os.Getpid())) {
+		t.Errorf("unlock of a live lease: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(lease); err != nil {
+		t.Fatal("a live lease was removed without --force")
+	}
+	if code, out, _ := trove(t, "", "--store", url, "unlock", "--force", id); code != exitOK || !strings.Contains(out, "removed the lease") {
+		t.Errorf("unlock --force: %d %s", code, out)
+	}
+	write(1 << 30) // a pid no process has
+	if code, out, _ := trove(t, "", "--store", url, "unlock", id); code != exitOK || !strings.Contains(out, "removed the lease") {
+		t.Errorf("unlock of a dead writer's lease: %d %s", code, out)
+	}
+	// A local store: a live writer's file lock cannot be removed, and says so.
+	store := t.TempDir()
+	s, err := troveapi.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	if err := h.AppendMessage(ctx, []byte(`{"role":"user","content":"q","timestamp":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = trove(t, "", "--store", store, "unlock", h.ID())
+	if code != exitFailure || !strings.Contains(errOut, "live process holds") {
+		t.Errorf("unlock of a live local writer: %d %s", code, errOut)
 	}
 }
