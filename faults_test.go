@@ -216,13 +216,24 @@ func TestFaultsAtEveryCall(t *testing.T) {
 		checkAcked(t, st.Inner(), a)
 	}
 	t.Logf("the scenario makes %d storage calls", calls)
-	faults := map[string]error{"error": nil, "eio": syscall.EIO, "enospc": syscall.ENOSPC, "deadline": context.DeadlineExceeded}
-	for name, ferr := range faults {
+	// Each fault at every call (short writes and sync failures at every
+	// write and sync), then the same followed by a crash.
+	faults := map[string]func(n int) faulty.Option{
+		"error":    func(n int) faulty.Option { return faulty.FailNth(n, nil) },
+		"eio":      func(n int) faulty.Option { return faulty.FailNth(n, syscall.EIO) },
+		"enospc":   func(n int) faulty.Option { return faulty.FailNth(n, syscall.ENOSPC) },
+		"deadline": func(n int) faulty.Option { return faulty.FailNth(n, context.DeadlineExceeded) },
+		// The nth Writer.Write passes half its bytes, then fails.
+		"short-write": faulty.ShortWrite,
+		// The nth Writer.Sync fails with EIO, syncing nothing.
+		"eio-on-sync": faulty.FailSync,
+	}
+	for name, fault := range faults {
 		for _, crash := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/crash=%v", name, crash), func(t *testing.T) {
 				for n := 1; n <= calls; n++ {
 					inner := mem.New()
-					st := faulty.New(inner, faulty.FailNth(n, ferr))
+					st := faulty.New(inner, fault(n))
 					a := &acked{cps: map[string]string{}}
 					// The scenario stops at its first error; what it recorded
 					// before is what the layers acknowledged.
