@@ -1,0 +1,67 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/backend/open"
+)
+
+// mirrorJSON is `trove mirror --json`.
+type mirrorJSON struct {
+	troveapi.MirrorReport
+	Files []troveapi.MirrorAction `json:"files"`
+}
+
+func newMirrorCmd(a *app) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "mirror SRC_URL DST_URL",
+		Short: "Copy a whole store to another backend, incrementally",
+		Long: "Copy every blob, session, checkpoint and run log of the store at SRC_URL to DST_URL\n" +
+			"(local disk to a bucket and back). Blobs already present are skipped, other files when\n" +
+			"identical; each file is written atomically, so an interrupted mirror can be rerun.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			src, err := open.URL(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := open.URL(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			out := mirrorJSON{Files: []troveapi.MirrorAction{}}
+			opts := []troveapi.MirrorOption{troveapi.MirrorProgress(func(act troveapi.MirrorAction) {
+				if act.Copied {
+					out.Files = append(out.Files, act)
+				}
+			})}
+			if dryRun {
+				opts = append(opts, troveapi.MirrorDryRun())
+			}
+			rep, err := troveapi.Mirror(ctx, src, dst, opts...)
+			out.MirrorReport = rep
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(out)
+			}
+			verb := "copied"
+			if dryRun {
+				verb = "would copy"
+			}
+			for _, f := range out.Files {
+				a.printf("%s %s (%s, %s)\n", verb, f.Name, humanBytes(f.Size), f.Reason)
+			}
+			a.printf("%s %d files (%s), %d already present\n", verb, rep.Copied, humanBytes(rep.CopiedBytes), rep.Skipped)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be copied and change nothing")
+	return cmd
+}
