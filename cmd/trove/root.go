@@ -127,7 +127,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
-		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newMirrorCmd(a))
+		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newMirrorCmd(a), newImportCmd(a))
 	return root
 }
 

@@ -1,0 +1,91 @@
+package importer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/importer"
+)
+
+func TestImportClaude(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("testdata", "claude")
+	file := filepath.Join(src, "-work-app", "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dry, err := importer.Import(ctx, s, []string{src}, importer.Options{DryRun: true})
+	if err != nil || len(dry) != 1 || !dry[0].Imported {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	if _, err := s.Sessions().Load(ctx, dry[0].SessionID); err == nil {
+		t.Fatal("dry run wrote a session")
+	}
+	res, err := importer.Import(ctx, s, []string{src}, importer.Options{From: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !res[0].Imported || res[0].Format != "claude" || res[0].Messages != 7 {
+		t.Fatalf("import: %+v", res)
+	}
+	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The leaf is on the "make it hi" branch: u1 a1 toolResult a2 u4 a4.
+	var roles []string
+	var all string
+	for _, e := range msgs {
+		roles = append(roles, e.Role())
+		all += string(e.JSON())
+	}
+	if got := strings.Join(roles, " "); got != "user assistant toolResult assistant user assistant" {
+		t.Errorf("path roles: %s", got)
+	}
+	for _, want := range []string{`"type":"toolCall"`, `"name":"Read"`, `"toolName":"Read"`, `"thinking":"Need to read main.go first."`,
+		`"mimeType":"image/png"`, "iVBORw0KGgo", "make it hi", "Done: it says hi.", `"timestamp":1795168801250`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("imported path lacks %s", want)
+		}
+	}
+	if strings.Contains(all, "make it hello") {
+		t.Error("the other branch is on the path")
+	}
+	h, err := s.Sessions().Load(ctx, res[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range h.Session().Entries() {
+		if e.Type() == "message" {
+			n++
+		}
+	}
+	h.Close(ctx)
+	if n != 7 {
+		t.Errorf("imported tree has %d messages, want 7 (both branches)", n)
+	}
+	again, err := importer.Import(ctx, s, []string{src}, importer.Options{})
+	if err != nil || len(again) != 1 || again[0].Imported {
+		t.Errorf("second import: %+v, %v", again, err)
+	}
+	after, _ := os.ReadFile(file)
+	if !bytes.Equal(before, after) {
+		t.Error("source file changed")
+	}
+	rep, err := s.Check(ctx)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check: %+v %v", rep, err)
+	}
+}
