@@ -115,6 +115,8 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		return finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
 	case "claude":
 		conv, err = parseClaude(data)
+	case "codex":
+		conv, err = parseCodex(data)
 	default:
 		r.Reason = "unknown format"
 		return r, nil
