@@ -117,6 +117,8 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		conv, err = parseClaude(data)
 	case "codex":
 		conv, err = parseCodex(data)
+	case "spec002":
+		conv, err = parseSpec002(data)
 	default:
 		r.Reason = "unknown format"
 		return r, nil
@@ -163,8 +165,10 @@ func idFrom(h []byte) string {
 func detect(data []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 64<<20)
+	pi := false
 	for i := 0; i < 20 && sc.Scan(); i++ {
 		var probe struct {
+			ParentID  *string         `json:"parent_id"`
 			Type      string          `json:"type"`
 			UUID      string          `json:"uuid"`
 			SessionID string          `json:"sessionId"`
@@ -178,9 +182,14 @@ func detect(data []byte) string {
 			return "claude"
 		case probe.Type == "session_meta" || probe.Payload != nil:
 			return "codex"
+		case probe.ParentID != nil:
+			return "spec002"
 		case probe.Type == "session":
-			return "pi"
+			pi = true
 		}
+	}
+	if pi {
+		return "pi"
 	}
 	return "unknown"
 }
