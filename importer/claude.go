@@ -55,6 +55,10 @@ func parseClaude(data []byte) (*conversation, error) {
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Message == nil || l.UUID == "" {
 			continue // summaries, system lines and damaged lines carry no message
 		}
+		if l.IsSidechain {
+			c.sidechain++ // a subagent's conversation, rooted apart from the main one
+			continue
+		}
 		if c.cwd == "" {
 			c.cwd = l.Cwd
 		}

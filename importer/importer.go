@@ -29,7 +29,7 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
-	Reason    string `json:"reason,omitempty"` // why it was skipped
+	Reason    string `json:"reason,omitempty"` // why it was skipped, or what was left out
 }
 
 // Options tune Import.
@@ -127,6 +127,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		return r, fmt.Errorf("import %s: %w", path, err)
 	}
 	r.Messages = len(conv.msgs)
+	if conv.sidechain > 0 {
+		r.Reason = fmt.Sprintf("%d sidechain lines not imported", conv.sidechain)
+	}
 	return finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
 }
 
@@ -201,6 +204,8 @@ type conversation struct {
 	model string
 	msgs  []srcMsg
 	alias map[string]string // source id -> id of the message standing for it
+	// sidechain counts subagent lines not imported.
+	sidechain int
 }
 
 type srcMsg struct {

@@ -36,7 +36,7 @@ func TestImportClaude(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 1 || !res[0].Imported || res[0].Format != "claude" || res[0].Messages != 7 {
+	if len(res) != 1 || !res[0].Imported || res[0].Format != "claude" || res[0].Messages != 7 || res[0].Reason != "1 sidechain lines not imported" {
 		t.Fatalf("import: %+v", res)
 	}
 	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
