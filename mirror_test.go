@@ -108,6 +108,24 @@ func TestMirrorLocalS3AndBack(t *testing.T) {
 		t.Errorf("after an append: %+v, want the session file copied", third)
 	}
 
+	// Interrupted after its first file, a mirror to a fresh bucket leaves
+	// it partial; the rerun finishes it.
+	half := s3.New(t)
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = trove.Mirror(cctx, src.Storage(), half, trove.MirrorProgress(func(trove.MirrorAction) { cancel() }))
+	cancel()
+	if err == nil {
+		t.Fatal("interrupted mirror reported success")
+	}
+	rest, err := trove.Mirror(ctx, src.Storage(), half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest.Skipped != 1 || rest.Copied != third.Copied+third.Skipped-1 {
+		t.Errorf("rerun after interruption: %+v", rest)
+	}
+	checkMirror(t, half, id, img)
+
 	back, err := trove.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

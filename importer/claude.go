@@ -17,6 +17,7 @@ type claudeLine struct {
 	IsSidechain bool   `json:"isSidechain"`
 	Cwd         string `json:"cwd"`
 	Timestamp   string `json:"timestamp"`
+	Summary     string `json:"summary"`
 	Message     *struct {
 		Role       string          `json:"role"`
 		Model      string          `json:"model"`
@@ -52,7 +53,13 @@ func parseClaude(data []byte) (*conversation, error) {
 	sc.Buffer(nil, 256<<20)
 	for n := 1; sc.Scan(); n++ {
 		var l claudeLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Message == nil || l.UUID == "" {
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if l.Type == "summary" && l.Summary != "" && c.title == "" {
+			c.title = l.Summary
+		}
+		if l.Message == nil || l.UUID == "" {
 			continue // summaries, system lines and damaged lines carry no message
 		}
 		if l.IsSidechain {

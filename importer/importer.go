@@ -202,6 +202,7 @@ func detect(data []byte) string {
 type conversation struct {
 	cwd   string
 	model string
+	title string
 	msgs  []srcMsg
 	alias map[string]string // source id -> id of the message standing for it
 	// sidechain counts subagent lines not imported.
@@ -218,7 +219,7 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 	if cwd == "" {
 		cwd = "/imported"
 	}
-	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model})
+	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package importer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,20 @@ func TestImportClaude(t *testing.T) {
 			n++
 		}
 	}
-	h.Close(ctx)
+	if got := h.Metadata().Title; got != "Fix the greeting" {
+		t.Errorf("title %q, want the summary line's", got)
+	}
+	// It resumes like a native session: a new turn appends on the leaf.
+	if err := h.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"and now?","timestamp":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
+	if err != nil || len(resumed) != len(msgs)+1 {
+		t.Errorf("resumed: %d messages, %v", len(resumed), err)
+	}
 	if n != 7 {
 		t.Errorf("imported tree has %d messages, want 7 (both branches)", n)
 	}
