@@ -51,7 +51,7 @@ func parseClaude(data []byte) (*conversation, error) {
 	tools := map[string]string{} // tool_use id -> name
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
-	for n := 1; sc.Scan(); n++ {
+	for sc.Scan() {
 		var l claudeLine
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
 			continue
@@ -73,8 +73,9 @@ func parseClaude(data []byte) (*conversation, error) {
 		var blocks []claudeBlock
 		var text string
 		if json.Unmarshal(l.Message.Content, &text) != nil {
-			if err := json.Unmarshal(l.Message.Content, &blocks); err != nil {
-				return nil, fmt.Errorf("line %d: content: %w", n, session.ErrInvalid)
+			if json.Unmarshal(l.Message.Content, &blocks) != nil {
+				c.damaged++ // lenient, as for any line that does not parse
+				continue
 			}
 		} else {
 			blocks = []claudeBlock{{Type: "text", Text: text}}

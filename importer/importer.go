@@ -43,17 +43,19 @@ type Options struct {
 // checked against its name.
 func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]Result, error) {
 	var out []Result
+	var errs []error
 	for _, p := range paths {
 		n, err := importPiBlobs(ctx, st.Blobs(), filepath.Join(p, "blobs"), o.DryRun)
 		if err != nil {
-			return out, err
+			errs = append(errs, err)
 		}
 		if n > 0 {
 			out = append(out, Result{Source: filepath.Join(p, "blobs"), Format: "blobs", Messages: n, Imported: true})
 		}
 		files, err := sourceFiles(p)
 		if err != nil {
-			return out, err
+			errs = append(errs, err)
+			continue
 		}
 		for _, f := range files {
 			if err := ctx.Err(); err != nil {
@@ -61,12 +63,14 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 			}
 			r, err := importFile(ctx, st, f, o)
 			if err != nil {
-				return out, err
+				// One bad source does not stop the others.
+				r.Reason = err.Error()
+				errs = append(errs, err)
 			}
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 func sourceFiles(p string) ([]string, error) {
@@ -129,6 +133,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 	r.Messages = len(conv.msgs)
 	if conv.sidechain > 0 {
 		r.Reason = fmt.Sprintf("%d sidechain lines not imported", conv.sidechain)
+	}
+	if conv.damaged > 0 {
+		r.Reason = strings.TrimPrefix(r.Reason+fmt.Sprintf("; %d damaged lines skipped", conv.damaged), "; ")
 	}
 	return finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
 }
@@ -205,8 +212,9 @@ type conversation struct {
 	title string
 	msgs  []srcMsg
 	alias map[string]string // source id -> id of the message standing for it
-	// sidechain counts subagent lines not imported.
-	sidechain int
+	// sidechain counts subagent lines not imported, damaged lines whose
+	// message does not parse.
+	sidechain, damaged int
 }
 
 type srcMsg struct {

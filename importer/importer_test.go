@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/importer"
+	"github.com/trovekit/trove/session"
 )
 
 func TestImportClaude(t *testing.T) {
@@ -101,5 +105,56 @@ func TestImportClaude(t *testing.T) {
 	rep, err := s.Check(ctx)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Errorf("check: %+v %v", rep, err)
+	}
+}
+
+// Bad sources are reported with sentinels and do not stop the good ones.
+func TestImportBadInput(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	good, _ := os.ReadFile(filepath.Join("testdata", "claude", "-work-app", "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl"))
+	files := map[string]string{
+		"a-garbage.jsonl": "\x00\x01 not json\n{\"x\":1}\n",
+		"b-nohdr.jsonl":   "{\"type\":\"message\",\"id\":\"1\"}\n",
+		"c-good.jsonl":    string(good) + "{\"type\":\"user\",\"uuid\":\"bad\",\"message\":{\"content\":42}}\n{torn",
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "blobs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	liar := strings.Repeat("ab", 32) // names a blob these bytes are not
+	if err := os.WriteFile(filepath.Join(dir, "blobs", liar), []byte("other bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := importer.Import(ctx, s, []string{dir}, importer.Options{From: "claude"})
+	if !errors.Is(err, cas.ErrCorrupt) {
+		t.Errorf("lying blob: %v, want cas.ErrCorrupt", err)
+	}
+	imported := 0
+	for _, r := range res {
+		if r.Imported {
+			imported++
+			if r.Messages != 7 || !strings.Contains(r.Reason, "1 damaged lines skipped") {
+				t.Errorf("good file: %+v", r)
+			}
+		}
+	}
+	if imported != 1 {
+		t.Errorf("imported %d sessions, want the good one: %+v", imported, res)
+	}
+	if _, err := importer.Import(ctx, s, []string{filepath.Join(dir, "b-nohdr.jsonl")}, importer.Options{From: "pi"}); !errors.Is(err, session.ErrInvalid) {
+		t.Errorf("pi file without a header: %v, want session.ErrInvalid", err)
+	}
+	if _, err := importer.Import(ctx, s, []string{filepath.Join(dir, "missing")}, importer.Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing path: %v", err)
 	}
 }

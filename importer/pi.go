@@ -84,6 +84,9 @@ func parsePi(data []byte) (*piFile, int, error) {
 	if !header {
 		return nil, 0, fmt.Errorf("no session header: %w", session.ErrInvalid)
 	}
+	if f.cwd == "" {
+		f.cwd = "/imported"
+	}
 	if f.created.IsZero() {
 		f.created = time.UnixMilli(0).UTC()
 	}
@@ -157,6 +160,7 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 		return 0, fmt.Errorf("import blobs: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
@@ -181,8 +185,10 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 		err = bs.PutRef(ctx, ref, r)
 		r.Close()
 		if err != nil {
-			return n, fmt.Errorf("import blob %s: %w", e.Name(), err)
+			// A blob whose bytes do not match its name is left out; the others go in.
+			n--
+			errs = append(errs, fmt.Errorf("import blob %s: %w", filepath.Join(dir, e.Name()), err))
 		}
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }

@@ -44,11 +44,11 @@ func newImportCmd(a *app) *cobra.Command {
 					out.Skipped++
 				}
 			}
-			if err != nil {
-				return err
-			}
 			if a.jsonOut {
-				return a.printJSON(out)
+				if perr := a.printJSON(out); perr != nil {
+					return perr
+				}
+				return err
 			}
 			verb := "imported"
 			if dryRun {
@@ -62,7 +62,7 @@ func newImportCmd(a *app) *cobra.Command {
 				}
 			}
 			a.printf("%s %d sessions, skipped %d\n", verb, out.Imported, out.Skipped)
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "auto", "source format: pi, omp, claude, codex, spec002 or auto")
