@@ -231,12 +231,26 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 	if err != nil {
 		return err
 	}
+	parentOf := func(m srcMsg) string {
+		if a, ok := c.alias[m.parent]; ok {
+			return a
+		}
+		return m.parent
+	}
+	// Only entries a later message branches from need their new id, which
+	// costs a flush to learn.
+	needed := map[string]bool{}
+	prev := ""
+	for _, m := range c.msgs {
+		if p := parentOf(m); p != prev {
+			needed[p] = true
+		}
+		prev = m.id
+	}
 	mapped := map[string]string{}
 	last := ""
 	for _, m := range c.msgs {
-		if a, ok := c.alias[m.parent]; ok {
-			m.parent = a
-		}
+		m.parent = parentOf(m)
 		if m.parent != last {
 			if err := h.Flush(ctx); err != nil {
 				return errors.Join(err, h.Close(ctx))
@@ -250,11 +264,13 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 		if err := h.AppendMessage(ctx, m.msg); err != nil {
 			return errors.Join(err, h.Close(ctx))
 		}
-		if err := h.Flush(ctx); err != nil {
-			return errors.Join(err, h.Close(ctx))
-		}
-		if leaf := h.Session().Leaf(); leaf != nil {
-			mapped[m.id] = leaf.ID()
+		if needed[m.id] {
+			if err := h.Flush(ctx); err != nil {
+				return errors.Join(err, h.Close(ctx))
+			}
+			if leaf := h.Session().Leaf(); leaf != nil {
+				mapped[m.id] = leaf.ID()
+			}
 		}
 		last = m.id
 	}

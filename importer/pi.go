@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/trovekit/trove"
@@ -131,6 +133,11 @@ func writePi(ctx context.Context, s *trove.Store, id string, f *piFile) error {
 	if _, err := session.Find(ctx, s.Storage(), id); err == nil {
 		return fs.ErrExist
 	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.UTC().Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
 	for _, v := range append([]map[string]any{hdr}, f.entries...) {
@@ -191,4 +198,29 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// externalize moves inline images of a message entry (1,024 base64
+// characters or more, as the session store does) to the blob store, so they
+// are kept once however many sessions carry them.
+func externalize(ctx context.Context, bs *cas.Store, e map[string]any) error {
+	m, _ := e["message"].(map[string]any)
+	blocks, _ := m["content"].([]any)
+	for _, b := range blocks {
+		blk, _ := b.(map[string]any)
+		data, _ := blk["data"].(string)
+		if blk["type"] != "image" || len(data) < 1024 || strings.HasPrefix(data, "blob:") {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			continue // not base64: kept inline as it is
+		}
+		ref, err := bs.Put(ctx, raw)
+		if err != nil {
+			return err
+		}
+		blk["data"] = ref.String()
+	}
+	return nil
 }

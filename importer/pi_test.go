@@ -92,3 +92,45 @@ func TestImportOmpRoot(t *testing.T) {
 		t.Errorf("check: %+v %v", rep, err)
 	}
 }
+
+// Inline images of pi files go to the blob store, once for both sessions.
+func TestImportPiInlineImagesOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("pixel"), 600))
+	for i, id := range []string{"11111111-2222-4333-8444-555555555555", "11111111-2222-4333-8444-666666666666"} {
+		file := `{"type":"session","version":3,"id":"` + id + `","timestamp":"2026-11-20T09:00:00.000Z","cwd":"/work/pics"}` + "\n" +
+			`{"type":"message","id":"bb00000` + string(rune('1'+i)) + `","parentId":null,"timestamp":"2026-11-20T09:00:01.000Z","message":{"role":"user","content":[{"type":"image","data":"` + img + `","mimeType":"image/png"}],"timestamp":1}}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storeDir := t.TempDir()
+	s, err := trove.Open(ctx, storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := importer.Import(ctx, s, []string{dir}, importer.Options{})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	for _, r := range res {
+		msgs, err := s.Sessions().LoadMessages(ctx, r.SessionID)
+		if err != nil || len(msgs) != 1 || !strings.Contains(string(msgs[0].JSON()), img) {
+			t.Errorf("%s: image not loaded back (%v)", r.Source, err)
+		}
+	}
+	rep, err := s.Check(ctx)
+	if err != nil || len(rep.Problems) != 0 || rep.Blobs != 1 {
+		t.Errorf("check: %+v %v, want one blob", rep, err)
+	}
+	filepath.WalkDir(filepath.Join(storeDir, "sessions"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(img[:200])) {
+				t.Errorf("%s holds the image inline", p)
+			}
+		}
+		return nil
+	})
+}
