@@ -50,7 +50,8 @@ type MirrorReport struct {
 // and otherwise copied whole. Each destination file is written atomically,
 // so an interrupted Mirror leaves dst valid and a rerun finishes it. Blobs
 // go first, so a session file never lands before the blobs it refers to.
-// Writer locks and leases are not copied: they belong to live processes.
+// Writer locks, leases and puts in progress (blobs/tmp) are not copied:
+// they belong to live processes.
 func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
 	var cfg mirrorConfig
 	for _, o := range opts {
@@ -94,15 +95,16 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 
 func skipMirror(name string) bool {
 	b := backend.Base(name)
-	return b == "writer.lock" || b == "writer.lease"
+	return b == "writer.lock" || b == "writer.lease" || strings.HasPrefix(name, "blobs/tmp/")
 }
 
-// mirrorRank orders blob data before blob indexes before everything else.
+// mirrorRank orders blob objects and packs before pack indexes (a reader
+// trusts an index's pack to exist) before everything else.
 func mirrorRank(name string) int {
 	if !strings.HasPrefix(name, "blobs/") {
 		return 2
 	}
-	if strings.HasSuffix(name, ".idx") {
+	if strings.HasPrefix(name, "blobs/index/") {
 		return 1
 	}
 	return 0

@@ -12,6 +12,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/conformance"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
@@ -165,5 +166,26 @@ func checkMirror(t *testing.T, st backend.Storage, id string, img []byte) {
 	}
 	if !found {
 		t.Errorf("mirrored session lost its image (%d messages)", len(msgs))
+	}
+}
+
+// Pack indexes land after their packs, and staging objects and writer
+// locks are left behind.
+func TestMirrorOrderAndSkips(t *testing.T) {
+	ctx := context.Background()
+	src, dst := mem.New(), mem.New()
+	for _, n := range []string{"sessions/--a--/x.jsonl", "blobs/index/p1", "blobs/packs/p1/p1", "blobs/tmp/123", "blobs/sha256/ab/abcd",
+		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease"} {
+		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) { order = append(order, a.Name) })); err != nil {
+		t.Fatal(err)
+	}
+	want := "blobs/packs/p1/p1 blobs/sha256/ab/abcd blobs/index/p1 sessions/--a--/x.jsonl"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order %s, want %s", got, want)
 	}
 }
