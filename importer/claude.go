@@ -19,11 +19,20 @@ type claudeLine struct {
 	Timestamp   string `json:"timestamp"`
 	Summary     string `json:"summary"`
 	Message     *struct {
+		ID         string          `json:"id"`
 		Role       string          `json:"role"`
 		Model      string          `json:"model"`
 		Content    json.RawMessage `json:"content"`
 		StopReason string          `json:"stop_reason"`
 	} `json:"message"`
+}
+
+// lastAssistant is the assistant message the next line may continue.
+type lastAssistant struct {
+	apiID, uuid string
+	index       int
+	content     []any
+	ts          int64
 }
 
 type claudeBlock struct {
@@ -49,6 +58,7 @@ type claudeBlock struct {
 func parseClaude(data []byte) (*conversation, error) {
 	c := &conversation{alias: map[string]string{}}
 	tools := map[string]string{} // tool_use id -> name
+	var last lastAssistant
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
 	for sc.Scan() {
@@ -105,8 +115,19 @@ func parseClaude(data []byte) (*conversation, error) {
 			if l.Message.StopReason == "tool_use" {
 				stop = "toolUse"
 			}
+			if last.apiID != "" && last.apiID == l.Message.ID && last.uuid == l.ParentUUID {
+				// Claude Code writes one API message as one line per block,
+				// chained: they make one assistant message again.
+				last.content = append(last.content, content...)
+				last.uuid = l.UUID
+				c.alias[l.UUID] = c.msgs[last.index].id
+				c.msgs[last.index].msg = assistant(last.content, l.Message.Model, last.ts, stop)
+				continue
+			}
 			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, msg: assistant(content, l.Message.Model, ts, stop)})
+			last = lastAssistant{apiID: l.Message.ID, uuid: l.UUID, index: len(c.msgs) - 1, content: content, ts: ts}
 		case "user":
+			last = lastAssistant{}
 			var content []any
 			parent, id := l.ParentUUID, l.UUID
 			for i, b := range blocks {
