@@ -71,6 +71,10 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		}
 		files = append(files, info)
 	}
+	if len(files) == 0 {
+		// Nothing to copy is almost surely a wrong source URL, not a store.
+		return rep, fmt.Errorf("mirror: source holds no store: %w", fs.ErrNotExist)
+	}
 	sort.SliceStable(files, func(i, j int) bool { return mirrorRank(files[i].Name) < mirrorRank(files[j].Name) })
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {

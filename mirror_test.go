@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,6 +181,9 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := trove.Mirror(ctx, mem.New(), dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty source: %v, want fs.ErrNotExist", err)
 	}
 	var order []string
 	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) { order = append(order, a.Name) })); err != nil {

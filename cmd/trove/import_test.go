@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,13 @@ func TestImportShowMirror(t *testing.T) {
 	}
 	if code, _, _ := trove(t, "", "--store", store, "import", "--from", "nope", src); code != exitUsage {
 		t.Errorf("--from nope: exit %d", code)
+	}
+	missing := filepath.Join(t.TempDir(), "typo")
+	if code, _, errOut := trove(t, "", "mirror", missing, t.TempDir()); code == 0 || !strings.Contains(errOut, "no store at") {
+		t.Errorf("mirror from a missing dir: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("mirror created its missing source")
 	}
 	dst := t.TempDir()
 	if code, out, errOut := trove(t, "", "mirror", store, dst); code != 0 || strings.Contains(out, "copied 0 files") {

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	troveapi "github.com/trovekit/trove"
@@ -24,6 +30,12 @@ func newMirrorCmd(a *app) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if p, ok := localPath(args[0]); ok {
+				// Opening a local store creates its directory; a typo must not.
+				if _, err := os.Stat(p); err != nil {
+					return fmt.Errorf("no store at %s: %w", args[0], err)
+				}
+			}
 			src, err := open.URL(ctx, args[0])
 			if err != nil {
 				return err
@@ -64,4 +76,15 @@ func newMirrorCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be copied and change nothing")
 	return cmd
+}
+
+// localPath is the directory a plain path or file:// URL names.
+func localPath(raw string) (string, bool) {
+	if !strings.Contains(raw, "://") {
+		return raw, raw != ""
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme == "file" && u.Path != "" {
+		return filepath.FromSlash(u.Path), true
+	}
+	return "", false
 }
