@@ -151,7 +151,8 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
-		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a))
+		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a),
+		newMirrorCmd(a), newImportCmd(a))
 	behave(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {

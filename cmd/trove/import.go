@@ -1,0 +1,71 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/importer"
+)
+
+// importJSON is `trove import --json`.
+type importJSON struct {
+	DryRun   bool              `json:"dry_run"`
+	Imported int               `json:"imported"`
+	Skipped  int               `json:"skipped"`
+	Sessions []importer.Result `json:"sessions"`
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	var from string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "import [--from pi|omp|claude|codex|spec002|auto] PATH...",
+		Short: "Import other agents' sessions into the store, leaving the sources unchanged",
+		Long: "Import session files (or directories of them) from pi, oh-my-pi, Claude Code\n" +
+			"(~/.claude/projects), Codex (~/.codex/sessions) and spec 002. A file already imported\n" +
+			"is skipped: its session id is derived from its content.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			switch from {
+			case "auto", "claude", "codex", "pi", "omp", "spec002":
+			default:
+				return usageErr("--from %q: want pi, omp, claude, codex, spec002 or auto", from)
+			}
+			ts, err := a.troveStore(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun})
+			out := importJSON{DryRun: dryRun, Sessions: append([]importer.Result{}, res...)}
+			for _, r := range res {
+				if r.Imported {
+					out.Imported++
+				} else {
+					out.Skipped++
+				}
+			}
+			if a.jsonOut {
+				if perr := a.printJSON(out); perr != nil {
+					return perr
+				}
+				return err
+			}
+			verb := "imported"
+			if dryRun {
+				verb = "would import"
+			}
+			for _, r := range res {
+				if r.Imported {
+					a.printf("%s %s (%s, %d messages) as %s\n", verb, r.Source, r.Format, r.Messages, r.SessionID)
+				} else {
+					a.printf("skipped %s: %s\n", r.Source, r.Reason)
+				}
+			}
+			a.printf("%s %d sessions, skipped %d\n", verb, out.Imported, out.Skipped)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "auto", "source format: pi, omp, claude, codex, spec002 or auto")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be imported and change nothing")
+	return cmd
+}

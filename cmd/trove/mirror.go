@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/backend/open"
+)
+
+// mirrorJSON is `trove mirror --json`.
+type mirrorJSON struct {
+	troveapi.MirrorReport
+	Files []troveapi.MirrorAction `json:"files"`
+}
+
+func newMirrorCmd(a *app) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "mirror SRC_URL DST_URL",
+		Short: "Copy a whole store to another backend, incrementally",
+		Long: "Copy every blob, session, checkpoint and run log of the store at SRC_URL to DST_URL\n" +
+			"(local disk to a bucket and back). Blobs already present are skipped, other files when\n" +
+			"identical; each file is written atomically, so an interrupted mirror can be rerun.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if p, ok := localPath(args[0]); ok {
+				// Opening a local store creates its directory; a typo must not.
+				if _, err := os.Stat(p); err != nil {
+					return fmt.Errorf("no store at %s: %w", args[0], err)
+				}
+			}
+			src, err := open.URL(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := open.URL(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			out := mirrorJSON{Files: []troveapi.MirrorAction{}}
+			opts := []troveapi.MirrorOption{troveapi.MirrorProgress(func(act troveapi.MirrorAction) {
+				if act.Copied {
+					out.Files = append(out.Files, act)
+				}
+			})}
+			if dryRun {
+				opts = append(opts, troveapi.MirrorDryRun())
+			}
+			rep, err := troveapi.Mirror(ctx, src, dst, opts...)
+			out.MirrorReport = rep
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(out)
+			}
+			verb := "copied"
+			if dryRun {
+				verb = "would copy"
+			}
+			for _, f := range out.Files {
+				a.printf("%s %s (%s, %s)\n", verb, f.Name, humanBytes(f.Size), f.Reason)
+			}
+			a.printf("%s %d files (%s), %d already present\n", verb, rep.Copied, humanBytes(rep.CopiedBytes), rep.Skipped)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be copied and change nothing")
+	return cmd
+}
+
+// localPath is the directory a plain path or file:// URL names.
+func localPath(raw string) (string, bool) {
+	if !strings.Contains(raw, "://") {
+		return raw, raw != ""
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme == "file" && u.Path != "" {
+		return filepath.FromSlash(u.Path), true
+	}
+	return "", false
+}

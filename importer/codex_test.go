@@ -1,0 +1,76 @@
+package importer_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/importer"
+)
+
+// Two rollouts carrying the same screenshot: both import with their tool
+// calls and reasoning, and the image is stored once.
+func TestImportCodex(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("testdata", "codex")
+	before := snapshot(t, src)
+	s, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := importer.Import(ctx, s, []string{src}, importer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 {
+		t.Fatalf("results: %+v", res)
+	}
+	for _, r := range res {
+		if !r.Imported || r.Format != "codex" || r.Messages != 4 {
+			t.Errorf("result %+v", r)
+		}
+		msgs, err := s.Sessions().LoadMessages(ctx, r.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var roles []string
+		var all string
+		for _, e := range msgs {
+			roles = append(roles, e.Role())
+			all += string(e.JSON())
+		}
+		if got := strings.Join(roles, " "); got != "user assistant toolResult assistant" {
+			t.Errorf("roles %s", got)
+		}
+		for _, want := range []string{`"type":"toolCall"`, `"name":"shell"`, `"command":["ls"]`, `"toolName":"shell"`, `main.go\ngo.mod`,
+			`"thinking":"**Listing files** first."`, `"mimeType":"image/png"`, "iVBORw0KGgo", "two files", `"model":"gpt-5-codex"`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("%s lacks %s", r.Source, want)
+			}
+		}
+	}
+	rep, err := s.Check(ctx)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	if rep.Blobs != 1 {
+		t.Errorf("store holds %d blobs, want the one screenshot once", rep.Blobs)
+	}
+	again, err := importer.Import(ctx, s, []string{src}, importer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range again {
+		if r.Imported {
+			t.Errorf("second import imported %+v", r)
+		}
+	}
+	for p, b := range snapshot(t, src) {
+		if string(before[p]) != string(b) {
+			t.Errorf("%s changed", p)
+		}
+	}
+}

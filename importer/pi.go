@@ -1,0 +1,226 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/session"
+)
+
+// piFile is a pi/oh-my-pi session file migrated to v3 in memory: its header
+// fields and its entries, ids and parentIds kept.
+type piFile struct {
+	cwd     string
+	created time.Time
+	entries []map[string]any
+}
+
+// parsePi reads a spec 003 file of any version leniently, as the reference
+// does: lines that do not parse are dropped, the header is the first line
+// that parses, v1 entries get ids chained in file order, v2 hookMessage
+// roles become custom.
+func parsePi(data []byte) (*piFile, int, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 256<<20)
+	var f piFile
+	version := 0
+	header := false
+	msgs := 0
+	var prev any
+	for sc.Scan() {
+		var v map[string]any
+		if json.Unmarshal(sc.Bytes(), &v) != nil || v == nil {
+			continue
+		}
+		if !header {
+			if v["type"] != "session" {
+				return nil, 0, fmt.Errorf("first entry is not a session header: %w", session.ErrInvalid)
+			}
+			header = true
+			version = 1
+			if n, ok := v["version"].(float64); ok {
+				version = int(n)
+			}
+			f.cwd, _ = v["cwd"].(string)
+			if ts, ok := v["timestamp"].(string); ok {
+				f.created, _ = time.Parse(time.RFC3339Nano, ts)
+			}
+			continue
+		}
+		if v["type"] == "session" {
+			continue
+		}
+		if version < 2 {
+			var b [4]byte
+			rand.Read(b[:])
+			v["id"] = hex.EncodeToString(b[:])
+			v["parentId"] = prev
+			prev = v["id"]
+			delete(v, "firstKeptEntryIndex") // its entry ids are new; keeping an index would lie
+		}
+		if m, ok := v["message"].(map[string]any); ok && v["type"] == "message" {
+			if version < 3 && m["role"] == "hookMessage" {
+				m["role"] = "custom"
+			}
+			if m["role"] == "assistant" {
+				strictAssistant(m)
+			}
+			msgs++
+		}
+		f.entries = append(f.entries, v)
+	}
+	if !header {
+		return nil, 0, fmt.Errorf("no session header: %w", session.ErrInvalid)
+	}
+	if f.cwd == "" {
+		f.cwd = "/imported"
+	}
+	if f.created.IsZero() {
+		f.created = time.UnixMilli(0).UTC()
+	}
+	return &f, msgs, sc.Err()
+}
+
+// strictAssistant fills what a strict reader wants of an assistant message.
+func strictAssistant(m map[string]any) {
+	for _, k := range []string{"api", "provider", "model"} {
+		if s, _ := m[k].(string); s == "" {
+			m[k] = "unknown"
+		}
+	}
+	u, _ := m["usage"].(map[string]any)
+	if u == nil {
+		u = map[string]any{}
+		m["usage"] = u
+	}
+	for _, k := range []string{"input", "output", "cacheRead", "cacheWrite", "totalTokens"} {
+		if _, ok := u[k].(float64); !ok {
+			u[k] = 0
+		}
+	}
+	c, _ := u["cost"].(map[string]any)
+	if c == nil {
+		c = map[string]any{}
+		u["cost"] = c
+	}
+	for _, k := range []string{"input", "output", "cacheRead", "cacheWrite", "total"} {
+		if _, ok := c[k].(float64); !ok {
+			c[k] = 0
+		}
+	}
+	if _, ok := m["timestamp"].(float64); !ok {
+		m["timestamp"] = 0
+	}
+}
+
+// writePi stores f as a new v3 session file named by id, entries unchanged.
+func writePi(ctx context.Context, s *trove.Store, id string, f *piFile) error {
+	name := session.SessionPath(f.cwd, f.created, id)
+	if _, err := session.Find(ctx, s.Storage(), id); err == nil {
+		return fs.ErrExist
+	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.UTC().Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
+	for _, v := range append([]map[string]any{hdr}, f.entries...) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
+		return err
+	}
+	// It must load as a native one does.
+	_, err := s.Sessions().LoadMessages(ctx, id)
+	return err
+}
+
+// importPiBlobs puts every blobs/<sha256> file of a pi root into the store,
+// each checked against its name.
+func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("import blobs: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		ref, err := cas.ParseRef("blob:sha256:" + e.Name())
+		if err != nil {
+			continue // not a blob
+		}
+		if ok, err := bs.Has(ctx, ref); err != nil {
+			return n, err
+		} else if ok {
+			continue
+		}
+		n++
+		if dry {
+			continue
+		}
+		r, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return n, fmt.Errorf("import blobs: %w", err)
+		}
+		err = bs.PutRef(ctx, ref, r)
+		r.Close()
+		if err != nil {
+			// A blob whose bytes do not match its name is left out; the others go in.
+			n--
+			errs = append(errs, fmt.Errorf("import blob %s: %w", filepath.Join(dir, e.Name()), err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// externalize moves inline images of a message entry (1,024 base64
+// characters or more, as the session store does) to the blob store, so they
+// are kept once however many sessions carry them.
+func externalize(ctx context.Context, bs *cas.Store, e map[string]any) error {
+	m, _ := e["message"].(map[string]any)
+	blocks, _ := m["content"].([]any)
+	for _, b := range blocks {
+		blk, _ := b.(map[string]any)
+		data, _ := blk["data"].(string)
+		if blk["type"] != "image" || len(data) < 1024 || strings.HasPrefix(data, "blob:") {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			continue // not base64: kept inline as it is
+		}
+		ref, err := bs.Put(ctx, raw)
+		if err != nil {
+			return err
+		}
+		blk["data"] = ref.String()
+	}
+	return nil
+}

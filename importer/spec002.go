@@ -1,0 +1,110 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/trovekit/trove/session"
+)
+
+type s002Line struct {
+	Type     string       `json:"type"`
+	ID       string       `json:"id"`
+	ParentID string       `json:"parent_id"`
+	Cwd      string       `json:"cwd"`
+	Message  *s002Message `json:"message"`
+}
+
+type s002Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Model      string          `json:"model"`
+	Provider   string          `json:"provider"`
+	StopReason string          `json:"stop_reason"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolName   string          `json:"tool_name"`
+	IsError    bool            `json:"is_error"`
+	Timestamp  int64           `json:"timestamp"`
+	Usage      struct {
+		Input       int64 `json:"input"`
+		Output      int64 `json:"output"`
+		CacheRead   int64 `json:"cache_read"`
+		CacheWrite  int64 `json:"cache_write"`
+		TotalTokens int64 `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// parseSpec002 reads a spec 002 session: message entries in a parent_id
+// tree with snake_case messages, turned into spec 003 messages. Compaction
+// and branch entries carry no message and are not imported.
+func parseSpec002(data []byte) (*conversation, error) {
+	c := &conversation{alias: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 256<<20)
+	for sc.Scan() {
+		var l s002Line
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if l.Type == "session" {
+			if c.cwd == "" {
+				c.cwd = l.Cwd
+			}
+			continue
+		}
+		if l.Type != "message" || l.Message == nil || l.ID == "" {
+			continue
+		}
+		m := l.Message
+		var blocks []map[string]any
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			blocks = []map[string]any{{"type": "text", "text": text}}
+		} else {
+			json.Unmarshal(m.Content, &blocks)
+		}
+		var msg json.RawMessage
+		switch m.Role {
+		case "user":
+			msg, _ = json.Marshal(map[string]any{"role": "user", "content": blocks, "timestamp": m.Timestamp})
+		case "assistant":
+			var content []any
+			for _, b := range blocks {
+				if b["type"] == "tool_call" {
+					b["type"] = "toolCall"
+				}
+				content = append(content, b)
+			}
+			stop := "stop"
+			if m.StopReason == "tool_use" {
+				stop = "toolUse"
+			}
+			if c.model == "" {
+				c.model = m.Model
+			}
+			var a map[string]any
+			json.Unmarshal(assistant(content, m.Model, m.Timestamp, stop), &a)
+			if m.Provider != "" {
+				a["provider"] = m.Provider
+			}
+			a["usage"].(map[string]any)["input"] = m.Usage.Input
+			a["usage"].(map[string]any)["output"] = m.Usage.Output
+			a["usage"].(map[string]any)["cacheRead"] = m.Usage.CacheRead
+			a["usage"].(map[string]any)["cacheWrite"] = m.Usage.CacheWrite
+			a["usage"].(map[string]any)["totalTokens"] = m.Usage.TotalTokens
+			msg, _ = json.Marshal(a)
+		case "tool_result":
+			msg, _ = json.Marshal(map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
+				"content": blocks, "isError": m.IsError, "timestamp": m.Timestamp})
+		default:
+			continue
+		}
+		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, msg: msg})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+	}
+	return c, nil
+}

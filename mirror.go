@@ -1,0 +1,162 @@
+package trove
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// MirrorOption configures Mirror.
+type MirrorOption func(*mirrorConfig)
+
+type mirrorConfig struct {
+	dryRun   bool
+	progress func(MirrorAction)
+}
+
+// MirrorDryRun makes Mirror report what it would copy without writing.
+func MirrorDryRun() MirrorOption { return func(c *mirrorConfig) { c.dryRun = true } }
+
+// MirrorProgress calls f after each file is copied or skipped.
+func MirrorProgress(f func(MirrorAction)) MirrorOption {
+	return func(c *mirrorConfig) { c.progress = f }
+}
+
+// MirrorAction is what Mirror did with one file.
+type MirrorAction struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Copied bool   `json:"copied"`
+	Reason string `json:"reason"` // "missing", "differs", "identical", "present"
+}
+
+// MirrorReport sums up a Mirror.
+type MirrorReport struct {
+	Copied      int   `json:"copied"`
+	CopiedBytes int64 `json:"copied_bytes"`
+	Skipped     int   `json:"skipped"`
+	DryRun      bool  `json:"dry_run"`
+}
+
+// Mirror copies the whole store in src to dst, incrementally: blob objects
+// (content-addressed, immutable) present in dst with the same size are
+// skipped unread; every other file is skipped when dst holds the same bytes
+// and otherwise copied whole. Each destination file is written atomically,
+// so an interrupted Mirror leaves dst valid and a rerun finishes it. Blobs
+// go first, so a session file never lands before the blobs it refers to.
+// Writer locks, leases and puts in progress (blobs/tmp) are not copied:
+// they belong to live processes.
+func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
+	var cfg mirrorConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rep := MirrorReport{DryRun: cfg.dryRun}
+	var files []backend.Info
+	for info, err := range backend.Walk(ctx, src, ".") {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				break // an empty store
+			}
+			return rep, fmt.Errorf("mirror: list source: %w", err)
+		}
+		if info.IsDir || skipMirror(info.Name) {
+			continue
+		}
+		files = append(files, info)
+	}
+	if len(files) == 0 {
+		// Nothing to copy is almost surely a wrong source URL, not a store.
+		return rep, fmt.Errorf("mirror: source holds no store: %w", fs.ErrNotExist)
+	}
+	sort.SliceStable(files, func(i, j int) bool { return mirrorRank(files[i].Name) < mirrorRank(files[j].Name) })
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		act, err := mirrorFile(ctx, src, dst, f, cfg.dryRun)
+		if err != nil {
+			return rep, err
+		}
+		if act.Copied {
+			rep.Copied++
+			rep.CopiedBytes += act.Size
+		} else {
+			rep.Skipped++
+		}
+		if cfg.progress != nil {
+			cfg.progress(act)
+		}
+	}
+	return rep, nil
+}
+
+func skipMirror(name string) bool {
+	b := backend.Base(name)
+	return b == "writer.lock" || b == "writer.lease" || strings.HasPrefix(name, "blobs/tmp/")
+}
+
+// mirrorRank orders blob objects and packs before pack indexes (a reader
+// trusts an index's pack to exist) before everything else.
+func mirrorRank(name string) int {
+	if !strings.HasPrefix(name, "blobs/") {
+		return 2
+	}
+	if strings.HasPrefix(name, "blobs/index/") {
+		return 1
+	}
+	return 0
+}
+
+func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, dry bool) (MirrorAction, error) {
+	act := MirrorAction{Name: f.Name, Size: f.Size}
+	di, err := dst.Stat(ctx, f.Name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		act.Reason = "missing"
+	case err != nil:
+		return act, fmt.Errorf("mirror: %w", err)
+	case di.IsDir:
+		return act, fmt.Errorf("mirror: %s: %w", f.Name, backend.ErrIsDir)
+	case di.Size == f.Size && strings.HasPrefix(f.Name, "blobs/"):
+		act.Reason = "present"
+		return act, nil
+	case di.Size == f.Size:
+		a, err := src.ReadFile(ctx, f.Name)
+		if err != nil {
+			return act, fmt.Errorf("mirror: %w", err)
+		}
+		b, err := dst.ReadFile(ctx, f.Name)
+		if err != nil {
+			return act, fmt.Errorf("mirror: %w", err)
+		}
+		if bytes.Equal(a, b) {
+			act.Reason = "identical"
+			return act, nil
+		}
+		act.Reason = "differs"
+	default:
+		act.Reason = "differs"
+	}
+	act.Copied = true
+	if dry {
+		return act, nil
+	}
+	r, err := src.Open(ctx, f.Name)
+	if err != nil {
+		return act, fmt.Errorf("mirror: %w", err)
+	}
+	defer r.Close()
+	n, err := dst.WriteFrom(ctx, f.Name, r)
+	if err != nil {
+		return act, fmt.Errorf("mirror: %w", err)
+	}
+	act.Size = n
+	return act, nil
+}

@@ -1,0 +1,196 @@
+package trove_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/conformance"
+	"github.com/trovekit/trove/runlog"
+	"github.com/trovekit/trove/session"
+)
+
+// A store with a session holding an image, a checkpoint and a run log
+// mirrors to S3 and back: every copy checks clean, loads the image, and a
+// second mirror copies nothing.
+func TestMirrorLocalS3AndBack(t *testing.T) {
+	ctx := context.Background()
+	srcDir, ws := t.TempDir(), t.TempDir()
+	src, err := trove.Open(ctx, srcDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	img := bytes.Repeat([]byte("PNGDATA-"), 4096)
+	h, err := src.Sessions().Create(ctx, session.CreateOptions{Cwd: ws, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, conformance.OneStoreImage("look", img)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, conformance.OneStoreReply("seen")); err != nil {
+		t.Fatal(err)
+	}
+	id := h.ID()
+	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := src.SessionCheckpoints(h, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cps.Create(ctx, "before-edit", []string{"main.go"}); err != nil {
+		t.Fatal(err)
+	}
+	cps.Close()
+	w, err := src.Runs().Create(ctx, &runlog.Header{RunID: runlog.NewID(), SessionID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, &runlog.RunEnd{Outcome: runlog.OutcomeCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s3 := cloudtest.StartS3(t)
+	bucket := s3.New(t)
+	dry, err := trove.Mirror(ctx, src.Storage(), bucket, trove.MirrorDryRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Copied == 0 {
+		t.Fatal("dry run would copy nothing")
+	}
+	rep, err := trove.Mirror(ctx, src.Storage(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Copied != dry.Copied {
+		t.Errorf("copied %d files, dry run said %d", rep.Copied, dry.Copied)
+	}
+	checkMirror(t, bucket, id, img)
+	again, err := trove.Mirror(ctx, src.Storage(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Copied != 0 || again.Skipped != rep.Copied {
+		t.Errorf("second mirror: %+v, want nothing copied and %d skipped", again, rep.Copied)
+	}
+
+	// A changed session file is copied again, whole.
+	h2, err := src.Sessions().Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.AppendMessage(ctx, conformance.OneStoreReply("more")); err != nil {
+		t.Fatal(err)
+	}
+	h2.Close(ctx)
+	third, err := trove.Mirror(ctx, src.Storage(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Copied < 1 {
+		t.Errorf("after an append: %+v, want the session file copied", third)
+	}
+
+	// Interrupted after its first file, a mirror to a fresh bucket leaves
+	// it partial; the rerun finishes it.
+	half := s3.New(t)
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = trove.Mirror(cctx, src.Storage(), half, trove.MirrorProgress(func(trove.MirrorAction) { cancel() }))
+	cancel()
+	if err == nil {
+		t.Fatal("interrupted mirror reported success")
+	}
+	rest, err := trove.Mirror(ctx, src.Storage(), half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest.Skipped != 1 || rest.Copied != third.Copied+third.Skipped-1 {
+		t.Errorf("rerun after interruption: %+v", rest)
+	}
+	checkMirror(t, half, id, img)
+
+	back, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if _, err := trove.Mirror(ctx, bucket, back.Storage()); err != nil {
+		t.Fatal(err)
+	}
+	checkMirror(t, back.Storage(), id, img)
+}
+
+func checkMirror(t *testing.T, st backend.Storage, id string, img []byte) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := trove.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 || rep.Sessions != 1 || rep.Checkpoints != 1 || rep.Runs < 1 {
+		t.Errorf("check of the mirror: %+v", rep)
+	}
+	msgs, err := s.Sessions().LoadMessages(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base64.StdEncoding.EncodeToString(img)
+	found := false
+	for _, e := range msgs {
+		if strings.Contains(string(e.JSON()), want) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("mirrored session lost its image (%d messages)", len(msgs))
+	}
+}
+
+// Pack indexes land after their packs, and staging objects and writer
+// locks are left behind.
+func TestMirrorOrderAndSkips(t *testing.T) {
+	ctx := context.Background()
+	src, dst := mem.New(), mem.New()
+	for _, n := range []string{"sessions/--a--/x.jsonl", "blobs/index/p1", "blobs/packs/p1/p1", "blobs/tmp/123", "blobs/sha256/ab/abcd",
+		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease"} {
+		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := trove.Mirror(ctx, mem.New(), dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty source: %v, want fs.ErrNotExist", err)
+	}
+	var order []string
+	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) { order = append(order, a.Name) })); err != nil {
+		t.Fatal(err)
+	}
+	want := "blobs/packs/p1/p1 blobs/sha256/ab/abcd blobs/index/p1 sessions/--a--/x.jsonl"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
+}
