@@ -14,10 +14,51 @@ func validRef(s string) bool {
 	return err == nil
 }
 
-// casBlobs is the blobStore of a real cas store.
-type casBlobs struct{ s *cas.Store }
+// casBlobs is the blobStore of any cas.Blobs. Manifests hold refs as
+// their text, so refs cross here. A store that batches small blobs into
+// packs (*cas.Store) is used through its batches; any other puts each blob.
+type casBlobs struct{ s cas.Blobs }
 
-func (c casBlobs) newBatch() blobBatch { return casBatch{c.s.NewBatch()} }
+// batcher is the fast path of a blob store with packs.
+type batcher interface{ NewBatch() *cas.Batch }
+
+func (c casBlobs) newBatch() blobBatch {
+	if b, ok := c.s.(batcher); ok {
+		return casBatch{b.NewBatch()}
+	}
+	return directBatch(c)
+}
+
+// algorithm is the store's algorithm when it says, else SHA-256.
+func (c casBlobs) algorithm() cas.Algorithm {
+	if a, ok := c.s.(interface{ Algorithm() cas.Algorithm }); ok {
+		return a.Algorithm()
+	}
+	return cas.SHA256
+}
+
+// directBatch puts each blob as it comes: durable at once, nothing to flush.
+type directBatch struct{ s cas.Blobs }
+
+func (d directBatch) put(ctx context.Context, data []byte) (string, error) {
+	r, err := d.s.Put(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	return r.String(), nil
+}
+
+func (d directBatch) putReader(ctx context.Context, r io.Reader) (string, int64, error) {
+	cr := &countingReader{r: r}
+	ref, err := d.s.PutReader(ctx, cr)
+	if err != nil {
+		return "", 0, err
+	}
+	return ref.String(), cr.n, nil
+}
+
+func (directBatch) flush(context.Context) error { return nil }
+func (directBatch) discard()                    {}
 
 func (c casBlobs) get(ctx context.Context, ref string) ([]byte, error) {
 	r, err := cas.ParseRef(ref)
@@ -36,7 +77,7 @@ func (c casBlobs) open(ctx context.Context, ref string) (io.ReadCloser, error) {
 }
 
 func (c casBlobs) sumLikeReader(like string, rd io.Reader) (string, error) {
-	algo := c.s.Algorithm()
+	algo := c.algorithm()
 	if r, err := cas.ParseRef(like); err == nil {
 		algo = r.Algorithm()
 	}
@@ -48,7 +89,7 @@ func (c casBlobs) sumLikeReader(like string, rd io.Reader) (string, error) {
 }
 
 func (c casBlobs) sumLike(like string, data []byte) (string, error) {
-	algo := c.s.Algorithm()
+	algo := c.algorithm()
 	if r, err := cas.ParseRef(like); err == nil {
 		algo = r.Algorithm()
 	}

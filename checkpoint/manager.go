@@ -140,10 +140,11 @@ func WithSync(on bool) Option {
 }
 
 // New returns a Manager of the workspace ws that keeps manifests and the
-// stat cache in store and file content in blobs, the root's one cas store
-// (so content a session also holds is stored once).
-func New(store backend.Storage, blobs *cas.Store, ws Workspace, opts ...Option) (*Manager, error) {
-	if blobs == nil {
+// stat cache in store and file content in blobs, the root's one blob store
+// (so content a session also holds is stored once). A *cas.Store packs the
+// many small files of a snapshot; any other cas.Blobs stores each alone.
+func New(store backend.Storage, blobs cas.Blobs, ws Workspace, opts ...Option) (*Manager, error) {
+	if s, ok := blobs.(*cas.Store); blobs == nil || ok && s == nil {
 		return nil, errors.New("checkpoint: New needs a cas store")
 	}
 	return newManager(store, casBlobs{blobs}, ws, opts...)

@@ -51,7 +51,7 @@ func isManifestPath(name string) bool {
 
 // LoadManifest reads and validates the manifest at the store path name
 // (one Manifests lists), without a workspace.
-func LoadManifest(ctx context.Context, st backend.Storage, blobs *cas.Store, name string) (*Manifest, error) {
+func LoadManifest(ctx context.Context, st backend.Storage, blobs cas.Blobs, name string) (*Manifest, error) {
 	id := strings.TrimSuffix(backend.Base(name), ".json")
 	m := &Manager{store: st, blobs: casBlobs{blobs}, cfg: config{dir: backend.Dir(name), log: slog.New(slog.DiscardHandler)}}
 	return m.Load(ctx, id)
@@ -60,7 +60,7 @@ func LoadManifest(ctx context.Context, st backend.Storage, blobs *cas.Store, nam
 // Roots lists the blob refs of every checkpoint in st (see Manifests), for
 // GC and fsck. A manifest that does not load ends the listing with its
 // error, so GC never sweeps the blobs of a checkpoint it could not read.
-func Roots(ctx context.Context, st backend.Storage, blobs *cas.Store) iter.Seq2[cas.Root, error] {
+func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[cas.Root, error] {
 	return func(yield func(cas.Root, error) bool) {
 		for name, err := range Manifests(ctx, st) {
 			if err != nil {

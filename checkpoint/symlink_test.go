@@ -249,3 +249,46 @@ func TestRewindBigFileBoundedMemory(t *testing.T) {
 		t.Fatalf("the file is not restored: %v", err)
 	}
 }
+
+// plainBlobs is a cas.Blobs without batches.
+type plainBlobs struct{ cas.Blobs }
+
+// Checkpoints take any cas.Blobs: without packs each file is put alone.
+func TestAnyBlobs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := mem.New()
+	defer st.Close()
+	s, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := checkpoint.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := checkpoint.New(st, plainBlobs{s}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.CreateTree(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Rewind(ctx, "c", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(got) != "one\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	var nilStore *cas.Store
+	if _, err := checkpoint.New(st, nilStore, ws); err == nil {
+		t.Error("a nil store was taken")
+	}
+}
