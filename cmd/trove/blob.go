@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -157,28 +156,9 @@ func getToWriter(ctx context.Context, bs *cas.Store, ref cas.Ref, w io.Writer) e
 }
 
 // getToFile writes the blob to a temporary file beside name and renames it
-// into place once verified and synced.
-func getToFile(ctx context.Context, bs *cas.Store, ref cas.Ref, name string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".trove-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := copyBlob(ctx, bs, ref, tmp); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+// into place once verified and synced (see writeFileAtomic).
+func getToFile(ctx context.Context, bs *cas.Store, ref cas.Ref, name string) error {
+	return writeFileAtomic(name, func(w io.Writer) error { return copyBlob(ctx, bs, ref, w) })
 }
 
 // copyBlob streams the blob into w; the error at its end says whether the

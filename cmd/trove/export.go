@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,7 +66,8 @@ func newExportCmd(a *app) *cobra.Command {
 }
 
 // writeFileAtomic writes a temporary file beside name and renames it into
-// place once complete and synced: a failed export leaves no partial file.
+// place once complete and synced: a failed write (an export, a blob that
+// does not verify) leaves no partial file.
 func writeFileAtomic(name string, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".trove-*")
 	if err != nil {
@@ -91,8 +91,5 @@ func writeFileAtomic(name string, write func(io.Writer) error) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), name)
 }
