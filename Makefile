@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-checkpoint torture lint fmt
+.PHONY: demo deps test unit conformance bench bench-checkpoint bench-sessions torture lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -36,6 +36,11 @@ bench:
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:
 	$(GO) run ./internal/tools/cpbench
+
+## bench-sessions: the session store's table (listing 10,000 sessions, ls --json,
+## durable appends, load) against baselines run in the same process
+bench-sessions:
+	$(GO) run ./internal/tools/sessbench
 
 ## torture: kill real trove processes (SIGKILL) N times mid-write and check
 ## that nothing they acknowledged was lost; prints kills=N acked=N lost=0 torn=0

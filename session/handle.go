@@ -30,6 +30,7 @@ type Handle struct {
 	mu       sync.Mutex // guards what follows
 	meta     Metadata
 	dirty    bool // meta changed since it was written
+	edited   bool // UpdateMetadata changed it: written at the next Flush
 	err      error
 	trans    backend.Writer
 	closeErr error
@@ -62,6 +63,10 @@ func (s *Store) open(ctx context.Context, sess *Session, meta Metadata, fresh bo
 			h.Close(ctx)
 			return nil, err
 		}
+	}
+	if err := s.markOpen(ctx, sess.Name()); err != nil {
+		h.Close(ctx)
+		return nil, err
 	}
 	return h, nil
 }
@@ -103,7 +108,7 @@ func (h *Handle) UpdateMetadata(update func(*Metadata)) {
 	id, path := h.meta.ID, h.meta.Path
 	update(&h.meta)
 	h.meta.ID, h.meta.Path = id, path
-	h.dirty = true
+	h.dirty, h.edited = true, true
 }
 
 // Err returns the latched write error, or nil.
@@ -163,8 +168,9 @@ func (h *Handle) send(ctx context.Context, o op) error {
 	}
 }
 
-// Flush waits until everything queued before it is appended and durable,
-// and writes the metadata.
+// Flush waits until everything queued before it is appended and durable.
+// The sidecar's counts are written at Close (listings count on from the
+// file meanwhile); what UpdateMetadata changed is written here too.
 func (h *Handle) Flush(ctx context.Context) error {
 	reply := make(chan error, 1)
 	if err := h.send(ctx, op{kind: opFlush, reply: reply}); err != nil {
@@ -257,15 +263,15 @@ func (h *Handle) process(batch []op) (closed bool) {
 	if trans.Len() > 0 && h.Err() == nil {
 		h.writeTranscript(ctx, trans.Bytes())
 	}
-	needMeta := closed
+	flushed := closed
 	for _, o := range batch {
 		if o.kind == opFlush {
-			needMeta = true
+			flushed = true
 		}
 	}
 	switch {
 	case h.Err() != nil:
-	case needMeta:
+	case flushed:
 		// A Flush or Close promises durability for everything before
 		// it, a prompt awaiting its first reply included.
 		if err := h.sess.Flush(ctx); err != nil {
@@ -276,6 +282,9 @@ func (h *Handle) process(batch []op) (closed bool) {
 			h.latch(err)
 		}
 	}
+	h.mu.Lock()
+	needMeta := closed || flushed && h.edited
+	h.mu.Unlock()
 	if needMeta {
 		h.syncMeta(ctx)
 	}
@@ -335,10 +344,15 @@ func (h *Handle) syncMeta(ctx context.Context) {
 	}
 	h.meta.UpdatedAt = h.store.cfg.now().UTC()
 	m := h.meta
-	h.dirty = false
+	edited := h.edited
+	h.dirty, h.edited = false, false
 	h.mu.Unlock()
 	if err := h.store.writeMeta(ctx, m); err != nil {
 		h.latch(err)
+		return
+	}
+	if edited {
+		h.store.forget(ctx, m.Path) // its file may not have moved
 	}
 }
 
@@ -355,6 +369,12 @@ func (h *Handle) finish(ctx context.Context) {
 	}
 	if err := h.sess.Close(ctx); err != nil {
 		h.latch(err)
+	}
+	if h.store != nil && h.Err() == nil {
+		// Kept after a failure: listings then count from the file.
+		if err := h.store.unmarkOpen(ctx, h.Path()); err != nil {
+			h.store.cfg.log.Warn("trove/session: could not remove the open marker", "session", h.Path(), "err", err)
+		}
 	}
 	if h.unlock != nil {
 		h.unlock()

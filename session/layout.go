@@ -409,15 +409,8 @@ func Continue(ctx context.Context, st backend.Storage, cwd, terminalID string) (
 // or unique abbreviation of one (see MatchID) among every cwd's sessions
 // (matched on file names).
 func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
-	if ref == "" {
-		return "", fmt.Errorf("find session: empty reference: %w", ErrInvalid)
-	}
-	if backend.ValidPath(ref) == nil && (strings.Contains(ref, "/") || strings.HasSuffix(ref, ".jsonl")) {
-		if fi, err := st.Stat(ctx, ref); err == nil && !fi.IsDir {
-			return ref, nil
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
+	if name, ok, err := findFile(ctx, st, ref); ok || err != nil {
+		return name, err
 	}
 	var matches []string
 	for fi, err := range backend.Walk(ctx, st, SessionsDir) {
@@ -442,6 +435,22 @@ func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
 		return matches[0], nil
 	}
 	return "", fmt.Errorf("session %q matches %d sessions (%s, ...): %w", ref, len(matches), matches[0], ErrAmbiguous)
+}
+
+// findFile resolves ref when it names a session file; ok is false when it
+// is not one (an id, or a name that is not there).
+func findFile(ctx context.Context, st backend.Storage, ref string) (name string, ok bool, err error) {
+	if ref == "" {
+		return "", false, fmt.Errorf("find session: empty reference: %w", ErrInvalid)
+	}
+	if backend.ValidPath(ref) == nil && (strings.Contains(ref, "/") || strings.HasSuffix(ref, ".jsonl")) {
+		if fi, err := st.Stat(ctx, ref); err == nil && !fi.IsDir {
+			return ref, true, nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", false, err
+		}
+	}
+	return "", false, nil
 }
 
 // ContextFor does the work of `trove session context`: it finds the session

@@ -109,6 +109,11 @@ func (s *Store) fresh(ctx context.Context, m Metadata, fileMod time.Time) Metada
 	if !fileMod.After(m.UpdatedAt) {
 		return m
 	}
+	return s.recounted(ctx, m)
+}
+
+// recounted is m with its counts taken from its file.
+func (s *Store) recounted(ctx context.Context, m Metadata) Metadata {
 	sess, err := Open(ctx, s.st, m.Path, ReadOnly(), LazyBlobs(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil || sess.noHeader {
 		return m
@@ -126,6 +131,13 @@ func recount(m *Metadata, sess *Session) {
 	m.MessageCount, m.TurnCount, m.InputTokens, m.OutputTokens, m.TotalTokens, m.CostUSD, m.FirstMessage = 0, 0, 0, 0, 0, 0, ""
 	for _, e := range sess.entries { // as stored: counting needs no blob
 		m.count(e)
+	}
+	// The writer's own clock, as it stamped its last entry: the sidecar is
+	// written at Close, so a session at work is as recent as its entries.
+	if n := len(sess.entries); n > 0 {
+		if t, err := time.Parse(time.RFC3339Nano, sess.entries[n-1].timestamp); err == nil && t.After(m.UpdatedAt) {
+			m.UpdatedAt = t.UTC()
+		}
 	}
 }
 
@@ -317,14 +329,38 @@ func (s *Store) repairEmpty(ctx context.Context, name string, sess *Session) (*S
 	return Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
 }
 
-// find resolves ref (a full id, a unique id prefix, or a session file
-// name) to a session file.
+// find resolves ref (a full id, a unique abbreviation, or a session file
+// name) to a session file, from the listing index.
 func (s *Store) find(ctx context.Context, ref string) (string, error) {
-	name, err := Find(ctx, s.st, ref)
-	if errors.Is(err, ErrAmbiguous) {
-		return "", s.ambiguous(ctx, ref)
+	if name, ok, err := findFile(ctx, s.st, ref); ok || err != nil {
+		return name, err
 	}
-	return name, err
+	all, err := s.collect(ctx, "", false)
+	if err != nil {
+		return "", err
+	}
+	ae := &AmbiguousError{Prefix: ref}
+	for _, m := range all {
+		if m.ID == ref {
+			return m.Path, nil
+		}
+		if MatchID(m.ID, ref) {
+			ae.Candidates = append(ae.Candidates, m)
+		}
+	}
+	switch len(ae.Candidates) {
+	case 0:
+		return "", &fs.PathError{Op: "find", Path: ref, Err: fs.ErrNotExist}
+	case 1:
+		return ae.Candidates[0].Path, nil
+	}
+	slices.SortFunc(ae.Candidates, func(a, b Metadata) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return "", ae
 }
 
 // AmbiguousError is a session id prefix that matches several sessions.
@@ -342,19 +378,6 @@ func (e *AmbiguousError) Error() string {
 }
 
 func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
-
-func (s *Store) ambiguous(ctx context.Context, prefix string) error {
-	ae := &AmbiguousError{Prefix: prefix}
-	for m, err := range s.List(ctx, "") {
-		if err != nil {
-			return err
-		}
-		if MatchID(m.ID, prefix) {
-			ae.Candidates = append(ae.Candidates, m)
-		}
-	}
-	return ae
-}
 
 // Load opens the session ref (full id, unique id prefix or file name) for
 // writing: appends go on from its leaf.
@@ -512,58 +535,40 @@ func (s *Store) Delete(ctx context.Context, ref string) error {
 	if err := backend.RemoveAll(ctx, s.st, SidecarDir(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	s.forget(ctx, name)
 	return nil
 }
 
 // List yields the metadata of the sessions of cwd ("" for every cwd),
-// most recently updated first (ties by id). Sessions without a sidecar
-// (written by another implementation) are listed from their file.
+// most recently updated first (ties by id), from the listing index (see
+// Query). Sessions without a sidecar (written by another implementation)
+// are listed from their file.
 func (s *Store) List(ctx context.Context, cwd string) iter.Seq2[Metadata, error] {
-	return func(yield func(Metadata, error) bool) {
-		seq := ListAll(ctx, s.st)
-		if cwd != "" {
-			seq = List(ctx, s.st, cwd)
-		}
-		var out []Metadata
-		for info, err := range seq {
-			if err != nil {
-				yield(Metadata{}, err)
-				return
-			}
-			m, err := s.metaOf(ctx, info)
-			if err != nil {
-				yield(Metadata{}, err)
-				return
-			}
-			if cwd != "" && m.Cwd != cwd {
-				continue // another cwd that encodes the same
-			}
-			out = append(out, m)
-		}
-		slices.SortStableFunc(out, func(a, b Metadata) int {
-			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(b.ID, a.ID)
-		})
-		for _, m := range out {
-			if !yield(m, nil) {
-				return
-			}
-		}
-	}
+	return s.Query(ctx, Query{Cwd: cwd})
 }
 
-// metaOf is the sidecar's metadata, or what discovery read of the file.
-func (s *Store) metaOf(ctx context.Context, info Info) (Metadata, error) {
+// metaOf is the sidecar's metadata, counted on from the file when the
+// file changed after it; for a session without a sidecar, what its file
+// holds.
+func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, error) {
 	data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(info.Path), MetaFile))
 	if err == nil {
 		var m Metadata
 		if json.Unmarshal(data, &m) == nil && m.ID != "" {
 			m.Path = info.Path
+			if open {
+				return s.recounted(ctx, m), nil
+			}
 			return s.fresh(ctx, m, info.Modified), nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Metadata{}, err
+	}
+	sess, err := Open(ctx, s.st, info.Path, ReadOnly(), LazyBlobs(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil && !sess.noHeader {
+		return s.readMeta(ctx, sess)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return Metadata{}, err
 	}
 	return Metadata{ID: info.ID, Path: info.Path, ProjectHash: EncodeCwd(info.Cwd), Cwd: info.Cwd, Title: info.Title, ParentID: info.ParentSession,
@@ -592,7 +597,11 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 	}
 	update(&m)
 	m.ID, m.Path = sess.Header().ID, name
-	return s.writeMeta(ctx, m)
+	if err := s.writeMeta(ctx, m); err != nil {
+		return err
+	}
+	s.forget(ctx, name)
+	return nil
 }
 
 func (s *Store) writeMeta(ctx context.Context, m Metadata) error {

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trovekit/trove/internal/jsonw"
 	"github.com/trovekit/trove/session"
 )
 
@@ -43,59 +46,71 @@ func storeErr(err error) error {
 }
 
 func newLsCmd(a *app) *cobra.Command {
-	var cwd string
-	var all bool
+	var cwd, since, match string
+	var all, refresh bool
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions, newest first (default: the current directory's)",
-		Args:  cobra.NoArgs,
+		Long: `List sessions, newest first, from the listing index (rebuilt from the
+session files where they changed). The first column is each id's shortest
+unique abbreviation, accepted wherever an id is.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			if all && cwd != "" {
 				return usageErr("--all and --cwd exclude each other")
+			}
+			if limit < 0 {
+				return usageErr("--limit %d: want 0 (all) or more", limit)
+			}
+			q := session.Query{Cwd: cwd, Match: match, Limit: limit, Refresh: refresh}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return usageErr("--since %q: %v", since, err)
+				}
+				q.Since = t
 			}
 			if !all && cwd == "" {
 				wd, err := os.Getwd()
 				if err != nil {
 					return err
 				}
-				cwd = wd
+				q.Cwd = wd
 			}
 			if all {
-				cwd = ""
+				q.Cwd = ""
 			}
-			s, err := a.sessionStore(cmd.Context())
+			s, err := a.sessionStore(ctx)
 			if err != nil {
 				return err
 			}
 			list := []session.Metadata{}
-			for m, err := range s.List(cmd.Context(), cwd) {
+			for m, err := range s.Query(ctx, q) {
 				if err != nil {
 					return err
 				}
 				list = append(list, m)
 			}
 			// Abbreviations must be unique across the store, not the listing.
-			all := list
-			if cwd != "" {
-				all = nil
-				for m, err := range s.List(cmd.Context(), "") {
+			var ids []string
+			if q.Cwd == "" && q.Limit == 0 && q.Since.IsZero() && q.Match == "" {
+				for _, m := range list {
+					ids = append(ids, m.ID)
+				}
+			} else {
+				for m, err := range s.Query(ctx, session.Query{}) {
 					if err != nil {
 						return err
 					}
-					all = append(all, m)
+					ids = append(ids, m.ID)
 				}
-			}
-			ids := make([]string, len(all))
-			for i, m := range all {
-				ids[i] = m.ID
 			}
 			short := session.Abbrev(ids)
 			if a.jsonOut {
-				out := make([]listed, len(list))
-				for i, m := range list {
-					out[i] = listed{Metadata: m, ShortID: short[m.ID]}
-				}
-				return a.printJSON(out)
+				_, err := a.stdout.Write(appendListed(make([]byte, 0, 1024*len(list)+16), list, short))
+				return err
 			}
 			width := 4
 			for _, m := range list {
@@ -110,13 +125,95 @@ func newLsCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cwd, "cwd", "", "sessions of this working directory")
 	cmd.Flags().BoolVar(&all, "all", false, "sessions of every working directory")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 0, "at most this many sessions (0: all)")
+	cmd.Flags().StringVar(&since, "since", "", "sessions updated since a time (RFC 3339, a date, or a duration ago such as 36h)")
+	cmd.Flags().StringVar(&match, "match", "", "sessions whose title or first message contains this text (any case)")
+	cmd.Flags().BoolVar(&refresh, "refresh", false, "check every session file against the index (files other programs changed in place)")
 	return cmd
 }
 
-// listed is one session of `trove ls --json`.
-type listed struct {
-	session.Metadata
-	ShortID string `json:"short_id"`
+// parseSince reads --since: a duration ago, an RFC 3339 time or a date.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, errors.New("a negative duration")
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, errors.New("want a duration (36h), an RFC 3339 time or a date (2026-11-24)")
+}
+
+// appendListed writes `trove ls --json`: the sessions' metadata with their
+// short ids, keys in snake_case and sorted, times in UTC milliseconds, as
+// printJSON would, by hand: ten thousand sessions print in milliseconds.
+func appendListed(b []byte, list []session.Metadata, short map[string]string) []byte {
+	if len(list) == 0 {
+		return append(b, "[]\n"...)
+	}
+	b = append(b, "[\n"...)
+	str := func(b []byte, key, v string, omitEmpty bool) []byte {
+		if omitEmpty && v == "" {
+			return b
+		}
+		b = append(b, "    \""...)
+		b = append(b, key...)
+		b = append(b, "\": "...)
+		return append(jsonw.AppendString(b, v), ",\n"...)
+	}
+	num := func(b []byte, key string, v int64) []byte {
+		b = append(b, "    \""...)
+		b = append(b, key...)
+		b = append(b, "\": "...)
+		return append(strconv.AppendInt(b, v, 10), ",\n"...)
+	}
+	tm := func(b []byte, key string, t time.Time) []byte {
+		b = append(b, "    \""...)
+		b = append(b, key...)
+		b = append(b, "\": \""...)
+		b = t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		return append(b, "\",\n"...)
+	}
+	for i, m := range list {
+		b = append(b, "  {\n"...)
+		b = str(b, "agent_name", m.AgentName, true)
+		b = tm(b, "created_at", m.CreatedAt)
+		b = str(b, "cwd", m.Cwd, false)
+		b = str(b, "exit_reason", m.ExitReason, true)
+		b = str(b, "first_message", m.FirstMessage, true)
+		b = str(b, "id", m.ID, false)
+		b = num(b, "input_tokens", m.InputTokens)
+		b = num(b, "message_count", int64(m.MessageCount))
+		b = str(b, "model", m.Model, true)
+		b = num(b, "output_tokens", m.OutputTokens)
+		b = str(b, "parent_id", m.ParentID, true)
+		b = str(b, "path", m.Path, false)
+		b = str(b, "project_hash", m.ProjectHash, false)
+		b = str(b, "short_id", short[m.ID], false)
+		b = str(b, "title", m.Title, true)
+		b = append(b, "    \"total_cost_usd\": "...)
+		if c := m.CostUSD; math.IsNaN(c) || math.IsInf(c, 0) {
+			b = append(b, '0')
+		} else {
+			b = strconv.AppendFloat(b, c, 'g', -1, 64)
+		}
+		b = append(b, ",\n"...)
+		b = num(b, "total_tokens", m.TotalTokens)
+		b = num(b, "turn_count", int64(m.TurnCount))
+		b = tm(b, "updated_at", m.UpdatedAt)
+		b = b[:len(b)-2] // the last member's comma
+		b = append(b, "\n  }"...)
+		if i < len(list)-1 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+	}
+	return append(b, "]\n"...)
 }
 
 func firstNonEmpty(s ...string) string {

@@ -1,0 +1,582 @@
+package session
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/internal/jsonw"
+)
+
+// The listing index: one file per cwd directory caching the metadata of
+// its sessions, so that listing costs a read of the index, not of every
+// session (docs/session-store.md, "Listing index"). It is never the only
+// copy of anything: every record is rebuilt from the session files when
+// the index is missing, damaged or stale, and deleting it loses nothing.
+//
+// A record is trusted while the file's size and modification time match
+// it. Where directories have trustworthy modification times (a local file
+// system), a directory unchanged since the index was written is not even
+// listed: a Store writer creates an open marker (<session>.open) beside
+// its file when it opens the session and removes it at Close, so a writer
+// at work, or killed, always shows, and only its sessions are looked at.
+const (
+	// IndexDir holds the listing index of each cwd directory, by the
+	// directory's name: outside it, so writing it leaves the time of the
+	// directory it describes alone.
+	IndexDir = SessionsDir + "/.index"
+	// OpenSuffix names a session's open marker: <timestamp>_<id>.open.
+	OpenSuffix = ".open"
+
+	indexVersion = 1
+)
+
+// racyWindow is how long after a directory's time a change may leave that
+// time as it was: the file system's granularity. Times with a fraction of
+// a second come from a fine clock (ticks of at most 10 ms); whole seconds
+// may be a coarse one (FAT keeps 2 s).
+func racyWindow(t time.Time) time.Duration {
+	if t.Nanosecond() != 0 {
+		return 100 * time.Millisecond
+	}
+	return 3 * time.Second
+}
+
+func indexPath(dir string) string { return backend.Join(IndexDir, backend.Base(dir)) }
+
+// idxRec is one session file of a directory as the index remembers it.
+type idxRec struct {
+	base string
+	size int64
+	mod  int64 // unix nanoseconds
+	side int64 // the sidecar directory's time (0 where unknown): meta.json moved
+	skip bool  // not a session (no header): remembered so it is not reread
+	meta Metadata
+}
+
+type dirIndex struct {
+	dirMod int64    // the directory's time when listed; 0: not to be trusted
+	open   []string // session file bases with an open marker
+	recs   map[string]*idxRec
+}
+
+// listDir returns the metadata of the sessions in one cwd directory, from
+// its index where that is current, rebuilding what is not. fi is the
+// directory's Info, read before anything in it.
+func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refresh bool) ([]Metadata, error) {
+	idx := s.readIndex(ctx, dir)
+	caps := s.st.Capabilities()
+	dirTimes := caps.Directories && caps.CrossProcess && !fi.ModTime.IsZero()
+	changed := false
+	if !refresh && dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano() {
+		// Nothing was added or removed: only sessions with a writer at
+		// work (or killed) can have changed, and they are read afresh.
+		var stale []backend.Info
+		for _, base := range idx.open {
+			info, err := s.st.Stat(ctx, backend.Join(dir, base))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			stale = append(stale, info)
+		}
+		before := len(stale)
+		if err := s.indexFiles(ctx, idx, stale, nil, idx.open); err != nil {
+			return nil, err
+		}
+		changed = before > 0
+	} else {
+		files := map[string]backend.Info{}
+		sides := map[string]int64{}
+		var open []string
+		for info, err := range s.st.List(ctx, dir) {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			base := info.Base()
+			switch {
+			case info.IsDir:
+				sides[base+".jsonl"] = unixNano(info.ModTime)
+			case strings.HasSuffix(base, ".jsonl"):
+				files[base] = info
+			case strings.HasSuffix(base, OpenSuffix):
+				open = append(open, strings.TrimSuffix(base, OpenSuffix)+".jsonl")
+			}
+		}
+		// Stale: a file or sidecar that moved, or one that had a writer
+		// when indexed (its meta.json was written at its Close).
+		var stale []backend.Info
+		for base, info := range files {
+			if r := idx.recs[base]; r == nil || r.size != info.Size || r.mod != info.ModTime.UnixNano() ||
+				r.side != sides[base] || slices.Contains(idx.open, base) {
+				stale = append(stale, info)
+			}
+		}
+		for base := range idx.recs {
+			if _, ok := files[base]; !ok {
+				delete(idx.recs, base)
+				changed = true
+			}
+		}
+		if err := s.indexFiles(ctx, idx, stale, sides, open); err != nil {
+			return nil, err
+		}
+		slices.Sort(open)
+		dirMod := int64(0)
+		if dirTimes && s.cfg.now().Sub(fi.ModTime) > racyWindow(fi.ModTime) {
+			dirMod = fi.ModTime.UnixNano()
+		}
+		changed = changed || len(stale) > 0 || dirMod != idx.dirMod || !slices.Equal(open, idx.open)
+		idx.open, idx.dirMod = open, dirMod
+	}
+	if changed {
+		// A cache: failing to write it costs the next listing time only.
+		if err := s.st.WriteFile(ctx, indexPath(dir), encodeIndex(idx)); err != nil && ctx.Err() == nil {
+			s.cfg.log.Warn("trove/session: could not write the listing index", "dir", dir, "err", err)
+		}
+	}
+	out := make([]Metadata, 0, len(idx.recs))
+	hash := backend.Base(dir)
+	for _, r := range idx.recs {
+		if r.skip {
+			continue
+		}
+		m := r.meta
+		m.Path, m.ProjectHash = backend.Join(dir, r.base), hash
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// indexFiles reads the metadata of files (new or changed since indexed)
+// into idx, several at once; sides are the sidecars' times, when listed.
+func (s *Store) indexFiles(ctx context.Context, idx *dirIndex, files []backend.Info, sides map[string]int64, open []string) error {
+	recs := make([]*idxRec, len(files))
+	errs := make([]error, len(files))
+	parallel(len(files), 8, func(i int) {
+		recs[i], errs[i] = s.indexFile(ctx, files[i], slices.Contains(open, files[i].Base()))
+	})
+	for i, r := range recs {
+		if errs[i] != nil {
+			if errors.Is(errs[i], fs.ErrNotExist) {
+				continue // deleted meanwhile
+			}
+			return errs[i]
+		}
+		if old := idx.recs[r.base]; sides == nil && old != nil {
+			r.side = old.side
+		} else {
+			r.side = sides[r.base]
+		}
+		idx.recs[r.base] = r
+	}
+	return nil
+}
+
+// forget drops the record of the session file name from its directory's
+// index, after its metadata changed without its file changing; the next
+// listing reads it afresh. A directory left without sessions loses its
+// index.
+func (s *Store) forget(ctx context.Context, name string) {
+	dir := backend.Dir(name)
+	idx := s.readIndex(ctx, dir)
+	base := backend.Base(name)
+	if _, ok := idx.recs[base]; !ok {
+		return
+	}
+	delete(idx.recs, base)
+	idx.dirMod = 0
+	var err error
+	if len(idx.recs) == 0 {
+		err = s.st.Unlink(ctx, indexPath(dir))
+	} else {
+		err = s.st.WriteFile(ctx, indexPath(dir), encodeIndex(idx))
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.cfg.log.Warn("trove/session: could not update the listing index", "dir", dir, "err", err)
+	}
+}
+
+// indexFile reads one session's metadata: its sidecar when that is
+// current, else counted from the file (open: a writer at work or killed,
+// whose sidecar is written at its Close; or a session written by another
+// program).
+func (s *Store) indexFile(ctx context.Context, fi backend.Info, open bool) (*idxRec, error) {
+	r := &idxRec{base: fi.Base(), size: fi.Size, mod: fi.ModTime.UnixNano()}
+	info, err := readInfo(ctx, s.st, fi)
+	if errors.Is(err, ErrNoHeader) {
+		r.skip = true
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.metaOf(ctx, info, open)
+	if err != nil {
+		return nil, err
+	}
+	r.meta = m
+	return r, nil
+}
+
+// readIndex reads a directory's index; a missing or damaged one is empty.
+func (s *Store) readIndex(ctx context.Context, dir string) *dirIndex {
+	idx := &dirIndex{recs: map[string]*idxRec{}}
+	data, err := s.st.ReadFile(ctx, indexPath(dir))
+	if err != nil {
+		return idx
+	}
+	if err := decodeIndex(data, backend.Base(dir), idx); err != nil {
+		s.cfg.log.Debug("trove/session: rebuilding a damaged listing index", "dir", dir, "err", err)
+		return &dirIndex{recs: map[string]*idxRec{}}
+	}
+	return idx
+}
+
+// The index is JSON lines: a header object, then one array per file:
+//
+//	{"trove_index":1,"dir_mod":<ns>,"open":["<base>",...]}
+//	["<base>",<size>,<mod ns>,<sidecar ns>,<skip 0|1>,"<id>","<cwd>","<title>","<model>",
+//	 <created ns>,<updated ns>,<messages>,<turns>,<input>,<output>,<total>,
+//	 <cost>,"<exit reason>","<parent id>","<agent name>","<first message>"]
+//
+// Positional arrays keep it small and quick to read.
+const idxFields = 21
+
+func encodeIndex(idx *dirIndex) []byte {
+	var b []byte
+	b = fmt.Appendf(b, `{"trove_index":%d,"dir_mod":%d,"open":[`, indexVersion, idx.dirMod)
+	for i, o := range idx.open {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.AppendString(b, o)
+	}
+	b = append(b, "]}\n"...)
+	bases := make([]string, 0, len(idx.recs))
+	for base := range idx.recs {
+		bases = append(bases, base)
+	}
+	slices.Sort(bases)
+	for _, base := range bases {
+		r := idx.recs[base]
+		m := r.meta
+		b = append(b, '[')
+		b = jsonw.AppendString(b, r.base)
+		b = fmt.Appendf(b, ",%d,%d,%d,%d,", r.size, r.mod, r.side, b2i(r.skip))
+		for _, s := range []string{m.ID, m.Cwd, m.Title, m.Model} {
+			b = jsonw.AppendString(b, s)
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%d,%d,%d,%d,%d,%d,%d,", unixNano(m.CreatedAt), unixNano(m.UpdatedAt), m.MessageCount, m.TurnCount, m.InputTokens, m.OutputTokens, m.TotalTokens)
+		b = strconv.AppendFloat(b, finite(m.CostUSD), 'g', -1, 64)
+		for _, s := range []string{m.ExitReason, m.ParentID, m.AgentName, m.FirstMessage} {
+			b = append(b, ',')
+			b = jsonw.AppendString(b, s)
+		}
+		b = append(b, "]\n"...)
+	}
+	return b
+}
+
+func decodeIndex(data []byte, hash string, idx *dirIndex) error {
+	line, rest, _ := bytes.Cut(data, []byte("\n"))
+	ms, ok := splitObject(line)
+	if !ok {
+		return fmt.Errorf("%w: index header", ErrCorrupt)
+	}
+	if v, err := strconv.Atoi(string(ms.get("trove_index"))); err != nil || v != indexVersion {
+		return fmt.Errorf("%w: index version %q", ErrCorrupt, ms.get("trove_index"))
+	}
+	idx.dirMod, _ = strconv.ParseInt(string(ms.get("dir_mod")), 10, 64)
+	open, _ := splitArray(ms.get("open"))
+	for _, o := range open {
+		if s, ok := jsonString(o); ok {
+			idx.open = append(idx.open, s)
+		}
+	}
+	var cwd string // shared by the records of a directory, mostly
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if len(line) == 0 {
+			continue
+		}
+		d := idxDecoder{b: line}
+		d.expect('[')
+		r := &idxRec{base: d.str(), size: d.int(), mod: d.int(), side: d.int(), skip: d.int() != 0}
+		m := &r.meta
+		m.ID = d.str()
+		if c := d.raw(); cwd == "" || string(c) != cwd {
+			cwd = d.unquote(c)
+		}
+		m.Cwd, m.Title, m.Model = cwd, d.str(), d.str()
+		m.CreatedAt, m.UpdatedAt = d.time(), d.time()
+		m.MessageCount, m.TurnCount = int(d.int()), int(d.int())
+		m.InputTokens, m.OutputTokens, m.TotalTokens = d.int(), d.int(), d.int()
+		m.CostUSD = d.float()
+		m.ExitReason, m.ParentID, m.AgentName, m.FirstMessage = d.str(), d.str(), d.str(), d.str()
+		if d.err != nil || d.i != len(line) || backend.ValidPath(r.base) != nil {
+			return fmt.Errorf("%w: index record %.40q", ErrCorrupt, line)
+		}
+		idx.recs[r.base] = r
+	}
+	return nil
+}
+
+// idxDecoder reads the fields of one record in order, keeping the first
+// error; the separator after each field is consumed with it.
+type idxDecoder struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (d *idxDecoder) fail() {
+	if d.err == nil {
+		d.err = ErrCorrupt
+	}
+	d.i = len(d.b)
+}
+
+func (d *idxDecoder) expect(c byte) {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return
+	}
+	d.fail()
+}
+
+// sep consumes the ',' or ']' that ends a field.
+func (d *idxDecoder) sep() {
+	if d.i < len(d.b) && (d.b[d.i] == ',' || d.b[d.i] == ']') {
+		d.i++
+		return
+	}
+	d.fail()
+}
+
+// raw returns the inside of the next string field, still escaped.
+func (d *idxDecoder) raw() []byte {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		d.fail()
+		return nil
+	}
+	start := d.i + 1
+	for j := start; j < len(d.b); j++ {
+		switch d.b[j] {
+		case '\\':
+			j++
+		case '"':
+			d.i = j + 1
+			d.sep()
+			return d.b[start:j]
+		}
+	}
+	d.fail()
+	return nil
+}
+
+func (d *idxDecoder) unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw)
+	}
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	s, ok := jsonString(q)
+	if !ok {
+		d.fail()
+	}
+	return s
+}
+
+func (d *idxDecoder) str() string { return d.unquote(d.raw()) }
+
+func (d *idxDecoder) number() []byte {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] != ',' && d.b[d.i] != ']' {
+		d.i++
+	}
+	n := d.b[start:d.i]
+	d.sep()
+	return n
+}
+
+func (d *idxDecoder) int() int64 {
+	v, err := strconv.ParseInt(string(d.number()), 10, 64)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return v
+}
+
+func (d *idxDecoder) float() float64 {
+	v, err := strconv.ParseFloat(string(d.number()), 64)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return v
+}
+
+func (d *idxDecoder) time() time.Time {
+	if n := d.int(); n != 0 {
+		return time.Unix(0, n).UTC()
+	}
+	return time.Time{}
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Query selects sessions for Store.Query.
+type Query struct {
+	Cwd     string    // one working directory; "" for every one
+	Since   time.Time // updated at or after this time
+	Match   string    // case-insensitive text in the title or first message
+	Limit   int       // at most this many, newest first; 0 for all
+	Refresh bool      // check every file against the index (files changed in place by other programs)
+}
+
+// Query yields the sessions q selects, most recently updated first (ties
+// by id), from the listing index.
+func (s *Store) Query(ctx context.Context, q Query) iter.Seq2[Metadata, error] {
+	return func(yield func(Metadata, error) bool) {
+		all, err := s.collect(ctx, q.Cwd, q.Refresh)
+		if err != nil {
+			yield(Metadata{}, err)
+			return
+		}
+		match := strings.ToLower(q.Match)
+		out := all[:0]
+		for _, m := range all {
+			if q.Cwd != "" && m.Cwd != q.Cwd {
+				continue // another cwd that encodes the same
+			}
+			if !q.Since.IsZero() && m.UpdatedAt.Before(q.Since) {
+				continue
+			}
+			if match != "" && !strings.Contains(strings.ToLower(m.Title), match) && !strings.Contains(strings.ToLower(m.FirstMessage), match) {
+				continue
+			}
+			out = append(out, m)
+		}
+		slices.SortFunc(out, func(a, b Metadata) int {
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.ID, a.ID)
+		})
+		if q.Limit > 0 && len(out) > q.Limit {
+			out = out[:q.Limit]
+		}
+		for _, m := range out {
+			if !yield(m, nil) {
+				return
+			}
+		}
+	}
+}
+
+// collect reads the index of cwd's directory, or of every directory.
+func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]Metadata, error) {
+	if cwd != "" {
+		dir := CwdDir(cwd)
+		fi, err := s.st.Stat(ctx, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.listDir(ctx, dir, fi, refresh)
+	}
+	var dirs []backend.Info
+	for fi, err := range s.st.List(ctx, SessionsDir) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.IsDir && strings.HasPrefix(fi.Base(), "--") {
+			dirs = append(dirs, fi)
+		}
+	}
+	parts := make([][]Metadata, len(dirs))
+	errs := make([]error, len(dirs))
+	parallel(len(dirs), 4, func(i int) {
+		parts[i], errs[i] = s.listDir(ctx, dirs[i].Name, dirs[i], refresh)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
+}
+
+// parallel runs f(0..n-1), at most limit at once.
+func parallel(n, limit int, f func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// markOpen creates the open marker of the session file name: listings look
+// at its file until Close removes the marker.
+func (s *Store) markOpen(ctx context.Context, name string) error {
+	host, _ := os.Hostname()
+	body := fmt.Appendf(nil, `{"pid":%d,"host":%s,"since":%q}`+"\n", os.Getpid(), jsonw.AppendString(nil, host), s.cfg.now().UTC().Format(time.RFC3339Nano))
+	return s.st.WriteFile(ctx, SidecarDir(name)+OpenSuffix, body)
+}
+
+// unmarkOpen removes the marker once the session's metadata is written.
+func (s *Store) unmarkOpen(ctx context.Context, name string) error {
+	err := s.st.Unlink(ctx, SidecarDir(name)+OpenSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
