@@ -202,14 +202,14 @@ func (p *preparer) object(v []byte, depth int) ([]byte, bool) {
 	changed := false
 	var edits []edit
 	for _, m := range ms {
-		if isTransient(m.key) {
-			edits = append(edits, edit{m.key, nil})
+		if isTransient(m.name()) {
+			edits = append(edits, edit{m.name(), nil})
 			changed = true
 			continue
 		}
-		nv, ch := p.value(m.val, m.key, toolResult && m.key == "content", depth+1)
+		nv, ch := p.value(m.val, m.name(), toolResult && m.name() == "content", depth+1)
 		if ch {
-			edits = append(edits, edit{m.key, nv})
+			edits = append(edits, edit{m.name(), nv})
 			changed = true
 		}
 	}
@@ -337,8 +337,8 @@ func (r *resolver) value(v []byte, key string, depth int) ([]byte, bool) {
 		}
 		var edits []edit
 		for _, m := range ms {
-			if nv, ch := r.value(m.val, m.key, depth+1); ch {
-				edits = append(edits, edit{m.key, nv})
+			if nv, ch := r.value(m.val, m.name(), depth+1); ch {
+				edits = append(edits, edit{m.name(), nv})
 			}
 		}
 		if len(edits) == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -26,6 +27,9 @@ type Handle struct {
 	closed bool
 	q      chan op
 	done   chan struct{}
+
+	synced  time.Time // the writer's last sync (the writer's own)
+	pending int       // bytes appended and not yet written (the writer's own)
 
 	mu       sync.Mutex // guards what follows
 	meta     Metadata
@@ -109,6 +113,28 @@ func (h *Handle) UpdateMetadata(update func(*Metadata)) {
 	update(&h.meta)
 	h.meta.ID, h.meta.Path = id, path
 	h.dirty, h.edited = true, true
+}
+
+// writeEvery is how many appended bytes the writer holds before it writes
+// them without a Flush.
+const writeEvery = 256 << 10
+
+// commit writes what the session holds, syncing with sync (the writer's).
+func (h *Handle) commit(ctx context.Context, force, sync bool) {
+	if err := h.sess.commit(ctx, force, sync); err != nil {
+		h.latch(err)
+	}
+	h.pending = 0
+	if sync {
+		h.synced = time.Now()
+	}
+}
+
+func (h *Handle) syncEvery() time.Duration {
+	if h.store == nil {
+		return 0
+	}
+	return h.store.cfg.syncEvery
 }
 
 // Err returns the latched write error, or nil.
@@ -204,11 +230,27 @@ func (h *Handle) Close(ctx context.Context) error {
 	return h.closeErr
 }
 
-// run is the background writer.
+// run is the background writer. Appends it holds unwritten (see process)
+// are written and synced when the sync interval runs out with no more work.
 func (h *Handle) run() {
 	defer close(h.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
-		batch := []op{<-h.q}
+		var first op
+		if h.pending > 0 {
+			timer.Reset(max(h.syncEvery()-time.Since(h.synced), 0))
+			select {
+			case first = <-h.q:
+				timer.Stop()
+			case <-timer.C:
+				h.commit(h.ctx, false, true)
+				continue
+			}
+		} else {
+			first = <-h.q
+		}
+		batch := []op{first}
 	drain:
 		for len(batch) < cap(h.q) {
 			select {
@@ -229,7 +271,8 @@ func (h *Handle) run() {
 func (h *Handle) process(batch []op) (closed bool) {
 	ctx := h.ctx
 	var trans bytes.Buffer
-	appended := false
+	appended, added := false, 0
+	h.sess.setBatch(true)
 	for _, o := range batch {
 		switch o.kind {
 		case opMessage, opEntry:
@@ -249,6 +292,7 @@ func (h *Handle) process(batch []op) (closed bool) {
 			} else {
 				h.meta.count(e)
 				h.dirty, appended = true, true
+				added += len(e.view) + 1
 			}
 			h.mu.Unlock()
 		case opTranscript:
@@ -260,6 +304,7 @@ func (h *Handle) process(batch []op) (closed bool) {
 			}
 		}
 	}
+	h.sess.setBatch(false)
 	if trans.Len() > 0 && h.Err() == nil {
 		h.writeTranscript(ctx, trans.Bytes())
 	}
@@ -274,12 +319,13 @@ func (h *Handle) process(batch []op) (closed bool) {
 	case flushed:
 		// A Flush or Close promises durability for everything before
 		// it, a prompt awaiting its first reply included.
-		if err := h.sess.Flush(ctx); err != nil {
-			h.latch(err)
-		}
+		h.commit(ctx, true, true)
 	case appended:
-		if err := h.sess.sync(); err != nil {
-			h.latch(err)
+		// Held until a Flush, writeEvery bytes, or the sync interval
+		// (then written and synced): appends cost what the disk costs.
+		h.pending += added
+		if sync := time.Since(h.synced) >= h.syncEvery(); sync || h.pending >= writeEvery {
+			h.commit(ctx, false, sync)
 		}
 	}
 	h.mu.Lock()

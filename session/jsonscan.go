@@ -8,12 +8,24 @@ import (
 	"unicode/utf8"
 )
 
-// member is one top-level member of a JSON object: its key, the key as
-// written (quotes included) and the raw value. Spans point into the input.
+// member is one top-level member of a JSON object: the key as written
+// (quotes included) and the raw value. Spans point into the input; the key
+// is decoded only when asked (name), so splitting allocates no string.
 type member struct {
-	key    string
 	keyRaw []byte
 	val    []byte
+}
+
+// name is the decoded key.
+func (m member) name() string { return unquoteKey(m.keyRaw) }
+
+// is reports whether the key is key, without allocating.
+func (m member) is(key string) bool {
+	r := m.keyRaw
+	if len(r) == len(key)+2 && string(r[1:len(r)-1]) == key {
+		return true
+	}
+	return bytes.IndexByte(r, '\\') >= 0 && unquoteKey(r) == key
 }
 
 // members is an object split into its members, in file order.
@@ -23,7 +35,7 @@ type members []member
 // wins, as in JSON.parse.
 func (ms members) get(key string) []byte {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].key == key {
+		if ms[i].is(key) {
 			return ms[i].val
 		}
 	}
@@ -62,7 +74,7 @@ func splitObject(b []byte) (ms members, ok bool) {
 		if ve <= vs {
 			return nil, false
 		}
-		ms = append(ms, member{key: unquoteKey(keyRaw), keyRaw: keyRaw, val: b[vs:ve]})
+		ms = append(ms, member{keyRaw: keyRaw, val: b[vs:ve]})
 		i = skipWS(b, ve)
 		if i >= len(b) {
 			return nil, false
@@ -322,14 +334,15 @@ func editObject(ms members, edits ...edit) []byte {
 	done := make([]bool, len(edits))
 	seen := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		if seen[m.key] {
+		key := m.name()
+		if seen[key] {
 			continue
 		}
-		seen[m.key] = true
-		val := ms.get(m.key)
+		seen[key] = true
+		val := ms.get(key)
 		removed := false
 		for i, e := range edits {
-			if e.key == m.key {
+			if e.key == key {
 				done[i] = true
 				val, removed = e.val, e.val == nil
 			}
@@ -387,4 +400,204 @@ func toValidUTF8(b []byte) []byte {
 		b = b[size:]
 	}
 	return out
+}
+
+// scanJSON reports whether b is one valid JSON value (as json.Valid), and
+// whether it is compact (no whitespace outside strings), in one pass that
+// skips through strings a run at a time: a message is checked once on its
+// way in.
+func scanJSON(b []byte) (valid, compact bool) {
+	v := validator{b: b, compact: true}
+	v.ws()
+	if !v.value(0) {
+		return false, false
+	}
+	v.ws()
+	return v.i == len(b), v.compact
+}
+
+// maxDepth bounds nesting, as encoding/json does, so hostile input cannot
+// exhaust the stack.
+const maxScanDepth = 10000
+
+type validator struct {
+	b       []byte
+	i       int
+	compact bool
+}
+
+func (v *validator) ws() {
+	for v.i < len(v.b) {
+		switch v.b[v.i] {
+		case ' ', '\t', '\n', '\r':
+			v.compact = false
+			v.i++
+		default:
+			return
+		}
+	}
+}
+
+func (v *validator) value(depth int) bool {
+	if v.i >= len(v.b) || depth > maxScanDepth {
+		return false
+	}
+	switch c := v.b[v.i]; {
+	case c == '"':
+		return v.str()
+	case c == '{':
+		v.i++
+		v.ws()
+		if v.i < len(v.b) && v.b[v.i] == '}' {
+			v.i++
+			return true
+		}
+		for {
+			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
+				return false
+			}
+			v.ws()
+			if v.i >= len(v.b) || v.b[v.i] != ':' {
+				return false
+			}
+			v.i++
+			v.ws()
+			if !v.value(depth + 1) {
+				return false
+			}
+			v.ws()
+			if v.i >= len(v.b) {
+				return false
+			}
+			if v.b[v.i] == '}' {
+				v.i++
+				return true
+			}
+			if v.b[v.i] != ',' {
+				return false
+			}
+			v.i++
+			v.ws()
+		}
+	case c == '[':
+		v.i++
+		v.ws()
+		if v.i < len(v.b) && v.b[v.i] == ']' {
+			v.i++
+			return true
+		}
+		for {
+			if !v.value(depth + 1) {
+				return false
+			}
+			v.ws()
+			if v.i >= len(v.b) {
+				return false
+			}
+			if v.b[v.i] == ']' {
+				v.i++
+				return true
+			}
+			if v.b[v.i] != ',' {
+				return false
+			}
+			v.i++
+			v.ws()
+		}
+	case c == 't':
+		return v.lit("true")
+	case c == 'f':
+		return v.lit("false")
+	case c == 'n':
+		return v.lit("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return v.num()
+	}
+	return false
+}
+
+func (v *validator) lit(s string) bool {
+	if len(v.b)-v.i >= len(s) && string(v.b[v.i:v.i+len(s)]) == s {
+		v.i += len(s)
+		return true
+	}
+	return false
+}
+
+// str checks the string at v.b[v.i] == '"': no control characters, only
+// JSON's escapes.
+func (v *validator) str() bool {
+	i := v.i + 1
+	for i < len(v.b) {
+		c := v.b[i]
+		switch {
+		case c == '"':
+			v.i = i + 1
+			return true
+		case c == '\\':
+			if i+1 >= len(v.b) {
+				return false
+			}
+			switch v.b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(v.b) {
+					return false
+				}
+				for _, h := range v.b[i+2 : i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				i += 6
+			default:
+				return false
+			}
+		case c < 0x20:
+			return false
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+func (v *validator) digits() int {
+	n := 0
+	for v.i < len(v.b) && v.b[v.i] >= '0' && v.b[v.i] <= '9' {
+		v.i++
+		n++
+	}
+	return n
+}
+
+func (v *validator) num() bool {
+	if v.b[v.i] == '-' {
+		v.i++
+	}
+	if v.i >= len(v.b) {
+		return false
+	}
+	if v.b[v.i] == '0' {
+		v.i++
+	} else if v.digits() == 0 {
+		return false
+	}
+	if v.i < len(v.b) && v.b[v.i] == '.' {
+		v.i++
+		if v.digits() == 0 {
+			return false
+		}
+	}
+	if v.i < len(v.b) && (v.b[v.i] == 'e' || v.b[v.i] == 'E') {
+		v.i++
+		if v.i < len(v.b) && (v.b[v.i] == '+' || v.b[v.i] == '-') {
+			v.i++
+		}
+		if v.digits() == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/trovekit/trove/internal/jsonw"
 )
 
 // CurrentVersion is the session format version trove writes (spec 003).
@@ -95,6 +97,7 @@ type Entry struct {
 	// entry as stored, refs in place; nil until a new entry is persisted.
 	view []byte
 	raw  []byte
+	msg  []byte // the message within view, for entries built here (else nil)
 }
 
 // Type is the entry's "type" ("" when the line has none).
@@ -123,6 +126,9 @@ func (e *Entry) JSON() json.RawMessage { return e.view }
 
 // Field returns the raw JSON of a top-level field, or nil when absent.
 func (e *Entry) Field(name string) json.RawMessage {
+	if name == "message" && e.msg != nil {
+		return e.msg
+	}
 	ms, _ := splitObject(e.view)
 	return json.RawMessage(ms.get(name))
 }
@@ -281,27 +287,8 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 		return nil, fmt.Errorf("entry type %q: %w", typ, ErrInvalid)
 	}
 	if m, ok := d.(*Message); ok {
-		if !json.Valid(m.Message) {
-			return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
-		}
-		ms, ok := splitObject(m.Message)
-		if !ok {
-			return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
-		}
-		role, ok := ms.str("role")
-		if !ok {
-			return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
-		}
-		if role == "assistant" {
-			// Exact in what we write: what spec 003 readers need, filled.
-			fixed, err := normalizeAssistant(ms)
-			if err != nil {
-				return nil, err
-			}
-			if fixed != nil {
-				d = &Message{Message: fixed}
-			}
-		}
+		b, _, _, err := encodeMessage(m.Message, id, parentID, ts)
+		return b, err
 	}
 	var body []byte
 	if u, ok := d.(*Unknown); ok {
@@ -332,11 +319,62 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 	}
 	o.add("timestamp", quote(ts))
 	for _, m := range ms {
-		if !baseKeys[m.key] {
+		if !baseKeys[m.name()] {
 			o.rawKey(m.keyRaw, m.val)
 		}
 	}
 	return o.bytes(), nil
+}
+
+// encodeMessage writes a message entry line in one pass over the message:
+// checked, compacted only when it is not already, an assistant's completed
+// (the writing contract), and framed as marshal would frame it. It returns
+// the line, the role and the message as it is in the line.
+func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role string, inLine []byte, err error) {
+	valid, compact := scanJSON(msg)
+	if !valid {
+		return nil, "", nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
+	}
+	if !compact {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, msg); err != nil {
+			return nil, "", nil, fmt.Errorf("message: %w: %w", ErrInvalid, err)
+		}
+		msg = buf.Bytes()
+	}
+	ms, ok := splitObject(msg)
+	if !ok {
+		return nil, "", nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
+	}
+	role, ok = ms.str("role")
+	if !ok {
+		return nil, "", nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+	}
+	if role == "assistant" {
+		fixed, err := normalizeAssistant(ms)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if fixed != nil {
+			msg = fixed
+		}
+	}
+	b := make([]byte, 0, len(msg)+len(id)+len(parentID)+len(ts)+64)
+	b = append(b, `{"type":"message","id":`...)
+	b = jsonw.AppendString(b, id)
+	b = append(b, `,"parentId":`...)
+	if parentID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = jsonw.AppendString(b, parentID)
+	}
+	b = append(b, `,"timestamp":`...)
+	b = jsonw.AppendString(b, ts)
+	b = append(b, `,"message":`...)
+	start := len(b)
+	b = append(b, msg...)
+	b = append(b, '}')
+	return b, role, b[start : len(b)-1], nil
 }
 
 // newEntry indexes a JSON line (or a new entry) into an Entry. line is 0 for

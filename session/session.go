@@ -104,6 +104,7 @@ type Session struct {
 	noHeader   bool           // loaded from a file without a header: never written
 	fileExists bool           // the file holds at least the header
 	persisted  int            // entries[:persisted] are in the file
+	batch      bool           // appends wait for commit (see setBatch)
 	torn       bool           // the file does not end with a newline
 	unresolved bool           // LazyBlobs: views hold refs until first read
 	w          backend.Writer // append writer, opened on demand
@@ -538,16 +539,57 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 		return nil, err
 	}
 	id := s.newID(nil)
-	b, err := encodeEntry(d, id, parent, isoTime(s.cfg.now()))
-	if err != nil {
-		return nil, err
+	ts := isoTime(s.cfg.now())
+	var e *Entry
+	if m, ok := d.(*Message); ok {
+		// Built as it is framed: the line is not split again.
+		b, role, msg, err := encodeMessage(m.Message, id, parent, ts)
+		if err != nil {
+			return nil, err
+		}
+		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: role, object: true, view: b, msg: msg}
+	} else {
+		b, err := encodeEntry(d, id, parent, ts)
+		if err != nil {
+			return nil, err
+		}
+		e = newEntry(b, 0)
 	}
-	e := newEntry(b, 0)
 	s.entries = append(s.entries, e)
 	s.byID[id] = e
 	s.leaf = e
 	s.noteEntry(e)
+	if s.batch {
+		return e, s.err // written by commit, with the rest of the batch
+	}
 	return e, s.persistLocked(ctx, false)
+}
+
+// setBatch holds appends in memory until commit: the background writer
+// writes a batch with one write and one sync.
+func (s *Session) setBatch(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batch = on
+}
+
+// commit writes what appends held and, with sync, makes the file durable;
+// force also writes what spec 003's deferral holds back (Flush).
+func (s *Session) commit(ctx context.Context, force, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if s.writable() == nil {
+		if err := s.persistLocked(ctx, force); err != nil {
+			return err
+		}
+	}
+	if !sync {
+		return nil
+	}
+	return s.syncLocked()
 }
 
 // checkRefsLocked refuses an entry whose reference names no entry of the
@@ -640,6 +682,11 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		// last write tore: end the line so the new entry is whole.
 		buf.WriteByte('\n')
 	}
+	size := 0
+	for _, e := range s.entries[s.persisted:] {
+		size += len(e.view) + 1
+	}
+	buf.Grow(size + len(s.headerRaw) + 2)
 	for _, e := range s.entries[s.persisted:] {
 		raw, err := s.rawLocked(ctx, e)
 		if err != nil {
@@ -727,31 +774,10 @@ func (s *Session) Persisted() bool {
 // what spec 003's deferral held back: after Flush a session holding only a
 // user prompt is on the store, listed and resumable.
 func (s *Session) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
 	if err := ctx.Err(); err != nil {
 		return backend.PathErr("flush", s.name, err)
 	}
-	if s.writable() == nil {
-		if err := s.persistLocked(ctx, true); err != nil {
-			return err
-		}
-	}
-	return s.syncLocked()
-}
-
-// sync makes what is written durable without writing deferred entries:
-// the background writer's group commit.
-func (s *Session) sync() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	return s.syncLocked()
+	return s.commit(ctx, true, true)
 }
 
 func (s *Session) syncLocked() error {

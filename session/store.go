@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,21 +66,7 @@ func (m *Metadata) count(e *Entry) {
 	}
 	m.MessageCount++
 	msg := e.Field("message")
-	var v struct {
-		Model string `json:"model"`
-		Usage *struct {
-			Input      int64 `json:"input"`
-			Output     int64 `json:"output"`
-			CacheRead  int64 `json:"cacheRead"`
-			CacheWrite int64 `json:"cacheWrite"`
-			Total      int64 `json:"totalTokens"`
-			TotalSnake int64 `json:"total_tokens"`
-			Cost       *struct {
-				Total float64 `json:"total"`
-			} `json:"cost"`
-		} `json:"usage"`
-	}
-	_ = json.Unmarshal(msg, &v) // usage is optional; a message without it counts as one
+	ms, _ := splitObject(msg)
 	switch e.Role() {
 	case "user":
 		m.TurnCount++
@@ -87,18 +74,26 @@ func (m *Metadata) count(e *Entry) {
 			m.FirstMessage = firstLine(messageText(msg))
 		}
 	case "assistant":
-		if v.Model != "" {
-			m.Model = v.Model
+		if model, ok := ms.str("model"); ok && model != "" {
+			m.Model = model
 		}
 	}
-	if u := v.Usage; u != nil {
-		m.InputTokens += u.Input
-		m.OutputTokens += u.Output
-		total := cmp.Or(u.Total, u.TotalSnake, u.Input+u.Output+u.CacheRead+u.CacheWrite)
-		m.TotalTokens += total
-		if u.Cost != nil {
-			m.CostUSD += u.Cost.Total
-		}
+	// Usage is optional: a message without it counts as one.
+	um, ok := splitObject(ms.get("usage"))
+	if !ok {
+		return
+	}
+	num := func(ms members, k string) float64 {
+		f, _ := strconv.ParseFloat(string(ms.get(k)), 64)
+		return f
+	}
+	in, out := int64(num(um, "input")), int64(num(um, "output"))
+	m.InputTokens += in
+	m.OutputTokens += out
+	total := cmp.Or(int64(num(um, "totalTokens")), int64(num(um, "total_tokens")), in+out+int64(num(um, "cacheRead"))+int64(num(um, "cacheWrite")))
+	m.TotalTokens += total
+	if cm, ok := splitObject(um.get("cost")); ok {
+		m.CostUSD += num(cm, "total")
 	}
 }
 
@@ -190,12 +185,13 @@ type ForkOptions struct {
 type StoreOption func(*storeConfig)
 
 type storeConfig struct {
-	session []Option
-	log     *slog.Logger
-	now     func() time.Time
-	queue   int
-	wait    bool
-	inline  bool
+	session   []Option
+	log       *slog.Logger
+	now       func() time.Time
+	queue     int
+	syncEvery time.Duration
+	wait      bool
+	inline    bool
 }
 
 // WithSessionOptions passes options (WithBlobStore, WithLogger, ...) to
@@ -215,6 +211,14 @@ func WithStoreLogger(l *slog.Logger) StoreOption { return func(c *storeConfig) {
 
 // WithStoreClock sets the clock for metadata times.
 func WithStoreClock(now func() time.Time) StoreOption { return func(c *storeConfig) { c.now = now } }
+
+// WithSyncInterval bounds how long an append may wait for its sync when
+// no Flush asks for one (default 1 s): appends are written to the file as
+// the writer takes them, so a crash of this process loses none, and a
+// power loss none older than the interval. 0 syncs every batch.
+func WithSyncInterval(d time.Duration) StoreOption {
+	return func(c *storeConfig) { c.syncEvery = max(d, 0) }
+}
 
 // WithQueue sets how many appends the background writer holds before an
 // append waits (default 256, as spec 000 suggests).
@@ -239,7 +243,7 @@ func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*S
 	if st == nil {
 		return nil, fmt.Errorf("open session store: nil storage: %w", ErrInvalid)
 	}
-	cfg := storeConfig{log: slog.Default(), now: time.Now, queue: 256}
+	cfg := storeConfig{log: slog.Default(), now: time.Now, queue: 256, syncEvery: time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
