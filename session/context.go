@@ -109,6 +109,26 @@ func emptyContext() *Context {
 // back to an entry already on the path (a cycle, where the reference loops
 // forever).
 func path(byID map[string]*Entry, leaf *Entry) []*Entry {
+	// Without a cycle the walk ends within len(byID)+1 steps; only a walk
+	// that does not pays for remembering what it saw.
+	var rev []*Entry
+	for e := leaf; e != nil; {
+		if len(rev) > len(byID) {
+			return pathSeen(byID, leaf)
+		}
+		rev = append(rev, e)
+		if e.parentID == "" {
+			break
+		}
+		e = byID[e.parentID]
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+func pathSeen(byID map[string]*Entry, leaf *Entry) []*Entry {
 	var rev []*Entry
 	seen := make(map[*Entry]bool)
 	for e := leaf; e != nil && !seen[e]; {
@@ -138,6 +158,9 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 	// Settings come from the whole path; only the last compaction counts.
 	compaction := -1
 	seenRule := map[string]bool{}
+	// The default model a later assistant message sets: computed once, for
+	// the last one (the value set before it is overwritten anyway).
+	var lastAssistant *Entry
 	for i, e := range c.Path {
 		switch e.typ {
 		case TypeThinkingLevelChange:
@@ -153,13 +176,16 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 					role = jsText(r)
 				}
 				c.Models.set(role, model)
+				if role == "default" {
+					lastAssistant = nil
+				}
 			}
 		case TypeMessage:
 			// Every assistant message sets the default model, even after
 			// an explicit model_change (reference behaviour).
 			if e.role == "assistant" {
-				msg, _ := splitObject(e.Field("message"))
-				c.Models.set("default", quote(jsText(msg.get("provider"))+"/"+jsText(msg.get("model"))))
+				c.Models.set("default", nil)
+				lastAssistant = e
 			}
 		case TypeCompaction:
 			compaction = i
@@ -186,6 +212,11 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 				c.ModeData = json.RawMessage(d)
 			}
 		}
+	}
+
+	if lastAssistant != nil {
+		msg, _ := splitObject(lastAssistant.Field("message"))
+		c.Models.set("default", quote(jsText(msg.get("provider"))+"/"+jsText(msg.get("model"))))
 	}
 
 	if compaction < 0 {

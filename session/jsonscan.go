@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf16"
@@ -424,6 +425,35 @@ type validator struct {
 	b       []byte
 	i       int
 	compact bool
+
+	// With record set, the members of a top-level object are kept, and
+	// the role of its "message" member when that is an object: what an
+	// entry needs, found in the pass that checks the line.
+	record    bool
+	top       members
+	inMessage bool
+	role      []byte
+}
+
+// scanLine checks a line as scanJSON does and returns, for an object, its
+// members (appended to buf) and its message's raw role (nil when none).
+func scanLine(b []byte, buf members) (valid bool, top members, role []byte) {
+	v := validator{b: b, compact: true, record: true, top: buf}
+	v.ws()
+	if !v.value(0) {
+		return false, nil, nil
+	}
+	v.ws()
+	if v.i != len(b) {
+		return false, nil, nil
+	}
+	if len(b) == 0 || b[skipWS(b, 0)] != '{' {
+		return true, nil, nil // not an object: no members
+	}
+	if v.top == nil {
+		v.top = members{}
+	}
+	return true, v.top, v.role
 }
 
 func (v *validator) ws() {
@@ -452,18 +482,37 @@ func (v *validator) value(depth int) bool {
 			v.i++
 			return true
 		}
+		if v.record && depth == 0 && v.top == nil {
+			v.top = make(members, 0, 8)
+		}
 		for {
+			ks := v.i
 			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
 				return false
 			}
+			key := v.b[ks:v.i]
 			v.ws()
 			if v.i >= len(v.b) || v.b[v.i] != ':' {
 				return false
 			}
 			v.i++
 			v.ws()
+			vs := v.i
+			msg := v.record && depth == 0 && vs < len(v.b) && v.b[vs] == '{' && (member{keyRaw: key}).is("message")
+			if msg {
+				v.inMessage, v.role = true, nil
+			}
 			if !v.value(depth + 1) {
 				return false
+			}
+			if msg {
+				v.inMessage = false
+			}
+			switch {
+			case v.record && depth == 0:
+				v.top = append(v.top, member{keyRaw: key, val: v.b[vs:v.i]})
+			case v.inMessage && depth == 1 && (member{keyRaw: key}).is("role"):
+				v.role = v.b[vs:v.i]
 			}
 			v.ws()
 			if v.i >= len(v.b) {
@@ -529,6 +578,14 @@ func (v *validator) lit(s string) bool {
 func (v *validator) str() bool {
 	i := v.i + 1
 	for i < len(v.b) {
+		// Eight bytes at a time while none ends the string, escapes or is
+		// a control character: most of a message is such runs.
+		for i+8 <= len(v.b) && !special8(binary.LittleEndian.Uint64(v.b[i:])) {
+			i += 8
+		}
+		if i >= len(v.b) {
+			break
+		}
 		c := v.b[i]
 		switch {
 		case c == '"':
@@ -561,6 +618,18 @@ func (v *validator) str() bool {
 		}
 	}
 	return false
+}
+
+// special8 reports whether any of the eight bytes in x is '"', '\\' or
+// below 0x20 (bytes of multibyte UTF-8 are never flagged).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - ones*0x20) & ^x & highs
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	zq := (quote - ones) & ^quote & highs
+	zs := (slash - ones) & ^slash & highs
+	return less|zq|zs != 0
 }
 
 func (v *validator) digits() int {

@@ -38,7 +38,7 @@ func migrateV1(p *parsed, newID func(map[string]bool) string) {
 			continue // a non-object value cannot carry an id
 		}
 		if e.typ == TypeSession {
-			e.view = editObject(ms, edit{"version", []byte("2")})
+			e.setView(editObject(ms, edit{"version", []byte("2")}))
 			continue
 		}
 		id := newID(taken)
@@ -63,7 +63,7 @@ func migrateV1(p *parsed, newID func(map[string]bool) string) {
 				edits = append(edits, edit{"firstKeptEntryIndex", nil})
 			}
 		}
-		e.view = editObject(ms, edits...)
+		e.setView(editObject(ms, edits...))
 		e.id, e.parentID = id, prev
 		prev = id
 	}
@@ -78,10 +78,10 @@ func migrateV2(p *parsed) {
 		}
 		switch {
 		case e.typ == TypeSession:
-			e.view = editObject(ms, edit{"version", []byte("3")})
+			e.setView(editObject(ms, edit{"version", []byte("3")}))
 		case e.typ == TypeMessage && e.role == "hookMessage":
 			msg, _ := splitObject(ms.get("message"))
-			e.view = editObject(ms, edit{"message", editObject(msg, edit{"role", quote("custom")})})
+			e.setView(editObject(ms, edit{"message", editObject(msg, edit{"role", quote("custom")})}))
 			e.role = "custom"
 		}
 	}

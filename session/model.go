@@ -97,7 +97,7 @@ type Entry struct {
 	// entry as stored, refs in place; nil until a new entry is persisted.
 	view []byte
 	raw  []byte
-	msg  []byte // the message within view, for entries built here (else nil)
+	msg  []byte // the message object within view, when known (else nil)
 }
 
 // Type is the entry's "type" ("" when the line has none).
@@ -387,6 +387,52 @@ func newEntry(b []byte, line int) *Entry {
 	}
 	e.fill(ms)
 	return e
+}
+
+// setView replaces what callers see (a migration, resolved blobs).
+func (e *Entry) setView(v []byte) {
+	e.view, e.msg = v, nil
+}
+
+// commonString decodes raw, without allocating for the common values.
+func commonString(raw []byte) (string, bool) {
+	switch string(raw) {
+	case `"message"`:
+		return TypeMessage, true
+	case `"user"`:
+		return "user", true
+	case `"assistant"`:
+		return "assistant", true
+	case `"toolResult"`:
+		return "toolResult", true
+	case `"model_change"`:
+		return TypeModelChange, true
+	case `"thinking_level_change"`:
+		return TypeThinkingLevelChange, true
+	case `"compaction"`:
+		return TypeCompaction, true
+	case `"label"`:
+		return TypeLabel, true
+	case `"custom"`:
+		return TypeCustom, true
+	}
+	return jsonString(raw)
+}
+
+// fillScanned is fill from what scanLine found in the same pass.
+func (e *Entry) fillScanned(ms members, role []byte) {
+	e.object = true
+	e.typ, _ = commonString(ms.get("type"))
+	e.id, _ = ms.str("id")
+	e.parentID, _ = ms.str("parentId")
+	e.timestamp, _ = ms.str("timestamp")
+	e.role = ""
+	if e.typ == TypeMessage {
+		if m := ms.get("message"); len(m) > 0 && m[0] == '{' {
+			e.msg = m
+			e.role, _ = commonString(role)
+		}
+	}
 }
 
 func (e *Entry) fill(ms members) {

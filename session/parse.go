@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 )
 
@@ -30,6 +29,11 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first := true
 	lineNo := 0
+	// One allocation for every entry, and one scratch slice for the members
+	// of each line: what an entry keeps points into data.
+	slab := make([]Entry, 0, bytes.Count(data, []byte("\n"))+1)
+	p.entries = make([]*Entry, 0, cap(slab))
+	var scratch members
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
@@ -42,7 +46,9 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 		if len(line) == 0 {
 			continue
 		}
-		if !json.Valid(line) {
+		valid, top, role := scanLine(line, scratch[:0])
+		scratch = top
+		if !valid {
 			what := "not valid JSON"
 			if len(data) == 0 && p.torn {
 				what = "torn last line"
@@ -52,8 +58,7 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 		}
 		if first {
 			first = false
-			ms, _ := splitObject(line)
-			h, ok := parseHeader(ms)
+			h, ok := parseHeader(top)
 			if !ok {
 				report(Problem{Line: lineNo, Err: fmt.Errorf("first parsed line is not a session header: %w", ErrNoHeader)})
 				return p
@@ -61,7 +66,12 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 			p.header, p.headerRaw, p.headerOK = h, line, true
 			continue
 		}
-		p.entries = append(p.entries, newEntry(line, lineNo))
+		slab = append(slab, Entry{view: line, line: lineNo})
+		e := &slab[len(slab)-1]
+		if top != nil {
+			e.fillScanned(top, role)
+		}
+		p.entries = append(p.entries, e)
 	}
 	if first {
 		p.empty = true

@@ -206,7 +206,7 @@ func (s *Session) resolveBlobs(ctx context.Context) {
 			s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("%s: %w: %w", ref, ErrBlob, err)})
 		}
 		if v, ch := r.value(e.raw, "", 0); ch {
-			e.view = v
+			e.setView(v)
 		}
 	}
 }

@@ -14,25 +14,22 @@ import (
 // isSpec002 reports whether data is a spec 002 file: its header is a
 // session header and some entry carries a spec 002 field or type.
 func isSpec002(data []byte) bool {
-	if !bytes.Contains(data, []byte(`"parent_id"`)) && !bytes.Contains(data, []byte(`"first_kept_entry_id"`)) &&
-		!bytes.Contains(data, []byte(`"type":"branch"`)) {
-		return false
-	}
+	// The first entry says: v3 entries have parentId (one pass over the
+	// lines up to there, not over the file).
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		var e map[string]json.RawMessage
-		if json.Unmarshal(line, &e) != nil {
+		if valid, _ := scanJSON(line); !valid {
 			continue
 		}
-		if _, ok := e["parentId"]; ok {
+		e, ok := splitObject(line)
+		if !ok {
+			continue
+		}
+		switch {
+		case e.get("parentId") != nil:
 			return false // a v3 entry: not this dialect
-		}
-		if _, ok := e["parent_id"]; ok {
+		case e.get("parent_id") != nil, e.get("first_kept_entry_id") != nil:
 			return true
-		}
-		if _, ok := e["first_kept_entry_id"]; ok {
-			return true
-		}
-		if string(e["type"]) == `"branch"` {
+		case string(e.get("type")) == `"branch"`:
 			return true
 		}
 	}
