@@ -45,7 +45,17 @@ func isBlobRef(s string) bool {
 
 // mayHoldRef is a cheap test that lets entries without refs skip the walk.
 func mayHoldRef(b []byte) bool {
-	return bytes.Contains(b, []byte(BlobPrefix)) || bytes.Contains(b, []byte(blobPrefixBLAKE3))
+	// One pass for both prefixes: they share "blob:".
+	for {
+		i := bytes.Index(b, []byte("blob:"))
+		if i < 0 {
+			return false
+		}
+		if bytes.HasPrefix(b[i:], []byte(BlobPrefix)) || bytes.HasPrefix(b[i:], []byte(blobPrefixBLAKE3)) {
+			return true
+		}
+		b = b[i+5:]
+	}
 }
 
 // transient fields are never persisted (spec 003).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trovekit/trove/internal/jsonw"
 )
@@ -92,6 +93,7 @@ type Entry struct {
 	role      string // message.role of a message entry
 	line      int    // line in the file it was loaded from, 0 for new entries
 	object    bool   // the line is a JSON object (any JSON value is kept)
+	walk      uint8  // findCycles' state (the session's lock held)
 
 	// view is the entry as callers see it, blob refs resolved. raw is the
 	// entry as stored, refs in place; nil until a new entry is persisted.
@@ -419,13 +421,44 @@ func commonString(raw []byte) (string, bool) {
 	return jsonString(raw)
 }
 
-// fillScanned is fill from what scanLine found in the same pass.
-func (e *Entry) fillScanned(ms members, role []byte) {
+// strArena gathers the short strings of many entries (ids, timestamps)
+// into one allocation: set records where each goes, done makes the string
+// and hands out the pieces.
+type strArena struct {
+	buf  []byte
+	refs []strRef
+}
+
+type strRef struct {
+	dst    *string
+	off, n int
+}
+
+func (a *strArena) set(dst *string, raw []byte) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		*dst, _ = jsonString(raw)
+		return
+	}
+	a.refs = append(a.refs, strRef{dst, len(a.buf), len(raw) - 2})
+	a.buf = append(a.buf, raw[1:len(raw)-1]...)
+}
+
+func (a *strArena) done() {
+	s := string(a.buf)
+	for _, r := range a.refs {
+		*r.dst = s[r.off : r.off+r.n]
+	}
+	a.buf, a.refs = nil, nil
+}
+
+// fillScanned is fill from what scanLine found in the same pass; the
+// entry's strings come from a (the entry must not move before a.done).
+func (e *Entry) fillScanned(ms members, role []byte, a *strArena) {
 	e.object = true
 	e.typ, _ = commonString(ms.get("type"))
-	e.id, _ = ms.str("id")
-	e.parentID, _ = ms.str("parentId")
-	e.timestamp, _ = ms.str("timestamp")
+	a.set(&e.id, ms.get("id"))
+	a.set(&e.parentID, ms.get("parentId"))
+	a.set(&e.timestamp, ms.get("timestamp"))
 	e.role = ""
 	if e.typ == TypeMessage {
 		if m := ms.get("message"); len(m) > 0 && m[0] == '{' {

@@ -34,6 +34,8 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 	slab := make([]Entry, 0, bytes.Count(data, []byte("\n"))+1)
 	p.entries = make([]*Entry, 0, cap(slab))
 	var scratch members
+	arena := strArena{buf: make([]byte, 0, 48*cap(slab)), refs: make([]strRef, 0, 3*cap(slab))}
+	defer arena.done()
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
@@ -69,7 +71,7 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 		slab = append(slab, Entry{view: line, line: lineNo})
 		e := &slab[len(slab)-1]
 		if top != nil {
-			e.fillScanned(top, role)
+			e.fillScanned(top, role, &arena)
 		}
 		p.entries = append(p.entries, e)
 	}

@@ -275,23 +275,27 @@ func (s *Session) findCycles() {
 		walking = 1
 		done    = 2
 	)
-	state := make(map[*Entry]int, len(s.byID))
+	// The walk's state lives in the entries (no map): reset it first, as
+	// a session indexes again after a reload.
+	for _, e := range s.entries {
+		e.walk = 0
+	}
 	for _, start := range s.entries {
-		if start.id == "" || s.byID[start.id] != start || state[start] != 0 {
+		if start.id == "" || s.byID[start.id] != start || start.walk != 0 {
 			continue
 		}
 		var chain []*Entry
 		e := start
-		for e != nil && state[e] == 0 {
-			state[e] = walking
+		for e != nil && e.walk == 0 {
+			e.walk = walking
 			chain = append(chain, e)
 			e = s.byID[e.parentID]
 		}
-		if e != nil && state[e] == walking {
+		if e != nil && e.walk == walking {
 			s.report(Problem{Line: e.line, EntryID: e.id, Err: fmt.Errorf("the walk to the root stops at entry %s: %w", e.id, ErrCycle)})
 		}
 		for _, c := range chain {
-			state[c] = done
+			c.walk = done
 		}
 	}
 }
