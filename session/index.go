@@ -160,7 +160,7 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 			continue
 		}
 		m := r.meta
-		m.Path, m.ProjectHash = backend.Join(dir, r.base), hash
+		m.Path, m.ProjectHash = dir+"/"+r.base, hash
 		out = append(out, m)
 	}
 	return out, nil
@@ -314,18 +314,24 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 		}
 	}
 	var cwd string // shared by the records of a directory, mostly
+	// One string for the whole index: the records' strings are slices of
+	// it, not an allocation each.
+	text := string(rest)
+	off := 0
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		if len(line) == 0 {
+			off++
 			continue
 		}
-		d := idxDecoder{b: line}
+		d := idxDecoder{b: line, s: text[off : off+len(line)]}
+		off += len(line) + 1
 		d.expect('[')
 		r := &idxRec{base: d.str(), size: d.int(), mod: d.int(), side: d.int(), skip: d.int() != 0}
 		m := &r.meta
 		m.ID = d.str()
-		if c := d.raw(); cwd == "" || string(c) != cwd {
-			cwd = d.unquote(c)
+		if cs, ce, esc := d.span(); d.err == nil && (cwd == "" || d.s[cs:ce] != cwd || esc) {
+			cwd = d.unquote(cs, ce, esc)
 		}
 		m.Cwd, m.Title, m.Model = cwd, d.str(), d.str()
 		m.CreatedAt, m.UpdatedAt = d.time(), d.time()
@@ -333,7 +339,7 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 		m.InputTokens, m.OutputTokens, m.TotalTokens = d.int(), d.int(), d.int()
 		m.CostUSD = d.float()
 		m.ExitReason, m.ParentID, m.AgentName, m.FirstMessage = d.str(), d.str(), d.str(), d.str()
-		if d.err != nil || d.i != len(line) || backend.ValidPath(r.base) != nil {
+		if d.err != nil || d.i != len(line) || !validBase(r.base) {
 			return fmt.Errorf("%w: index record %.40q", ErrCorrupt, line)
 		}
 		idx.recs[r.base] = r
@@ -345,6 +351,7 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 // error; the separator after each field is consumed with it.
 type idxDecoder struct {
 	b   []byte
+	s   string // b as a string: fields without escapes are slices of it
 	i   int
 	err error
 }
@@ -373,41 +380,41 @@ func (d *idxDecoder) sep() {
 	d.fail()
 }
 
-// raw returns the inside of the next string field, still escaped.
-func (d *idxDecoder) raw() []byte {
+// span returns where the inside of the next string field is, still
+// escaped, and whether it holds an escape.
+func (d *idxDecoder) span() (start, end int, escaped bool) {
 	if d.i >= len(d.b) || d.b[d.i] != '"' {
 		d.fail()
-		return nil
+		return 0, 0, false
 	}
-	start := d.i + 1
+	start = d.i + 1
 	for j := start; j < len(d.b); j++ {
 		switch d.b[j] {
 		case '\\':
 			j++
+			escaped = true
 		case '"':
 			d.i = j + 1
 			d.sep()
-			return d.b[start:j]
+			return start, j, escaped
 		}
 	}
 	d.fail()
-	return nil
+	return 0, 0, false
 }
 
-func (d *idxDecoder) unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw)
+func (d *idxDecoder) unquote(start, end int, escaped bool) string {
+	if !escaped && utf8.ValidString(d.s[start:end]) {
+		return d.s[start:end]
 	}
-	q := make([]byte, 0, len(raw)+2)
-	q = append(append(append(q, '"'), raw...), '"')
-	s, ok := jsonString(q)
+	s, ok := jsonString(d.b[start-1 : end+1])
 	if !ok {
 		d.fail()
 	}
 	return s
 }
 
-func (d *idxDecoder) str() string { return d.unquote(d.raw()) }
+func (d *idxDecoder) str() string { return d.unquote(d.span()) }
 
 func (d *idxDecoder) number() []byte {
 	start := d.i
@@ -440,6 +447,12 @@ func (d *idxDecoder) time() time.Time {
 		return time.Unix(0, n).UTC()
 	}
 	return time.Time{}
+}
+
+// validBase: a session file name in its directory, nothing that leads
+// elsewhere.
+func validBase(base string) bool {
+	return strings.HasSuffix(base, ".jsonl") && !strings.ContainsAny(base, "/\\") && backend.ValidPath(base) == nil
 }
 
 func unixNano(t time.Time) int64 {
@@ -482,8 +495,10 @@ func (s *Store) Query(ctx context.Context, q Query) iter.Seq2[Metadata, error] {
 			return
 		}
 		match := strings.ToLower(q.Match)
-		out := all[:0]
-		for _, m := range all {
+		// Sorted by position: moving indices, not metadata.
+		order := make([]int32, 0, len(all))
+		for i := range all {
+			m := &all[i]
 			if q.Cwd != "" && m.Cwd != q.Cwd {
 				continue // another cwd that encodes the same
 			}
@@ -493,19 +508,20 @@ func (s *Store) Query(ctx context.Context, q Query) iter.Seq2[Metadata, error] {
 			if match != "" && !strings.Contains(strings.ToLower(m.Title), match) && !strings.Contains(strings.ToLower(m.FirstMessage), match) {
 				continue
 			}
-			out = append(out, m)
+			order = append(order, int32(i))
 		}
-		slices.SortFunc(out, func(a, b Metadata) int {
+		slices.SortFunc(order, func(i, j int32) int {
+			a, b := &all[i], &all[j]
 			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 				return c
 			}
 			return cmp.Compare(b.ID, a.ID)
 		})
-		if q.Limit > 0 && len(out) > q.Limit {
-			out = out[:q.Limit]
+		if q.Limit > 0 && len(order) > q.Limit {
+			order = order[:q.Limit]
 		}
-		for _, m := range out {
-			if !yield(m, nil) {
+		for _, i := range order {
+			if !yield(all[i], nil) {
 				return
 			}
 		}
