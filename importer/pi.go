@@ -19,6 +19,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // piFile is a pi/oh-my-pi session file migrated to v3 in memory: its header
@@ -48,7 +49,7 @@ func parsePi(data []byte) (*piFile, int, error) {
 		}
 		if !header {
 			if v["type"] != "session" {
-				return nil, 0, fmt.Errorf("first entry is not a session header: %w", session.ErrInvalid)
+				return nil, 0, fmt.Errorf("first entry is not a session header: %w", tree.ErrInvalid)
 			}
 			header = true
 			version = 1
@@ -84,7 +85,7 @@ func parsePi(data []byte) (*piFile, int, error) {
 		f.entries = append(f.entries, v)
 	}
 	if !header {
-		return nil, 0, fmt.Errorf("no session header: %w", session.ErrInvalid)
+		return nil, 0, fmt.Errorf("no session header: %w", tree.ErrInvalid)
 	}
 	if f.cwd == "" {
 		f.cwd = "/imported"

@@ -16,6 +16,7 @@ import (
 	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // newDemoCmd plays a realistic agent session on a store (the default local
@@ -221,13 +222,13 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
 
 	// 3. A branch and a compaction, written with the session API.
-	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(s.Blobs()))
+	sess, err := tree.Open(ctx, s.Storage(), h.Path(), tree.WithBlobStore(s.Blobs()))
 	if err != nil {
 		return err
 	}
 	entries := sess.Entries()
 	first := entries[0]
-	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
 		return err
 	}
 	branchMsg, err := sess.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil))
@@ -237,7 +238,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
 		return err
 	}
-	if _, err := sess.Append(ctx, &session.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
+	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
 		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
 		return err
 	}

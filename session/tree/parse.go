@@ -1,8 +1,10 @@
-package session
+package tree
 
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // parsed is a session file after the lenient parse (spec 003 "Load and
@@ -33,7 +35,7 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 	// of each line: what an entry keeps points into data.
 	slab := make([]Entry, 0, bytes.Count(data, []byte("\n"))+1)
 	p.entries = make([]*Entry, 0, cap(slab))
-	var scratch members
+	var scratch jsonscan.Members
 	arena := strArena{buf: make([]byte, 0, 48*cap(slab)), refs: make([]strRef, 0, 3*cap(slab))}
 	defer arena.done()
 	for len(data) > 0 {
@@ -48,7 +50,7 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 		if len(line) == 0 {
 			continue
 		}
-		valid, top, role := scanLine(line, scratch[:0])
+		valid, top, role := jsonscan.ScanLine(line, scratch[:0])
 		scratch = top
 		if !valid {
 			what := "not valid JSON"
