@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/importer"
 )
 
@@ -15,16 +14,7 @@ import (
 func TestImportCodex(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join("testdata", "codex")
-	before := snapshot(t, src)
-	s, err := trove.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, res, before := importFresh(t, src, importer.Options{})
 	if len(res) != 2 {
 		t.Fatalf("results: %+v", res)
 	}
@@ -59,18 +49,5 @@ func TestImportCodex(t *testing.T) {
 	if rep.Blobs != 1 {
 		t.Errorf("store holds %d blobs, want the one screenshot once", rep.Blobs)
 	}
-	again, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range again {
-		if r.Imported {
-			t.Errorf("second import imported %+v", r)
-		}
-	}
-	for p, b := range snapshot(t, src) {
-		if string(before[p]) != string(b) {
-			t.Errorf("%s changed", p)
-		}
-	}
+	reimportAddsNothing(t, s, src, before)
 }

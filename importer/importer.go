@@ -29,7 +29,8 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
-	Reason    string `json:"reason,omitempty"` // why it was skipped, or what was left out
+	ParentID  string `json:"parent_id,omitempty"` // the session a subagent's session was spawned from
+	Reason    string `json:"reason,omitempty"`    // why it was skipped, or what was left out
 }
 
 // Options tune Import.
@@ -61,13 +62,15 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 			if err := ctx.Err(); err != nil {
 				return out, err
 			}
-			r, err := importFile(ctx, st, f, o)
+			rs, err := importFile(ctx, st, f, o)
 			if err != nil {
 				// One bad source does not stop the others.
-				r.Reason = err.Error()
+				if len(rs) == 1 && rs[0].Reason == "" {
+					rs[0].Reason = err.Error()
+				}
 				errs = append(errs, err)
 			}
-			out = append(out, r)
+			out = append(out, rs...)
 		}
 	}
 	return out, errors.Join(errs...)
@@ -95,11 +98,11 @@ func sourceFiles(p string) ([]string, error) {
 	return files, err
 }
 
-func importFile(ctx context.Context, st *trove.Store, path string, o Options) (Result, error) {
+func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {
 	r := Result{Source: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return r, fmt.Errorf("import: %w", err)
+		return []Result{r}, fmt.Errorf("import: %w", err)
 	}
 	format := o.From
 	if format == "" || format == "auto" {
@@ -113,10 +116,11 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 	case "pi", "omp":
 		f, n, err := parsePi(data)
 		if err != nil {
-			return r, fmt.Errorf("import %s: %w", path, err)
+			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
 		r.Messages = n
-		return finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		r, err = finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
 	case "codex":
@@ -125,19 +129,39 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		conv, err = parseSpec002(data)
 	default:
 		r.Reason = "unknown format"
-		return r, nil
+		return []Result{r}, nil
 	}
 	if err != nil {
-		return r, fmt.Errorf("import %s: %w", path, err)
+		return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 	}
-	r.Messages = len(conv.msgs)
-	if conv.sidechain > 0 {
-		r.Reason = fmt.Sprintf("%d sidechain lines not imported", conv.sidechain)
+	var out []Result
+	var errs []error
+	if len(conv.msgs) > 0 || len(conv.subs) == 0 {
+		r.ParentID = conv.parent
+		r.Messages = conv.messages()
+		if conv.damaged > 0 {
+			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
+		}
+		r, err = finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+		out = append(out, r)
+		errs = append(errs, err)
 	}
-	if conv.damaged > 0 {
-		r.Reason = strings.TrimPrefix(r.Reason+fmt.Sprintf("; %d damaged lines skipped", conv.damaged), "; ")
+	// A Claude Code subagent's conversation (a sidechain) becomes its own
+	// session recording the main one as its parent; its id comes from the
+	// file's content and its root's uuid.
+	parent := r.SessionID
+	if len(conv.msgs) == 0 {
+		parent = claudeParent(path)
 	}
-	return finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+	for _, sub := range conv.subs {
+		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
+		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
+		sub.parent = parent
+		sr, err := finish(ctx, st, sr, o, func() error { return write(ctx, st.Sessions(), sr.SessionID, sub) })
+		out = append(out, sr)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 func finish(ctx context.Context, st *trove.Store, r Result, o Options, write func() error) (Result, error) {
@@ -204,22 +228,40 @@ func detect(data []byte) string {
 	return "unknown"
 }
 
-// conversation is a parsed source: messages in file order, each with its
+// conversation is a parsed source: entries in file order, each with its
 // parent's source id ("" for a root).
 type conversation struct {
-	cwd   string
-	model string
-	title string
-	msgs  []srcMsg
-	alias map[string]string // source id -> id of the message standing for it
-	// sidechain counts subagent lines not imported, damaged lines whose
-	// message does not parse.
-	sidechain, damaged int
+	cwd    string
+	model  string
+	title  string
+	parent string // lineage: the session this one was forked or spawned from
+	msgs   []srcMsg
+	alias  map[string]string // source id -> id of the entry standing for it
+	// damaged counts lines whose message does not parse, or entries naming
+	// no entry before them.
+	damaged int
+	// subs are subagent conversations (Claude Code sidechains), each keyed
+	// by its root's source id.
+	subs []*conversation
+	key  string
 }
 
+func (c *conversation) messages() int {
+	n := 0
+	for _, m := range c.msgs {
+		if m.entry == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// srcMsg is a message, or with entry set a compaction or branch summary
+// whose FirstKeptEntryID holds a source id, mapped when written.
 type srcMsg struct {
 	id, parent string
 	msg        json.RawMessage
+	entry      session.EntryData
 }
 
 func write(ctx context.Context, st *session.Store, id string, c *conversation) error {
@@ -227,54 +269,94 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 	if cwd == "" {
 		cwd = "/imported"
 	}
-	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title})
+	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title, ParentID: c.parent})
 	if err != nil {
 		return err
 	}
+	if err := writeEntries(ctx, h, c); err != nil {
+		return errors.Join(err, h.Close(ctx))
+	}
+	return h.Close(ctx)
+}
+
+// writeEntries appends c's entries in file order, moving the leaf to each
+// one's parent first.
+func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error {
 	parentOf := func(m srcMsg) string {
 		if a, ok := c.alias[m.parent]; ok {
 			return a
 		}
 		return m.parent
 	}
-	// Only entries a later message branches from need their new id, which
-	// costs a flush to learn.
+	// Only entries a later one branches from or names need their new id,
+	// which costs a flush to learn.
 	needed := map[string]bool{}
 	prev := ""
 	for _, m := range c.msgs {
 		if p := parentOf(m); p != prev {
 			needed[p] = true
 		}
+		if cp, ok := m.entry.(*session.Compaction); ok {
+			needed[cp.FirstKeptEntryID] = true
+		}
 		prev = m.id
 	}
+	sess := h.Session()
 	mapped := map[string]string{}
 	last := ""
 	for _, m := range c.msgs {
 		m.parent = parentOf(m)
-		if m.parent != last {
+		if m.parent != last || m.entry != nil {
+			// The writer must be idle before the tree is read or changed
+			// beside it.
 			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
+				return err
 			}
-			if to, ok := mapped[m.parent]; ok {
-				if err := h.Session().Branch(to); err != nil {
-					return errors.Join(err, h.Close(ctx))
+		}
+		if m.parent != last {
+			if m.parent == "" {
+				sess.ResetLeaf()
+			} else if to, ok := mapped[m.parent]; ok {
+				if err := sess.Branch(to); err != nil {
+					return err
 				}
 			}
 		}
-		if err := h.AppendMessage(ctx, m.msg); err != nil {
-			return errors.Join(err, h.Close(ctx))
-		}
-		if needed[m.id] {
-			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
-			}
-			if leaf := h.Session().Leaf(); leaf != nil {
-				mapped[m.id] = leaf.ID()
-			}
-		}
 		last = m.id
+		if m.entry == nil {
+			if err := h.AppendMessage(ctx, m.msg); err != nil {
+				return err
+			}
+			if needed[m.id] {
+				if err := h.Flush(ctx); err != nil {
+					return err
+				}
+				if leaf := sess.Leaf(); leaf != nil {
+					mapped[m.id] = leaf.ID()
+				}
+			}
+			continue
+		}
+		switch d := m.entry.(type) {
+		case *session.Compaction:
+			c := *d
+			c.FirstKeptEntryID = mapped[c.FirstKeptEntryID]
+			m.entry = &c
+		case *session.BranchSummary:
+			b := *d
+			b.FromID = "root"
+			if l := sess.Leaf(); l != nil {
+				b.FromID = l.ID()
+			}
+			m.entry = &b
+		}
+		e, err := sess.Append(ctx, m.entry)
+		if err != nil {
+			return err
+		}
+		mapped[m.id] = e.ID()
 	}
-	return h.Close(ctx)
+	return nil
 }
 
 func millis(ts string) int64 {

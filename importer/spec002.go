@@ -15,6 +15,13 @@ type s002Line struct {
 	ParentID string       `json:"parent_id"`
 	Cwd      string       `json:"cwd"`
 	Message  *s002Message `json:"message"`
+	// compaction
+	Summary          string `json:"summary"`
+	FirstKeptEntryID string `json:"first_kept_entry_id"`
+	TokensBefore     int64  `json:"tokens_before"`
+	// branch
+	ParentSessionPath string `json:"parent_session_path"`
+	BranchSummary     string `json:"branch_summary"`
 }
 
 type s002Message struct {
@@ -37,10 +44,13 @@ type s002Message struct {
 }
 
 // parseSpec002 reads a spec 002 session: message entries in a parent_id
-// tree with snake_case messages, turned into spec 003 messages. Compaction
-// and branch entries carry no message and are not imported.
+// tree with snake_case messages, turned into spec 003 messages; compaction
+// entries become spec 003 compactions, and a branch entry (the start of a
+// fork) records its parent session as the lineage and its summary, if any,
+// as a branch summary.
 func parseSpec002(data []byte) (*conversation, error) {
 	c := &conversation{alias: map[string]string{}}
+	known := map[string]bool{} // ids of the entries kept so far
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
 	for sc.Scan() {
@@ -54,7 +64,34 @@ func parseSpec002(data []byte) (*conversation, error) {
 			}
 			continue
 		}
-		if l.Type != "message" || l.Message == nil || l.ID == "" {
+		if l.ID == "" {
+			continue
+		}
+		switch l.Type {
+		case "compaction":
+			if !known[l.FirstKeptEntryID] {
+				// It names no entry before it: a strict reader could not follow it.
+				c.damaged++
+				c.alias[l.ID] = l.ParentID
+				continue
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, entry: &session.Compaction{
+				Summary: l.Summary, FirstKeptEntryID: l.FirstKeptEntryID, TokensBefore: l.TokensBefore}})
+			known[l.ID] = true
+			continue
+		case "branch":
+			if c.parent == "" {
+				c.parent = l.ParentSessionPath
+			}
+			if l.BranchSummary == "" {
+				c.alias[l.ID] = l.ParentID
+				continue
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, entry: &session.BranchSummary{Summary: l.BranchSummary}})
+			known[l.ID] = true
+			continue
+		}
+		if l.Type != "message" || l.Message == nil {
 			continue
 		}
 		m := l.Message
@@ -102,6 +139,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 			continue
 		}
 		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, msg: msg})
+		known[l.ID] = true
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)

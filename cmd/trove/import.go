@@ -56,7 +56,11 @@ func newImportCmd(a *app) *cobra.Command {
 			}
 			for _, r := range res {
 				if r.Imported {
-					a.printf("%s %s (%s, %d messages) as %s\n", verb, r.Source, r.Format, r.Messages, r.SessionID)
+					of := ""
+					if r.ParentID != "" {
+						of = ", parent " + r.ParentID
+					}
+					a.printf("%s %s (%s, %d messages%s) as %s\n", verb, r.Source, r.Format, r.Messages, of, r.SessionID)
 				} else {
 					a.printf("skipped %s: %s\n", r.Source, r.Reason)
 				}
