@@ -170,6 +170,13 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(create, rewind, diff)
 	addCheckpointAdmin(a, cmd, with)
+	for _, c := range cmd.Commands() {
+		switch c.Name() {
+		case "rewind", "diff", "show", "rm":
+			c.ValidArgsFunction = completeCheckpoints(a, with, c.Name() == "rm")
+		}
+	}
+	cmd.RegisterFlagCompletionFunc("session", completeSessions(a))
 	return cmd
 }
 
