@@ -2,6 +2,7 @@ package importer_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,11 @@ import (
 func TestImportCodex(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join("testdata", "codex")
-	s, res, before := importFresh(t, src, importer.Options{})
+	var steps []string
+	s, res, before := importFresh(t, src, importer.Options{Progress: func(done, total int) { steps = append(steps, fmt.Sprint(done, "/", total)) }})
+	if got := strings.Join(steps, " "); got != "0/2 1/2 2/2" {
+		t.Errorf("progress %s, want 0/2 1/2 2/2", got)
+	}
 	if len(res) != 2 {
 		t.Fatalf("results: %+v", res)
 	}

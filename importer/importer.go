@@ -37,65 +37,83 @@ type Result struct {
 type Options struct {
 	From   string // pi, omp, claude, codex, spec002 or auto ("" is auto)
 	DryRun bool
+	// Progress, when set, is called after each source file with how many
+	// of the total are done.
+	Progress func(done, total int)
 }
 
-// Import imports every session file under paths into st. A directory with
-// a blobs/ directory (a pi or oh-my-pi root) has its blobs put first, each
-// checked against its name.
+// Import imports every session file under paths into st. The blobs/
+// directories of pi and oh-my-pi roots at or under paths have their blobs
+// put first, each checked against its name.
 func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]Result, error) {
 	var out []Result
 	var errs []error
+	// Listed first, so progress knows the total.
+	var files, blobDirs []string
 	for _, p := range paths {
-		n, err := importPiBlobs(ctx, st.Blobs(), filepath.Join(p, "blobs"), o.DryRun)
+		fs, bs, err := sourceFiles(p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		files, blobDirs = append(files, fs...), append(blobDirs, bs...)
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(files))
+	}
+	// Blobs first: a session never lands before the blobs it names.
+	for _, dir := range blobDirs {
+		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if n > 0 {
-			out = append(out, Result{Source: filepath.Join(p, "blobs"), Format: "blobs", Messages: n, Imported: true})
+			out = append(out, Result{Source: dir, Format: "blobs", Messages: n, Imported: true})
 		}
-		files, err := sourceFiles(p)
+	}
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		rs, err := importFile(ctx, st, f, o)
 		if err != nil {
+			// One bad source does not stop the others.
+			if len(rs) == 1 && rs[0].Reason == "" {
+				rs[0].Reason = err.Error()
+			}
 			errs = append(errs, err)
-			continue
 		}
-		for _, f := range files {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			rs, err := importFile(ctx, st, f, o)
-			if err != nil {
-				// One bad source does not stop the others.
-				if len(rs) == 1 && rs[0].Reason == "" {
-					rs[0].Reason = err.Error()
-				}
-				errs = append(errs, err)
-			}
-			out = append(out, rs...)
+		out = append(out, rs...)
+		if o.Progress != nil {
+			o.Progress(i+1, len(files))
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-func sourceFiles(p string) ([]string, error) {
+// sourceFiles lists the session files under p and the blobs/ directories
+// of pi roots, at p or below it.
+func sourceFiles(p string) (files, blobDirs []string, err error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, nil, fmt.Errorf("import: %w", err)
 	}
 	if !fi.IsDir() {
-		return []string{p}, nil
+		return []string{p}, nil, nil
 	}
-	var files []string
 	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+		case d.IsDir() && d.Name() == "blobs":
+			blobDirs = append(blobDirs, path)
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".jsonl"):
 			files = append(files, path)
 		}
 		return nil
 	})
 	sort.Strings(files)
-	return files, err
+	return files, blobDirs, err
 }
 
 func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {

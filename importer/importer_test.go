@@ -216,3 +216,23 @@ func TestImportClaudeSidechains(t *testing.T) {
 		t.Errorf("check: %+v %v", rep, err)
 	}
 }
+
+// A directory holding several agents' roots imports each, the pi root's
+// blobs/ included though it lies below the path given.
+func TestImportMixedTree(t *testing.T) {
+	s, res, before := importFresh(t, "testdata", importer.Options{})
+	formats := map[string]int{}
+	for _, r := range res {
+		if !r.Imported {
+			t.Errorf("not imported: %+v", r)
+		}
+		formats[r.Format]++
+	}
+	if formats["blobs"] != 1 || formats["claude"] != 5 || formats["codex"] != 2 || formats["pi"] != 2 || formats["spec002"] != 2 {
+		t.Errorf("formats %v", formats)
+	}
+	if rep, err := s.Check(context.Background()); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check: %+v %v", rep.Problems, err)
+	}
+	reimportAddsNothing(t, s, "testdata", before)
+}

@@ -35,7 +35,15 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun})
+			var b *bar
+			progress := func(done, total int) {
+				if b == nil {
+					b = a.progress(total, "importing")
+				}
+				b.set(done, total)
+			}
+			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun, Progress: progress})
+			b.done()
 			out := importJSON{DryRun: dryRun, Sessions: append([]importer.Result{}, res...)}
 			for _, r := range res {
 				if r.Imported {
