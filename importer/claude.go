@@ -21,13 +21,36 @@ type claudeLine struct {
 	Cwd         string `json:"cwd"`
 	Timestamp   string `json:"timestamp"`
 	Summary     string `json:"summary"`
-	Message     *struct {
+	// IsMeta marks text the harness injected (caveats, command output).
+	IsMeta bool `json:"isMeta"`
+	// A compaction: a system line of subtype compact_boundary (a new root
+	// naming the entry before it as its logical parent) followed by a user
+	// line holding the summary.
+	Subtype           string `json:"subtype"`
+	LogicalParentUUID string `json:"logicalParentUuid"`
+	IsCompactSummary  bool   `json:"isCompactSummary"`
+	CompactMetadata   struct {
+		PreTokens int64 `json:"preTokens"`
+	} `json:"compactMetadata"`
+	Message *struct {
 		ID         string          `json:"id"`
 		Role       string          `json:"role"`
 		Model      string          `json:"model"`
 		Content    json.RawMessage `json:"content"`
 		StopReason string          `json:"stop_reason"`
+		Usage      struct {
+			Input      int64 `json:"input_tokens"`
+			Output     int64 `json:"output_tokens"`
+			CacheRead  int64 `json:"cache_read_input_tokens"`
+			CacheWrite int64 `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
 	} `json:"message"`
+}
+
+// usage is the line's API usage: the lines of one API message repeat it.
+func (l claudeLine) usage() tokens {
+	u := l.Message.Usage
+	return tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 }
 
 // lastAssistant is the assistant message the next line may continue.
@@ -72,7 +95,8 @@ func (b claudeBlock) content() map[string]any {
 // main one or a subagent's.
 type claudeConv struct {
 	*conversation
-	last lastAssistant
+	last      lastAssistant
+	preTokens int64 // of the compaction whose summary comes next
 }
 
 // parseClaude reads a Claude Code project session: user and assistant lines
@@ -95,12 +119,31 @@ func parseClaude(data []byte) (*conversation, error) {
 		if l.Type == "summary" && l.Summary != "" && main.title == "" {
 			main.title = l.Summary
 		}
-		if l.Message == nil || l.UUID == "" {
-			continue // summaries, system lines and damaged lines carry no message
-		}
 		c := main
+		if l.IsSidechain && owner[l.ParentUUID] != nil {
+			c = owner[l.ParentUUID]
+		}
+		switch {
+		case l.UUID == "":
+			continue // summaries and damaged lines
+		case l.Type == "system" && l.Subtype == "compact_boundary":
+			c.alias[l.UUID] = l.LogicalParentUUID
+			c.preTokens = l.CompactMetadata.PreTokens
+			if l.IsSidechain {
+				owner[l.UUID] = c
+			}
+			continue
+		case l.Message == nil || l.IsMeta:
+			// Other system lines and what the harness injected: their
+			// children hang from their parent.
+			c.alias[l.UUID] = l.ParentUUID
+			if l.IsSidechain {
+				owner[l.UUID] = c
+			}
+			continue
+		}
 		if l.IsSidechain {
-			if c = owner[l.ParentUUID]; c == nil {
+			if c == main {
 				c = &claudeConv{conversation: &conversation{alias: map[string]string{}, key: l.UUID}}
 				main.subs = append(main.subs, c.conversation)
 				l.ParentUUID = "" // its root, whatever it names outside the sidechain
@@ -190,13 +233,24 @@ func (c *claudeConv) add(l claudeLine, tools, tasks map[string]string) bool {
 			last.content = append(last.content, content...)
 			last.uuid = l.UUID
 			c.alias[l.UUID] = c.msgs[last.index].id
-			c.msgs[last.index].msg = assistant(last.content, l.Message.Model, last.ts, stop)
+			c.msgs[last.index].msg = assistant(last.content, l.Message.Model, "anthropic", last.ts, stop, l.usage())
 			return true
 		}
-		c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, msg: assistant(content, l.Message.Model, ts, stop)})
+		c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, msg: assistant(content, l.Message.Model, "anthropic", ts, stop, l.usage())})
 		c.last = lastAssistant{apiID: l.Message.ID, uuid: l.UUID, index: len(c.msgs) - 1, content: content, ts: ts}
 	case "user":
 		c.last = lastAssistant{}
+		if l.IsCompactSummary && l.ParentUUID != "" {
+			// The summary replacing what came before, which is kept from
+			// its last message on (a compaction names one).
+			var text []string
+			for _, b := range blocks {
+				text = append(text, b.Text)
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, entry: &session.Compaction{
+				Summary: strings.Join(text, "\n"), FirstKeptEntryID: l.ParentUUID, TokensBefore: c.preTokens}})
+			return true
+		}
 		var content []any
 		parent, id := l.ParentUUID, l.UUID
 		for i, b := range blocks {

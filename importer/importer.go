@@ -300,12 +300,18 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 // writeEntries appends c's entries in file order, moving the leaf to each
 // one's parent first.
 func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error {
-	parentOf := func(m srcMsg) string {
-		if a, ok := c.alias[m.parent]; ok {
-			return a
+	// resolve follows aliases (bounded: a cycle of them is damage).
+	resolve := func(id string) string {
+		for range 16 {
+			a, ok := c.alias[id]
+			if !ok {
+				break
+			}
+			id = a
 		}
-		return m.parent
+		return id
 	}
+	parentOf := func(m srcMsg) string { return resolve(m.parent) }
 	// Only entries a later one branches from or names need their new id,
 	// which costs a flush to learn.
 	needed := map[string]bool{}
@@ -315,7 +321,7 @@ func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error
 			needed[p] = true
 		}
 		if cp, ok := m.entry.(*session.Compaction); ok {
-			needed[cp.FirstKeptEntryID] = true
+			needed[resolve(cp.FirstKeptEntryID)] = true
 		}
 		prev = m.id
 	}
@@ -357,9 +363,18 @@ func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error
 		}
 		switch d := m.entry.(type) {
 		case *session.Compaction:
-			c := *d
-			c.FirstKeptEntryID = mapped[c.FirstKeptEntryID]
-			m.entry = &c
+			cp := *d
+			to, ok := mapped[resolve(cp.FirstKeptEntryID)]
+			if !ok {
+				// It names nothing imported: left out, its children
+				// hang from the leaf.
+				if l := sess.Leaf(); l != nil {
+					mapped[m.id] = l.ID()
+				}
+				continue
+			}
+			cp.FirstKeptEntryID = to
+			m.entry = &cp
 		case *session.BranchSummary:
 			b := *d
 			b.FromID = "root"
@@ -385,16 +400,30 @@ func millis(ts string) int64 {
 	return t.UnixMilli()
 }
 
-func assistant(content []any, model string, ts int64, stop string) json.RawMessage {
+// tokens is an assistant message's usage as the source recorded it.
+type tokens struct {
+	Input, Output, CacheRead, CacheWrite, Total int64
+}
+
+// assistant builds a spec 003 assistant message with everything a strict
+// reader wants: what the source does not say is "unknown" or zero (the
+// cost is never known).
+func assistant(content []any, model, provider string, ts int64, stop string, u tokens) json.RawMessage {
 	if model == "" {
 		model = "unknown"
+	}
+	if provider == "" {
+		provider = "unknown"
 	}
 	if stop == "" {
 		stop = "stop"
 	}
+	if u.Total == 0 {
+		u.Total = u.Input + u.Output + u.CacheRead + u.CacheWrite
+	}
 	b, _ := json.Marshal(map[string]any{
-		"role": "assistant", "content": content, "api": "unknown", "provider": "unknown", "model": model,
-		"usage": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+		"role": "assistant", "content": content, "api": "unknown", "provider": provider, "model": model,
+		"usage": map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite, "totalTokens": u.Total,
 			"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 		"stopReason": stop, "timestamp": ts,
 	})

@@ -228,7 +228,7 @@ func TestImportMixedTree(t *testing.T) {
 		}
 		formats[r.Format]++
 	}
-	if formats["blobs"] != 1 || formats["claude"] != 5 || formats["codex"] != 2 || formats["pi"] != 2 || formats["spec002"] != 2 {
+	if formats["blobs"] != 2 || formats["claude"] != 6 || formats["codex"] != 3 || formats["pi"] != 4 || formats["spec002"] != 3 {
 		t.Errorf("formats %v", formats)
 	}
 	if rep, err := s.Check(context.Background()); err != nil || len(rep.Problems) != 0 {

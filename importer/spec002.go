@@ -121,17 +121,8 @@ func parseSpec002(data []byte) (*conversation, error) {
 			if c.model == "" {
 				c.model = m.Model
 			}
-			var a map[string]any
-			json.Unmarshal(assistant(content, m.Model, m.Timestamp, stop), &a)
-			if m.Provider != "" {
-				a["provider"] = m.Provider
-			}
-			a["usage"].(map[string]any)["input"] = m.Usage.Input
-			a["usage"].(map[string]any)["output"] = m.Usage.Output
-			a["usage"].(map[string]any)["cacheRead"] = m.Usage.CacheRead
-			a["usage"].(map[string]any)["cacheWrite"] = m.Usage.CacheWrite
-			a["usage"].(map[string]any)["totalTokens"] = m.Usage.TotalTokens
-			msg, _ = json.Marshal(a)
+			msg = assistant(content, m.Model, m.Provider, m.Timestamp, stop, tokens{Input: m.Usage.Input, Output: m.Usage.Output,
+				CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite, Total: m.Usage.TotalTokens})
 		case "tool_result":
 			msg, _ = json.Marshal(map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
 				"content": blocks, "isError": m.IsError, "timestamp": m.Timestamp})
