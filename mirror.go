@@ -34,6 +34,9 @@ type MirrorAction struct {
 	Size   int64  `json:"size"`
 	Copied bool   `json:"copied"`
 	Reason string `json:"reason"` // "missing", "differs", "identical", "present"
+	// Done counts the files handled so far, this one included, of Total.
+	Done  int `json:"-"`
+	Total int `json:"-"`
 }
 
 // MirrorReport sums up a Mirror.
@@ -76,7 +79,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		return rep, fmt.Errorf("mirror: source holds no store: %w", fs.ErrNotExist)
 	}
 	sort.SliceStable(files, func(i, j int) bool { return mirrorRank(files[i].Name) < mirrorRank(files[j].Name) })
-	for _, f := range files {
+	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -84,6 +87,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		if err != nil {
 			return rep, err
 		}
+		act.Done, act.Total = i+1, len(files)
 		if act.Copied {
 			rep.Copied++
 			rep.CopiedBytes += act.Size

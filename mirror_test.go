@@ -186,7 +186,12 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 		t.Errorf("empty source: %v, want fs.ErrNotExist", err)
 	}
 	var order []string
-	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) { order = append(order, a.Name) })); err != nil {
+	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) {
+		order = append(order, a.Name)
+		if a.Done != len(order) || a.Total != 4 {
+			t.Errorf("%s: done %d of %d, want %d of 4", a.Name, a.Done, a.Total, len(order))
+		}
+	})); err != nil {
 		t.Fatal(err)
 	}
 	want := "blobs/packs/p1/p1 blobs/sha256/ab/abcd blobs/index/p1 sessions/--a--/x.jsonl"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // ErrUnknownSource is returned for a path whose format is not recognised.
@@ -29,77 +30,98 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
-	Reason    string `json:"reason,omitempty"` // why it was skipped, or what was left out
+	ParentID  string `json:"parent_id,omitempty"` // the session a subagent's session was spawned from
+	Reason    string `json:"reason,omitempty"`    // why it was skipped, or what was left out
 }
 
 // Options tune Import.
 type Options struct {
 	From   string // pi, omp, claude, codex, spec002 or auto ("" is auto)
 	DryRun bool
+	// Progress, when set, is called after each source file with how many
+	// of the total are done.
+	Progress func(done, total int)
 }
 
-// Import imports every session file under paths into st. A directory with
-// a blobs/ directory (a pi or oh-my-pi root) has its blobs put first, each
-// checked against its name.
+// Import imports every session file under paths into st. The blobs/
+// directories of pi and oh-my-pi roots at or under paths have their blobs
+// put first, each checked against its name.
 func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]Result, error) {
 	var out []Result
 	var errs []error
+	// Listed first, so progress knows the total.
+	var files, blobDirs []string
 	for _, p := range paths {
-		n, err := importPiBlobs(ctx, st.Blobs(), filepath.Join(p, "blobs"), o.DryRun)
+		fs, bs, err := sourceFiles(p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		files, blobDirs = append(files, fs...), append(blobDirs, bs...)
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(files))
+	}
+	// Blobs first: a session never lands before the blobs it names.
+	for _, dir := range blobDirs {
+		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if n > 0 {
-			out = append(out, Result{Source: filepath.Join(p, "blobs"), Format: "blobs", Messages: n, Imported: true})
+			out = append(out, Result{Source: dir, Format: "blobs", Messages: n, Imported: true})
 		}
-		files, err := sourceFiles(p)
+	}
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		rs, err := importFile(ctx, st, f, o)
 		if err != nil {
+			// One bad source does not stop the others.
+			if len(rs) == 1 && rs[0].Reason == "" {
+				rs[0].Reason = err.Error()
+			}
 			errs = append(errs, err)
-			continue
 		}
-		for _, f := range files {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			r, err := importFile(ctx, st, f, o)
-			if err != nil {
-				// One bad source does not stop the others.
-				r.Reason = err.Error()
-				errs = append(errs, err)
-			}
-			out = append(out, r)
+		out = append(out, rs...)
+		if o.Progress != nil {
+			o.Progress(i+1, len(files))
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-func sourceFiles(p string) ([]string, error) {
+// sourceFiles lists the session files under p and the blobs/ directories
+// of pi roots, at p or below it.
+func sourceFiles(p string) (files, blobDirs []string, err error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, nil, fmt.Errorf("import: %w", err)
 	}
 	if !fi.IsDir() {
-		return []string{p}, nil
+		return []string{p}, nil, nil
 	}
-	var files []string
 	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+		case d.IsDir() && d.Name() == "blobs":
+			blobDirs = append(blobDirs, path)
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".jsonl"):
 			files = append(files, path)
 		}
 		return nil
 	})
 	sort.Strings(files)
-	return files, err
+	return files, blobDirs, err
 }
 
-func importFile(ctx context.Context, st *trove.Store, path string, o Options) (Result, error) {
+func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {
 	r := Result{Source: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return r, fmt.Errorf("import: %w", err)
+		return []Result{r}, fmt.Errorf("import: %w", err)
 	}
 	format := o.From
 	if format == "" || format == "auto" {
@@ -113,10 +135,11 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 	case "pi", "omp":
 		f, n, err := parsePi(data)
 		if err != nil {
-			return r, fmt.Errorf("import %s: %w", path, err)
+			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
 		r.Messages = n
-		return finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		r, err = finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
 	case "codex":
@@ -125,19 +148,39 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		conv, err = parseSpec002(data)
 	default:
 		r.Reason = "unknown format"
-		return r, nil
+		return []Result{r}, nil
 	}
 	if err != nil {
-		return r, fmt.Errorf("import %s: %w", path, err)
+		return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 	}
-	r.Messages = len(conv.msgs)
-	if conv.sidechain > 0 {
-		r.Reason = fmt.Sprintf("%d sidechain lines not imported", conv.sidechain)
+	var out []Result
+	var errs []error
+	if len(conv.msgs) > 0 || len(conv.subs) == 0 {
+		r.ParentID = conv.parent
+		r.Messages = conv.messages()
+		if conv.damaged > 0 {
+			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
+		}
+		r, err = finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+		out = append(out, r)
+		errs = append(errs, err)
 	}
-	if conv.damaged > 0 {
-		r.Reason = strings.TrimPrefix(r.Reason+fmt.Sprintf("; %d damaged lines skipped", conv.damaged), "; ")
+	// A Claude Code subagent's conversation (a sidechain) becomes its own
+	// session recording the main one as its parent; its id comes from the
+	// file's content and its root's uuid.
+	parent := r.SessionID
+	if len(conv.msgs) == 0 {
+		parent = claudeParent(path)
 	}
-	return finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+	for _, sub := range conv.subs {
+		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
+		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
+		sub.parent = parent
+		sr, err := finish(ctx, st, sr, o, func() error { return write(ctx, st.Sessions(), sr.SessionID, sub) })
+		out = append(out, sr)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 func finish(ctx context.Context, st *trove.Store, r Result, o Options, write func() error) (Result, error) {
@@ -204,22 +247,40 @@ func detect(data []byte) string {
 	return "unknown"
 }
 
-// conversation is a parsed source: messages in file order, each with its
+// conversation is a parsed source: entries in file order, each with its
 // parent's source id ("" for a root).
 type conversation struct {
-	cwd   string
-	model string
-	title string
-	msgs  []srcMsg
-	alias map[string]string // source id -> id of the message standing for it
-	// sidechain counts subagent lines not imported, damaged lines whose
-	// message does not parse.
-	sidechain, damaged int
+	cwd    string
+	model  string
+	title  string
+	parent string // lineage: the session this one was forked or spawned from
+	msgs   []srcMsg
+	alias  map[string]string // source id -> id of the entry standing for it
+	// damaged counts lines whose message does not parse, or entries naming
+	// no entry before them.
+	damaged int
+	// subs are subagent conversations (Claude Code sidechains), each keyed
+	// by its root's source id.
+	subs []*conversation
+	key  string
 }
 
+func (c *conversation) messages() int {
+	n := 0
+	for _, m := range c.msgs {
+		if m.entry == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// srcMsg is a message, or with entry set a compaction or branch summary
+// whose FirstKeptEntryID holds a source id, mapped when written.
 type srcMsg struct {
 	id, parent string
 	msg        json.RawMessage
+	entry      tree.EntryData
 }
 
 func write(ctx context.Context, st *session.Store, id string, c *conversation) error {
@@ -227,54 +288,109 @@ func write(ctx context.Context, st *session.Store, id string, c *conversation) e
 	if cwd == "" {
 		cwd = "/imported"
 	}
-	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title})
+	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title, ParentID: c.parent})
 	if err != nil {
 		return err
 	}
-	parentOf := func(m srcMsg) string {
-		if a, ok := c.alias[m.parent]; ok {
-			return a
-		}
-		return m.parent
+	if err := writeEntries(ctx, h, c); err != nil {
+		return errors.Join(err, h.Close(ctx))
 	}
-	// Only entries a later message branches from need their new id, which
-	// costs a flush to learn.
+	return h.Close(ctx)
+}
+
+// writeEntries appends c's entries in file order, moving the leaf to each
+// one's parent first.
+func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error {
+	// resolve follows aliases (bounded: a cycle of them is damage).
+	resolve := func(id string) string {
+		for range 16 {
+			a, ok := c.alias[id]
+			if !ok {
+				break
+			}
+			id = a
+		}
+		return id
+	}
+	parentOf := func(m srcMsg) string { return resolve(m.parent) }
+	// Only entries a later one branches from or names need their new id,
+	// which costs a flush to learn.
 	needed := map[string]bool{}
 	prev := ""
 	for _, m := range c.msgs {
 		if p := parentOf(m); p != prev {
 			needed[p] = true
 		}
+		if cp, ok := m.entry.(*tree.Compaction); ok {
+			needed[resolve(cp.FirstKeptEntryID)] = true
+		}
 		prev = m.id
 	}
+	sess := h.Session()
 	mapped := map[string]string{}
 	last := ""
 	for _, m := range c.msgs {
 		m.parent = parentOf(m)
-		if m.parent != last {
+		if m.parent != last || m.entry != nil {
+			// The writer must be idle before the tree is read or changed
+			// beside it.
 			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
+				return err
 			}
-			if to, ok := mapped[m.parent]; ok {
-				if err := h.Session().Branch(to); err != nil {
-					return errors.Join(err, h.Close(ctx))
+		}
+		if m.parent != last {
+			if m.parent == "" {
+				sess.ResetLeaf()
+			} else if to, ok := mapped[m.parent]; ok {
+				if err := sess.Branch(to); err != nil {
+					return err
 				}
 			}
 		}
-		if err := h.AppendMessage(ctx, m.msg); err != nil {
-			return errors.Join(err, h.Close(ctx))
-		}
-		if needed[m.id] {
-			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
-			}
-			if leaf := h.Session().Leaf(); leaf != nil {
-				mapped[m.id] = leaf.ID()
-			}
-		}
 		last = m.id
+		if m.entry == nil {
+			if err := h.AppendMessage(ctx, m.msg); err != nil {
+				return err
+			}
+			if needed[m.id] {
+				if err := h.Flush(ctx); err != nil {
+					return err
+				}
+				if leaf := sess.Leaf(); leaf != nil {
+					mapped[m.id] = leaf.ID()
+				}
+			}
+			continue
+		}
+		switch d := m.entry.(type) {
+		case *tree.Compaction:
+			cp := *d
+			to, ok := mapped[resolve(cp.FirstKeptEntryID)]
+			if !ok {
+				// It names nothing imported: left out, its children
+				// hang from the leaf.
+				if l := sess.Leaf(); l != nil {
+					mapped[m.id] = l.ID()
+				}
+				continue
+			}
+			cp.FirstKeptEntryID = to
+			m.entry = &cp
+		case *tree.BranchSummary:
+			b := *d
+			b.FromID = "root"
+			if l := sess.Leaf(); l != nil {
+				b.FromID = l.ID()
+			}
+			m.entry = &b
+		}
+		e, err := sess.Append(ctx, m.entry)
+		if err != nil {
+			return err
+		}
+		mapped[m.id] = e.ID()
 	}
-	return h.Close(ctx)
+	return nil
 }
 
 func millis(ts string) int64 {
@@ -285,16 +401,30 @@ func millis(ts string) int64 {
 	return t.UnixMilli()
 }
 
-func assistant(content []any, model string, ts int64, stop string) json.RawMessage {
+// tokens is an assistant message's usage as the source recorded it.
+type tokens struct {
+	Input, Output, CacheRead, CacheWrite, Total int64
+}
+
+// assistant builds a spec 003 assistant message with everything a strict
+// reader wants: what the source does not say is "unknown" or zero (the
+// cost is never known).
+func assistant(content []any, model, provider string, ts int64, stop string, u tokens) json.RawMessage {
 	if model == "" {
 		model = "unknown"
+	}
+	if provider == "" {
+		provider = "unknown"
 	}
 	if stop == "" {
 		stop = "stop"
 	}
+	if u.Total == 0 {
+		u.Total = u.Input + u.Output + u.CacheRead + u.CacheWrite
+	}
 	b, _ := json.Marshal(map[string]any{
-		"role": "assistant", "content": content, "api": "unknown", "provider": "unknown", "model": model,
-		"usage": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+		"role": "assistant", "content": content, "api": "unknown", "provider": provider, "model": model,
+		"usage": map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite, "totalTokens": u.Total,
 			"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 		"stopReason": stop, "timestamp": ts,
 	})

@@ -181,3 +181,51 @@ func TestJSONOutputs(t *testing.T) {
 		walk(args[0], v)
 	}
 }
+
+// Completion offers the workspace's checkpoint names (not those already
+// given to rm), and session ids for show and --session.
+func TestCompletion(t *testing.T) {
+	store, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"before-edit", "before-test", "other"} {
+		if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "--dir", ws, "create", name); code != 0 {
+			t.Fatalf("create %s: %s", name, errOut)
+		}
+	}
+	complete := func(args ...string) []string {
+		t.Helper()
+		code, out, errOut := trove(t, "", append([]string{"__complete", "--store", store}, args...)...)
+		if code != 0 {
+			t.Fatalf("__complete %v: %d %s", args, code, errOut)
+		}
+		var names []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") { // the last line is the directive
+				names = append(names, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return names
+	}
+	if got := strings.Join(complete("checkpoint", "rewind", "--dir", ws, "before"), " "); got != "before-edit before-test" {
+		t.Errorf("rewind completes %q", got)
+	}
+	if got := strings.Join(complete("checkpoint", "rm", "--dir", ws, "before-edit", ""), " "); got != "before-test other" {
+		t.Errorf("rm completes %q", got)
+	}
+	if got := complete("checkpoint", "diff", "--dir", ws, "other", ""); len(got) != 0 {
+		t.Errorf("diff completes a second name: %q", got)
+	}
+	code, out, _ := trove(t, "", "--store", store, "demo", "--json")
+	if code != 0 {
+		t.Fatalf("demo: %s", out)
+	}
+	ids := complete("show", "")
+	if len(ids) == 0 {
+		t.Fatal("show completes no session ids")
+	}
+	if got := complete("checkpoint", "ls", "--session", ids[0][:4]); len(got) == 0 || !strings.HasPrefix(got[0], ids[0][:4]) {
+		t.Errorf("--session completes %q", got)
+	}
+}

@@ -35,7 +35,15 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun})
+			var b *bar
+			progress := func(done, total int) {
+				if b == nil {
+					b = a.progress(total, "importing")
+				}
+				b.set(done, total)
+			}
+			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun, Progress: progress})
+			b.done()
 			out := importJSON{DryRun: dryRun, Sessions: append([]importer.Result{}, res...)}
 			for _, r := range res {
 				if r.Imported {
@@ -56,7 +64,11 @@ func newImportCmd(a *app) *cobra.Command {
 			}
 			for _, r := range res {
 				if r.Imported {
-					a.printf("%s %s (%s, %d messages) as %s\n", verb, r.Source, r.Format, r.Messages, r.SessionID)
+					of := ""
+					if r.ParentID != "" {
+						of = ", parent " + r.ParentID
+					}
+					a.printf("%s %s (%s, %d messages%s) as %s\n", verb, r.Source, r.Format, r.Messages, of, r.SessionID)
 				} else {
 					a.printf("skipped %s: %s\n", r.Source, r.Reason)
 				}

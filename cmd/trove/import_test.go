@@ -18,7 +18,7 @@ func TestImportShowMirror(t *testing.T) {
 		t.Fatalf("import: %d %s", code, errOut)
 	}
 	var rep importJSON
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Imported != 1 || len(rep.Sessions) != 1 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Imported != 2 || len(rep.Sessions) != 2 || rep.Sessions[1].ParentID != rep.Sessions[0].SessionID {
 		t.Fatalf("import --json: %v %s", err, out)
 	}
 	id := rep.Sessions[0].SessionID
@@ -27,7 +27,7 @@ func TestImportShowMirror(t *testing.T) {
 		t.Errorf("show: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = trove(t, "", "--store", store, "import", src)
-	if code != 0 || !strings.Contains(out, "imported 0 sessions, skipped 1") {
+	if code != 0 || !strings.Contains(out, "imported 0 sessions, skipped 2") {
 		t.Errorf("second import: %d %s", code, out)
 	}
 	if code, _, _ := trove(t, "", "--store", store, "import", "--from", "nope", src); code != exitUsage {
