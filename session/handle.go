@@ -39,7 +39,7 @@ type Handle struct {
 	dirty    bool // meta changed since it was written
 	edited   bool // UpdateMetadata changed it: written at the next Flush
 	err      error
-	trans    backend.Writer
+	trans    *jsonl.Appender // transcript.jsonl, only the writer goroutine writes
 	closeErr error
 }
 
@@ -354,28 +354,18 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 	}
 	h.mu.Lock()
 	w := h.trans
-	h.mu.Unlock()
 	if w == nil {
 		name := backend.Join(SidecarDir(h.Path()), TranscriptFile)
-		// A line a killed writer tore was never acknowledged: drop it so
-		// the next one is not glued to it (and lost with it).
-		if n, err := jsonl.DropTornTail(ctx, h.store.st, name); err != nil {
-			h.latch(err)
-			return
-		} else if n > 0 {
+		// A line a killed writer tore was never acknowledged: the
+		// appender drops it so the next one is not glued to it.
+		w = jsonl.NewAppender(h.store.st, name, jsonl.Append)
+		w.Dropped = func(n int) {
 			h.store.cfg.log.Warn("trove/session: dropped a torn last transcript line", "file", name, "bytes", n)
 		}
-		var err error
-		w, err = h.store.st.OpenWriter(ctx, name, backend.WriterOptions{})
-		if err != nil {
-			h.latch(err)
-			return
-		}
-		h.mu.Lock()
 		h.trans = w
-		h.mu.Unlock()
 	}
-	if _, err := w.Write(lines); err != nil {
+	h.mu.Unlock()
+	if err := w.Write(ctx, lines); err != nil {
 		h.latch(err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonl"
 	"github.com/trovekit/trove/internal/jsonscan"
 	"github.com/trovekit/trove/session/tree"
 )
@@ -668,6 +670,9 @@ func messagesTo(sess *tree.Session, messageID string) ([]*tree.Entry, error) {
 	return out, nil
 }
 
+// maxTranscriptLine bounds one transcript line a reader holds.
+const maxTranscriptLine = 256 << 20
+
 // Transcript yields the session's SDK transcript stream, one JSON value per
 // line, in the order appended. A torn last line is skipped.
 func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error] {
@@ -677,7 +682,7 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 			yield(nil, err)
 			return
 		}
-		data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(name), TranscriptFile))
+		rc, err := s.st.Open(ctx, backend.Join(SidecarDir(name), TranscriptFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			return
 		}
@@ -685,8 +690,21 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 			yield(nil, err)
 			return
 		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if line == "" || !json.Valid([]byte(line)) {
+		defer rc.Close()
+		// Lenient as the tree: blank, damaged, torn and oversized lines
+		// are skipped.
+		r := jsonl.NewReader(rc, maxTranscriptLine)
+		for {
+			line, _, err := r.Next()
+			switch {
+			case err == io.EOF:
+				return
+			case errors.Is(err, jsonl.ErrLineTooLong):
+				continue
+			case err != nil:
+				yield(nil, err)
+				return
+			case len(line) == 0 || !json.Valid(line):
 				continue
 			}
 			if !yield(json.RawMessage(line), nil) {

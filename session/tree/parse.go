@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/trovekit/trove/internal/jsonl"
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
@@ -41,11 +42,7 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			line, data = data, nil
-		}
+		line, data, _ = jsonl.Cut(data)
 		line = trimLine(line)
 		if len(line) == 0 {
 			continue

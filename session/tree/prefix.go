@@ -1,12 +1,12 @@
 package tree
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/trovekit/trove/internal/jsonl"
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
@@ -26,15 +26,11 @@ func ScanPrefix(data []byte, complete bool) (Prefix, error) {
 	var p Prefix
 	n, found := len(data), false
 	for len(data) > 0 {
-		var line []byte
-		i := bytes.IndexByte(data, '\n')
-		if i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else if complete {
-			line, data = data, nil
-		} else {
+		line, rest, whole := jsonl.Cut(data)
+		if !whole && !complete {
 			break // cut by the prefix
 		}
+		data = rest
 		line = trimLine(line)
 		if len(line) == 0 {
 			continue

@@ -103,14 +103,14 @@ type Session struct {
 	hasAssistant bool
 	labels       map[string]string
 
-	noHeader   bool           // loaded from a file without a header: never written
-	fileExists bool           // the file holds at least the header
-	persisted  int            // entries[:persisted] are in the file
-	batch      bool           // appends wait for commit (see setBatch)
-	torn       bool           // the file does not end with a newline
-	unresolved bool           // LazyBlobs: views hold refs until first read
-	w          backend.Writer // append writer, opened on demand
-	err        error          // the first write error, latched
+	noHeader   bool            // loaded from a file without a header: never written
+	fileExists bool            // the file holds at least the header
+	persisted  int             // entries[:persisted] are in the file
+	batch      bool            // appends wait for commit (see setBatch)
+	torn       bool            // the file does not end with a newline
+	unresolved bool            // LazyBlobs: views hold refs until first read
+	w          *jsonl.Appender // opened on the first write after load or rewrite
+	err        error           // the first write error, latched
 	closed     bool
 	problems   []Problem // the first maxProblems reported
 	seq        int       // ids minted without randomness
@@ -653,39 +653,25 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		return backend.PathErr("append", s.name, err)
 	}
 	var buf bytes.Buffer
-	if !s.fileExists {
-		// The first write creates the file: exclusive, so a session
-		// never replaces a file it did not load.
-		w, err := s.st.OpenWriter(ctx, s.name, backend.WriterOptions{Exclusive: true})
-		if err != nil {
-			return s.latch(err)
-		}
-		s.w = w
-		buf.Write(s.headerRaw)
-		buf.WriteByte('\n')
-	} else if s.w == nil {
-		if s.torn {
+	if s.w == nil {
+		switch {
+		case !s.fileExists:
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Create)
+		case s.torn:
 			// A torn last line was never acknowledged (a line is only
-			// once it and its newline are synced): drop it, so the new
-			// entry is not glued to it and no damaged line stays behind.
-			n, err := jsonl.DropTornTail(ctx, s.st, s.name)
-			if err != nil {
-				return s.latch(err)
-			}
-			if n > 0 {
+			// once it and its newline are synced): the appender drops
+			// it, so the new entry is not glued to it and no damaged
+			// line stays behind.
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Append)
+			s.w.Dropped = func(n int) {
 				s.report(Problem{Err: fmt.Errorf("dropped a torn last line of %d bytes before appending: %w", n, ErrCorrupt)})
 			}
-			s.torn = false
+		default:
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.AppendWhole)
 		}
-		w, err := s.st.OpenWriter(ctx, s.name, backend.WriterOptions{})
-		if err != nil {
-			return s.latch(err)
-		}
-		s.w = w
 	}
-	if s.torn {
-		// Not reached for a file opened here; kept for a writer whose
-		// last write tore: end the line so the new entry is whole.
+	if !s.fileExists {
+		buf.Write(s.headerRaw)
 		buf.WriteByte('\n')
 	}
 	size := 0
@@ -701,7 +687,7 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		buf.Write(raw)
 		buf.WriteByte('\n')
 	}
-	if _, err := s.w.Write(buf.Bytes()); err != nil {
+	if err := s.w.Write(ctx, buf.Bytes()); err != nil {
 		return s.latch(err)
 	}
 	s.fileExists, s.torn, s.persisted = true, false, len(s.entries)
@@ -856,12 +842,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	w := s.w
 	s.w = nil
-	if s.err == nil {
-		if err := w.Sync(); err != nil {
-			s.latch(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(); err != nil && s.err == nil {
 		s.latch(err)
 	}
 	return s.err
