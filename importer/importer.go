@@ -188,7 +188,7 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, write fun
 		r.Reason = "no messages"
 		return r, nil
 	}
-	if _, err := session.Find(ctx, st.Storage(), r.SessionID); err == nil {
+	if _, err := st.Sessions().Find(ctx, r.SessionID); err == nil {
 		r.Reason = "already imported"
 		return r, nil
 	}

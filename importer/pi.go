@@ -131,7 +131,7 @@ func strictAssistant(m map[string]any) {
 // writePi stores f as a new v3 session file named by id, entries unchanged.
 func writePi(ctx context.Context, s *trove.Store, id string, f *piFile) error {
 	name := session.SessionPath(f.cwd, f.created, id)
-	if _, err := session.Find(ctx, s.Storage(), id); err == nil {
+	if _, err := s.Sessions().Find(ctx, id); err == nil {
 		return fs.ErrExist
 	}
 	for _, e := range f.entries {
