@@ -330,7 +330,7 @@ func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
 		if e == nil || !e.Exists || e.typ() != TypeFile {
 			return nil, nil
 		}
-		data, err := m.blobs.get(ctx, e.Digest)
+		data, err := m.content(ctx, e.Digest, e.Base, e.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, name, e.Digest, err)
 		}
@@ -401,7 +401,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		case TypeFile:
 			// Streamed from the blob store, verified as it goes: a
 			// mismatch fails the write and leaves the file as it was.
-			rc, err := m.blobs.open(ctx, c.b.digest)
+			rc, err := m.openContent(ctx, c.b.digest, c.b.base, c.b.delta)
 			if err != nil {
 				return err
 			}

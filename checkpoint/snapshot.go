@@ -243,12 +243,19 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 	var jobs []int
 	for _, i := range idx {
 		e := &man.Files[i]
-		if ref, ok := cache.lookup(e.Path, sts[i], m.cfg.racy); ok {
-			e.Digest = ref
-			cache.put(e.Path, sts[i], ref, start)
+		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
+			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
+			cache.put(e.Path, sts[i], e, start)
 			continue
 		}
 		jobs = append(jobs, i)
+	}
+	// The last stored version of each changed path: the base of a delta.
+	prev := make(map[int]*cacheEntry, len(jobs))
+	for _, i := range jobs {
+		if ce, ok := cache.entries[man.Files[i].Path]; ok {
+			prev[i] = &ce
+		}
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
 	if len(jobs) == 0 {
@@ -300,12 +307,9 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 					fail(err)
 					continue
 				}
-				ref, err := batch.put(ctx, data)
-				if err != nil {
+				if err := m.putContent(ctx, batch, e, data, prev[i]); err != nil {
 					fail(err)
-					continue
 				}
-				e.Digest, e.Size = ref, int64(len(data))
 			}
 		})
 	}
@@ -332,7 +336,7 @@ feed:
 	man.Skipped = append(man.Skipped, skipped...)
 	for _, i := range jobs {
 		if e := &man.Files[i]; e.Exists {
-			cache.put(e.Path, sts[i], e.Digest, start)
+			cache.put(e.Path, sts[i], e, start)
 		}
 	}
 	return nil
@@ -342,15 +346,25 @@ feed:
 // cache. The blobs it names are durable already (storeFiles flushed them).
 func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
 	t0 := time.Now()
-	data := man.appendJSON(make([]byte, 0, 256+len(man.Files)*200))
+	batch := m.blobs.newBatch()
+	root, trees, err := putTrees(ctx, batch, man.Files)
+	if err == nil {
+		err = batch.flush(ctx)
+	}
+	if err != nil {
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	man.Tree, man.trees = root, trees
+	data := man.appendJSON(make([]byte, 0, 1024), false)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.saveCache(ctx) })
-	err := m.store.WriteFile(ctx, m.manifestName(man.ID), data)
+	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
 }

@@ -33,12 +33,13 @@ type dirCacheEntry struct {
 }
 
 type cacheEntry struct {
-	st       fileStat
-	ref      string
-	verified int64 // ns: when the snapshot that last hashed or checked it started
+	st          fileStat
+	ref         string
+	base, delta string // how ref is stored, when as a delta (see Entry)
+	verified    int64  // ns: when the snapshot that last hashed or checked it started
 }
 
-const cacheMagic = "trove-statcache-2\n"
+const cacheMagic = "trove-statcache-3\n"
 
 // Racy windows: how close to a snapshot's start an mtime or ctime must be
 // for the stat to prove nothing. Sub-second timestamps come from a clock
@@ -65,11 +66,17 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]st
 // lookup returns the cached digest of path when st proves the content
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
+	e, ok := c.lookupEntry(path, st, window)
+	return e.ref, ok
+}
+
+// lookupEntry is lookup returning the whole entry.
+func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) (cacheEntry, bool) {
 	e, ok := c.entries[path]
 	if !ok || e.st != st || racy(e, window) {
-		return "", false
+		return cacheEntry{}, false
 	}
-	return e.ref, true
+	return e, true
 }
 
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
@@ -87,8 +94,9 @@ func racy(e cacheEntry, window time.Duration) bool {
 	return e.st.mtime >= limit || (e.st.ctime != 0 && e.st.ctime >= limit)
 }
 
-func (c *statCache) put(path string, st fileStat, ref string, verified int64) {
-	c.entries[path] = cacheEntry{st: st, ref: ref, verified: verified}
+// put records path's stat and e's content.
+func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
+	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
 }
 
 // encode writes the cache: magic, count, entries sorted by path, then a
@@ -113,8 +121,9 @@ func (c *statCache) encode() []byte {
 		b = binary.AppendUvarint(b, e.st.ino)
 		b = binary.AppendUvarint(b, e.st.dev)
 		b = binary.AppendVarint(b, e.verified)
-		b = binary.AppendUvarint(b, uint64(len(e.ref)))
-		b = append(b, e.ref...)
+		b = appendStr(b, e.ref)
+		b = appendStr(b, e.base)
+		b = appendStr(b, e.delta)
 	}
 	dirs := make([]string, 0, len(c.dirs))
 	for d := range c.dirs {
@@ -163,10 +172,10 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		e.st.ino = r.uvarint()
 		e.st.dev = r.uvarint()
 		e.verified = r.varint()
-		e.ref = r.str()
+		e.ref, e.base, e.delta = r.str(), r.str(), r.str()
 		// The checksum guards against damage; refs are checked again where a
 		// manifest is loaded.
-		if r.err == nil && validRel(p) == nil && strings.HasPrefix(e.ref, "blob:") {
+		if r.err == nil && validRel(p) == nil && isRef(e.ref) && (e.delta == "" || isRef(e.base) && isRef(e.delta)) {
 			c.entries[p] = e
 		}
 	}
@@ -194,6 +203,8 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	return c, nil
 }
+
+func isRef(s string) bool { return strings.HasPrefix(s, "blob:") }
 
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
