@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The stat cache remembers, per workspace path, the lstat it had and the
@@ -39,7 +40,14 @@ type cacheEntry struct {
 	verified    int64  // ns: when the snapshot that last hashed or checked it started
 }
 
-const cacheMagic = "trove-statcache-3\n"
+// cacheMagic starts the file; the rest is one zstd frame of the body
+// (entries, listings, sha256 of both). Paths and stats compress well, and
+// the cache is as big as a manifest of the tree: on a store holding many
+// checkpoints of one tree it is a fair part of the bytes.
+const cacheMagic = "trove-statcache-4\n"
+
+// cacheMaxBody bounds what a damaged or hostile cache decompresses to.
+const cacheMaxBody = 1 << 30
 
 // Racy windows: how close to a snapshot's start an mtime or ctime must be
 // for the stat to prove nothing. Sub-second timestamps come from a clock
@@ -99,31 +107,24 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
 }
 
-// encode writes the cache: magic, count, entries sorted by path, then a
-// sha256 of everything before it.
+// encode writes the cache: magic, then compressed: count, entries sorted
+// by path, listings, and a sha256 of everything before it.
 func (c *statCache) encode() []byte {
 	paths := make([]string, 0, len(c.entries))
 	for p := range c.entries {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	b := make([]byte, 0, len(cacheMagic)+len(paths)*128+40)
-	b = append(b, cacheMagic...)
+	b := make([]byte, 0, len(paths)*100+40)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		e := c.entries[p]
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-		b = binary.AppendUvarint(b, uint64(e.st.mode))
-		b = binary.AppendVarint(b, e.st.size)
-		b = binary.AppendVarint(b, e.st.mtime)
-		b = binary.AppendVarint(b, e.st.ctime)
-		b = binary.AppendUvarint(b, e.st.ino)
-		b = binary.AppendUvarint(b, e.st.dev)
+		b = appendStr(b, p)
+		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, e.verified)
-		b = appendStr(b, e.ref)
-		b = appendStr(b, e.base)
-		b = appendStr(b, e.delta)
+		b = appendCacheRef(b, e.ref)
+		b = appendCacheRef(b, e.base)
+		b = appendCacheRef(b, e.delta)
 	}
 	dirs := make([]string, 0, len(c.dirs))
 	for d := range c.dirs {
@@ -142,21 +143,62 @@ func (c *statCache) encode() []byte {
 		}
 	}
 	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	b = append(b, sum[:]...)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+	if err != nil {
+		return nil // cannot happen with these options; an empty cache only costs time
+	}
+	defer enc.Close()
+	return enc.EncodeAll(b, []byte(cacheMagic))
+}
+
+// appendCacheRef writes a ref as a flag byte and, when set, its algorithm
+// byte and digest (the tree objects' form); "" is one zero byte.
+func appendCacheRef(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, 0)
+	}
+	out, err := appendRef(append(b, 1), s)
+	if err != nil {
+		return append(b, 0) // not a ref: dropped, it only costs a rehash
+	}
+	return out
+}
+
+func (r *reader) cacheRef() string {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBadCache
+		return ""
+	}
+	set := r.b[0]
+	r.b = r.b[1:]
+	if set == 0 {
+		return ""
+	}
+	return r.ref()
 }
 
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
 func decodeStatCache(data []byte) (*statCache, error) {
-	if len(data) < len(cacheMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(cacheMagic)) {
+	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(cacheMaxBody))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	body, err := dec.DecodeAll(data[len(cacheMagic):], nil)
+	if err != nil || len(body) < sha256.Size {
+		return nil, fmt.Errorf("%w: %v", errBadCache, err)
+	}
+	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	r := &reader{b: body[len(cacheMagic):]}
+	r := &reader{b: body}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
@@ -165,17 +207,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
-		e.st.mode = fs.FileMode(r.uvarint())
-		e.st.size = r.varint()
-		e.st.mtime = r.varint()
-		e.st.ctime = r.varint()
-		e.st.ino = r.uvarint()
-		e.st.dev = r.uvarint()
+		e.st = r.stat()
 		e.verified = r.varint()
-		e.ref, e.base, e.delta = r.str(), r.str(), r.str()
+		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
 		// The checksum guards against damage; refs are checked again where a
 		// manifest is loaded.
-		if r.err == nil && validRel(p) == nil && isRef(e.ref) && (e.delta == "" || isRef(e.base) && isRef(e.delta)) {
+		if r.err == nil && validRel(p) == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
 			c.entries[p] = e
 		}
 	}
@@ -203,8 +240,6 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	return c, nil
 }
-
-func isRef(s string) bool { return strings.HasPrefix(s, "blob:") }
 
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
