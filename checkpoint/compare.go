@@ -304,7 +304,7 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	man, err := m.Load(ctx, id)
+	man, err := m.loadCached(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +324,13 @@ func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 // one files checkpoint does not list is unknown to it and not compared; a
 // tree checkpoint that does not list a path (and did not skip it) had none.
 func (m *Manager) DiffCheckpoints(ctx context.Context, from, to string) (*DiffResult, error) {
-	a, err := m.Load(ctx, from)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, err := m.loadCached(ctx, from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := m.Load(ctx, to)
+	b, err := m.loadCached(ctx, to)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func TestTreeObjectDamage(t *testing.T) {
 	}
 	var obj []byte
 	c := &captureBatch{got: func(b []byte) { obj = b }}
-	if _, _, err := putTrees(t.Context(), c, files); err != nil {
+	if _, _, err := putTrees(t.Context(), c, files, nil); err != nil {
 		t.Fatal(err)
 	}
 	kids, err := decodeTree(obj)

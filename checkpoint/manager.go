@@ -209,13 +209,23 @@ func (m *Manager) manifestName(id string) string { return m.cfg.dir + "/" + id +
 // Load reads and validates the manifest of checkpoint id. A missing one is
 // ErrNotFound; one that does not parse or validate is ErrCorrupt.
 func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
+	return m.load(ctx, id, nil)
+}
+
+// loadCached is Load taking the trees the stat cache holds from cache,
+// under m.mu.
+func (m *Manager) loadCached(ctx context.Context, id string) (*Manifest, error) {
+	return m.load(ctx, id, m.loadCache(ctx).trees)
+}
+
+func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) (*Manifest, error) {
 	t0 := time.Now()
 	man, err := m.loadHeader(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if man.Version == ManifestVersion {
-		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree); err != nil {
+		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
 			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 		}
 	}

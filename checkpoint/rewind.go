@@ -74,7 +74,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	man, err := m.Load(ctx, id)
+	man, err := m.loadCached(ctx, id)
 	if err != nil {
 		return fail(err)
 	}

@@ -121,10 +121,12 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		man.Files = append(man.Files, e)
 		sts = append(sts, st)
 	}
-	if err := m.storeFiles(ctx, man, files, sts, -1, start.UnixNano()); err != nil {
+	batch := m.blobs.newBatch()
+	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano()); err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, man)
+	return man, m.writeManifest(ctx, batch, man, false)
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -197,7 +199,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
 		}
 	}
-	if err := m.storeFiles(ctx, man, files, sts, limit, start.UnixNano()); err != nil {
+	batch := m.blobs.newBatch()
+	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano()); err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
@@ -215,7 +219,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, man)
+	return man, m.writeManifest(ctx, batch, man, true)
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -235,10 +239,10 @@ func sortSkipped(s []Skipped) {
 
 // storeFiles fills in the digest of the entries at idx: from the stat cache
 // when the stat proves the content unchanged, else by reading the file and
-// putting it into one cas batch, with a few workers reading and storing at
-// once. A file gone since its lstat, or grown past limit, is marked absent
+// putting it into batch (flushed by writeManifest), with a few workers
+// reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
 // (Create) or dropped by the caller (CreateTree).
-func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
 	cache := m.loadCache(ctx)
 	var jobs []int
 	for _, i := range idx {
@@ -263,7 +267,6 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batch := m.blobs.newBatch()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -327,11 +330,7 @@ feed:
 		first = ctx.Err()
 	}
 	if first != nil {
-		batch.discard()
 		return first
-	}
-	if err := batch.flush(ctx); err != nil {
-		return err
 	}
 	man.Skipped = append(man.Skipped, skipped...)
 	for _, i := range jobs {
@@ -342,12 +341,17 @@ feed:
 	return nil
 }
 
-// writeManifest stores the manifest atomically, and beside it the stat
-// cache. The blobs it names are durable already (storeFiles flushed them).
-func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
+// writeManifest stores the tree objects of man through batch, flushes it
+// (so the blobs it names are durable before it), and writes the manifest
+// atomically and beside it the stat cache, which keeps the trees of a tree
+// snapshot (keep).
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep bool) error {
 	t0 := time.Now()
-	batch := m.blobs.newBatch()
-	root, trees, err := putTrees(ctx, batch, man.Files)
+	var kept map[string][]byte
+	if keep {
+		kept = map[string][]byte{}
+	}
+	root, trees, err := putTrees(ctx, batch, man.Files, kept)
 	if err == nil {
 		err = batch.flush(ctx)
 	}
@@ -356,6 +360,9 @@ func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
 	man.Tree, man.trees = root, trees
+	if keep {
+		m.cache.trees = keepTrees(kept, m.cache.trees)
+	}
 	data := man.appendJSON(make([]byte, 0, 1024), false)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.saveCache(ctx) })
@@ -367,6 +374,27 @@ func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
 	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
+}
+
+// keepTrees returns the trees of the new snapshot plus some of those the
+// cache held (older snapshots', which a rewind or diff to an earlier
+// checkpoint reads), up to a quarter of the new ones' bytes.
+func keepTrees(cur, old map[string][]byte) map[string][]byte {
+	var size int
+	for _, b := range cur {
+		size += len(b)
+	}
+	budget := max(64<<10, size/4)
+	for ref, b := range old {
+		if _, ok := cur[ref]; ok {
+			continue
+		}
+		if budget -= len(b); budget < 0 {
+			break
+		}
+		cur[ref] = b
+	}
+	return cur
 }
 
 // isAbsent: the path does not exist, or a parent is not a directory.

@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -25,6 +26,10 @@ type statCache struct {
 	// its stat is unchanged (and not racy) its names are too, and the walk
 	// stats them without opening and reading the directory.
 	dirs map[string]dirCacheEntry
+	// trees holds the tree objects of the last tree snapshot by ref, so
+	// loading a checkpoint reads from cas only the trees that differ from
+	// it. Each is checked against its ref before use.
+	trees map[string][]byte
 }
 
 type dirCacheEntry struct {
@@ -46,6 +51,9 @@ type cacheEntry struct {
 // checkpoints of one tree it is a fair part of the bytes.
 const cacheMagic = "trove-statcache-4\n"
 
+// cacheWindow is the zstd window of the cache.
+const cacheWindow = 256 << 10
+
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
 
@@ -59,7 +67,7 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry)}
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
 }
 
 // listing returns the cached names of dir when st proves them current.
@@ -110,11 +118,7 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 // encode writes the cache: magic, then compressed: count, entries sorted
 // by path, listings, and a sha256 of everything before it.
 func (c *statCache) encode() []byte {
-	paths := make([]string, 0, len(c.entries))
-	for p := range c.entries {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(c.entries))
 	b := make([]byte, 0, len(paths)*100+40)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
@@ -126,11 +130,7 @@ func (c *statCache) encode() []byte {
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
 	}
-	dirs := make([]string, 0, len(c.dirs))
-	for d := range c.dirs {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
+	dirs := slices.Sorted(maps.Keys(c.dirs))
 	b = binary.AppendUvarint(b, uint64(len(dirs)))
 	for _, d := range dirs {
 		e := c.dirs[d]
@@ -142,9 +142,18 @@ func (c *statCache) encode() []byte {
 			b = appendStr(b, n)
 		}
 	}
+	refs := slices.Sorted(maps.Keys(c.trees))
+	b = binary.AppendUvarint(b, uint64(len(refs)))
+	for _, r := range refs {
+		b = appendCacheRef(b, r)
+		b = appendStr(b, string(c.trees[r]))
+	}
 	sum := sha256.Sum256(b)
 	b = append(b, sum[:]...)
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+	// A small window and lower-memory mode: a fresh encoder per save costs
+	// less in allocation than the default's megabytes of history.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(false), zstd.WithWindowSize(cacheWindow), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil // cannot happen with these options; an empty cache only costs time
 	}
@@ -185,7 +194,8 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(cacheMaxBody))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(cacheMaxBody),
+		zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(cacheWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +213,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry)}
+	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
@@ -234,6 +244,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 			e.names = append(e.names, r.str())
 		}
 		c.dirs[d] = e
+	}
+	nt := r.uvarint()
+	if nt > uint64(len(r.b)) {
+		return nil, errBadCache
+	}
+	for i := uint64(0); i < nt && r.err == nil; i++ {
+		ref := r.cacheRef()
+		c.trees[ref] = []byte(r.str())
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache

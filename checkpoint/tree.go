@@ -54,8 +54,9 @@ type tnode struct {
 }
 
 // putTrees stores the tree objects of files (sorted, validated entries)
-// through batch and returns the root's ref and every tree's ref.
-func putTrees(ctx context.Context, batch blobBatch, files []Entry) (string, []string, error) {
+// through batch and returns the root's ref and every tree's ref; keep, when
+// not nil, gets every tree object by ref.
+func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte) (string, []string, error) {
 	root := &tnode{}
 	nodes := map[string]*tnode{"": root}
 	var node func(p string) *tnode
@@ -100,6 +101,9 @@ func putTrees(ctx context.Context, batch blobBatch, files []Entry) (string, []st
 			return "", err
 		}
 		refs = append(refs, ref)
+		if keep != nil {
+			keep[ref] = b
+		}
 		return ref, nil
 	}
 	ref, err := put(root)
@@ -165,6 +169,10 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 }
 
 func appendRef(b []byte, s string) ([]byte, error) {
+	if algo, d, ok := fastRef(s); ok {
+		b = append(b, byte(algo))
+		return append(b, d[:]...), nil
+	}
 	r, err := cas.ParseRef(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -179,9 +187,17 @@ func (r *reader) ref() string {
 		r.err = errBadCache
 		return ""
 	}
-	s := "blob:" + cas.Algorithm(r.b[0]).String() + ":" + hex.EncodeToString(r.b[1:33])
+	var buf [len("blob:sha256:") + 64]byte
+	n := copy(buf[:], "blob:")
+	n += copy(buf[n:], cas.Algorithm(r.b[0]).String())
+	if n+1+64 > len(buf) {
+		r.err = errBadCache
+		return ""
+	}
+	buf[n] = ':'
+	hex.Encode(buf[n+1:], r.b[1:33])
 	r.b = r.b[33:]
-	return s
+	return string(buf[:n+1+64])
 }
 
 // treeChild is one decoded child of a tree object.
@@ -260,8 +276,9 @@ func decodeTree(data []byte) ([]treeChild, error) {
 
 // loadTrees reads the tree objects below root and returns their entries
 // (sorted by path) and the refs of the trees read. A subtree stored once
-// but used twice is read once.
-func loadTrees(ctx context.Context, blobs blobStore, root string) ([]Entry, []string, error) {
+// but used twice is read once. A tree found in known (the stat cache's,
+// may be nil) whose bytes hash to its ref is not read from cas.
+func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
 	decoded := map[string][]treeChild{}
 	var refs []string
 	var files []Entry
@@ -275,10 +292,19 @@ func loadTrees(ctx context.Context, blobs blobStore, root string) ([]Entry, []st
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			data, err := blobs.get(ctx, ref)
-			if err != nil {
-				return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
+			data, ok := known[ref]
+			if ok {
+				if sum, err := blobs.sumLike(ref, data); err != nil || sum != ref {
+					ok = false
+				}
 			}
+			if !ok {
+				var err error
+				if data, err = blobs.get(ctx, ref); err != nil {
+					return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
+				}
+			}
+			var err error
 			if kids, err = decodeTree(data); err != nil {
 				return fmt.Errorf("tree %s of %q: %w", ref, prefix, err)
 			}

@@ -816,7 +816,8 @@ func cpCorruptBlob(t *testing.T, nb newStorage) {
 	if _, err := e.m.CreateTree(e.ctx, "cp"); err != nil {
 		t.Fatal(err)
 	}
-	// Flip bytes in the middle of every stored blob object.
+	// Flip bytes all through every stored blob object but its first
+	// header (a pack holds the files' records and the tree's).
 	st := e.spy.Inner()
 	corrupted := 0
 	for info, err := range backend.Walk(e.ctx, st, "blobs") {
@@ -830,7 +831,7 @@ func cpCorruptBlob(t *testing.T, nb newStorage) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := len(data) / 2; i < len(data); i += 7 {
+		for i := 20; i < len(data); i += 7 {
 			data[i] ^= 0x5a
 		}
 		if err := st.WriteFile(e.ctx, info.Name, data); err != nil {
