@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
@@ -239,5 +241,45 @@ func TestEditedFilesStoredAsDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("verify %v: %v", r, err)
 		}
+	}
+}
+
+// A rewind killed while writing leaves a temporary file; the next snapshot
+// or rewind removes it once it is clearly not being written, and a dry run
+// leaves it.
+func TestStaleTempFilesRemoved(t *testing.T) {
+	e := newFormatEnv(t)
+	e.write("src/a.go", "package src\n", 0o644)
+	old := time.Now().Add(-time.Hour)
+	stale := func(name string) string {
+		e.write(name, "half written", 0o600)
+		if err := os.Chtimes(filepath.Join(e.dir, name), old, old); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	exists := func(name string) bool {
+		_, err := os.Lstat(filepath.Join(e.dir, name))
+		return err == nil
+	}
+	s1 := stale("src/.trove-tmp-00112233aabbccdd")
+	fresh := "src/.trove-tmp-99887766aabbccdd"
+	e.write(fresh, "being written", 0o600)
+	man := e.create("c")
+	if exists(s1) || !exists(fresh) {
+		t.Fatalf("after a snapshot: stale kept %v, fresh kept %v", exists(s1), exists(fresh))
+	}
+	for _, f := range man.Files {
+		if strings.Contains(f.Path, ".trove-tmp-") {
+			t.Fatalf("%s snapshotted", f.Path)
+		}
+	}
+	s2 := stale(".trove-tmp-0011223344556677")
+	if _, err := e.m.Rewind(e.ctx, "c", true); err != nil || !exists(s2) {
+		t.Fatalf("a dry run removed %s (%v)", s2, err)
+	}
+	e.rewind("c")
+	if exists(s2) || !exists(fresh) {
+		t.Fatalf("after a rewind: stale kept %v, fresh kept %v", exists(s2), exists(fresh))
 	}
 }

@@ -54,6 +54,7 @@ type plan struct {
 	cache   *statCache
 	loader  *loader
 	touched map[string]bool // directories whose entries change
+	temps   []treeEntry     // rewind's temporary files the walk found
 }
 
 // Rewind restores the workspace to checkpoint id: every file byte for byte
@@ -132,6 +133,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		res.Error = err.Error()
 		return res, err
 	}
+	m.removeStaleTemps(p.temps)
 	m.cfg.log.Debug("checkpoint: rewound", "id", id, "files", len(res.FilesChanged), "insertions", res.Insertions, "deletions", res.Deletions)
 	return res, nil
 }
@@ -182,6 +184,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.temps = t.temps
 		for _, ig := range t.ignored {
 			keep[ig] = true
 		}

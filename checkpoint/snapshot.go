@@ -163,6 +163,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
+	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
 	var files []int
 	var sts []fileStat // parallel to man.Files
@@ -376,6 +377,26 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	return nil
 }
 
+// staleTemp is the age past which a temporary file of rewind's is left
+// over (a rewind killed while writing it), not one being written: a writer
+// keeps its mtime current.
+const staleTemp = time.Minute
+
+// removeStaleTemps removes the temporary files a killed rewind left (the
+// walk found them); a failure is only logged: they are never snapshotted.
+func (m *Manager) removeStaleTemps(temps []treeEntry) {
+	for _, t := range temps {
+		if time.Since(time.Unix(0, t.st.mtime)) < staleTemp {
+			continue
+		}
+		if err := m.ws.remove(t.path); err != nil && !isAbsent(err) {
+			m.cfg.log.Warn("checkpoint: stale temporary file not removed", "path", t.path, "err", err)
+			continue
+		}
+		m.cfg.log.Debug("checkpoint: stale temporary file removed", "path", t.path)
+	}
+}
+
 // keepTrees returns the trees of the new snapshot plus some of those the
 // cache held (older snapshots', which a rewind or diff to an earlier
 // checkpoint reads), up to a quarter of the new ones' bytes.
@@ -455,6 +476,7 @@ type tree struct {
 	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
 	ignored  []string                 // ignored paths (not descended), sorted
 	skipped  []Skipped                // names a manifest cannot hold
+	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
 }
 
 type treeEntry struct {
@@ -560,13 +582,17 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			sub     []job
 			skipped []Skipped
 		)
+		var temps []treeEntry
 		for _, e := range ents {
-			if strings.HasPrefix(e.name, tempPrefix) {
-				continue
-			}
 			rel := e.name
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
+			}
+			if strings.HasPrefix(e.name, tempPrefix) {
+				if !e.st.isDir() {
+					temps = append(temps, treeEntry{path: rel, st: e.st})
+				}
+				continue
 			}
 			isDir := e.st.isDir()
 			if ig.ignored(rel, isDir) {
@@ -587,6 +613,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		t.entries = append(t.entries, entries...)
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
+		t.temps = append(t.temps, temps...)
 		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
 		queue = append(queue, sub...)
 		pending += len(sub)
