@@ -5,16 +5,27 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
 	"github.com/trovekit/trove/cas"
 )
 
-// What a blob costs on a bucket, counted on an S3 server: a request is tens
-// of milliseconds in a real region, so these bounds are the store's speed.
+// What a blob costs on a bucket, counted on S3 and GCS servers: a request
+// is tens of milliseconds in a real region, so these bounds are the store's
+// speed.
 func TestBucketRequests(t *testing.T) {
-	srv, c := cloudtest.StartCountingS3(t)
+	t.Run("s3", func(t *testing.T) {
+		srv, c := cloudtest.StartCountingS3(t)
+		bucketRequests(t, c, srv.New(t))
+	})
+	t.Run("gcs", func(t *testing.T) {
+		c := cloudtest.NewCounter()
+		bucketRequests(t, c, cloudtest.StartGCS(t, c.Wrap).New(t))
+	})
+}
+
+func bucketRequests(t *testing.T, c *cloudtest.Counter, st backend.Storage) {
 	ctx := t.Context()
-	st := srv.New(t)
 	open := func() *cas.Store {
 		s, err := cas.Open(ctx, st)
 		if err != nil {
