@@ -213,27 +213,25 @@ func (d *demo) run(ctx context.Context) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if err := h.Close(ctx); err != nil {
-		return err
-	}
-	d.say("1. session %s in %s: a prompt with a screenshot (kept as a blob), thinking, a tool call and its %s output (a blob)\n",
-		h.ID(), cwd, humanBytes(int64(len(listing))))
-	d.say("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
 
-	// 3. A branch and a compaction, written with the session API.
-	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(s.Blobs()))
-	if err != nil {
+	// 3. A branch and a compaction. The handle appends messages (and
+	// counts them); once it is flushed, the tree takes the other entries.
+	if err := h.Flush(ctx); err != nil {
 		return err
 	}
+	sess := h.Session()
 	entries := sess.Entries()
 	first := entries[0]
 	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
 		return err
 	}
-	branchMsg, err := sess.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil))
-	if err != nil {
+	if err := h.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil)); err != nil {
 		return err
 	}
+	if err := h.Flush(ctx); err != nil {
+		return err
+	}
+	branchMsg := sess.Leaf()
 	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
 		return err
 	}
@@ -244,9 +242,13 @@ func (d *demo) run(ctx context.Context) error {
 	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
 		return err
 	}
-	if err := sess.Close(ctx); err != nil {
+	if err := h.Close(ctx); err != nil {
 		return err
 	}
+	d.say("1. session %s in %s: a prompt with a screenshot (kept as a blob), thinking, a tool call and its %s output (a blob)\n",
+		h.ID(), cwd, humanBytes(int64(len(listing))))
+	d.say("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
+
 	d.say("3. a branch from the first message (%s) and a compaction keeping the fix, labelled \"fixed\"\n", branchMsg.ID())
 
 	// 4. A fork at the first reply.
