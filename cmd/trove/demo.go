@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
 )
@@ -261,12 +263,23 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.say("4. fork %s of the session at its first reply (images shared by ref, not copied)\n", f.ID())
 
-	// 5. fsck.
+	// 5. The session as one self-contained HTML page, beside the workspace.
+	page := ws + ".html"
+	view, _, err := readSession(ctx, s, h.ID())
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(page, func(w io.Writer) error { return export.HTML(ctx, w, view) }); err != nil {
+		return err
+	}
+	d.say("5. exported the session as HTML: %s (one file, no network; open it in a browser)\n", page)
+
+	// 6. fsck.
 	rep, err := s.Check(ctx)
 	if err != nil {
 		return err
 	}
-	d.say("5. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
+	d.say("6. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
 		w.RunID(), rep.Sessions, rep.Checkpoints, rep.Runs, rep.Blobs, len(rep.Problems))
 	for _, p := range rep.Problems {
 		d.say("   %s\n", sanitizeLine(p.String()))
@@ -277,7 +290,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	if a.jsonOut {
 		return a.printJSON(map[string]any{"store": a.storeName(), "session": h.ID(), "fork": f.ID(), "branch_entry": branchMsg.ID(),
-			"checkpoint": "before-edit", "workspace": ws, "run": w.RunID(), "files_restored": len(res.FilesChanged),
+			"checkpoint": "before-edit", "workspace": ws, "html": page, "run": w.RunID(), "files_restored": len(res.FilesChanged),
 			"blobs": rep.Blobs, "problems": len(rep.Problems)})
 	}
 	if strings.HasPrefix(a.storeURL, "mem://") {
@@ -305,6 +318,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"checkpoint ls --dir " + ws + " --session " + short[h.ID()], "the session's checkpoint"},
 		{"runs show " + w.RunID(), "the run log"},
 		{"fsck", "check everything"},
+		{"serve", "browse it all at http://127.0.0.1:8765"},
 	} {
 		d.say("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
 	}
