@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session"
 )
 
 // MirrorOption configures Mirror.
@@ -53,8 +54,9 @@ type MirrorReport struct {
 // and otherwise copied whole. Each destination file is written atomically,
 // so an interrupted Mirror leaves dst valid and a rerun finishes it. Blobs
 // go first, so a session file never lands before the blobs it refers to.
-// Writer locks, leases and puts in progress (blobs/tmp) are not copied:
-// they belong to live processes.
+// Writer locks, leases, open markers and puts in progress (blobs/tmp) are
+// not copied: they belong to live processes; nor is the listing index
+// (sessions/.index), a cache of the source's file times.
 func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
 	var cfg mirrorConfig
 	for _, o := range opts {
@@ -101,9 +103,14 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 	return rep, nil
 }
 
+// skipMirror says what belongs to the source's live processes (writer
+// locks, leases, open markers, puts in progress) or is a cache of the
+// source's own file times (the listing index), which the destination
+// builds for itself.
 func skipMirror(name string) bool {
 	b := backend.Base(name)
-	return b == "writer.lock" || b == "writer.lease" || strings.HasPrefix(name, "blobs/tmp/")
+	return b == "writer.lock" || b == "writer.lease" || strings.HasSuffix(b, session.OpenSuffix) ||
+		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/")
 }
 
 // mirrorRank orders blob objects and packs before pack indexes (a reader

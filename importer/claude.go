@@ -247,8 +247,8 @@ func (c *claudeConv) add(l claudeLine, tools, tasks map[string]string) bool {
 			for _, b := range blocks {
 				text = append(text, b.Text)
 			}
-			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, entry: &tree.Compaction{
-				Summary: strings.Join(text, "\n"), FirstKeptEntryID: l.ParentUUID, TokensBefore: c.preTokens}})
+			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, at: ts, kind: kindCompaction,
+				summary: strings.Join(text, "\n"), firstKept: l.ParentUUID, tokens: c.preTokens})
 			return true
 		}
 		var content []any

@@ -81,7 +81,7 @@ func parseCodex(data []byte) (*conversation, error) {
 		switch l.Type {
 		case "session_meta":
 			if c.cwd == "" {
-				c.cwd = it.Cwd
+				c.cwd, c.created = it.Cwd, ts
 			}
 			continue
 		case "turn_context":
@@ -97,8 +97,8 @@ func parseCodex(data []byte) (*conversation, error) {
 			// compaction keeping the last message.
 			flush()
 			if n > 0 && it.Message != "" {
-				c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(n), parent: fmt.Sprint(n - 1),
-					entry: &tree.Compaction{Summary: it.Message, FirstKeptEntryID: fmt.Sprint(n - 1)}})
+				c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(n), parent: fmt.Sprint(n - 1), at: ts, kind: kindCompaction,
+					summary: it.Message, firstKept: fmt.Sprint(n - 1)})
 				n++
 			}
 			continue

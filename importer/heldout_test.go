@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trovekit/trove/importer"
 )
@@ -32,28 +33,29 @@ func TestImportHeldOut(t *testing.T) {
 	cases := []struct {
 		format   string
 		messages int    // in the file, every branch
+		times    string // created and updated, as the source says
 		path     string // entry types and roles from the root to the leaf
 		context  string // roles of the context rebuilt at the leaf
 		want     []string
 	}{
-		{"claude", 14,
+		{"claude", 14, "2026-11-22T10:00:01Z 2026-11-22T10:00:18Z",
 			"user assistant toolResult assistant toolResult assistant toolResult assistant compaction user assistant toolResult assistant",
 			"compactionSummary assistant user assistant toolResult assistant",
 			[]string{"off by a cent", `"name":"Bash"`, `"name":"Read"`, `"name":"Edit"`, `"name":"Write"`, `"toolName":"Edit"`, `"isError":true`,
 				`"thinking":"Probably float rounding in the total."`, "I'll look for where the total is computed.", "summed in cents now", "The test passes.",
 				`"image/png"`, "off-by-a-cent cart total", `"cacheRead":4000`, `"provider":"anthropic"`}},
-		{"codex", 10,
+		{"codex", 10, "2026-11-22T11:00:00Z 2026-11-22T11:00:12Z",
 			"user assistant toolResult assistant toolResult assistant toolResult assistant compaction user assistant",
 			"compactionSummary assistant user assistant",
 			[]string{"returns 500, see screenshot", `"name":"shell"`, `"name":"apply_patch"`, "*** Begin Patch", `"name":"local_shell"`, `"cargo"`,
 				"src/health.rs:9:", "Success. Updated", "3 passed", "**Inspecting the handler**", `"model":"gpt-5.1-codex"`, "logs x-request-id",
 				`"image/png"`, "handler now returns 200"}},
-		{"pi", 8,
+		{"pi", 8, "2026-11-22T12:00:00Z 2026-11-22T12:00:11Z",
 			"model_change thinking_level_change user assistant toolResult assistant branch_summary user assistant label",
 			"user assistant toolResult assistant branchSummary user assistant",
 			[]string{"why does the header overlap?", `"name":"read"`, `"toolName":"read"`, "Margin works too.", `"image/png"`, `"total":0.0006`}},
-		{"pi-v2", 3, "user custom assistant", "user custom assistant", []string{"hello v2", "v2 reply"}},
-		{"spec002", 5,
+		{"pi-v2", 3, "2026-11-21T12:00:00Z 2026-11-21T12:00:03Z", "user custom assistant", "user custom assistant", []string{"hello v2", "v2 reply"}},
+		{"spec002", 5, "2026-02-26T14:30:12Z 2026-02-26T15:00:01Z",
 			"user user assistant toolResult compaction assistant",
 			"compactionSummary toolResult assistant",
 			[]string{"Refactor the auth module", `"type":"toolCall"`, `"cacheRead":80`, "Hello! How can I help?", "## Goal"}},
@@ -66,6 +68,13 @@ func TestImportHeldOut(t *testing.T) {
 		}
 		if r.Messages != c.messages {
 			t.Errorf("%s: %d messages, want %d", c.format, r.Messages, c.messages)
+		}
+		meta, err := s.Sessions().Metadata(ctx, r.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := meta.CreatedAt.Format(time.RFC3339) + " " + meta.UpdatedAt.Format(time.RFC3339); got != c.times {
+			t.Errorf("%s: times %s, want %s", c.format, got, c.times)
 		}
 		h, err := s.Sessions().Load(ctx, r.SessionID)
 		if err != nil {

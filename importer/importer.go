@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +139,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
 		r.Messages = n
-		r, err = finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, f) })
 		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
@@ -161,7 +162,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		if conv.damaged > 0 {
 			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
 		}
-		r, err = finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, conv.toV3(r.SessionID)) })
 		out = append(out, r)
 		errs = append(errs, err)
 	}
@@ -176,7 +177,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
 		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
 		sub.parent = parent
-		sr, err := finish(ctx, st, sr, o, func() error { return write(ctx, st.Sessions(), sr.SessionID, sub) })
+		sr, err := finish(ctx, st, sr, o, func() error { return writeV3(ctx, st, sr.SessionID, sub.toV3(sr.SessionID)) })
 		out = append(out, sr)
 		errs = append(errs, err)
 	}
@@ -250,12 +251,13 @@ func detect(data []byte) string {
 // conversation is a parsed source: entries in file order, each with its
 // parent's source id ("" for a root).
 type conversation struct {
-	cwd    string
-	model  string
-	title  string
-	parent string // lineage: the session this one was forked or spawned from
-	msgs   []srcMsg
-	alias  map[string]string // source id -> id of the entry standing for it
+	cwd     string
+	model   string
+	title   string
+	parent  string // lineage: the session this one was forked or spawned from
+	created int64  // Unix milliseconds the source says it started; 0 when it does not
+	msgs    []srcMsg
+	alias   map[string]string // source id -> id of the entry standing for it
 	// damaged counts lines whose message does not parse, or entries naming
 	// no entry before them.
 	damaged int
@@ -268,42 +270,45 @@ type conversation struct {
 func (c *conversation) messages() int {
 	n := 0
 	for _, m := range c.msgs {
-		if m.entry == nil {
+		if m.kind == "" {
 			n++
 		}
 	}
 	return n
 }
 
-// srcMsg is a message, or with entry set a compaction or branch summary
-// whose FirstKeptEntryID holds a source id, mapped when written.
+// srcMsg is a message, or a compaction or branch summary (kind), with
+// source ids.
 type srcMsg struct {
 	id, parent string
+	at         int64 // Unix milliseconds; 0: the message's own timestamp, or the entry's before
 	msg        json.RawMessage
-	entry      tree.EntryData
+	kind       string
+	summary    string // of a compaction or branch summary
+	firstKept  string // a compaction's first kept entry (a source id)
+	tokens     int64  // a compaction's tokens before
 }
 
-func write(ctx context.Context, st *session.Store, id string, c *conversation) error {
-	cwd := c.cwd
-	if cwd == "" {
-		cwd = "/imported"
-	}
-	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title, ParentID: c.parent})
-	if err != nil {
-		return err
-	}
-	if err := writeEntries(ctx, h, c); err != nil {
-		return errors.Join(err, h.Close(ctx))
-	}
-	return h.Close(ctx)
+const (
+	kindCompaction    = "compaction"
+	kindBranchSummary = "branch_summary"
+)
+
+// v3 is a session ready to be written: its header's fields and its
+// entries as spec 003 objects, ids and parents set.
+type v3 struct {
+	cwd, title, parent, model string
+	created, updated          time.Time
+	entries                   []map[string]any
 }
 
-// writeEntries appends c's entries in file order, moving the leaf to each
-// one's parent first.
-func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error {
-	// resolve follows aliases (bounded: a cycle of them is damage).
+// toV3 gives the conversation's entries ids derived from the session's
+// (an import writes the same bytes each time), parents through the
+// aliases, and the source's times.
+func (c *conversation) toV3(id string) *v3 {
+	f := &v3{cwd: c.cwd, title: c.title, parent: c.parent, model: c.model}
 	resolve := func(id string) string {
-		for range 16 {
+		for range 16 { // bounded: a cycle of aliases is damage
 			a, ok := c.alias[id]
 			if !ok {
 				break
@@ -312,85 +317,144 @@ func writeEntries(ctx context.Context, h *session.Handle, c *conversation) error
 		}
 		return id
 	}
-	parentOf := func(m srcMsg) string { return resolve(m.parent) }
-	// Only entries a later one branches from or names need their new id,
-	// which costs a flush to learn.
-	needed := map[string]bool{}
-	prev := ""
+	ids := newIDs(id)
+	mapped := map[string]string{} // source id -> entry id
+	leaf := ""
+	at := c.created
 	for _, m := range c.msgs {
-		if p := parentOf(m); p != prev {
-			needed[p] = true
-		}
-		if cp, ok := m.entry.(*tree.Compaction); ok {
-			needed[resolve(cp.FirstKeptEntryID)] = true
-		}
-		prev = m.id
-	}
-	sess := h.Session()
-	mapped := map[string]string{}
-	last := ""
-	for _, m := range c.msgs {
-		m.parent = parentOf(m)
-		if m.parent != last || m.entry != nil {
-			// The writer must be idle before the tree is read or changed
-			// beside it.
-			if err := h.Flush(ctx); err != nil {
-				return err
+		parent := ""
+		if p := resolve(m.parent); p != "" {
+			var ok bool
+			if parent, ok = mapped[p]; !ok {
+				parent = leaf // it names nothing imported: it continues the last entry
 			}
 		}
-		if m.parent != last {
-			if m.parent == "" {
-				sess.ResetLeaf()
-			} else if to, ok := mapped[m.parent]; ok {
-				if err := sess.Branch(to); err != nil {
-					return err
-				}
+		switch {
+		case m.at != 0:
+			at = m.at
+		case m.msg != nil:
+			var ts struct{ Timestamp int64 }
+			if json.Unmarshal(m.msg, &ts) == nil && ts.Timestamp != 0 {
+				at = ts.Timestamp
 			}
 		}
-		last = m.id
-		if m.entry == nil {
-			if err := h.AppendMessage(ctx, m.msg); err != nil {
-				return err
-			}
-			if needed[m.id] {
-				if err := h.Flush(ctx); err != nil {
-					return err
-				}
-				if leaf := sess.Leaf(); leaf != nil {
-					mapped[m.id] = leaf.ID()
-				}
-			}
-			continue
+		e := map[string]any{"type": "message", "id": ids.next(), "parentId": nil, "timestamp": isoMillis(at)}
+		if parent != "" {
+			e["parentId"] = parent
 		}
-		switch d := m.entry.(type) {
-		case *tree.Compaction:
-			cp := *d
-			to, ok := mapped[resolve(cp.FirstKeptEntryID)]
+		switch m.kind {
+		case "":
+			e["message"] = decode(m.msg)
+		case kindCompaction:
+			kept, ok := mapped[resolve(m.firstKept)]
 			if !ok {
-				// It names nothing imported: left out, its children
-				// hang from the leaf.
-				if l := sess.Leaf(); l != nil {
-					mapped[m.id] = l.ID()
-				}
+				mapped[m.id] = parent // it names nothing imported: left out
 				continue
 			}
-			cp.FirstKeptEntryID = to
-			m.entry = &cp
-		case *tree.BranchSummary:
-			b := *d
-			b.FromID = "root"
-			if l := sess.Leaf(); l != nil {
-				b.FromID = l.ID()
+			e["type"], e["summary"], e["firstKeptEntryId"], e["tokensBefore"] = kindCompaction, m.summary, kept, m.tokens
+		case kindBranchSummary:
+			from := parent
+			if from == "" {
+				from = "root"
 			}
-			m.entry = &b
+			e["type"], e["summary"], e["fromId"] = kindBranchSummary, m.summary, from
 		}
-		e, err := sess.Append(ctx, m.entry)
-		if err != nil {
+		mapped[m.id], leaf = e["id"].(string), e["id"].(string)
+		f.entries = append(f.entries, e)
+	}
+	f.created, f.updated = time.UnixMilli(c.created).UTC(), time.UnixMilli(at).UTC()
+	if c.created == 0 && len(f.entries) > 0 {
+		f.created, _ = time.Parse(time.RFC3339Nano, f.entries[0]["timestamp"].(string))
+	}
+	return f
+}
+
+// ids hands out a session's entry ids: 8 hex digits derived from the
+// session id and a counter, unique within the session.
+type ids struct {
+	session string
+	n       int
+	taken   map[string]bool
+}
+
+func newIDs(session string) *ids { return &ids{session: session, taken: map[string]bool{}} }
+
+func (g *ids) next() string {
+	for {
+		g.n++
+		h := sha256.Sum256(fmt.Appendf(nil, "%s/%d", g.session, g.n))
+		id := hex.EncodeToString(h[:4])
+		if !g.taken[id] {
+			g.taken[id] = true
+			return id
+		}
+	}
+}
+
+// decode turns a message into a map for externalize, numbers kept as
+// written.
+func decode(msg json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(msg))
+	d.UseNumber()
+	var v map[string]any
+	if d.Decode(&v) != nil {
+		return msg
+	}
+	return v
+}
+
+func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// writeV3 stores f as the new session id: its images moved to the blob
+// store, the file checked against the writing contract and written whole
+// (one write, so a reader never sees part of it), then its sidecar with
+// the source's times.
+func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
+	if f.cwd == "" {
+		f.cwd = "/imported"
+	}
+	if f.created.IsZero() || f.created.Unix() <= 0 {
+		f.created = time.Now().UTC()
+	}
+	if f.updated.Before(f.created) {
+		f.updated = f.created
+	}
+	if _, err := s.Sessions().Find(ctx, id); err == nil {
+		return fs.ErrExist
+	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
 			return err
 		}
-		mapped[m.id] = e.ID()
 	}
-	return nil
+	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
+	if f.title != "" {
+		hdr["title"] = f.title
+	}
+	if f.parent != "" {
+		hdr["parentSession"] = f.parent
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, v := range append([]map[string]any{hdr}, f.entries...) {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	if err := tree.Check(buf.Bytes()); err != nil {
+		return err
+	}
+	name := session.SessionPath(f.cwd, f.created, id)
+	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
+		return err
+	}
+	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
+		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
+			m.Model = f.model
+		}
+		m.UpdatedAt = f.updated
+	})
 }
 
 func millis(ts string) int64 {

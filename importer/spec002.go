@@ -10,11 +10,12 @@ import (
 )
 
 type s002Line struct {
-	Type     string       `json:"type"`
-	ID       string       `json:"id"`
-	ParentID string       `json:"parent_id"`
-	Cwd      string       `json:"cwd"`
-	Message  *s002Message `json:"message"`
+	Type      string       `json:"type"`
+	ID        string       `json:"id"`
+	ParentID  string       `json:"parent_id"`
+	Timestamp string       `json:"timestamp"`
+	Cwd       string       `json:"cwd"`
+	Message   *s002Message `json:"message"`
 	// compaction
 	Summary          string `json:"summary"`
 	FirstKeptEntryID string `json:"first_kept_entry_id"`
@@ -60,7 +61,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 		}
 		if l.Type == "session" {
 			if c.cwd == "" {
-				c.cwd = l.Cwd
+				c.cwd, c.created = l.Cwd, millis(l.Timestamp)
 			}
 			continue
 		}
@@ -75,8 +76,8 @@ func parseSpec002(data []byte) (*conversation, error) {
 				c.alias[l.ID] = l.ParentID
 				continue
 			}
-			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, entry: &tree.Compaction{
-				Summary: l.Summary, FirstKeptEntryID: l.FirstKeptEntryID, TokensBefore: l.TokensBefore}})
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindCompaction,
+				summary: l.Summary, firstKept: l.FirstKeptEntryID, tokens: l.TokensBefore})
 			known[l.ID] = true
 			continue
 		case "branch":
@@ -87,7 +88,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 				c.alias[l.ID] = l.ParentID
 				continue
 			}
-			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, entry: &tree.BranchSummary{Summary: l.BranchSummary}})
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary})
 			known[l.ID] = true
 			continue
 		}
@@ -129,7 +130,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 		default:
 			continue
 		}
-		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, msg: msg})
+		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), msg: msg})
 		known[l.ID] = true
 	}
 	if err := sc.Err(); err != nil {

@@ -13,7 +13,8 @@ func TestTyposAreUsageErrors(t *testing.T) {
 	store := t.TempDir()
 	for _, args := range [][]string{
 		{"checkpoint", "lst"}, {"runs", "lst"}, {"blob", "foo"}, {"session", "ctx"}, {"files", "lss"}, {"nosuch"},
-		{"ls", "--nosuch"}, {"runs", "ls", "--limit", "x"},
+		{"ls", "--nosuch"}, {"runs", "ls", "--limit", "x"}, {"completion", "nosh"}, {"serve", "extra"}, {"demo", "extra"},
+		{"export", "x", "--format", "nope"}, {"mirror", "onlyone"}, {"import", "--from", "nope", "x"}, {"gc", "--grace", "x"},
 	} {
 		code, out, errOut := trove(t, "", append([]string{"--store", store}, args...)...)
 		if code != exitUsage {
@@ -122,8 +123,8 @@ func TestSessionCheck(t *testing.T) {
 }
 
 // Every --json output parses, with one naming scheme: snake_case keys and
-// times with milliseconds (stored formats passed through excepted: show's
-// messages).
+// times with milliseconds (stored formats passed through excepted: the
+// messages of show and session context).
 func TestJSONOutputs(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("TROVE_HOME", home)
@@ -147,7 +148,7 @@ func TestJSONOutputs(t *testing.T) {
 				if !key.MatchString(k) {
 					t.Errorf("%s: key %q is not snake_case", cmd, k)
 				}
-				if cmd == "show" && k == "messages" {
+				if (cmd == "show" || cmd == "session") && k == "messages" {
 					continue
 				}
 				walk(cmd, val)
@@ -167,6 +168,10 @@ func TestJSONOutputs(t *testing.T) {
 		{"checkpoint", "show", "--dir", ws, "--session", session, "before-edit"}, {"checkpoint", "diff", "--dir", ws, "--session", session, "before-edit"},
 		{"files", "ls", "-r"}, {"gc", "--dry-run"}, {"fsck"}, {"blob", "verify"}, {"blob", "put", "-"},
 		{"checkpoint", "rewind", "--dir", ws, "--session", session, "--dry-run", "before-edit"},
+		{"checkpoint", "create", "--dir", ws, "--session", session, "again"}, {"session", "context", session}, {"session", "check", session},
+		{"import", filepath.Join("..", "..", "importer", "testdata", "heldout")}, {"import", "--dry-run", filepath.Join("..", "..", "importer", "testdata")},
+		{"mirror", home, t.TempDir()}, {"fork", session}, {"unlock", session},
+		{"checkpoint", "rm", "--dir", ws, "--session", session, "again"}, {"rm", run[:0] + session},
 	} {
 		code, out, errOut := trove(t, "x", append([]string{"--json"}, args...)...)
 		if code != exitOK {

@@ -20,7 +20,7 @@ func newSessionCmd(a *app) *cobra.Command {
 	var leaf string
 	contextCmd := &cobra.Command{
 		Use:   "context FILE|ID|PREFIX",
-		Short: "Print the context rebuilt at the leaf (or --leaf ID) as JSON",
+		Short: "Print the context rebuilt at the leaf (or --leaf ID) as spec 003's JSON (--json: trove's names)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -38,6 +38,25 @@ func newSessionCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if a.jsonOut {
+				// trove's naming scheme around the messages, which are
+				// the stored format, passed through as is.
+				models, err := c.Models.MarshalJSON()
+				if err != nil {
+					return err
+				}
+				out := map[string]any{"leaf_id": nil, "messages": c.Messages, "thinking_level": c.ThinkingLevel,
+					"models": json.RawMessage(models), "injected_ttsr_rules": c.InjectedTtsrRules, "mode": c.Mode}
+				if c.LeafID != "" {
+					out["leaf_id"] = c.LeafID
+				}
+				if c.ModeData != nil {
+					out["mode_data"] = c.ModeData
+				}
+				return a.printRawJSON(out)
+			}
+			// Without --json: the object spec 003's buildSessionContext
+			// returns, names as the spec has them, to compare with it.
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
 			enc.SetIndent("", "  ")

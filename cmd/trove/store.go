@@ -361,6 +361,9 @@ func newUnlockCmd(a *app) *cobra.Command {
 			}
 			switch {
 			case !held:
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"session": args[0], "removed": false})
+				}
 				a.printf("%s: nothing to unlock\n", args[0])
 				return nil
 			case !h.Lease:
@@ -372,6 +375,10 @@ func newUnlockCmd(a *app) *cobra.Command {
 			}
 			if err := s.BreakLock(ctx, args[0]); err != nil {
 				return storeErr(err)
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"session": args[0], "removed": true,
+					"holder": map[string]any{"host": h.Host, "pid": h.PID, "since": h.Since}})
 			}
 			a.printf("%s: removed the lease of %s\n", args[0], who)
 			return nil
