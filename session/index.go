@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"iter"
 	"math"
@@ -244,12 +243,14 @@ func (s *Store) indexFile(ctx context.Context, fi backend.Info, open bool) (*idx
 func (s *Store) readIndex(ctx context.Context, dir string) *dirIndex {
 	idx := &dirIndex{recs: map[string]*idxRec{}}
 	// Written whole (WriteFile): one request on a bucket.
-	rc, _, err := backend.OpenInfo(ctx, s.st, indexPath(dir))
+	rc, info, err := backend.OpenInfo(ctx, s.st, indexPath(dir))
 	if err != nil {
 		return idx
 	}
-	data, err := io.ReadAll(rc)
+	buf := bytes.NewBuffer(make([]byte, 0, max(info.Size, 0)+512))
+	_, err = buf.ReadFrom(rc)
 	rc.Close()
+	data := buf.Bytes()
 	if err != nil {
 		return idx
 	}
