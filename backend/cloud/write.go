@@ -153,6 +153,11 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
+	if opt.Exclusive {
+		if w, ok, err := s.createWriter(ctx, name); ok || err != nil {
+			return w, err
+		}
+	}
 	l, err := s.resolve(ctx, name, true)
 	switch {
 	case err == nil && opt.Exclusive:
@@ -199,6 +204,30 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	w.fresh++ // the claim
 	w.live++
 	return w, nil
+}
+
+// createWriter opens a writer on a new file name when its segment
+// directory is empty: the conditional create of the name decides whether it
+// is new (fs.ErrExist when not), and a file this writer made has no older
+// writer to fence off, so no number is claimed and nothing is read back.
+// ok is false when there are segments to look at (the general path).
+func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
+	const op = "open"
+	objs, err := s.listObjs(ctx, name)
+	if err != nil {
+		return nil, false, fail(op, name, err)
+	}
+	if len(objs) > 0 {
+		return nil, false, nil
+	}
+	lost, err := s.create(ctx, name, bytes.NewReader(nil))
+	if err != nil {
+		if lost {
+			return nil, true, backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, err))
+		}
+		return nil, true, fail(op, name, err)
+	}
+	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: 1, prev: name}, true, nil
 }
 
 // writer buffers appends and uploads them as one segment per Sync.
