@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type claudeLine struct {
@@ -158,7 +158,7 @@ func parseClaude(data []byte) (*conversation, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
 	for _, sub := range main.subs {
 		sub.title = "subagent"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type codexLine struct {
@@ -175,7 +175,7 @@ func parseCodex(data []byte) (*conversation, error) {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
 	return c, nil
 }

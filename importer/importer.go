@@ -18,6 +18,7 @@ import (
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // ErrUnknownSource is returned for a path whose format is not recognised.
@@ -441,7 +442,7 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 			return err
 		}
 	}
-	if err := session.Check(buf.Bytes()); err != nil {
+	if err := tree.Check(buf.Bytes()); err != nil {
 		return err
 	}
 	name := session.SessionPath(f.cwd, f.created, id)
@@ -449,7 +450,7 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 		return err
 	}
 	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
-		if f.model != "" && (m.Model == "" || m.Model == session.UnknownModel) {
+		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
 			m.Model = f.model
 		}
 		m.UpdatedAt = f.updated

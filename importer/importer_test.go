@@ -14,7 +14,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/importer"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func TestImportClaude(t *testing.T) {
@@ -155,8 +155,8 @@ func TestImportBadInput(t *testing.T) {
 	if imported != 1 {
 		t.Errorf("imported %d sessions, want the good one: %+v", imported, res)
 	}
-	if _, err := importer.Import(ctx, s, []string{filepath.Join(dir, "b-nohdr.jsonl")}, importer.Options{From: "pi"}); !errors.Is(err, session.ErrInvalid) {
-		t.Errorf("pi file without a header: %v, want session.ErrInvalid", err)
+	if _, err := importer.Import(ctx, s, []string{filepath.Join(dir, "b-nohdr.jsonl")}, importer.Options{From: "pi"}); !errors.Is(err, tree.ErrInvalid) {
+		t.Errorf("pi file without a header: %v, want tree.ErrInvalid", err)
 	}
 	if _, err := importer.Import(ctx, s, []string{filepath.Join(dir, "missing")}, importer.Options{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing path: %v", err)

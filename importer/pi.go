@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/cas"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // parsePi reads a spec 003 file of any version leniently, as the reference
@@ -39,7 +39,7 @@ func parsePi(data []byte) (*v3, int, error) {
 		}
 		if !header {
 			if v["type"] != "session" {
-				return nil, 0, fmt.Errorf("first entry is not a session header: %w", session.ErrInvalid)
+				return nil, 0, fmt.Errorf("first entry is not a session header: %w", tree.ErrInvalid)
 			}
 			header = true
 			version = 1
@@ -77,7 +77,7 @@ func parsePi(data []byte) (*v3, int, error) {
 		f.entries = append(f.entries, v)
 	}
 	if !header {
-		return nil, 0, fmt.Errorf("no session header: %w", session.ErrInvalid)
+		return nil, 0, fmt.Errorf("no session header: %w", tree.ErrInvalid)
 	}
 	if f.cwd == "" {
 		f.cwd = "/imported"

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type s002Line struct {
@@ -134,7 +134,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 		known[l.ID] = true
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
 	return c, nil
 }

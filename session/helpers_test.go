@@ -14,7 +14,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/mem"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newMem(t testing.TB) *mem.Storage {
@@ -97,11 +97,11 @@ func truncate(b []byte) []byte {
 // problems collects what a load reports.
 type problems struct {
 	mu   sync.Mutex
-	list []session.Problem
+	list []tree.Problem
 }
 
-func (p *problems) opt() session.Option {
-	return session.WithReport(func(pr session.Problem) {
+func (p *problems) opt() tree.Option {
+	return tree.WithReport(func(pr tree.Problem) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.list = append(p.list, pr)

@@ -1,12 +1,10 @@
 package session
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // The store layout of DESIGN section 9, relative to the trove root:
@@ -66,7 +65,7 @@ func CwdDir(cwd string) string { return backend.Join(SessionsDir, EncodeCwd(cwd)
 // FileName is a session's file name: the creation time as the reference
 // writes it (ISO 8601 with ":" and "." as "-") and the id.
 func FileName(created time.Time, id string) string {
-	ts := strings.NewReplacer(":", "-", ".", "-").Replace(isoTime(created))
+	ts := strings.NewReplacer(":", "-", ".", "-").Replace(tree.FormatTime(created))
 	return ts + "_" + id + ".jsonl"
 }
 
@@ -117,71 +116,14 @@ func readInfo(ctx context.Context, st backend.Storage, fi backend.Info) (Info, e
 		info.ID = idFromName(backend.Base(fi.Name))
 		return info, nil
 	}
-	complete := int64(len(data)) >= fi.Size
-	found := false
-	for len(data) > 0 {
-		var line []byte
-		i := bytes.IndexByte(data, '\n')
-		if i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else if complete {
-			line, data = data, nil
-		} else {
-			break // cut by the prefix
-		}
-		line = trimLine(line)
-		if len(line) == 0 {
-			continue
-		}
-		if !found {
-			if !json.Valid(line) {
-				continue
-			}
-			ms, _ := splitObject(line)
-			h, ok := parseHeader(ms)
-			if !ok {
-				return Info{}, fmt.Errorf("%s: %w", fi.Name, ErrNoHeader)
-			}
-			found = true
-			info.ID, info.Cwd, info.Title, info.ParentSession, info.Version = h.ID, h.Cwd, h.Title, h.ParentSession, h.Version
-			if ms, ok := epochMillis(quote(h.Timestamp)); ok {
-				info.Created = time.UnixMilli(ms).UTC()
-			}
-			continue
-		}
-		if !json.Valid(line) {
-			continue
-		}
-		if e := newEntry(line, 0); e.typ == TypeMessage && e.role == "user" {
-			info.FirstMessage = messageText(e.Field("message"))
-			break
-		}
+	p, err := tree.ScanPrefix(data, int64(len(data)) >= fi.Size)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", fi.Name, err)
 	}
-	if !found {
-		return Info{}, fmt.Errorf("%s: no header in the first %d bytes: %w", fi.Name, PrefixBytes, ErrNoHeader)
-	}
+	h := p.Header
+	info.ID, info.Cwd, info.Title, info.ParentSession, info.Version = h.ID, h.Cwd, h.Title, h.ParentSession, h.Version
+	info.Created, info.FirstMessage = p.Created, p.FirstMessage
 	return info, nil
-}
-
-// messageText is the text of a message: its string content, or its text
-// blocks joined by spaces.
-func messageText(msg []byte) string {
-	ms, _ := splitObject(msg)
-	content := ms.get("content")
-	if s, ok := jsonString(content); ok {
-		return s
-	}
-	blocks, _ := splitArray(content)
-	var parts []string
-	for _, b := range blocks {
-		bm, _ := splitObject(b)
-		if t, _ := bm.str("type"); t == "text" {
-			if s, ok := bm.str("text"); ok {
-				parts = append(parts, s)
-			}
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // ListOption tunes discovery.
@@ -322,7 +264,7 @@ func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, op
 			wg.Wait()
 			for i, r := range results {
 				if r.err != nil {
-					if errors.Is(r.err, ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
+					if errors.Is(r.err, tree.ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
 						// Not a session (or gone since the listing): skip.
 						if cfg.report != nil {
 							cfg.report(batch[i].Name, r.err)
@@ -367,7 +309,7 @@ func TerminalID(getenv func(string) string) string {
 // cwd: two lines, the cwd then the session path (spec 003).
 func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, path string) error {
 	if terminalID == "" {
-		return fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+		return fmt.Errorf("breadcrumb: empty terminal id: %w", tree.ErrInvalid)
 	}
 	return st.WriteFile(ctx, BreadcrumbPath(terminalID), []byte(cwd+"\n"+path+"\n"))
 }
@@ -375,7 +317,7 @@ func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, p
 // ReadBreadcrumb returns the cwd and session path terminalID used last.
 func ReadBreadcrumb(ctx context.Context, st backend.Storage, terminalID string) (cwd, path string, err error) {
 	if terminalID == "" {
-		return "", "", fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+		return "", "", fmt.Errorf("breadcrumb: empty terminal id: %w", tree.ErrInvalid)
 	}
 	data, err := st.ReadFile(ctx, BreadcrumbPath(terminalID))
 	if err != nil {
@@ -383,7 +325,7 @@ func ReadBreadcrumb(ctx context.Context, st backend.Storage, terminalID string) 
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\r\n"), "\n")
 	if len(lines) < 2 {
-		return "", "", fmt.Errorf("breadcrumb %s: want two lines: %w", terminalID, ErrCorrupt)
+		return "", "", fmt.Errorf("breadcrumb %s: want two lines: %w", terminalID, tree.ErrCorrupt)
 	}
 	return strings.TrimRight(lines[0], "\r"), strings.TrimRight(lines[1], "\r"), nil
 }
@@ -441,7 +383,7 @@ func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
 // is not one (an id, or a name that is not there).
 func findFile(ctx context.Context, st backend.Storage, ref string) (name string, ok bool, err error) {
 	if ref == "" {
-		return "", false, fmt.Errorf("find session: empty reference: %w", ErrInvalid)
+		return "", false, fmt.Errorf("find session: empty reference: %w", tree.ErrInvalid)
 	}
 	if backend.ValidPath(ref) == nil && (strings.Contains(ref, "/") || strings.HasSuffix(ref, ".jsonl")) {
 		if fi, err := st.Stat(ctx, ref); err == nil && !fi.IsDir {
@@ -459,17 +401,17 @@ func findFile(ctx context.Context, st backend.Storage, ref string) (name string,
 // object of spec 003's names (leafId, messages, thinkingLevel, models,
 // injectedTtsrRules, mode, modeData). Pass WithBlobStore to resolve blob
 // refs; other options as for Open (ReadOnly is always on).
-func ContextFor(ctx context.Context, st backend.Storage, ref, leafID string, opts ...Option) (*Context, error) {
+func ContextFor(ctx context.Context, st backend.Storage, ref, leafID string, opts ...tree.Option) (*tree.Context, error) {
 	name, err := Find(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, st, name, append(opts, ReadOnly())...)
+	s, err := tree.Open(ctx, st, name, append(opts, tree.ReadOnly())...)
 	if err != nil {
 		return nil, err
 	}
-	if s.noHeader {
-		return nil, s.err
+	if !s.HasHeader() {
+		return nil, s.Err()
 	}
 	if leafID == "" {
 		return s.Context(), nil

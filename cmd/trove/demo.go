@@ -18,6 +18,7 @@ import (
 	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // newDemoCmd plays a realistic agent session on a store (the default local
@@ -224,7 +225,7 @@ func (d *demo) run(ctx context.Context) error {
 	sess := h.Session()
 	entries := sess.Entries()
 	first := entries[0]
-	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
 		return err
 	}
 	if err := h.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil)); err != nil {
@@ -237,7 +238,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
 		return err
 	}
-	if _, err := sess.Append(ctx, &session.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
+	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
 		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newSessionCmd(a *app) *cobra.Command {
@@ -80,7 +81,7 @@ func newSessionCmd(a *app) *cobra.Command {
 			if err != nil {
 				return storeErr(err)
 			}
-			if err := session.Check(data); err != nil {
+			if err := tree.Check(data); err != nil {
 				if a.jsonOut {
 					_ = a.printJSON(map[string]any{"ok": false, "violation": err.Error()})
 				}
@@ -101,14 +102,14 @@ func newSessionCmd(a *app) *cobra.Command {
 // .jsonl file on disk, read without touching anything beside it (no
 // directory created, no migration written back), or an id in the store.
 // Blobs resolve from the store when there is one.
-func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, string, []session.Option, func(), error) {
-	opts := []session.Option{session.WithLogger(a.log)}
+func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, string, []tree.Option, func(), error) {
+	opts := []tree.Option{tree.WithLogger(a.log)}
 	if filepath.Ext(arg) != ".jsonl" {
 		st, bs, err := a.blobs(ctx)
 		if err != nil {
 			return nil, "", nil, nil, err
 		}
-		return st, arg, append(opts, session.WithBlobStore(bs)), func() {}, nil
+		return st, arg, append(opts, tree.WithBlobStore(bs)), func() {}, nil
 	}
 	data, err := os.ReadFile(arg)
 	if err != nil {
@@ -116,7 +117,7 @@ func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, s
 	}
 	if a.checkStoreExists() == nil {
 		if _, bs, err := a.blobs(ctx); err == nil {
-			opts = append(opts, session.WithBlobStore(bs))
+			opts = append(opts, tree.WithBlobStore(bs))
 		}
 	}
 	// The file's bytes in a private memory store: the session package reads
