@@ -236,3 +236,35 @@ func TestImportMixedTree(t *testing.T) {
 	}
 	reimportAddsNothing(t, s, "testdata", before)
 }
+
+// A tool output over the threshold is stored as a blob the way the session
+// store keeps one (a stub and textRef), and loads back whole.
+func TestImportBigToolOutput(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("line of a long build log\n", 5000) // 125 KB
+	out, _ := json.Marshal(big)
+	lines := `{"parentUuid":null,"isSidechain":false,"cwd":"/w","sessionId":"s","type":"user","message":{"role":"user","content":"build it"},"uuid":"u1","timestamp":"2026-11-20T10:00:00.000Z"}
+{"parentUuid":"u1","isSidechain":false,"cwd":"/w","sessionId":"s","type":"assistant","message":{"id":"m1","role":"assistant","model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"},"uuid":"a1","timestamp":"2026-11-20T10:00:01.000Z"}
+{"parentUuid":"a1","isSidechain":false,"cwd":"/w","sessionId":"s","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + string(out) + `}]},"uuid":"u2","timestamp":"2026-11-20T10:00:02.000Z"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, res, _ := importFresh(t, dir, importer.Options{})
+	if len(res) != 1 || !res[0].Imported || res[0].Messages != 3 {
+		t.Fatalf("results: %+v", res)
+	}
+	ctx := context.Background()
+	meta, err := s.Sessions().Metadata(ctx, res[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.Storage().ReadFile(ctx, meta.Path)
+	if err != nil || len(raw) > 10_000 || !bytes.Contains(raw, []byte(`"textRef":"blob:sha256:`)) {
+		t.Fatalf("the session file holds %d bytes, the output not as a blob (%v)", len(raw), err)
+	}
+	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
+	if err != nil || len(msgs) != 3 || !strings.Contains(string(msgs[2].JSON()), strings.Repeat("line of a long build log\\n", 100)) {
+		t.Errorf("the tool output did not load back: %v", err)
+	}
+}
