@@ -139,6 +139,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
 		r.Messages = n
+		if k := missingBlobs(ctx, st.Blobs(), f.entries); k > 0 && !o.DryRun {
+			r.Reason = fmt.Sprintf("%d blob refs name blobs not in the store (import the pi root with its blobs/)", k)
+		}
 		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, f) })
 		return []Result{r}, err
 	case "claude":

@@ -166,6 +166,26 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 	return n, errors.Join(errs...)
 }
 
+// missingBlobs counts the image refs of entries whose blob the store
+// lacks.
+func missingBlobs(ctx context.Context, bs *cas.Store, entries []map[string]any) int {
+	n := 0
+	for _, e := range entries {
+		m, _ := e["message"].(map[string]any)
+		blocks, _ := m["content"].([]any)
+		for _, b := range blocks {
+			blk, _ := b.(map[string]any)
+			data, _ := blk["data"].(string)
+			if ref, err := cas.ParseRef(data); err == nil {
+				if ok, err := bs.Has(ctx, ref); err == nil && !ok {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // externalize moves what the session store keeps as blobs out of a message
 // entry, in the same stored form (docs/session-format.md): images of
 // tree.BlobThreshold base64 characters or more, and tool-result text over

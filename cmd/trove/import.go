@@ -75,6 +75,9 @@ func newImportCmd(a *app) *cobra.Command {
 					if r.ParentID != "" {
 						of = ", parent " + r.ParentID
 					}
+					if r.Reason != "" {
+						of += "; " + r.Reason
+					}
 					a.printf("%s %s (%s, %d messages%s) as %s\n", verb, r.Source, r.Format, r.Messages, of, r.SessionID)
 				default:
 					a.printf("skipped %s: %s\n", r.Source, r.Reason)
