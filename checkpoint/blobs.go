@@ -10,8 +10,49 @@ import (
 
 // validRef reports whether s is a well-formed blob ref.
 func validRef(s string) bool {
+	if _, _, ok := fastRef(s); ok {
+		return true
+	}
 	_, err := cas.ParseRef(s)
 	return err == nil
+}
+
+// fastRef decodes the form this package writes, blob:<algo>:<64 lowercase
+// hex>, without cas.ParseRef's allocations: manifests hold thousands.
+func fastRef(s string) (cas.Algorithm, [32]byte, bool) {
+	var d [32]byte
+	const n = len("blob:sha256:") + 64
+	if len(s) != n || s[:5] != "blob:" || s[11] != ':' {
+		return 0, d, false
+	}
+	var algo cas.Algorithm
+	switch s[5:11] {
+	case "sha256":
+		algo = cas.SHA256
+	case "blake3":
+		algo = cas.BLAKE3
+	default:
+		return 0, d, false
+	}
+	for i := range 32 {
+		hi, ok1 := unhex(s[12+2*i])
+		lo, ok2 := unhex(s[13+2*i])
+		if !ok1 || !ok2 {
+			return 0, d, false
+		}
+		d[i] = hi<<4 | lo
+	}
+	return algo, d, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // casBlobs is the blobStore of any cas.Blobs. Manifests hold refs as

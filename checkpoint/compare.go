@@ -15,13 +15,15 @@ import (
 type pstate struct {
 	kind   string // "" absent, else TypeFile, TypeSymlink, TypeDir, or "other"
 	digest string // files; in the workspace filled lazily (see resolve)
-	mode   fs.FileMode
-	target string
-	size   int64  // a file's length
-	data   []byte // file content once loaded
-	loaded bool
-	st     fileStat // workspace side: the lstat
-	ws     bool     // from the workspace
+	// base and delta: a checkpoint file stored as a delta (see Entry).
+	base, delta string
+	mode        fs.FileMode
+	target      string
+	size        int64  // a file's length
+	data        []byte // file content once loaded
+	loaded      bool
+	st          fileStat // workspace side: the lstat
+	ws          bool     // from the workspace
 }
 
 func (p *pstate) exists() bool { return p.kind != "" }
@@ -30,7 +32,7 @@ func stateOf(e *Entry) pstate {
 	if e == nil || !e.Exists {
 		return pstate{}
 	}
-	return pstate{kind: e.typ(), digest: e.Digest, mode: e.Mode.FileMode(), target: e.Target, size: e.Size}
+	return pstate{kind: e.typ(), digest: e.Digest, base: e.Base, delta: e.Delta, mode: e.Mode.FileMode(), target: e.Target, size: e.Size}
 }
 
 func wsStateOf(st fileStat) pstate {
@@ -150,7 +152,7 @@ func (l *loader) verify(ctx context.Context, path string, ps ...*pstate) error {
 		if p.ws || p.kind != TypeFile {
 			continue
 		}
-		rc, err := l.m.blobs.open(ctx, p.digest)
+		rc, err := l.m.openContent(ctx, p.digest, p.base, p.delta)
 		if err == nil {
 			_, err = io.Copy(io.Discard, rc)
 			rc.Close()
@@ -175,7 +177,7 @@ func (l *loader) load(ctx context.Context, path string, p *pstate) error {
 	if p.ws {
 		data, err = l.m.ws.readFile(path, -1)
 	} else {
-		data, err = l.m.blobs.get(ctx, p.digest)
+		data, err = l.m.content(ctx, p.digest, p.base, p.delta)
 		if err != nil {
 			err = fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, path, p.digest, err)
 		}
@@ -302,7 +304,7 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	man, err := m.Load(ctx, id)
+	man, err := m.loadCached(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -322,11 +324,13 @@ func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 // one files checkpoint does not list is unknown to it and not compared; a
 // tree checkpoint that does not list a path (and did not skip it) had none.
 func (m *Manager) DiffCheckpoints(ctx context.Context, from, to string) (*DiffResult, error) {
-	a, err := m.Load(ctx, from)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, err := m.loadCached(ctx, from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := m.Load(ctx, to)
+	b, err := m.loadCached(ctx, to)
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,17 @@
 //
 // File content goes into the root's one cas store through its batch (pack)
 // API, so unchanged content costs nothing and content a session holds too is
-// stored once. Each checkpoint is one JSON manifest, written atomically. A
+// stored once. Each checkpoint is one small JSON manifest naming a tree of
+// content-addressed directory objects (tree.go), so unchanged directories
+// are shared between checkpoints, and an edited file is stored as a delta
+// against its earlier version (delta.go); Roots lists every blob either
+// needs, for GC and fsck. Version 1 manifests are still read. A
 // stat cache makes a second snapshot of a large tree read only the files
 // whose stat changed, with git's racy-timestamp rule so no change is missed.
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
-// Imports: backend, cas, afero, golang.org/x/sys/unix (Linux) and the
+// Imports: backend, cas, afero, klauspost/compress/zstd (the stat cache),
+// golang.org/x/sys/unix (Linux) and the
 // standard library.
 package checkpoint

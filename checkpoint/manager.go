@@ -209,10 +209,39 @@ func (m *Manager) manifestName(id string) string { return m.cfg.dir + "/" + id +
 // Load reads and validates the manifest of checkpoint id. A missing one is
 // ErrNotFound; one that does not parse or validate is ErrCorrupt.
 func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
+	return m.load(ctx, id, nil)
+}
+
+// loadCached is Load taking the trees the stat cache holds from cache,
+// under m.mu.
+func (m *Manager) loadCached(ctx context.Context, id string) (*Manifest, error) {
+	return m.load(ctx, id, m.loadCache(ctx).trees)
+}
+
+func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) (*Manifest, error) {
+	t0 := time.Now()
+	man, err := m.loadHeader(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if man.Version == ManifestVersion {
+		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+		}
+	}
+	if err := man.validate(id); err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	m.cfg.log.Debug("checkpoint: manifest loaded", "id", id, "trees", len(man.trees), "took", time.Since(t0))
+	return man, nil
+}
+
+// loadHeader reads the manifest file of id: all of a version 1 manifest,
+// the header and tree ref of a version 2 one.
+func (m *Manager) loadHeader(ctx context.Context, id string) (*Manifest, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
 	data, err := m.store.ReadFile(ctx, m.manifestName(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, ErrNotFound)
@@ -224,10 +253,9 @@ func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
 	if err := man.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w: %v", id, ErrCorrupt, err)
 	}
-	if err := man.validate(id); err != nil {
-		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	if man.Version == ManifestVersion && !validRef(man.Tree) {
+		return nil, fmt.Errorf("checkpoint %q: %w: bad tree %q", id, ErrCorrupt, clip(man.Tree))
 	}
-	m.cfg.log.Debug("checkpoint: manifest loaded", "id", id, "bytes", len(data), "took", time.Since(t0))
 	return &man, nil
 }
 

@@ -9,8 +9,12 @@ import (
 	"time"
 )
 
-// ManifestVersion is the manifest format this package writes and reads.
-const ManifestVersion = 1
+// ManifestVersion is the manifest format this package writes. Version 1
+// (the file list inline) is still read.
+const ManifestVersion = 2
+
+// manifestV1 is the first format: every entry inline in the JSON.
+const manifestV1 = 1
 
 // Kinds of checkpoint.
 const (
@@ -29,7 +33,8 @@ const (
 )
 
 // Manifest describes one checkpoint: what every path held when it was taken.
-// It is stored as one JSON object, written atomically.
+// It is stored as one small JSON object, written atomically, naming the
+// tree objects (see tree.go) that hold Files.
 type Manifest struct {
 	Version   int       `json:"version"`
 	ID        string    `json:"id"`
@@ -46,11 +51,18 @@ type Manifest struct {
 	DefaultIgnore []string `json:"defaultIgnore,omitempty"`
 	Ignore        []string `json:"ignore,omitempty"`
 	MaxFileSize   int64    `json:"maxFileSize,omitempty"`
+	// Tree is the ref of the root tree object Files are stored in
+	// (version 2; empty in version 1, whose files are inline).
+	Tree string `json:"tree,omitempty"`
 	// Files is sorted by path, one entry per path.
 	Files []Entry `json:"files"`
 	// Skipped lists files a tree checkpoint left out (too big, unreadable
 	// name); rewind neither restores nor deletes them.
 	Skipped []Skipped `json:"skipped,omitempty"`
+
+	// trees holds the refs of every tree object Tree names, once stored
+	// or loaded: blobs the checkpoint needs besides file content.
+	trees []string
 }
 
 // Entry is one path of a checkpoint.
@@ -63,6 +75,10 @@ type Entry struct {
 	Mode   Mode      `json:"mode,omitempty"`   // permission bits
 	MTime  time.Time `json:"mtime,omitzero"`   // informational; rewind does not restore it
 	Target string    `json:"target,omitempty"` // a symlink's target
+	// A file stored as a delta: Digest names the content, which is not a
+	// blob of its own; Delta turns the whole blob Base into it.
+	Base  string `json:"base,omitempty"`
+	Delta string `json:"delta,omitempty"`
 }
 
 // Skipped is a file a tree checkpoint did not store.
@@ -108,8 +124,8 @@ func (e *Entry) typ() string {
 // validate checks everything rewind relies on, so a hostile or damaged
 // manifest is refused before any file is touched.
 func (m *Manifest) validate(id string) error {
-	if m.Version != ManifestVersion {
-		return fmt.Errorf("%w: manifest version %d, want %d", ErrCorrupt, m.Version, ManifestVersion)
+	if m.Version != ManifestVersion && m.Version != manifestV1 {
+		return fmt.Errorf("%w: manifest version %d, want %d or %d", ErrCorrupt, m.Version, manifestV1, ManifestVersion)
 	}
 	if m.ID != id {
 		return fmt.Errorf("%w: manifest names checkpoint %q, want %q", ErrCorrupt, m.ID, id)
@@ -138,6 +154,9 @@ func (m *Manifest) validate(id string) error {
 		case TypeFile:
 			if !validRef(e.Digest) {
 				return fmt.Errorf("%w: %q: bad digest %q", ErrCorrupt, e.Path, clip(e.Digest))
+			}
+			if (e.Base != "" || e.Delta != "") && (!validRef(e.Base) || !validRef(e.Delta)) {
+				return fmt.Errorf("%w: %q: bad delta %q of %q", ErrCorrupt, e.Path, clip(e.Delta), clip(e.Base))
 			}
 			nonDir[e.Path] = true
 		case TypeSymlink:
@@ -201,15 +220,35 @@ func (m *Manifest) find(path string) *Entry {
 	return nil
 }
 
-// Refs returns the blob refs the manifest uses, each once.
+// Refs returns the blob refs the manifest uses, each once: its tree
+// objects and the content of its files (a delta's blob and its base).
 func (m *Manifest) Refs() []string {
 	seen := make(map[string]bool)
 	var out []string
-	for _, e := range m.Files {
-		if e.Exists && e.typ() == TypeFile && !seen[e.Digest] {
-			seen[e.Digest] = true
-			out = append(out, e.Digest)
+	add := func(r string) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	for _, r := range m.trees {
+		add(r)
+	}
+	for i := range m.Files {
+		for _, r := range m.Files[i].contentRefs() {
+			add(r)
 		}
 	}
 	return out
+}
+
+// contentRefs returns the blobs a file entry's content is stored in.
+func (e *Entry) contentRefs() []string {
+	switch {
+	case !e.Exists || e.typ() != TypeFile:
+		return nil
+	case e.Delta != "":
+		return []string{e.Base, e.Delta}
+	}
+	return []string{e.Digest}
 }

@@ -17,10 +17,12 @@ import (
 
 // MarshalJSON encodes the manifest.
 func (m *Manifest) MarshalJSON() ([]byte, error) {
-	return m.appendJSON(make([]byte, 0, 256+len(m.Files)*200)), nil
+	return m.appendJSON(make([]byte, 0, 256+len(m.Files)*200), true), nil
 }
 
-func (m *Manifest) appendJSON(b []byte) []byte {
+// appendJSON encodes the manifest; without files (what a version 2
+// manifest stores: its entries are in its trees) the file list is left out.
+func (m *Manifest) appendJSON(b []byte, files bool) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, int64(m.Version), 10)
 	b = appendField(b, "id", m.ID)
@@ -47,14 +49,19 @@ func (m *Manifest) appendJSON(b []byte) []byte {
 		b = append(b, `,"maxFileSize":`...)
 		b = strconv.AppendInt(b, m.MaxFileSize, 10)
 	}
-	b = append(b, `,"files":[`...)
-	for i := range m.Files {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = m.Files[i].appendJSON(b)
+	if m.Tree != "" {
+		b = appendField(b, "tree", m.Tree)
 	}
-	b = append(b, ']')
+	if files {
+		b = append(b, `,"files":[`...)
+		for i := range m.Files {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = m.Files[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
 	if len(m.Skipped) > 0 {
 		b = append(b, `,"skipped":[`...)
 		for i, s := range m.Skipped {
@@ -105,6 +112,10 @@ func (e *Entry) appendJSON(b []byte) []byte {
 	}
 	if e.Target != "" {
 		b = appendField(b, "target", e.Target)
+	}
+	if e.Delta != "" {
+		b = appendField(b, "base", e.Base)
+		b = appendField(b, "delta", e.Delta)
 	}
 	return append(b, '}')
 }
@@ -203,6 +214,8 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 			out.Ignore, err = d.strs()
 		case "maxFileSize":
 			out.MaxFileSize, err = d.int()
+		case "tree":
+			out.Tree, err = d.str()
 		case "files":
 			out.Files = []Entry{}
 			err = d.array(func() error {
@@ -279,6 +292,10 @@ func (d *decoder) entry(e *Entry) error {
 			e.MTime, err = d.time()
 		case "target":
 			e.Target, err = d.str()
+		case "base":
+			e.Base, err = d.str()
+		case "delta":
+			e.Delta, err = d.str()
 		default:
 			err = d.skip()
 		}

@@ -23,8 +23,10 @@ type plainManifest struct {
 	DefaultIgnore []string  `json:"defaultIgnore,omitempty"`
 	Ignore        []string  `json:"ignore,omitempty"`
 	MaxFileSize   int64     `json:"maxFileSize,omitempty"`
+	Tree          string    `json:"tree,omitempty"`
 	Files         []Entry   `json:"files"`
 	Skipped       []Skipped `json:"skipped,omitempty"`
+	trees         []string
 }
 
 func sampleManifest() *Manifest {
@@ -32,7 +34,9 @@ func sampleManifest() *Manifest {
 		Version: 1, ID: "cp-1", Kind: KindTree, CreatedAt: time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC),
 		Session: "s\"q\\", Message: "m\u2028", Root: "/home/ü/proj",
 		DefaultIgnore: []string{".git/", "*.o"}, Ignore: []string{"tab\there"}, MaxFileSize: 123,
+		Tree: sumRef([]byte("t")),
 		Files: []Entry{
+			{Path: "a b/delta", Exists: true, Digest: sumRef([]byte("y")), Base: sumRef([]byte("b")), Delta: sumRef([]byte("d")), Size: 1, Mode: 0o644},
 			{Path: "a b/ü😀.txt", Exists: true, Digest: sumRef([]byte("x")), Size: 1, Mode: 0o755, MTime: time.Unix(1700000000, 123456789).UTC()},
 			{Path: "ctl\x01\x1f", Exists: false},
 			{Path: "dir", Exists: true, Type: TypeDir, Mode: 0o700},
@@ -114,7 +118,7 @@ func TestManifestValidate(t *testing.T) {
 		t.Fatalf("valid manifest refused: %v", err)
 	}
 	bad := map[string]*Manifest{
-		"version":       {Version: 2, ID: "id", Kind: KindFiles},
+		"version":       {Version: 3, ID: "id", Kind: KindFiles},
 		"id":            {Version: 1, ID: "other", Kind: KindFiles},
 		"kind":          {Version: 1, ID: "id", Kind: "weird"},
 		"absolute":      base(file("/etc/passwd")),
@@ -135,6 +139,7 @@ func TestManifestValidate(t *testing.T) {
 		"bad digest":    base(Entry{Path: "a", Exists: true, Digest: "sha256:abc"}),
 		"no target":     base(Entry{Path: "l", Exists: true, Type: TypeSymlink}),
 		"bad type":      base(Entry{Path: "a", Exists: true, Type: "fifo"}),
+		"bad delta":     base(Entry{Path: "a", Exists: true, Digest: ref, Delta: ref}),
 	}
 	for name, m := range bad {
 		err := m.validate("id")

@@ -54,6 +54,7 @@ type plan struct {
 	cache   *statCache
 	loader  *loader
 	touched map[string]bool // directories whose entries change
+	temps   []treeEntry     // rewind's temporary files the walk found
 }
 
 // Rewind restores the workspace to checkpoint id: every file byte for byte
@@ -74,7 +75,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	man, err := m.Load(ctx, id)
+	man, err := m.loadCached(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
@@ -132,6 +133,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		res.Error = err.Error()
 		return res, err
 	}
+	m.removeStaleTemps(p.temps)
 	m.cfg.log.Debug("checkpoint: rewound", "id", id, "files", len(res.FilesChanged), "insertions", res.Insertions, "deletions", res.Deletions)
 	return res, nil
 }
@@ -182,6 +184,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.temps = t.temps
 		for _, ig := range t.ignored {
 			keep[ig] = true
 		}
@@ -330,7 +333,7 @@ func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
 		if e == nil || !e.Exists || e.typ() != TypeFile {
 			return nil, nil
 		}
-		data, err := m.blobs.get(ctx, e.Digest)
+		data, err := m.content(ctx, e.Digest, e.Base, e.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("%w: content of %q (%s): %w", ErrCorrupt, name, e.Digest, err)
 		}
@@ -401,7 +404,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		case TypeFile:
 			// Streamed from the blob store, verified as it goes: a
 			// mismatch fails the write and leaves the file as it was.
-			rc, err := m.blobs.open(ctx, c.b.digest)
+			rc, err := m.openContent(ctx, c.b.digest, c.b.base, c.b.delta)
 			if err != nil {
 				return err
 			}

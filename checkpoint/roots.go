@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -52,33 +53,62 @@ func isManifestPath(name string) bool {
 // LoadManifest reads and validates the manifest at the store path name
 // (one Manifests lists), without a workspace.
 func LoadManifest(ctx context.Context, st backend.Storage, blobs cas.Blobs, name string) (*Manifest, error) {
-	id := strings.TrimSuffix(backend.Base(name), ".json")
-	m := &Manager{store: st, blobs: casBlobs{blobs}, cfg: config{dir: backend.Dir(name), log: slog.New(slog.DiscardHandler)}}
+	id, m := readerOf(st, blobs, name)
 	return m.Load(ctx, id)
 }
 
+// readerOf is a Manager without a workspace, to read the manifest name.
+func readerOf(st backend.Storage, blobs cas.Blobs, name string) (string, *Manager) {
+	id := strings.TrimSuffix(backend.Base(name), ".json")
+	return id, &Manager{store: st, blobs: casBlobs{blobs}, cfg: config{dir: backend.Dir(name), log: slog.New(slog.DiscardHandler)}}
+}
+
 // Roots lists the blob refs of every checkpoint in st (see Manifests), for
-// GC and fsck. A manifest that does not load ends the listing with its
-// error, so GC never sweeps the blobs of a checkpoint it could not read.
+// GC and fsck: tree objects and file content, a delta's base included. A
+// tree many checkpoints share is read and listed once, under the first. A
+// manifest or tree that does not load ends the listing with its error, so
+// GC never sweeps the blobs of a checkpoint it could not read.
 func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[cas.Root, error] {
 	return func(yield func(cas.Root, error) bool) {
+		seen := map[string]bool{}
 		for name, err := range Manifests(ctx, st) {
 			if err != nil {
 				yield(cas.Root{}, err)
 				return
 			}
-			man, err := LoadManifest(ctx, st, blobs, name)
+			var refs []string
+			stopped := false
+			emit := func(s string) bool {
+				ref, err := cas.ParseRef(s)
+				if err != nil {
+					stopped = true
+					yield(cas.Root{File: name}, fmt.Errorf("%w: %v", ErrCorrupt, err))
+					return false
+				}
+				if !yield(cas.Root{Ref: ref, File: name}, nil) {
+					stopped = true
+					return false
+				}
+				return true
+			}
+			id, m := readerOf(st, blobs, name)
+			man, err := m.loadHeader(ctx, id)
+			if err == nil && man.Version == ManifestVersion {
+				_, err = treeRefs(ctx, m.blobs, man.Tree, seen, emit)
+			} else if err == nil {
+				if err = man.validate(id); err == nil {
+					refs = man.Refs()
+				}
+			}
+			if stopped {
+				return
+			}
 			if err != nil {
 				yield(cas.Root{File: name}, err)
 				return
 			}
-			for _, s := range man.Refs() {
-				ref, err := cas.ParseRef(s)
-				if err != nil {
-					yield(cas.Root{File: name}, err)
-					return
-				}
-				if !yield(cas.Root{Ref: ref, File: name}, nil) {
+			for _, s := range refs {
+				if !emit(s) {
 					return
 				}
 			}

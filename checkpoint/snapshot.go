@@ -121,10 +121,12 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		man.Files = append(man.Files, e)
 		sts = append(sts, st)
 	}
-	if err := m.storeFiles(ctx, man, files, sts, -1, start.UnixNano()); err != nil {
+	batch := m.blobs.newBatch()
+	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano()); err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, man)
+	return man, m.writeManifest(ctx, batch, man, false)
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -161,6 +163,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
+	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
 	var files []int
 	var sts []fileStat // parallel to man.Files
@@ -197,7 +200,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
 		}
 	}
-	if err := m.storeFiles(ctx, man, files, sts, limit, start.UnixNano()); err != nil {
+	batch := m.blobs.newBatch()
+	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano()); err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
@@ -215,7 +220,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, man)
+	return man, m.writeManifest(ctx, batch, man, true)
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -235,20 +240,27 @@ func sortSkipped(s []Skipped) {
 
 // storeFiles fills in the digest of the entries at idx: from the stat cache
 // when the stat proves the content unchanged, else by reading the file and
-// putting it into one cas batch, with a few workers reading and storing at
-// once. A file gone since its lstat, or grown past limit, is marked absent
+// putting it into batch (flushed by writeManifest), with a few workers
+// reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
 // (Create) or dropped by the caller (CreateTree).
-func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
 	cache := m.loadCache(ctx)
 	var jobs []int
 	for _, i := range idx {
 		e := &man.Files[i]
-		if ref, ok := cache.lookup(e.Path, sts[i], m.cfg.racy); ok {
-			e.Digest = ref
-			cache.put(e.Path, sts[i], ref, start)
+		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
+			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
+			cache.put(e.Path, sts[i], e, start)
 			continue
 		}
 		jobs = append(jobs, i)
+	}
+	// The last stored version of each changed path: the base of a delta.
+	prev := make(map[int]*cacheEntry, len(jobs))
+	for _, i := range jobs {
+		if ce, ok := cache.entries[man.Files[i].Path]; ok {
+			prev[i] = &ce
+		}
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
 	if len(jobs) == 0 {
@@ -256,7 +268,6 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batch := m.blobs.newBatch()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -300,12 +311,9 @@ func (m *Manager) storeFiles(ctx context.Context, man *Manifest, idx []int, sts 
 					fail(err)
 					continue
 				}
-				ref, err := batch.put(ctx, data)
-				if err != nil {
+				if err := m.putContent(ctx, batch, e, data, prev[i]); err != nil {
 					fail(err)
-					continue
 				}
-				e.Digest, e.Size = ref, int64(len(data))
 			}
 		})
 	}
@@ -323,36 +331,91 @@ feed:
 		first = ctx.Err()
 	}
 	if first != nil {
-		batch.discard()
 		return first
-	}
-	if err := batch.flush(ctx); err != nil {
-		return err
 	}
 	man.Skipped = append(man.Skipped, skipped...)
 	for _, i := range jobs {
 		if e := &man.Files[i]; e.Exists {
-			cache.put(e.Path, sts[i], e.Digest, start)
+			cache.put(e.Path, sts[i], e, start)
 		}
 	}
 	return nil
 }
 
-// writeManifest stores the manifest atomically, and beside it the stat
-// cache. The blobs it names are durable already (storeFiles flushed them).
-func (m *Manager) writeManifest(ctx context.Context, man *Manifest) error {
+// writeManifest stores the tree objects of man through batch, flushes it
+// (so the blobs it names are durable before it), and writes the manifest
+// atomically and beside it the stat cache, which keeps the trees of a tree
+// snapshot (keep).
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep bool) error {
 	t0 := time.Now()
-	data := man.appendJSON(make([]byte, 0, 256+len(man.Files)*200))
+	var kept map[string][]byte
+	if keep {
+		kept = map[string][]byte{}
+	}
+	root, trees, err := putTrees(ctx, batch, man.Files, kept)
+	if err == nil {
+		err = batch.flush(ctx)
+	}
+	if err != nil {
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	man.Tree, man.trees = root, trees
+	if keep {
+		m.cache.trees = keepTrees(kept, m.cache.trees)
+	}
+	data := man.appendJSON(make([]byte, 0, 1024), false)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.saveCache(ctx) })
-	err := m.store.WriteFile(ctx, m.manifestName(man.ID), data)
+	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
+}
+
+// staleTemp is the age past which a temporary file of rewind's is left
+// over (a rewind killed while writing it), not one being written: a writer
+// keeps its mtime current.
+const staleTemp = time.Minute
+
+// removeStaleTemps removes the temporary files a killed rewind left (the
+// walk found them); a failure is only logged: they are never snapshotted.
+func (m *Manager) removeStaleTemps(temps []treeEntry) {
+	for _, t := range temps {
+		if time.Since(time.Unix(0, t.st.mtime)) < staleTemp {
+			continue
+		}
+		if err := m.ws.remove(t.path); err != nil && !isAbsent(err) {
+			m.cfg.log.Warn("checkpoint: stale temporary file not removed", "path", t.path, "err", err)
+			continue
+		}
+		m.cfg.log.Debug("checkpoint: stale temporary file removed", "path", t.path)
+	}
+}
+
+// keepTrees returns the trees of the new snapshot plus some of those the
+// cache held (older snapshots', which a rewind or diff to an earlier
+// checkpoint reads), up to a quarter of the new ones' bytes.
+func keepTrees(cur, old map[string][]byte) map[string][]byte {
+	var size int
+	for _, b := range cur {
+		size += len(b)
+	}
+	budget := max(64<<10, size/4)
+	for ref, b := range old {
+		if _, ok := cur[ref]; ok {
+			continue
+		}
+		if budget -= len(b); budget < 0 {
+			break
+		}
+		cur[ref] = b
+	}
+	return cur
 }
 
 // isAbsent: the path does not exist, or a parent is not a directory.
@@ -413,6 +476,7 @@ type tree struct {
 	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
 	ignored  []string                 // ignored paths (not descended), sorted
 	skipped  []Skipped                // names a manifest cannot hold
+	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
 }
 
 type treeEntry struct {
@@ -518,13 +582,17 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			sub     []job
 			skipped []Skipped
 		)
+		var temps []treeEntry
 		for _, e := range ents {
-			if strings.HasPrefix(e.name, tempPrefix) {
-				continue
-			}
 			rel := e.name
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
+			}
+			if strings.HasPrefix(e.name, tempPrefix) {
+				if !e.st.isDir() {
+					temps = append(temps, treeEntry{path: rel, st: e.st})
+				}
+				continue
 			}
 			isDir := e.st.isDir()
 			if ig.ignored(rel, isDir) {
@@ -545,6 +613,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		t.entries = append(t.entries, entries...)
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
+		t.temps = append(t.temps, temps...)
 		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
 		queue = append(queue, sub...)
 		pending += len(sub)

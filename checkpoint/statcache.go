@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
-	"strings"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The stat cache remembers, per workspace path, the lstat it had and the
@@ -24,6 +26,10 @@ type statCache struct {
 	// its stat is unchanged (and not racy) its names are too, and the walk
 	// stats them without opening and reading the directory.
 	dirs map[string]dirCacheEntry
+	// trees holds the tree objects of the last tree snapshot by ref, so
+	// loading a checkpoint reads from cas only the trees that differ from
+	// it. Each is checked against its ref before use.
+	trees map[string][]byte
 }
 
 type dirCacheEntry struct {
@@ -33,12 +39,23 @@ type dirCacheEntry struct {
 }
 
 type cacheEntry struct {
-	st       fileStat
-	ref      string
-	verified int64 // ns: when the snapshot that last hashed or checked it started
+	st          fileStat
+	ref         string
+	base, delta string // how ref is stored, when as a delta (see Entry)
+	verified    int64  // ns: when the snapshot that last hashed or checked it started
 }
 
-const cacheMagic = "trove-statcache-2\n"
+// cacheMagic starts the file; the rest is one zstd frame of the body
+// (entries, listings, sha256 of both). Paths and stats compress well, and
+// the cache is as big as a manifest of the tree: on a store holding many
+// checkpoints of one tree it is a fair part of the bytes.
+const cacheMagic = "trove-statcache-4\n"
+
+// cacheWindow is the zstd window of the cache.
+const cacheWindow = 256 << 10
+
+// cacheMaxBody bounds what a damaged or hostile cache decompresses to.
+const cacheMaxBody = 1 << 30
 
 // Racy windows: how close to a snapshot's start an mtime or ctime must be
 // for the stat to prove nothing. Sub-second timestamps come from a clock
@@ -50,7 +67,7 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry)}
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
 }
 
 // listing returns the cached names of dir when st proves them current.
@@ -65,11 +82,17 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]st
 // lookup returns the cached digest of path when st proves the content
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
+	e, ok := c.lookupEntry(path, st, window)
+	return e.ref, ok
+}
+
+// lookupEntry is lookup returning the whole entry.
+func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) (cacheEntry, bool) {
 	e, ok := c.entries[path]
 	if !ok || e.st != st || racy(e, window) {
-		return "", false
+		return cacheEntry{}, false
 	}
-	return e.ref, true
+	return e, true
 }
 
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
@@ -87,40 +110,27 @@ func racy(e cacheEntry, window time.Duration) bool {
 	return e.st.mtime >= limit || (e.st.ctime != 0 && e.st.ctime >= limit)
 }
 
-func (c *statCache) put(path string, st fileStat, ref string, verified int64) {
-	c.entries[path] = cacheEntry{st: st, ref: ref, verified: verified}
+// put records path's stat and e's content.
+func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
+	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
 }
 
-// encode writes the cache: magic, count, entries sorted by path, then a
-// sha256 of everything before it.
+// encode writes the cache: magic, then compressed: count, entries sorted
+// by path, listings, and a sha256 of everything before it.
 func (c *statCache) encode() []byte {
-	paths := make([]string, 0, len(c.entries))
-	for p := range c.entries {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	b := make([]byte, 0, len(cacheMagic)+len(paths)*128+40)
-	b = append(b, cacheMagic...)
+	paths := slices.Sorted(maps.Keys(c.entries))
+	b := make([]byte, 0, len(paths)*100+40)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		e := c.entries[p]
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-		b = binary.AppendUvarint(b, uint64(e.st.mode))
-		b = binary.AppendVarint(b, e.st.size)
-		b = binary.AppendVarint(b, e.st.mtime)
-		b = binary.AppendVarint(b, e.st.ctime)
-		b = binary.AppendUvarint(b, e.st.ino)
-		b = binary.AppendUvarint(b, e.st.dev)
+		b = appendStr(b, p)
+		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, e.verified)
-		b = binary.AppendUvarint(b, uint64(len(e.ref)))
-		b = append(b, e.ref...)
+		b = appendCacheRef(b, e.ref)
+		b = appendCacheRef(b, e.base)
+		b = appendCacheRef(b, e.delta)
 	}
-	dirs := make([]string, 0, len(c.dirs))
-	for d := range c.dirs {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
+	dirs := slices.Sorted(maps.Keys(c.dirs))
 	b = binary.AppendUvarint(b, uint64(len(dirs)))
 	for _, d := range dirs {
 		e := c.dirs[d]
@@ -132,41 +142,87 @@ func (c *statCache) encode() []byte {
 			b = appendStr(b, n)
 		}
 	}
+	refs := slices.Sorted(maps.Keys(c.trees))
+	b = binary.AppendUvarint(b, uint64(len(refs)))
+	for _, r := range refs {
+		b = appendCacheRef(b, r)
+		b = appendStr(b, string(c.trees[r]))
+	}
 	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	b = append(b, sum[:]...)
+	// A small window and lower-memory mode: a fresh encoder per save costs
+	// less in allocation than the default's megabytes of history.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(false), zstd.WithWindowSize(cacheWindow), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return nil // cannot happen with these options; an empty cache only costs time
+	}
+	defer enc.Close()
+	return enc.EncodeAll(b, []byte(cacheMagic))
+}
+
+// appendCacheRef writes a ref as a flag byte and, when set, its algorithm
+// byte and digest (the tree objects' form); "" is one zero byte.
+func appendCacheRef(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, 0)
+	}
+	out, err := appendRef(append(b, 1), s)
+	if err != nil {
+		return append(b, 0) // not a ref: dropped, it only costs a rehash
+	}
+	return out
+}
+
+func (r *reader) cacheRef() string {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBadCache
+		return ""
+	}
+	set := r.b[0]
+	r.b = r.b[1:]
+	if set == 0 {
+		return ""
+	}
+	return r.ref()
 }
 
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
 func decodeStatCache(data []byte) (*statCache, error) {
-	if len(data) < len(cacheMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(cacheMagic)) {
+	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(cacheMaxBody),
+		zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(cacheWindow))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	body, err := dec.DecodeAll(data[len(cacheMagic):], nil)
+	if err != nil || len(body) < sha256.Size {
+		return nil, fmt.Errorf("%w: %v", errBadCache, err)
+	}
+	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	r := &reader{b: body[len(cacheMagic):]}
+	r := &reader{b: body}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry)}
+	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
-		e.st.mode = fs.FileMode(r.uvarint())
-		e.st.size = r.varint()
-		e.st.mtime = r.varint()
-		e.st.ctime = r.varint()
-		e.st.ino = r.uvarint()
-		e.st.dev = r.uvarint()
+		e.st = r.stat()
 		e.verified = r.varint()
-		e.ref = r.str()
+		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
 		// The checksum guards against damage; refs are checked again where a
 		// manifest is loaded.
-		if r.err == nil && validRel(p) == nil && strings.HasPrefix(e.ref, "blob:") {
+		if r.err == nil && validRel(p) == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
 			c.entries[p] = e
 		}
 	}
@@ -188,6 +244,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 			e.names = append(e.names, r.str())
 		}
 		c.dirs[d] = e
+	}
+	nt := r.uvarint()
+	if nt > uint64(len(r.b)) {
+		return nil, errBadCache
+	}
+	for i := uint64(0); i < nt && r.err == nil; i++ {
+		ref := r.cacheRef()
+		c.trees[ref] = []byte(r.str())
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache

@@ -10,7 +10,7 @@ import (
 func TestStatCacheRoundTrip(t *testing.T) {
 	c := newStatCache()
 	for i := range 100 {
-		c.put(fmt.Sprintf("dir/f%d", i), fileStat{mode: 0o644, size: int64(i), mtime: int64(i) * 1e9, ctime: 7, ino: uint64(i), dev: 3}, sumRef([]byte{byte(i)}), 99)
+		c.put(fmt.Sprintf("dir/f%d", i), fileStat{mode: 0o644, size: int64(i), mtime: int64(i) * 1e9, ctime: 7, ino: uint64(i), dev: 3}, &Entry{Digest: sumRef([]byte{byte(i)})}, 99)
 	}
 	data := c.encode()
 	got, err := decodeStatCache(data)

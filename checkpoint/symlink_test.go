@@ -2,9 +2,13 @@ package checkpoint_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/trovekit/trove/backend/mem"
@@ -20,6 +24,30 @@ func TestSymlinksRoundTrip(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A 200 MB file (sparse: cheap to make and to store), restored within
+	// bounded memory.
+	const bigSize = 200 << 20
+	bigPath := filepath.Join(dir, "data/big.bin")
+	if err := os.MkdirAll(filepath.Dir(bigPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	patchBig := func(off int64, text string) {
+		t.Helper()
+		f, err := os.OpenFile(bigPath, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			if err = f.Truncate(bigSize); err == nil {
+				_, err = f.WriteAt([]byte(text), off)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	patchBig(0, "head")
+	patchBig(bigSize-4, "tail")
 	for name, target := range map[string]string{"rel": "a.txt", "abs": "/etc/hostname", "dangling": "nowhere", "out": "../.."} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -67,6 +95,28 @@ func TestSymlinksRoundTrip(t *testing.T) {
 	}
 }
 
+// contentOf is a small file's content, or a big one's length and sha256.
+func contentOf(t *testing.T, p string, size int64) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if size <= 4096 {
+		data, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d bytes, sha256 %x", size, h.Sum(nil))
+}
+
 // treeState is every path under dir with its mode and content (or a
 // link's target).
 func treeState(t *testing.T, dir string) map[string]string {
@@ -91,11 +141,7 @@ func treeState(t *testing.T, dir string) map[string]string {
 		case fi.IsDir():
 			out[rel] = "dir"
 		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fi.Mode().Perm().String() + " " + string(data)
+			out[rel] = fi.Mode().Perm().String() + " " + contentOf(t, p, fi.Size())
 		}
 		return nil
 	})
@@ -128,6 +174,30 @@ func TestRewindUndo(t *testing.T) {
 	write("empty", "", 0o600)
 	write("src/keep.go", "package src\n", 0o644)
 	write("src/gone.go", "package src // deleted later\n", 0o644)
+	// A 200 MB file (sparse: cheap to make and to store), restored within
+	// bounded memory.
+	const bigSize = 200 << 20
+	bigPath := filepath.Join(dir, "data/big.bin")
+	if err := os.MkdirAll(filepath.Dir(bigPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	patchBig := func(off int64, text string) {
+		t.Helper()
+		f, err := os.OpenFile(bigPath, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			if err = f.Truncate(bigSize); err == nil {
+				_, err = f.WriteAt([]byte(text), off)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	patchBig(0, "head")
+	patchBig(bigSize-4, "tail")
 	for name, target := range map[string]string{"rel": "a.txt", "abs": "/etc/hostname", "dangling": "nowhere", "out": "../.."} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -148,10 +218,11 @@ func TestRewindUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.CreateTree(ctx, "c"); err != nil {
+	if _, err := m.CreateTree(ctx, "c", checkpoint.WithMaxFileSize(-1)); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's edits: content, mode, a deleted file, new files, a link.
+	patchBig(bigSize/2, "changed in the middle")
 	write("a.txt", "one\nTWO\nthree\n", 0o644)
 	write("empty", "", 0o644)
 	if err := os.Remove(filepath.Join(dir, "src/gone.go")); err != nil {
@@ -165,9 +236,22 @@ func TestRewindUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeState(t, dir)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
 	res, err := m.Rewind(ctx, "c", false)
+	runtime.ReadMemStats(&m1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Allocated in all, an upper bound of the peak.
+	alloc := m1.TotalAlloc - m0.TotalAlloc
+	t.Logf("rewind allocated %d MiB in all", alloc>>20)
+	if alloc >= 128<<20 {
+		t.Errorf("the rewind of a %d MiB file allocated %d MiB", bigSize>>20, alloc>>20)
+	}
+	if !slices.Contains(res.Restored, "data/big.bin") {
+		t.Errorf("big.bin not restored: %+v", res)
 	}
 	if res.Undo == "" || len(res.Deleted) == 0 || len(res.Recreated) == 0 || len(res.Restored) == 0 {
 		t.Fatalf("rewind result: %+v", res)

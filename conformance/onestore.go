@@ -314,7 +314,7 @@ func loadsWhole(t *testing.T, f *oneStoreFixture, texts [][]byte, images ...[]by
 	t.Helper()
 	ctx := context.Background()
 	var all bytes.Buffer
-	for info, err := range session.ListAll(ctx, f.s.Storage()) {
+	for info, err := range f.s.Sessions().Discover(ctx, session.Discovery{All: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}

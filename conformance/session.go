@@ -688,53 +688,55 @@ func (x *sessionSuite) discovery(t *testing.T) {
 			}
 		}
 	}
+	store, err := session.OpenStore(sessionCtx, st, session.WithInlineBlobs())
+	x.must(t, err)
 	var skipped []string
-	check("List /work/a", collect(session.List(sessionCtx, st, "/work/a", session.WithSkipped(func(p string, err error) {
+	check("Discover /work/a", collect(store.Discover(sessionCtx, session.Discovery{Cwd: "/work/a", Skipped: func(p string, err error) {
 		skipped = append(skipped, p)
-	}))), a2, a1)
+	}})), a2, a1)
 	if len(skipped) != 1 {
 		t.Errorf("skipped %v, want the junk file", skipped)
 	}
-	check("ListAll", collect(session.ListAll(sessionCtx, st)), x1, a2, b1, a1)
-	check("List none", collect(session.List(sessionCtx, st, "/nowhere")))
+	check("Discover all", collect(store.Discover(sessionCtx, session.Discovery{All: true})), x1, a2, b1, a1)
+	check("Discover none", collect(store.Discover(sessionCtx, session.Discovery{Cwd: "/nowhere"})))
 
-	mr, err := session.MostRecent(sessionCtx, st, "/work/b")
+	mr, err := store.Recent(sessionCtx, "/work/b", "")
 	x.must(t, err)
-	check("MostRecent", []session.Info{mr}, b1)
-	if _, err := session.MostRecent(sessionCtx, st, "/nowhere"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("MostRecent of an empty cwd: %v", err)
+	check("Recent", []session.Info{mr}, b1)
+	if _, err := store.Recent(sessionCtx, "/nowhere", ""); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Recent of an empty cwd: %v", err)
 	}
 
 	// Breadcrumbs: continue finds what the terminal used last.
 	x.must(t, session.WriteBreadcrumb(sessionCtx, st, "tty-1", "/work/a", a1.Path))
-	c, err := session.Continue(sessionCtx, st, "/work/a", "tty-1")
+	c, err := store.Recent(sessionCtx, "/work/a", "tty-1")
 	x.must(t, err)
-	check("Continue tty-1", []session.Info{c}, a1)
-	c, err = session.Continue(sessionCtx, st, "/work/a", "tty-2")
+	check("Recent tty-1", []session.Info{c}, a1)
+	c, err = store.Recent(sessionCtx, "/work/a", "tty-2")
 	x.must(t, err)
-	check("Continue tty-2", []session.Info{c}, a2)
-	c, err = session.Continue(sessionCtx, st, "/work/b", "tty-1")
+	check("Recent tty-2", []session.Info{c}, a2)
+	c, err = store.Recent(sessionCtx, "/work/b", "tty-1")
 	x.must(t, err)
-	check("Continue other cwd", []session.Info{c}, b1)
+	check("Recent other cwd", []session.Info{c}, b1)
 
 	// Find and ContextFor by id and id prefix.
 	for _, ref := range []string{a1.ID, a1.ID[:10], a1.Path} {
-		name, err := session.Find(sessionCtx, st, ref)
+		name, err := store.Find(sessionCtx, ref)
 		x.must(t, err)
 		if name != a1.Path {
 			t.Errorf("Find(%q) = %q", ref, name)
 		}
 	}
-	if _, err := session.Find(sessionCtx, st, "1111"); !errors.Is(err, session.ErrAmbiguous) {
+	if _, err := store.Find(sessionCtx, "1111"); !errors.Is(err, session.ErrAmbiguous) {
 		t.Errorf("Find ambiguous prefix: %v", err)
 	}
-	if _, err := session.Find(sessionCtx, st, "zzzz"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := store.Find(sessionCtx, "zzzz"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Find unknown: %v", err)
 	}
-	if _, err := session.Find(sessionCtx, st, ""); err == nil {
+	if _, err := store.Find(sessionCtx, ""); err == nil {
 		t.Error("Find empty")
 	}
-	ctxt, err := session.ContextFor(sessionCtx, st, a2.ID[:12], "")
+	ctxt, err := store.ContextFor(sessionCtx, a2.ID[:12], "")
 	x.must(t, err)
 	if len(ctxt.Messages) != 2 || !strings.Contains(string(ctxt.Messages[0]), "second in a") {
 		t.Errorf("ContextFor: %s", ctxt.Messages)

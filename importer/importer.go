@@ -192,7 +192,7 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, write fun
 		r.Reason = "no messages"
 		return r, nil
 	}
-	if _, err := session.Find(ctx, st.Storage(), r.SessionID); err == nil {
+	if _, err := st.Sessions().Find(ctx, r.SessionID); err == nil {
 		r.Reason = "already imported"
 		return r, nil
 	}
@@ -422,7 +422,7 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	if f.updated.Before(f.created) {
 		f.updated = f.created
 	}
-	if _, err := session.Find(ctx, s.Storage(), id); err == nil {
+	if _, err := s.Sessions().Find(ctx, id); err == nil {
 		return fs.ErrExist
 	}
 	for _, e := range f.entries {

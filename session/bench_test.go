@@ -159,10 +159,12 @@ func BenchmarkDiscovery(b *testing.B) {
 				first := `{"type":"message","id":"u","parentId":null,"timestamp":"t","message":{"role":"user","content":"task ` + id + `"}}` + "\n"
 				must(b, st.WriteFile(ctx, session.SessionPath(cwd, at.Add(time.Duration(i)*time.Second), id), []byte(h+first+body)))
 			}
+			store, err := session.OpenStore(ctx, st, session.WithInlineBlobs())
+			must(b, err)
 			b.ResetTimer()
 			for b.Loop() {
 				n := 0
-				for _, err := range session.ListAll(ctx, st) {
+				for _, err := range store.Discover(ctx, session.Discovery{All: true}) {
 					if err != nil {
 						b.Fatal(err)
 					}

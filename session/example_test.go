@@ -33,7 +33,11 @@ func Example() {
 		panic(err)
 	}
 
-	c, err := session.ContextFor(ctx, st, "1f9d", "")
+	store, err := session.OpenStore(ctx, st)
+	if err != nil {
+		panic(err)
+	}
+	c, err := store.ContextFor(ctx, "1f9d", "")
 	if err != nil {
 		panic(err)
 	}

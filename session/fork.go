@@ -40,7 +40,7 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 	if o.Last < 0 {
 		return Metadata{}, fmt.Errorf("fork %s: last %d: %w", ref, o.Last, tree.ErrInvalid)
 	}
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return Metadata{}, err
 	}
@@ -79,7 +79,7 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 		return Metadata{}, backend.PathErr("fork", id, fmt.Errorf("%w: session id must be a plain name without '_'", tree.ErrInvalid))
 	}
 	if o.ID != "" {
-		if name, err := Find(ctx, s.st, id); err == nil && idFromName(backend.Base(name)) == id {
+		if name, err := s.Find(ctx, id); err == nil && idFromName(backend.Base(name)) == id {
 			return Metadata{}, backend.PathErr("fork", name, fs.ErrExist)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
 
@@ -158,4 +159,14 @@ func assistantMsg(text string) json.RawMessage {
 		"stopReason": "stop", "timestamp": 1771237265000,
 	})
 	return b
+}
+
+// storeOn opens a session store on st that keeps blobs inline.
+func storeOn(t testing.TB, st backend.Storage) *session.Store {
+	t.Helper()
+	s, err := session.OpenStore(context.Background(), st, session.WithInlineBlobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -76,7 +76,7 @@ func TestListNewestByModTime(t *testing.T) {
 	must(t, err)
 	must(t, s.Close(ctx))
 	var got []string
-	for info, err := range session.List(ctx, st, "/w", session.WithConcurrency(2)) {
+	for info, err := range storeOn(t, st).Discover(ctx, session.Discovery{Cwd: "/w", Concurrency: 2}) {
 		must(t, err)
 		got = append(got, info.ID)
 		if info.FirstMessage != "hello "+info.ID {
@@ -87,7 +87,7 @@ func TestListNewestByModTime(t *testing.T) {
 		t.Errorf("order %v", got)
 	}
 	// Stopping early is fine.
-	for range session.ListAll(ctx, st) {
+	for range storeOn(t, st).Discover(ctx, session.Discovery{All: true}) {
 		break
 	}
 }
@@ -106,7 +106,7 @@ func TestInfoFromPrefixOnly(t *testing.T) {
 	_, err = s.AppendMessage(ctx, assistantMsg("x"))
 	must(t, err)
 	must(t, s.Close(ctx))
-	info, err := session.MostRecent(ctx, st, "/w")
+	info, err := storeOn(t, st).Recent(ctx, "/w", "")
 	must(t, err)
 	if info.ID != "dddddddddddddddd" || info.Title != "big" || info.FirstMessage != "" || info.Size < 5000 {
 		t.Errorf("info %+v", info)
@@ -128,7 +128,7 @@ func TestBreadcrumbs(t *testing.T) {
 		t.Errorf("breadcrumb file %q: want two lines, cwd then path", got)
 	}
 	// A breadcrumb naming a missing file falls back to the newest session.
-	if _, err := session.Continue(ctx, st, "/w", "t1"); err == nil {
+	if _, err := storeOn(t, st).Recent(ctx, "/w", "t1"); err == nil {
 		t.Error("continue found a session where there is none")
 	}
 	must(t, st.WriteFile(ctx, session.BreadcrumbPath("bad"), []byte("one line only")))

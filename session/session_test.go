@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend/faulty"
-	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
 
@@ -36,7 +35,7 @@ func TestContextGolden(t *testing.T) {
 		t.Run("leaf="+tc.leaf, func(t *testing.T) {
 			st := newMem(t)
 			putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-			c, err := session.ContextFor(ctx, st, "s.jsonl", tc.leaf)
+			c, err := storeOn(t, st).ContextFor(ctx, "s.jsonl", tc.leaf)
 			must(t, err)
 			got, err := json.Marshal(c)
 			must(t, err)
@@ -52,7 +51,7 @@ func TestContextGolden(t *testing.T) {
 func TestContextUnknownLeaf(t *testing.T) {
 	st := newMem(t)
 	putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-	if _, err := session.ContextFor(ctx, st, "s.jsonl", "nope"); !errors.Is(err, tree.ErrNotFound) {
+	if _, err := storeOn(t, st).ContextFor(ctx, "s.jsonl", "nope"); !errors.Is(err, tree.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
 }

@@ -308,7 +308,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	}
 	if o.ID != "" {
 		// A chosen id must be new: ids name sessions across every cwd.
-		if name, err := Find(ctx, s.st, id); err == nil && idFromName(backend.Base(name)) == id {
+		if name, err := s.Find(ctx, id); err == nil && idFromName(backend.Base(name)) == id {
 			return nil, backend.PathErr("create", name, fs.ErrExist)
 		}
 	}
@@ -356,9 +356,11 @@ func (s *Store) repairEmpty(ctx context.Context, name string, sess *tree.Session
 	return tree.Open(ctx, s.st, name, s.sessionOpts(tree.LazyBlobs())...)
 }
 
-// find resolves ref (a full id, a unique abbreviation, or a session file
-// name) to a session file, from the listing index.
-func (s *Store) find(ctx context.Context, ref string) (string, error) {
+// Find resolves ref (a full id, a unique abbreviation of one (see MatchID),
+// or a session file name) to a session file, from the listing index. An
+// abbreviation several sessions share is ErrAmbiguous (an *AmbiguousError
+// naming them); none, fs.ErrNotExist.
+func (s *Store) Find(ctx context.Context, ref string) (string, error) {
 	if name, ok, err := findFile(ctx, s.st, ref); ok || err != nil {
 		return name, err
 	}
@@ -409,7 +411,7 @@ func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
 // Load opens the session ref (full id, unique id prefix or file name) for
 // writing: appends go on from its leaf.
 func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +520,7 @@ func (s *Store) Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, e
 // Delete removes the session ref: its file and its sidecar (metadata,
 // transcript, checkpoints). Blobs it referenced are left to cas GC.
 func (s *Store) Delete(ctx context.Context, ref string) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -578,7 +580,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 // UpdateMetadata changes the sidecar of a session that is not open for
 // writing (an open handle keeps its own; use Handle.UpdateMetadata).
 func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -615,7 +617,7 @@ func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
 // Metadata returns the metadata of the session ref: its sidecar, or what
 // its file says for a session without one.
 func (s *Store) Metadata(ctx context.Context, ref string) (Metadata, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return Metadata{}, err
 	}
@@ -626,10 +628,6 @@ func (s *Store) Metadata(ctx context.Context, ref string) (Metadata, error) {
 	return s.readMeta(ctx, sess)
 }
 
-// MessageText is the text of an AgentMessage: its string content, or its
-// text blocks joined.
-func MessageText(msg json.RawMessage) string { return tree.MessageText(msg) }
-
 // LoadMessages returns the message entries on the path to the session's
 // leaf, oldest first.
 func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*tree.Entry, error) {
@@ -639,7 +637,7 @@ func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*tree.Entry, er
 // LoadMessagesUpTo returns the message entries on the path to messageID
 // (the leaf when ""), oldest first, that one included.
 func (s *Store) LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*tree.Entry, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -677,7 +675,7 @@ const maxTranscriptLine = 256 << 20
 // line, in the order appended. A torn last line is skipped.
 func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error] {
 	return func(yield func(json.RawMessage, error) bool) {
-		name, err := s.find(ctx, ref)
+		name, err := s.Find(ctx, ref)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -717,7 +715,7 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 // BreakLock removes the writer lease of a session whose writer died without
 // releasing it (backends without locks; a file lock dies with its process).
 func (s *Store) BreakLock(ctx context.Context, ref string) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -744,7 +742,7 @@ type LockHolder struct {
 // process), or a lease (buckets: it stays until its writer closes or
 // BreakLock removes it).
 func (s *Store) Holder(ctx context.Context, ref string) (LockHolder, bool, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return LockHolder{}, false, err
 	}

@@ -29,7 +29,12 @@ func newSessionCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			c, err := session.ContextFor(ctx, src, ref, leaf, opts...)
+			// Blobs come through opts: the store opens none of its own.
+			s, err := session.OpenStore(ctx, src, session.WithInlineBlobs(), session.WithSessionOptions(opts...))
+			if err != nil {
+				return err
+			}
+			c, err := s.ContextFor(ctx, ref, leaf)
 			if err != nil {
 				return err
 			}

@@ -3,10 +3,13 @@
 // Command cpbench compares trove checkpoints with a shadow git repository,
 // the way Cline, Roo Code, Kilo and opencode snapshot a workspace, on the
 // same generated tree: first snapshot, snapshot after changing 10 files,
-// dry-run diff against the first snapshot, and rewind of those 10 files.
-// It prints one table with the ratio git/trove per operation.
+// dry-run diff against the first snapshot, and rewind of those 10 files;
+// then the store size after many checkpoints of a smaller tree with a few
+// files edited between each, against the git repository after git gc. It
+// prints one table with the ratio git/trove per operation and the sizes.
 //
-// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3] [-cpuprofile f] [-v] [-keep]
+// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3]
+// [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
 package main
 
 import (
@@ -39,12 +42,16 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the temporary directory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
 	verbose := flag.Bool("v", false, "log trove's debug timings")
+	var sz sizeConfig
+	flag.IntVar(&sz.files, "size-files", 2000, "files in the tree of the size scenario (0: skip it)")
+	flag.IntVar(&sz.mb, "size-mb", 40, "approximate total size of that tree in MB")
+	flag.IntVar(&sz.checkpoints, "size-checkpoints", 100, "checkpoints taken in the size scenario, 10 text files edited between each")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if err := run(*files, *mb, *rounds, *keep, *cpuprofile, logger); err != nil {
+	if err := run(*files, *mb, *rounds, *keep, *cpuprofile, logger, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "cpbench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +73,7 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logger) error {
+func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logger, sz sizeConfig) error {
 	if _, err := exec.LookPath("git"); err != nil {
 		return fmt.Errorf("git is needed for the comparison: %w", err)
 	}
@@ -252,12 +259,121 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 		tc, gc := median(r.troveCPU), median(r.gitCPU)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fx\t%s\t%s\t%s\t%.1fx\t\n", r.name, round(t), round(g), ratio, target, round(tc), round(gc), float64(gc)/float64(tc))
 	}
+	if sz.files > 0 {
+		size, err := sizeScenario(ctx, filepath.Join(tmp, "size"), sz, logger)
+		if err != nil {
+			return err
+		}
+		mark := "met"
+		if size.trove > size.git {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(tw, "store size, %d checkpoints of %d files\t%s\t%s\t%.2fx\t<= 1x trove/git %s (%.2fx)\t\t\t\t\n",
+			sz.checkpoints, size.files, mib(size.trove), mib(size.git), float64(size.git)/float64(size.trove), mark, float64(size.trove)/float64(size.git))
+	}
 	tw.Flush()
-	fmt.Printf("\n(wall clock; median of %d rounds for the last three rows; CPU = user+system time of the same runs;\n", rounds)
+	fmt.Printf("\n(wall clock; median of %d rounds for the speed rows; CPU = user+system time of the same runs;\n", rounds)
 	fmt.Printf(" git = git %s with --git-dir/--work-tree, including process start;\n", gitVersion())
-	fmt.Printf(" trove = a fresh checkpoint.Manager per operation on backend/fs, stat cache read from the store; rewind fsyncs)\n")
+	fmt.Printf(" trove = a fresh checkpoint.Manager per operation on backend/fs, stat cache read from the store; rewind fsyncs;\n")
+	fmt.Printf(" store size = bytes of every file in the trove store and in the shadow repository after git gc)\n")
 	return nil
 }
+
+type sizeConfig struct{ files, mb, checkpoints int }
+
+type sizes struct {
+	files      int
+	trove, git int64
+}
+
+// sizeScenario takes sz.checkpoints checkpoints of a fresh tree with trove
+// and with a shadow git repository, editing 10 text files (as
+// changeFiles does) before each but the first, then compares the bytes of
+// the trove store with those of the git repository after git gc.
+func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.Logger) (sizes, error) {
+	ws, wsGit := filepath.Join(dir, "ws-trove"), filepath.Join(dir, "ws-git")
+	storeDir, gitDir := filepath.Join(dir, "store"), filepath.Join(dir, "shadow.git")
+	fmt.Printf("size scenario: %d checkpoints of a %d-file, ~%d MB tree ...\n", sz.checkpoints, sz.files, sz.mb)
+	paths, _, err := buildTree(ws, sz.files, int64(sz.mb)<<20)
+	if err != nil {
+		return sizes{}, err
+	}
+	if _, _, err := buildTree(wsGit, sz.files, int64(sz.mb)<<20); err != nil {
+		return sizes{}, err
+	}
+	store, err := fs.NewOS(storeDir)
+	if err != nil {
+		return sizes{}, err
+	}
+	defer store.Close()
+	git := func(args ...string) error {
+		cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir, "--work-tree=" + wsGit}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.autocrlf", "false"}, {"config", "commit.gpgsign", "false"}, {"config", "gc.auto", "0"}} {
+		if err := git(args...); err != nil {
+			return sizes{}, err
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	for i := range sz.checkpoints {
+		if i > 0 {
+			changed := pickText(paths, rng, 10)
+			for _, w := range []string{ws, wsGit} {
+				if err := changeFiles(w, changed, i); err != nil {
+					return sizes{}, err
+				}
+			}
+		}
+		id := fmt.Sprintf("cp%d", i)
+		m, err := checkpoint.OpenDir(ctx, store, ws, checkpoint.WithLogger(logger))
+		if err != nil {
+			return sizes{}, err
+		}
+		_, err = m.CreateTree(ctx, id)
+		m.Close()
+		if err != nil {
+			return sizes{}, err
+		}
+		if err := git("add", "-A"); err != nil {
+			return sizes{}, err
+		}
+		if err := git("commit", "-q", "--no-verify", "-m", id); err != nil {
+			return sizes{}, err
+		}
+	}
+	if err := git("gc", "-q"); err != nil {
+		return sizes{}, err
+	}
+	t, err := dirBytes(storeDir)
+	if err != nil {
+		return sizes{}, err
+	}
+	g, err := dirBytes(gitDir)
+	return sizes{files: len(paths), trove: t, git: g}, err
+}
+
+// dirBytes is the total length of the files under dir.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func round(d time.Duration) string {
 	switch {

@@ -1,0 +1,232 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// An edited file usually keeps most of its bytes. Storing it whole would
+// cost its full (compressed) size at every checkpoint, so a changed file up
+// to deltaMax is stored as a delta against a base: the last version of the
+// same path that was stored whole. Chains are one link long (a delta's base
+// is always a whole blob), and a manifest entry names both blobs, so GC and
+// fsck see every blob a checkpoint needs (Manifest.Refs).
+//
+// Delta format: deltaMagic, uvarint length of the result, then operations
+// until the end: opCopy uvarint offset, uvarint length (bytes of the base);
+// opInsert uvarint length, bytes.
+
+const (
+	deltaMagic = "trvd1"
+	opCopy     = 0
+	opInsert   = 1
+
+	// deltaMax bounds the files stored as deltas: base, delta and result are
+	// held in memory while one is written or rewound.
+	deltaMax = 1 << 20
+	// deltaMin: smaller files are stored whole (a delta saves nothing).
+	deltaMin = 256
+	// deltaBlock is the length of the base blocks a match starts from.
+	deltaBlock = 16
+)
+
+var errBadDelta = errors.New("bad delta")
+
+// rolling hash of a deltaBlock window (Rabin-Karp, mod 2^64).
+const rollMul = 0x100000001b3
+
+var rollOut = func() uint64 { // rollMul^(deltaBlock-1)
+	p := uint64(1)
+	for range deltaBlock - 1 {
+		p *= rollMul
+	}
+	return p
+}()
+
+func hashBlock(b []byte) uint64 {
+	var h uint64
+	for _, c := range b[:deltaBlock] {
+		h = h*rollMul + uint64(c)
+	}
+	return h
+}
+
+// encodeDelta returns a delta that turns base into target.
+func encodeDelta(base, target []byte) []byte {
+	out := append(make([]byte, 0, 64+len(target)/16), deltaMagic...)
+	out = binary.AppendUvarint(out, uint64(len(target)))
+	// Index the base by non-overlapping blocks; the first offset wins.
+	idx := make(map[uint64]int32, len(base)/deltaBlock+1)
+	for i := 0; i+deltaBlock <= len(base); i += deltaBlock {
+		h := hashBlock(base[i:])
+		if _, ok := idx[h]; !ok {
+			idx[h] = int32(i)
+		}
+	}
+	pending := 0 // start of target bytes not yet emitted
+	flush := func(end int) {
+		if end > pending {
+			out = append(out, opInsert)
+			out = binary.AppendUvarint(out, uint64(end-pending))
+			out = append(out, target[pending:end]...)
+		}
+	}
+	j := 0
+	var h uint64
+	if len(target) >= deltaBlock {
+		h = hashBlock(target)
+	}
+	for j+deltaBlock <= len(target) {
+		if off, ok := idx[h]; ok && string(base[off:int(off)+deltaBlock]) == string(target[j:j+deltaBlock]) {
+			bs, ts := int(off), j
+			// Extend backwards over bytes not yet emitted, then forwards.
+			for bs > 0 && ts > pending && base[bs-1] == target[ts-1] {
+				bs--
+				ts--
+			}
+			n := j + deltaBlock - ts
+			for bs+n < len(base) && ts+n < len(target) && base[bs+n] == target[ts+n] {
+				n++
+			}
+			flush(ts)
+			out = append(out, opCopy)
+			out = binary.AppendUvarint(out, uint64(bs))
+			out = binary.AppendUvarint(out, uint64(n))
+			j = ts + n
+			pending = j
+			if j+deltaBlock <= len(target) {
+				h = hashBlock(target[j:])
+			}
+			continue
+		}
+		if j+deltaBlock < len(target) {
+			h = (h-uint64(target[j])*rollOut)*rollMul + uint64(target[j+deltaBlock])
+		}
+		j++
+	}
+	flush(len(target))
+	return out
+}
+
+// applyDelta rebuilds a target from base and delta. It never reads outside
+// base nor makes the result longer than declared, and at most limit bytes:
+// a damaged or hostile delta is an error, not a large allocation. The
+// caller verifies the result against its digest.
+func applyDelta(base, delta []byte, limit int64) ([]byte, error) {
+	if len(delta) < len(deltaMagic) || string(delta[:len(deltaMagic)]) != deltaMagic {
+		return nil, fmt.Errorf("%w: no header", errBadDelta)
+	}
+	r := &reader{b: delta[len(deltaMagic):]}
+	size := r.uvarint()
+	if r.err != nil || size > uint64(limit) {
+		return nil, fmt.Errorf("%w: declared length %d", errBadDelta, size)
+	}
+	out := make([]byte, 0, size)
+	for len(r.b) > 0 {
+		op := r.b[0]
+		r.b = r.b[1:]
+		switch op {
+		case opCopy:
+			off, n := r.uvarint(), r.uvarint()
+			if r.err != nil || off > uint64(len(base)) || n > uint64(len(base))-off || n > size-uint64(len(out)) {
+				return nil, fmt.Errorf("%w: copy out of range", errBadDelta)
+			}
+			out = append(out, base[off:off+n]...)
+		case opInsert:
+			n := r.uvarint()
+			if r.err != nil || n > uint64(len(r.b)) || n > size-uint64(len(out)) {
+				return nil, fmt.Errorf("%w: insert out of range", errBadDelta)
+			}
+			out = append(out, r.b[:n]...)
+			r.b = r.b[n:]
+		default:
+			return nil, fmt.Errorf("%w: unknown operation %d", errBadDelta, op)
+		}
+	}
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("%w: %d bytes, declared %d", errBadDelta, len(out), size)
+	}
+	return out, nil
+}
+
+// content returns the bytes of a file entry's content (digest, stored
+// whole or as delta against base), verified against digest.
+func (m *Manager) content(ctx context.Context, digest, base, delta string) ([]byte, error) {
+	if delta == "" {
+		return m.blobs.get(ctx, digest)
+	}
+	b, err := m.blobs.get(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	d, err := m.blobs.get(ctx, delta)
+	if err != nil {
+		return nil, err
+	}
+	out, err := applyDelta(b, d, deltaMax)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, delta, err)
+	}
+	if got, err := m.blobs.sumLike(digest, out); err != nil || got != digest {
+		return nil, fmt.Errorf("%w: delta %s of %s gives %s, want %s", ErrCorrupt, delta, base, got, digest)
+	}
+	return out, nil
+}
+
+// openContent streams a file entry's content: a whole blob from the store,
+// verified as it is read; a delta's result (at most deltaMax) from memory,
+// verified before.
+func (m *Manager) openContent(ctx context.Context, digest, base, delta string) (io.ReadCloser, error) {
+	if delta == "" {
+		return m.blobs.open(ctx, digest)
+	}
+	data, err := m.content(ctx, digest, base, delta)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// putContent stores a changed file's bytes through batch and fills in e's
+// digest: as a delta against the last version stored whole when prev (the
+// stat cache's entry for the path) has one and the delta is small, else
+// whole. A base that cannot be read only costs the saving.
+func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, data []byte, prev *cacheEntry) error {
+	e.Size, e.Base, e.Delta = int64(len(data)), "", ""
+	if prev != nil && len(data) >= deltaMin && len(data) <= deltaMax {
+		digest, err := m.blobs.sumLike("", data)
+		if err != nil {
+			return err
+		}
+		if digest == prev.ref {
+			e.Digest, e.Base, e.Delta = prev.ref, prev.base, prev.delta
+			return nil
+		}
+		base := prev.ref
+		if prev.delta != "" {
+			base = prev.base
+		}
+		if sameAlgo(base, digest) {
+			if b, err := m.blobs.get(ctx, base); err == nil && len(b) <= deltaMax {
+				if d := encodeDelta(b, data); len(d) < len(data)/2 {
+					ref, err := batch.put(ctx, d)
+					if err != nil {
+						return err
+					}
+					e.Digest, e.Base, e.Delta = digest, base, ref
+					return nil
+				}
+			}
+		}
+	}
+	ref, err := batch.put(ctx, data)
+	if err != nil {
+		return err
+	}
+	e.Digest = ref
+	return nil
+}

@@ -1,0 +1,285 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint"
+)
+
+type formatEnv struct {
+	t     *testing.T
+	ctx   context.Context
+	dir   string
+	st    backend.Storage
+	blobs *cas.Store
+	m     *checkpoint.Manager
+}
+
+func newFormatEnv(t *testing.T, opts ...checkpoint.Option) *formatEnv {
+	t.Helper()
+	ctx := context.Background()
+	e := &formatEnv{t: t, ctx: ctx, dir: t.TempDir(), st: mem.New()}
+	t.Cleanup(func() { e.st.Close() })
+	var err error
+	if e.blobs, err = cas.Open(ctx, e.st); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := checkpoint.Dir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.m, err = checkpoint.New(e.st, e.blobs, ws, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.m.Close() })
+	return e
+}
+
+func (e *formatEnv) write(name, data string, mode os.FileMode) {
+	e.t.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *formatEnv) read(name string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (e *formatEnv) blobSet() map[cas.Ref]bool {
+	e.t.Helper()
+	out := map[cas.Ref]bool{}
+	for r, err := range e.blobs.Walk(e.ctx) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out[r] = true
+	}
+	return out
+}
+
+func (e *formatEnv) create(id string) *checkpoint.Manifest {
+	e.t.Helper()
+	man, err := e.m.CreateTree(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return man
+}
+
+func (e *formatEnv) rewind(id string) *checkpoint.RewindFilesResult {
+	e.t.Helper()
+	res, err := e.m.Rewind(e.ctx, id, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res
+}
+
+// Checkpoints written before tree objects (manifest version 1, every entry
+// inline) still load, rewind and list their refs for GC.
+func TestVersion1ManifestsReadable(t *testing.T) {
+	e := newFormatEnv(t, checkpoint.WithDir("checkpoints/--fixture--"))
+	contents := []string{"one\ntwo\n", "#!/bin/sh\necho hi\n", "", "package deep\n"}
+	for _, c := range contents {
+		if _, err := e.blobs.Put(e.ctx, []byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"tree-v1", "files-v1"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "v1", id+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.st.WriteFile(e.ctx, "checkpoints/--fixture--/"+id+".json", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	man, err := e.m.Load(e.ctx, "tree-v1")
+	if err != nil || man.Version != 1 || len(man.Files) != 8 || man.Tree != "" {
+		t.Fatalf("Load = %+v, %v", man, err)
+	}
+	e.rewind("tree-v1")
+	if e.read("a.txt") != "one\ntwo\n" || e.read("src/deep/x.go") != "package deep\n" {
+		t.Fatal("tree-v1 not restored")
+	}
+	if st, err := os.Stat(filepath.Join(e.dir, "run.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("run.sh: %v %v", st, err)
+	}
+	if target, err := os.Readlink(filepath.Join(e.dir, "link")); err != nil || target != "a.txt" {
+		t.Fatalf("link: %q %v", target, err)
+	}
+	e.write("gone.txt", "created later\n", 0o644)
+	if res := e.rewind("files-v1"); !slices.Equal(res.Deleted, []string{"gone.txt"}) {
+		t.Fatalf("files-v1 rewind %+v", res)
+	}
+	var roots int
+	for r, err := range checkpoint.Roots(e.ctx, e.st, e.blobs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := e.blobs.Has(e.ctx, r.Ref); !ok {
+			t.Errorf("root %v of %s missing", r.Ref, r.File)
+		}
+		roots++
+	}
+	if roots == 0 {
+		t.Fatal("no roots")
+	}
+}
+
+// What did not change costs nothing: a checkpoint after one edit deep in a
+// tree adds the file's content and the trees on its path, no more.
+func TestUnchangedTreesShared(t *testing.T) {
+	e := newFormatEnv(t)
+	for i := range 5 {
+		for j := range 4 {
+			e.write(fmt.Sprintf("pkg%d/sub%d/f.go", i, j), fmt.Sprintf("package sub%d%d\n", i, j), 0o644)
+		}
+	}
+	first := e.create("one")
+	before := e.blobSet()
+	e.write("pkg3/sub2/f.go", "package changed\n", 0o644)
+	second := e.create("two")
+	after := e.blobSet()
+	if added := len(after) - len(before); added != 4 {
+		t.Errorf("one edit added %d blobs, want 4 (content, trees of pkg3/sub2, pkg3 and the root)", added)
+	}
+	if first.Tree == second.Tree || first.Tree == "" {
+		t.Errorf("trees %q and %q", first.Tree, second.Tree)
+	}
+	// An unchanged tree is the same tree.
+	if third := e.create("three"); third.Tree != second.Tree {
+		t.Errorf("an unchanged workspace got tree %s, want %s", third.Tree, second.Tree)
+	}
+	if len(e.blobSet()) != len(after) {
+		t.Error("an unchanged checkpoint added blobs")
+	}
+	e.rewind("one")
+	if e.read("pkg3/sub2/f.go") != "package sub32\n" {
+		t.Fatal("not rewound")
+	}
+}
+
+// An edited file is stored as a delta against its last version stored
+// whole; the checkpoint's refs name both, so GC keeps the base after the
+// checkpoint that stored it is deleted, and the content comes back.
+func TestEditedFilesStoredAsDeltas(t *testing.T) {
+	e := newFormatEnv(t)
+	var b bytes.Buffer
+	for i := range 400 {
+		fmt.Fprintf(&b, "line %d: some source text\n", i)
+	}
+	v1 := b.String()
+	v2 := v1[:3000] + "an inserted line\n" + v1[3000:]
+	v3 := v2 + "appended\n"
+	e.write("src/a.go", v1, 0o644)
+	c1 := e.create("c1")
+	e.write("src/a.go", v2, 0o644)
+	c2 := e.create("c2")
+	e.write("src/a.go", v3, 0o644)
+	c3 := e.create("c3")
+	find := func(man *checkpoint.Manifest) checkpoint.Entry {
+		for _, f := range man.Files {
+			if f.Path == "src/a.go" {
+				return f
+			}
+		}
+		t.Fatal("src/a.go not in the checkpoint")
+		return checkpoint.Entry{}
+	}
+	e1, e2, e3 := find(c1), find(c2), find(c3)
+	if e1.Delta != "" || e2.Delta == "" || e3.Delta == "" || e2.Base != e1.Digest || e3.Base != e1.Digest {
+		t.Fatalf("entries %+v\n%+v\n%+v: want v2 and v3 deltas of v1", e1, e2, e3)
+	}
+	loaded, err := e.m.Load(e.ctx, "c3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := loaded.Refs()
+	if !slices.Contains(refs, e3.Base) || !slices.Contains(refs, e3.Delta) || slices.Contains(refs, e3.Digest) || !slices.Contains(refs, loaded.Tree) {
+		t.Fatalf("Refs %v lack the base, the delta or the tree, or name the content", refs)
+	}
+	for _, id := range []string{"c1", "c2"} {
+		if err := e.m.Delete(e.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := e.blobs.GC(e.ctx, cas.RefsOf(checkpoint.Roots(e.ctx, e.st, e.blobs)), cas.GCGrace(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Deleted) == 0 {
+		t.Errorf("GC deleted nothing: %+v", rep)
+	}
+	e.write("src/a.go", "overwritten\n", 0o644)
+	e.rewind("c3")
+	if e.read("src/a.go") != v3 {
+		t.Fatal("c3 not restored after GC")
+	}
+	for r, err := range e.blobs.Verify(e.ctx) {
+		if err != nil {
+			t.Fatalf("verify %v: %v", r, err)
+		}
+	}
+}
+
+// A rewind killed while writing leaves a temporary file; the next snapshot
+// or rewind removes it once it is clearly not being written, and a dry run
+// leaves it.
+func TestStaleTempFilesRemoved(t *testing.T) {
+	e := newFormatEnv(t)
+	e.write("src/a.go", "package src\n", 0o644)
+	old := time.Now().Add(-time.Hour)
+	stale := func(name string) string {
+		e.write(name, "half written", 0o600)
+		if err := os.Chtimes(filepath.Join(e.dir, name), old, old); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	exists := func(name string) bool {
+		_, err := os.Lstat(filepath.Join(e.dir, name))
+		return err == nil
+	}
+	s1 := stale("src/.trove-tmp-00112233aabbccdd")
+	fresh := "src/.trove-tmp-99887766aabbccdd"
+	e.write(fresh, "being written", 0o600)
+	man := e.create("c")
+	if exists(s1) || !exists(fresh) {
+		t.Fatalf("after a snapshot: stale kept %v, fresh kept %v", exists(s1), exists(fresh))
+	}
+	for _, f := range man.Files {
+		if strings.Contains(f.Path, ".trove-tmp-") {
+			t.Fatalf("%s snapshotted", f.Path)
+		}
+	}
+	s2 := stale(".trove-tmp-0011223344556677")
+	if _, err := e.m.Rewind(e.ctx, "c", true); err != nil || !exists(s2) {
+		t.Fatalf("a dry run removed %s (%v)", s2, err)
+	}
+	e.rewind("c")
+	if exists(s2) || !exists(fresh) {
+		t.Fatalf("after a rewind: stale kept %v, fresh kept %v", exists(s2), exists(fresh))
+	}
+}

@@ -1,0 +1,380 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trovekit/trove/cas"
+)
+
+// A version 2 manifest holds no file list: it names a tree object, one per
+// directory, stored as a blob in cas (compressed there) and addressed by its
+// content, as git and restic do. A directory whose entries did not change
+// gives the same tree object, stored once, so a checkpoint after a few
+// edits costs the trees on the paths to the edited files and nothing else.
+//
+// Tree object: treeMagic, uvarint count, then per child sorted by name:
+// name (uvarint length, bytes), flags (tfEntry, tfExists, tfSub,
+// tfMTime, tfDelta), and
+//   - with tfEntry and tfExists: type byte ('f', 'l', 'd'), uvarint mode;
+//     a file: uvarint size, digest ref, with tfDelta base and delta refs;
+//     a symlink: target (uvarint length, bytes); with tfMTime varint ns;
+//   - with tfSub: the ref of the child's own tree object.
+//
+// A child without tfEntry is a directory a "files" checkpoint passes
+// through without recording it. A ref is one algorithm byte (cas.Algorithm)
+// and its 32-byte digest.
+
+const treeMagic = "trvt1"
+
+const (
+	tfEntry = 1 << iota
+	tfExists
+	tfSub
+	tfMTime
+	tfDelta
+)
+
+// Bounds on what loading a tree builds, whatever the blobs say.
+const (
+	treeMaxDepth   = 1024
+	treeMaxEntries = 1 << 22
+)
+
+// tnode is a directory entry while trees are built.
+type tnode struct {
+	name  string
+	entry *Entry // nil: a directory only passed through
+	kids  []*tnode
+}
+
+// putTrees stores the tree objects of files (sorted, validated entries)
+// through batch and returns the root's ref and every tree's ref; keep, when
+// not nil, gets every tree object by ref.
+func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte) (string, []string, error) {
+	root := &tnode{}
+	nodes := map[string]*tnode{"": root}
+	var node func(p string) *tnode
+	node = func(p string) *tnode {
+		if n, ok := nodes[p]; ok {
+			return n
+		}
+		dir, name := "", p
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			dir, name = p[:i], p[i+1:]
+		}
+		parent := node(dir)
+		n := &tnode{name: name}
+		parent.kids = append(parent.kids, n)
+		nodes[p] = n
+		return n
+	}
+	for i := range files {
+		node(files[i].Path).entry = &files[i]
+	}
+	var refs []string
+	var put func(n *tnode) (string, error)
+	put = func(n *tnode) (string, error) {
+		slices.SortFunc(n.kids, func(a, b *tnode) int { return strings.Compare(a.name, b.name) })
+		b := append(make([]byte, 0, 16+len(n.kids)*80), treeMagic...)
+		b = binary.AppendUvarint(b, uint64(len(n.kids)))
+		for _, k := range n.kids {
+			sub := ""
+			if len(k.kids) > 0 {
+				var err error
+				if sub, err = put(k); err != nil {
+					return "", err
+				}
+			}
+			var err error
+			if b, err = appendNode(b, k, sub); err != nil {
+				return "", err
+			}
+		}
+		ref, err := batch.put(ctx, b)
+		if err != nil {
+			return "", err
+		}
+		refs = append(refs, ref)
+		if keep != nil {
+			keep[ref] = b
+		}
+		return ref, nil
+	}
+	ref, err := put(root)
+	return ref, refs, err
+}
+
+func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
+	b = appendStr(b, k.name)
+	var flags byte
+	e := k.entry
+	if e != nil {
+		flags |= tfEntry
+		if e.Exists {
+			flags |= tfExists
+			if !e.MTime.IsZero() {
+				flags |= tfMTime
+			}
+			if e.Delta != "" {
+				flags |= tfDelta
+			}
+		}
+	}
+	if sub != "" {
+		flags |= tfSub
+	}
+	b = append(b, flags)
+	var err error
+	if flags&tfExists != 0 {
+		switch e.typ() {
+		case TypeFile:
+			b = append(b, 'f')
+			b = binary.AppendUvarint(b, uint64(e.Mode))
+			b = binary.AppendUvarint(b, uint64(e.Size))
+			if b, err = appendRef(b, e.Digest); err != nil {
+				return nil, err
+			}
+			if e.Delta != "" {
+				if b, err = appendRef(b, e.Base); err != nil {
+					return nil, err
+				}
+				if b, err = appendRef(b, e.Delta); err != nil {
+					return nil, err
+				}
+			}
+		case TypeSymlink:
+			b = append(b, 'l')
+			b = binary.AppendUvarint(b, uint64(e.Mode))
+			b = appendStr(b, e.Target)
+		case TypeDir:
+			b = append(b, 'd')
+			b = binary.AppendUvarint(b, uint64(e.Mode))
+		}
+		if flags&tfMTime != 0 {
+			b = binary.AppendVarint(b, e.MTime.UnixNano())
+		}
+	}
+	if sub != "" {
+		if b, err = appendRef(b, sub); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func appendRef(b []byte, s string) ([]byte, error) {
+	if algo, d, ok := fastRef(s); ok {
+		b = append(b, byte(algo))
+		return append(b, d[:]...), nil
+	}
+	r, err := cas.ParseRef(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	d := r.Digest()
+	b = append(b, byte(r.Algorithm()))
+	return append(b, d[:]...), nil
+}
+
+func (r *reader) ref() string {
+	if r.err != nil || len(r.b) < 33 {
+		r.err = errBadCache
+		return ""
+	}
+	var buf [len("blob:sha256:") + 64]byte
+	n := copy(buf[:], "blob:")
+	n += copy(buf[n:], cas.Algorithm(r.b[0]).String())
+	if n+1+64 > len(buf) {
+		r.err = errBadCache
+		return ""
+	}
+	buf[n] = ':'
+	hex.Encode(buf[n+1:], r.b[1:33])
+	r.b = r.b[33:]
+	return string(buf[:n+1+64])
+}
+
+// treeChild is one decoded child of a tree object.
+type treeChild struct {
+	name  string
+	entry *Entry // Path holds the name only
+	sub   string
+}
+
+// decodeTree parses a tree object.
+func decodeTree(data []byte) ([]treeChild, error) {
+	if !strings.HasPrefix(string(data[:min(len(data), len(treeMagic))]), treeMagic) {
+		return nil, fmt.Errorf("%w: not a tree object", ErrCorrupt)
+	}
+	r := &reader{b: data[len(treeMagic):]}
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.b))
+	}
+	out := make([]treeChild, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		c := treeChild{name: r.str()}
+		if len(r.b) == 0 {
+			r.err = errBadCache
+			break
+		}
+		flags := r.b[0]
+		r.b = r.b[1:]
+		if flags&tfEntry != 0 {
+			e := &Entry{Path: c.name, Exists: flags&tfExists != 0}
+			if e.Exists {
+				if len(r.b) == 0 {
+					r.err = errBadCache
+					break
+				}
+				typ := r.b[0]
+				r.b = r.b[1:]
+				mode := r.uvarint()
+				if mode > 0o7777 {
+					return nil, fmt.Errorf("%w: tree entry %q: mode %o", ErrCorrupt, clip(c.name), mode)
+				}
+				e.Mode = Mode(mode)
+				switch typ {
+				case 'f':
+					e.Size = int64(r.uvarint())
+					e.Digest = r.ref()
+					if flags&tfDelta != 0 {
+						e.Base, e.Delta = r.ref(), r.ref()
+					}
+				case 'l':
+					e.Type, e.Target = TypeSymlink, r.str()
+				case 'd':
+					e.Type = TypeDir
+				default:
+					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", ErrCorrupt, clip(c.name), typ)
+				}
+				if flags&tfMTime != 0 {
+					e.MTime = time.Unix(0, r.varint()).UTC()
+				}
+			}
+			c.entry = e
+		}
+		if flags&tfSub != 0 {
+			c.sub = r.ref()
+		}
+		if c.entry == nil && c.sub == "" && r.err == nil {
+			return nil, fmt.Errorf("%w: tree entry %q holds nothing", ErrCorrupt, clip(c.name))
+		}
+		out = append(out, c)
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: damaged tree object", ErrCorrupt)
+	}
+	return out, nil
+}
+
+// loadTrees reads the tree objects below root and returns their entries
+// (sorted by path) and the refs of the trees read. A subtree stored once
+// but used twice is read once. A tree found in known (the stat cache's,
+// may be nil) whose bytes hash to its ref is not read from cas.
+func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
+	decoded := map[string][]treeChild{}
+	var refs []string
+	var files []Entry
+	var walk func(ref, prefix string, depth int) error
+	walk = func(ref, prefix string, depth int) error {
+		if depth > treeMaxDepth {
+			return fmt.Errorf("%w: trees nested deeper than %d", ErrCorrupt, treeMaxDepth)
+		}
+		kids, ok := decoded[ref]
+		if !ok {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			data, ok := known[ref]
+			if ok {
+				if sum, err := blobs.sumLike(ref, data); err != nil || sum != ref {
+					ok = false
+				}
+			}
+			if !ok {
+				var err error
+				if data, err = blobs.get(ctx, ref); err != nil {
+					return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
+				}
+			}
+			var err error
+			if kids, err = decodeTree(data); err != nil {
+				return fmt.Errorf("tree %s of %q: %w", ref, prefix, err)
+			}
+			decoded[ref] = kids
+			refs = append(refs, ref)
+		}
+		for _, k := range kids {
+			p := prefix + k.name
+			if k.entry != nil {
+				if len(files) >= treeMaxEntries {
+					return fmt.Errorf("%w: more than %d entries", ErrCorrupt, treeMaxEntries)
+				}
+				e := *k.entry
+				e.Path = p
+				files = append(files, e)
+			}
+			if k.sub != "" {
+				if err := walk(k.sub, p+"/", depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, "", 0); err != nil {
+		return nil, nil, err
+	}
+	if !slices.IsSortedFunc(files, cmpPath) {
+		slices.SortFunc(files, cmpPath)
+	}
+	return files, refs, nil
+}
+
+func cmpPath(a, b Entry) int { return strings.Compare(a.Path, b.Path) }
+
+// treeRefs yields root and every ref the trees below it hold (subtrees and
+// file content), skipping what seen holds and adding what it yields, so
+// trees shared by many checkpoints are read once.
+func treeRefs(ctx context.Context, blobs blobStore, root string, seen map[string]bool, yield func(string) bool) (bool, error) {
+	if seen[root] {
+		return true, nil
+	}
+	seen[root] = true
+	if !yield(root) {
+		return false, nil
+	}
+	data, err := blobs.get(ctx, root)
+	if err != nil {
+		return false, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, root, err)
+	}
+	kids, err := decodeTree(data)
+	if err != nil {
+		return false, fmt.Errorf("tree %s: %w", root, err)
+	}
+	for _, k := range kids {
+		if e := k.entry; e != nil {
+			for _, r := range e.contentRefs() {
+				if !seen[r] {
+					seen[r] = true
+					if !yield(r) {
+						return false, nil
+					}
+				}
+			}
+		}
+		if k.sub != "" {
+			if ok, err := treeRefs(ctx, blobs, k.sub, seen, yield); !ok || err != nil {
+				return ok, err
+			}
+		}
+	}
+	return true, nil
+}
