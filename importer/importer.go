@@ -413,6 +413,33 @@ func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-0
 // (one write, so a reader never sees part of it), then its sidecar with
 // the source's times.
 func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
+	f.defaults()
+	if _, err := s.Sessions().Find(ctx, id); err == nil {
+		return fs.ErrExist
+	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
+			return err
+		}
+	}
+	data, err := f.encode(id)
+	if err != nil {
+		return err
+	}
+	name := session.SessionPath(f.cwd, f.created, id)
+	if err := s.Storage().WriteFile(ctx, name, data); err != nil {
+		return err
+	}
+	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
+		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
+			m.Model = f.model
+		}
+		m.UpdatedAt = f.updated
+	})
+}
+
+// defaults fills what the source did not say.
+func (f *v3) defaults() {
 	if f.cwd == "" {
 		f.cwd = "/imported"
 	}
@@ -422,14 +449,10 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	if f.updated.Before(f.created) {
 		f.updated = f.created
 	}
-	if _, err := s.Sessions().Find(ctx, id); err == nil {
-		return fs.ErrExist
-	}
-	for _, e := range f.entries {
-		if err := externalize(ctx, s.Blobs(), e); err != nil {
-			return err
-		}
-	}
+}
+
+// encode is the session file of f, checked against the writing contract.
+func (f *v3) encode(id string) ([]byte, error) {
 	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
 	if f.title != "" {
 		hdr["title"] = f.title
@@ -442,22 +465,13 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	enc.SetEscapeHTML(false)
 	for _, v := range append([]map[string]any{hdr}, f.entries...) {
 		if err := enc.Encode(v); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tree.Check(buf.Bytes()); err != nil {
-		return err
+		return nil, err
 	}
-	name := session.SessionPath(f.cwd, f.created, id)
-	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
-		return err
-	}
-	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
-		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
-			m.Model = f.model
-		}
-		m.UpdatedAt = f.updated
-	})
+	return buf.Bytes(), nil
 }
 
 func millis(ts string) int64 {
