@@ -3,10 +3,8 @@ package importer
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -283,18 +281,13 @@ func (c *claudeConv) add(l claudeLine, tools, tasks map[string]string) bool {
 
 // claudeParent names the main session of a subagent file
 // (<project>/<session id>/subagents/agent-<id>.jsonl): the id its import
-// has, derived from the main file's content, when that file is there.
+// has, or will have.
 func claudeParent(path string) string {
-	dir := filepath.Dir(filepath.Dir(path))
-	if filepath.Base(filepath.Dir(path)) != "subagents" {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != "subagents" {
 		return ""
 	}
-	data, err := os.ReadFile(dir + ".jsonl")
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(data)
-	return idFrom(sum[:])
+	return source{}.id("claude", filepath.Base(filepath.Dir(dir)))
 }
 
 func toolResultContent(raw json.RawMessage) []any {
@@ -314,4 +307,14 @@ func toolResultContent(raw json.RawMessage) []any {
 		out = []any{map[string]any{"type": "text", "text": strings.TrimSpace(string(raw))}}
 	}
 	return out
+}
+
+// claudeID is Claude Code's id of the session in path: the file's name
+// (<session id>.jsonl), or for a subagent's file its session's and its own.
+func claudeID(path string) string {
+	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+		id = filepath.Base(filepath.Dir(dir)) + "/" + id
+	}
+	return id
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
@@ -31,6 +32,7 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
+	Updated   bool   `json:"updated,omitempty"`   // an earlier import brought up to date with its grown source
 	ParentID  string `json:"parent_id,omitempty"` // the session a subagent's session was spawned from
 	Reason    string `json:"reason,omitempty"`    // why it was skipped, or what was left out
 }
@@ -129,8 +131,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		format = detect(data)
 	}
 	r.Format = format
-	sum := sha256.Sum256(data)
-	r.SessionID = idFrom(sum[:])
+	src := source{path: path, format: format, data: data}
 	var conv *conversation
 	switch format {
 	case "pi", "omp":
@@ -138,14 +139,17 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		if err != nil {
 			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
-		r.Messages = n
+		r.SessionID, r.Messages = src.id("pi", f.srcID), n
 		if k := missingBlobs(ctx, st.Blobs(), f.entries); k > 0 && !o.DryRun {
 			r.Reason = fmt.Sprintf("%d blob refs name blobs not in the store (import the pi root with its blobs/)", k)
 		}
-		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, f) })
+		r, err = finish(ctx, st, r, o, src, f)
 		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
+		if err == nil {
+			conv.srcID = claudeID(path)
+		}
 	case "codex":
 		conv, err = parseCodex(data)
 	case "spec002":
@@ -157,6 +161,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 	if err != nil {
 		return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 	}
+	r.SessionID = src.id(format, conv.srcID)
 	var out []Result
 	var errs []error
 	if len(conv.msgs) > 0 || len(conv.subs) == 0 {
@@ -165,42 +170,85 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		if conv.damaged > 0 {
 			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
 		}
-		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, conv.toV3(r.SessionID)) })
+		r, err = finish(ctx, st, r, o, src, conv.toV3(r.SessionID))
 		out = append(out, r)
 		errs = append(errs, err)
 	}
 	// A Claude Code subagent's conversation (a sidechain) becomes its own
 	// session recording the main one as its parent; its id comes from the
-	// file's content and its root's uuid.
+	// file's and its root's uuid.
 	parent := r.SessionID
 	if len(conv.msgs) == 0 {
 		parent = claudeParent(path)
 	}
 	for _, sub := range conv.subs {
-		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
+		h := sha256.Sum256([]byte(r.SessionID + "#" + sub.key))
 		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
 		sub.parent = parent
-		sr, err := finish(ctx, st, sr, o, func() error { return writeV3(ctx, st, sr.SessionID, sub.toV3(sr.SessionID)) })
+		sr, err := finish(ctx, st, sr, o, src, sub.toV3(sr.SessionID))
 		out = append(out, sr)
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
 
-func finish(ctx context.Context, st *trove.Store, r Result, o Options, write func() error) (Result, error) {
+// source is one file being imported.
+type source struct {
+	path, format string
+	data         []byte
+}
+
+// id is the id of the session imported from the source: derived from the
+// source's own id of it when it has one (so a file that grows keeps its
+// session), else from the file's content.
+func (s source) id(kind, srcID string) string {
+	key := kind + ":" + srcID
+	if srcID == "" {
+		sum := sha256.Sum256(s.data)
+		key = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	h := sha256.Sum256([]byte(key))
+	return idFrom(h[:])
+}
+
+// provenance is what an import records beside its session (import.json in
+// its sidecar): the source as imported and the session file as written,
+// so a later import tells an unchanged source from one that grew, and a
+// session left as imported from one changed in trove since.
+type provenance struct {
+	Format       string `json:"format"`
+	Source       string `json:"source"`
+	SourceSize   int    `json:"source_size"`
+	SourceSHA256 string `json:"source_sha256"`
+	FileSHA256   string `json:"file_sha256"`
+}
+
+// ProvenanceFile is the name of the provenance record in a session's
+// sidecar directory.
+const ProvenanceFile = "import.json"
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// finish writes f as the session r names, or, when an earlier import
+// wrote it, brings it up to date if its source only grew since and trove
+// left it as it was.
+func finish(ctx context.Context, st *trove.Store, r Result, o Options, src source, f *v3) (Result, error) {
 	if r.Messages == 0 {
 		r.Reason = "no messages"
 		return r, nil
 	}
-	if _, err := st.Sessions().Find(ctx, r.SessionID); err == nil {
-		r.Reason = "already imported"
-		return r, nil
+	name, err := st.Sessions().Find(ctx, r.SessionID)
+	if err == nil {
+		return update(ctx, st, r, o, src, f, name)
 	}
 	if o.DryRun {
 		r.Imported = true
 		return r, nil
 	}
-	if err := write(); err != nil {
+	if err := writeV3(ctx, st, r.SessionID, f, src, ""); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			r.Reason = "already imported"
 			return r, nil
@@ -208,6 +256,35 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, write fun
 		return r, fmt.Errorf("import %s: %w", r.Source, err)
 	}
 	r.Imported = true
+	return r, nil
+}
+
+func update(ctx context.Context, st *trove.Store, r Result, o Options, src source, f *v3, name string) (Result, error) {
+	r.Reason = "already imported"
+	var prov provenance
+	data, err := st.Storage().ReadFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile))
+	if err != nil || json.Unmarshal(data, &prov) != nil || prov.SourceSHA256 == sha256Hex(src.data) {
+		return r, nil // the same source, or a session this importer did not write
+	}
+	if prov.SourceSize > len(src.data) || sha256Hex(src.data[:prov.SourceSize]) != prov.SourceSHA256 {
+		r.Reason = "the source differs from the version imported, beyond lines added: left as imported"
+		return r, nil
+	}
+	cur, err := st.Storage().ReadFile(ctx, name)
+	if err != nil {
+		return r, fmt.Errorf("import %s: %w", r.Source, err)
+	}
+	if sha256Hex(cur) != prov.FileSHA256 {
+		r.Reason = "the source grew, but the session changed in trove since it was imported: left as it is"
+		return r, nil
+	}
+	r.Reason, r.Imported, r.Updated = "", true, true
+	if o.DryRun {
+		return r, nil
+	}
+	if err := writeV3(ctx, st, r.SessionID, f, src, name); err != nil {
+		return r, fmt.Errorf("import %s: %w", r.Source, err)
+	}
 	return r, nil
 }
 
@@ -259,6 +336,7 @@ type conversation struct {
 	title   string
 	parent  string // lineage: the session this one was forked or spawned from
 	created int64  // Unix milliseconds the source says it started; 0 when it does not
+	srcID   string // the source's own id of the session, if it has one
 	msgs    []srcMsg
 	alias   map[string]string // source id -> id of the entry standing for it
 	// damaged counts lines whose message does not parse, or entries naming
@@ -301,6 +379,7 @@ const (
 // entries as spec 003 objects, ids and parents set.
 type v3 struct {
 	cwd, title, parent, model string
+	srcID                     string // the source's own id of the session (pi)
 	created, updated          time.Time
 	entries                   []map[string]any
 }
@@ -408,14 +487,18 @@ func decode(msg json.RawMessage) any {
 
 func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// writeV3 stores f as the new session id: its images moved to the blob
-// store, the file checked against the writing contract and written whole
-// (one write, so a reader never sees part of it), then its sidecar with
-// the source's times.
-func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
+// writeV3 stores f as the session id (at name, replacing it; "" for a new
+// session): its images and big tool outputs moved to the blob store, the
+// file checked against the writing contract and written whole (one write,
+// so a reader never sees part of it), then its sidecar with the source's
+// times and its provenance.
+func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, name string) error {
 	f.defaults()
-	if _, err := s.Sessions().Find(ctx, id); err == nil {
-		return fs.ErrExist
+	if name == "" {
+		if _, err := s.Sessions().Find(ctx, id); err == nil {
+			return fs.ErrExist
+		}
+		name = session.SessionPath(f.cwd, f.created, id)
 	}
 	for _, e := range f.entries {
 		if err := externalize(ctx, s.Blobs(), e); err != nil {
@@ -426,8 +509,15 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	if err != nil {
 		return err
 	}
-	name := session.SessionPath(f.cwd, f.created, id)
 	if err := s.Storage().WriteFile(ctx, name, data); err != nil {
+		return err
+	}
+	prov, err := json.Marshal(provenance{Format: src.format, Source: src.path, SourceSize: len(src.data),
+		SourceSHA256: sha256Hex(src.data), FileSHA256: sha256Hex(data)})
+	if err != nil {
+		return err
+	}
+	if err := s.Storage().WriteFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile), prov); err != nil {
 		return err
 	}
 	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {

@@ -47,6 +47,7 @@ func parsePi(data []byte) (*v3, int, error) {
 				version = int(n)
 			}
 			f.cwd, _ = v["cwd"].(string)
+			f.srcID, _ = v["id"].(string)
 			f.title, _ = v["title"].(string)
 			f.parent, _ = v["parentSession"].(string)
 			if ts, ok := v["timestamp"].(string); ok {

@@ -61,7 +61,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 		}
 		if l.Type == "session" {
 			if c.cwd == "" {
-				c.cwd, c.created = l.Cwd, millis(l.Timestamp)
+				c.cwd, c.created, c.srcID = l.Cwd, millis(l.Timestamp), l.ID
 			}
 			continue
 		}
