@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -158,7 +159,15 @@ func parseClaude(data []byte) (*conversation, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
-	for _, sub := range main.subs {
+	main.tasks = tasks
+	nameSubagents(main.conversation, tasks)
+	return main.conversation, nil
+}
+
+// nameSubagents titles each subagent conversation of c with the
+// description of the Task call whose prompt started it.
+func nameSubagents(c *conversation, tasks map[string]string) {
+	for _, sub := range c.subs {
 		sub.title = "subagent"
 		if len(sub.msgs) > 0 {
 			if d := tasks[firstText(sub.msgs[0].msg)]; d != "" {
@@ -166,7 +175,27 @@ func parseClaude(data []byte) (*conversation, error) {
 			}
 		}
 	}
-	return main.conversation, nil
+}
+
+// mainTasks returns the Task calls (prompt -> description) of the main
+// session of a subagent file, read once per import run.
+func mainTasks(path string, cache map[string]map[string]string) map[string]string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != "subagents" {
+		return nil
+	}
+	main := filepath.Dir(dir) + ".jsonl"
+	if t, ok := cache[main]; ok {
+		return t
+	}
+	var tasks map[string]string
+	if data, err := os.ReadFile(main); err == nil {
+		if c, err := parseClaude(data); err == nil {
+			tasks = c.tasks
+		}
+	}
+	cache[main] = tasks
+	return tasks
 }
 
 // firstText is the text of a user message's first text block.

@@ -64,6 +64,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 	if o.Progress != nil {
 		o.Progress(0, len(files))
 	}
+	tasks := map[string]map[string]string{} // of Claude Code main files, for their subagents' files
 	// Blobs first: a session never lands before the blobs it names.
 	for _, dir := range blobDirs {
 		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
@@ -78,7 +79,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		rs, err := importFile(ctx, st, f, o)
+		rs, err := importFile(ctx, st, f, o, tasks)
 		if err != nil {
 			// One bad source does not stop the others.
 			if len(rs) == 1 && rs[0].Reason == "" {
@@ -120,7 +121,7 @@ func sourceFiles(p string) (files, blobDirs []string, err error) {
 	return files, blobDirs, err
 }
 
-func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {
+func importFile(ctx context.Context, st *trove.Store, path string, o Options, tasks map[string]map[string]string) ([]Result, error) {
 	r := Result{Source: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -149,6 +150,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		conv, err = parseClaude(data)
 		if err == nil {
 			conv.srcID = claudeID(path)
+			if len(conv.msgs) == 0 {
+				nameSubagents(conv, mainTasks(path, tasks))
+			}
 		}
 	case "codex":
 		conv, err = parseCodex(data)
@@ -334,9 +338,10 @@ type conversation struct {
 	cwd     string
 	model   string
 	title   string
-	parent  string // lineage: the session this one was forked or spawned from
-	created int64  // Unix milliseconds the source says it started; 0 when it does not
-	srcID   string // the source's own id of the session, if it has one
+	parent  string            // lineage: the session this one was forked or spawned from
+	created int64             // Unix milliseconds the source says it started; 0 when it does not
+	srcID   string            // the source's own id of the session, if it has one
+	tasks   map[string]string // Claude Code Task calls: prompt -> description
 	msgs    []srcMsg
 	alias   map[string]string // source id -> id of the entry standing for it
 	// damaged counts lines whose message does not parse, or entries naming

@@ -211,6 +211,9 @@ func TestImportClaudeSidechains(t *testing.T) {
 	if got := texts(file.SessionID); !strings.Contains(got, "applies cleanly") {
 		t.Errorf("subagent file: %s", got)
 	}
+	if meta, err := s.Sessions().Metadata(ctx, file.SessionID); err != nil || meta.Title != "subagent: Check the migration" {
+		t.Errorf("subagent file's metadata: %+v %v", meta, err)
+	}
 	reimportAddsNothing(t, s, src, before)
 	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 0 {
 		t.Errorf("check: %+v %v", rep, err)
