@@ -373,6 +373,7 @@ type srcMsg struct {
 	summary    string // of a compaction or branch summary
 	firstKept  string // a compaction's first kept entry (a source id)
 	tokens     int64  // a compaction's tokens before
+	details    any    // a branch summary's details
 }
 
 const (
@@ -445,6 +446,9 @@ func (c *conversation) toV3(id string) *v3 {
 				from = "root"
 			}
 			e["type"], e["summary"], e["fromId"] = kindBranchSummary, m.summary, from
+			if m.details != nil {
+				e["details"] = m.details
+			}
 		}
 		mapped[m.id], leaf = e["id"].(string), e["id"].(string)
 		f.entries = append(f.entries, e)
