@@ -571,7 +571,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 		return Metadata{}, err
 	}
 	sess, err := tree.Open(ctx, s.st, info.Path, tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
-	if err == nil && !!sess.HasHeader() {
+	if err == nil && sess.HasHeader() {
 		return s.readMeta(ctx, sess)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -817,7 +817,7 @@ func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error
 		return nil, err
 	}
 	return func() {
-		if err := s.st.Unlink(context.WithoutCancel(ctx), lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := backend.RemoveFile(context.WithoutCancel(ctx), s.st, lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.cfg.log.Warn("trove/session: leaving a writer lease", "lease", lease, "err", err)
 		}
 	}, nil
