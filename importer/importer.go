@@ -133,6 +133,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 	}
 	r.Format = format
 	src := source{path: path, format: format, data: data}
+	if rs, ok := unchanged(ctx, st, src); ok {
+		return rs, nil // imported from these very bytes: no need to parse them
+	}
 	var conv *conversation
 	switch format {
 	case "pi", "omp":
@@ -174,7 +177,13 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 		if conv.damaged > 0 {
 			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
 		}
-		r, err = finish(ctx, st, r, o, src, conv.toV3(r.SessionID))
+		v := conv.toV3(r.SessionID)
+		for _, sub := range conv.subs {
+			if sub.messages() > 0 {
+				v.subs = append(v.subs, subRef{Key: sub.key, ID: subID(r.SessionID, sub.key)})
+			}
+		}
+		r, err = finish(ctx, st, r, o, src, v)
 		out = append(out, r)
 		errs = append(errs, err)
 	}
@@ -186,14 +195,20 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 		parent = claudeParent(path)
 	}
 	for _, sub := range conv.subs {
-		h := sha256.Sum256([]byte(r.SessionID + "#" + sub.key))
-		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
+		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: subID(r.SessionID, sub.key), Messages: sub.messages(), ParentID: parent}
 		sub.parent = parent
 		sr, err := finish(ctx, st, sr, o, src, sub.toV3(sr.SessionID))
 		out = append(out, sr)
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// subID is the id of the session made from the sidechain key of the
+// session id.
+func subID(id, key string) string {
+	h := sha256.Sum256([]byte(id + "#" + key))
+	return idFrom(h[:])
 }
 
 // source is one file being imported.
@@ -225,6 +240,60 @@ type provenance struct {
 	SourceSize   int    `json:"source_size"`
 	SourceSHA256 string `json:"source_sha256"`
 	FileSHA256   string `json:"file_sha256"`
+	Messages     int    `json:"messages"`
+	// Subagents are the sessions made from the source's sidechains.
+	Subagents []subRef `json:"subagents,omitempty"`
+}
+
+type subRef struct {
+	Key string `json:"key"` // the sidechain root's source id
+	ID  string `json:"id"`
+}
+
+// unchanged reports the sessions an earlier import made from exactly
+// these bytes, found by the id the source's first line gives (a Claude
+// Code file's name).
+func unchanged(ctx context.Context, st *trove.Store, src source) ([]Result, bool) {
+	var id string
+	switch src.format {
+	case "claude":
+		id = src.id("claude", claudeID(src.path))
+	case "codex", "pi", "omp", "spec002":
+		line, _, _ := bytes.Cut(src.data, []byte("\n"))
+		var first struct {
+			ID      string `json:"id"`
+			Payload struct {
+				ID string `json:"id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &first) != nil {
+			return nil, false
+		}
+		kind, srcID := src.format, first.ID
+		switch src.format {
+		case "codex":
+			srcID = first.Payload.ID
+		case "omp":
+			kind = "pi"
+		}
+		id = src.id(kind, srcID)
+	default:
+		return nil, false
+	}
+	name, err := st.Sessions().Find(ctx, id)
+	if err != nil {
+		return nil, false
+	}
+	var prov provenance
+	data, err := st.Storage().ReadFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile))
+	if err != nil || json.Unmarshal(data, &prov) != nil || prov.SourceSHA256 != sha256Hex(src.data) {
+		return nil, false
+	}
+	rs := []Result{{Source: src.path, Format: src.format, SessionID: id, Messages: prov.Messages, Reason: "already imported"}}
+	for _, sub := range prov.Subagents {
+		rs = append(rs, Result{Source: src.path + "#" + sub.Key, Format: src.format, SessionID: sub.ID, ParentID: id, Reason: "already imported"})
+	}
+	return rs, true
 }
 
 // ProvenanceFile is the name of the provenance record in a session's
@@ -385,7 +454,8 @@ const (
 // entries as spec 003 objects, ids and parents set.
 type v3 struct {
 	cwd, title, parent, model string
-	srcID                     string // the source's own id of the session (pi)
+	srcID                     string   // the source's own id of the session (pi)
+	subs                      []subRef // the sessions made from its sidechains
 	created, updated          time.Time
 	entries                   []map[string]any
 }
@@ -521,8 +591,14 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, 
 	if err := s.Storage().WriteFile(ctx, name, data); err != nil {
 		return err
 	}
+	n := 0
+	for _, e := range f.entries {
+		if e["type"] == "message" {
+			n++
+		}
+	}
 	prov, err := json.Marshal(provenance{Format: src.format, Source: src.path, SourceSize: len(src.data),
-		SourceSHA256: sha256Hex(src.data), FileSHA256: sha256Hex(data)})
+		SourceSHA256: sha256Hex(src.data), FileSHA256: sha256Hex(data), Messages: n, Subagents: f.subs})
 	if err != nil {
 		return err
 	}
