@@ -497,7 +497,9 @@ func (s *Store) readMeta(ctx context.Context, sess *tree.Session) (Metadata, err
 	if fi, err := s.st.Stat(ctx, sess.Name()); err == nil {
 		m.UpdatedAt = fi.ModTime.UTC()
 	}
-	for _, e := range sess.Entries() {
+	// As stored: counting needs no blob, and a ref the store cannot
+	// resolve must not become the first message's text.
+	for _, e := range sess.Stored() {
 		m.count(e)
 		if e.Type() == tree.TypeModelChange {
 			if d, err := e.Data(); err == nil {
