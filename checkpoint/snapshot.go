@@ -21,6 +21,10 @@ import (
 type CreateOption func(*createConfig)
 
 type createConfig struct {
+	// undo: the checkpoint a rewind takes of what it will overwrite; the
+	// rewind rewrites those paths next, so their stat cache entries would
+	// be stale at once and the cache is not saved.
+	undo             bool
 	session, message string
 	ignore           []string
 	noDefaults       bool
@@ -126,7 +130,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, batch, man, false)
+	return man, m.writeManifest(ctx, batch, man, false, !cc.undo)
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -220,7 +224,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, batch, man, true)
+	return man, m.writeManifest(ctx, batch, man, true, true)
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -344,9 +348,9 @@ feed:
 
 // writeManifest stores the tree objects of man through batch, flushes it
 // (so the blobs it names are durable before it), and writes the manifest
-// atomically and beside it the stat cache, which keeps the trees of a tree
-// snapshot (keep).
-func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep bool) error {
+// atomically and, with save, beside it the stat cache, which keeps the trees
+// of a tree snapshot (keep).
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool) error {
 	t0 := time.Now()
 	var kept map[string][]byte
 	if keep {
@@ -366,7 +370,9 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	}
 	data := man.appendJSON(make([]byte, 0, 1024), false)
 	var wg sync.WaitGroup
-	wg.Go(func() { m.saveCache(ctx) })
+	if save {
+		wg.Go(func() { m.saveCache(ctx) })
+	}
 	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
 	wg.Wait()
 	if err != nil {

@@ -119,7 +119,11 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 // by path, listings, and a sha256 of everything before it.
 func (c *statCache) encode() []byte {
 	paths := slices.Sorted(maps.Keys(c.entries))
-	b := make([]byte, 0, len(paths)*100+40)
+	size := 64 + len(paths)*100 + len(c.dirs)*80
+	for _, t := range c.trees {
+		size += len(t) + 40
+	}
+	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		e := c.entries[p]
