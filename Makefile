@@ -29,9 +29,11 @@ unit:
 conformance:
 	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./internal/tools/conftable
 
-## bench: benchmarks of every layer on every backend (ns/op, MB/s)
+## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
+## session store's table (trove, baseline, ratio, goal; see bench-sessions)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ ./runlog/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
+	$(GO) run ./internal/tools/sessbench
 
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:

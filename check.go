@@ -16,6 +16,7 @@ import (
 	"github.com/trovekit/trove/checkpoint"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // Problem is one thing Check found wrong, tied to a file of the store.
@@ -125,15 +126,15 @@ func (s *Store) checkSessions(ctx context.Context, rep *CheckReport, add func(Pr
 			if last, err := s.lastLine(ctx, name, fi.Size); err == nil {
 				tornLine = last
 			}
-			report := func(p session.Problem) {
+			report := func(p tree.Problem) {
 				// Migration is news, and refs are checked against the
 				// blob store once, below, for every layer.
-				if errors.Is(p.Err, session.ErrMigrated) || errors.Is(p.Err, session.ErrBlob) || p.Line > 0 && p.Line == tornLine {
+				if errors.Is(p.Err, tree.ErrMigrated) || errors.Is(p.Err, tree.ErrBlob) || p.Line > 0 && p.Line == tornLine {
 					return
 				}
 				add(Problem{Layer: LayerSessions, File: name, Line: p.Line, Err: p})
 			}
-			sess, err := session.Open(ctx, s.st, name, session.ReadOnly(), session.WithReport(report), session.WithLogger(quiet))
+			sess, err := tree.Open(ctx, s.st, name, tree.ReadOnly(), tree.WithReport(report), tree.WithLogger(quiet))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted meanwhile
 			}
@@ -148,7 +149,7 @@ func (s *Store) checkSessions(ctx context.Context, rep *CheckReport, add func(Pr
 			if m, ok := s.sidecarMeta(ctx, name); ok {
 				n := 0
 				for _, e := range sess.Entries() {
-					if e.Type() == session.TypeMessage {
+					if e.Type() == tree.TypeMessage {
 						n++
 					}
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/trovekit/trove/conformance"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // acked is what a fault scenario was told is durable.
@@ -124,9 +125,9 @@ func checkAcked(t *testing.T, st backend.Storage, a *acked) {
 			t.Fatalf("acknowledged session %s: %v", a.session, err)
 		}
 		var problems []string
-		sess, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithBlobStore(s.Blobs()),
-			session.WithReport(func(p session.Problem) {
-				if errors.Is(p, session.ErrBlob) {
+		sess, err := tree.Open(ctx, st, meta.Path, tree.ReadOnly(), tree.WithBlobStore(s.Blobs()),
+			tree.WithReport(func(p tree.Problem) {
+				if errors.Is(p, tree.ErrBlob) {
 					problems = append(problems, p.Error())
 				}
 			}))

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session"
 )
 
 // MirrorOption configures Mirror.
@@ -34,6 +35,9 @@ type MirrorAction struct {
 	Size   int64  `json:"size"`
 	Copied bool   `json:"copied"`
 	Reason string `json:"reason"` // "missing", "differs", "identical", "present"
+	// Done counts the files handled so far, this one included, of Total.
+	Done  int `json:"-"`
+	Total int `json:"-"`
 }
 
 // MirrorReport sums up a Mirror.
@@ -50,8 +54,9 @@ type MirrorReport struct {
 // and otherwise copied whole. Each destination file is written atomically,
 // so an interrupted Mirror leaves dst valid and a rerun finishes it. Blobs
 // go first, so a session file never lands before the blobs it refers to.
-// Writer locks, leases and puts in progress (blobs/tmp) are not copied:
-// they belong to live processes.
+// Writer locks, leases, open markers and puts in progress (blobs/tmp) are
+// not copied: they belong to live processes; nor is the listing index
+// (sessions/.index), a cache of the source's file times.
 func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
 	var cfg mirrorConfig
 	for _, o := range opts {
@@ -76,7 +81,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		return rep, fmt.Errorf("mirror: source holds no store: %w", fs.ErrNotExist)
 	}
 	sort.SliceStable(files, func(i, j int) bool { return mirrorRank(files[i].Name) < mirrorRank(files[j].Name) })
-	for _, f := range files {
+	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -84,6 +89,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		if err != nil {
 			return rep, err
 		}
+		act.Done, act.Total = i+1, len(files)
 		if act.Copied {
 			rep.Copied++
 			rep.CopiedBytes += act.Size
@@ -97,9 +103,14 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 	return rep, nil
 }
 
+// skipMirror says what belongs to the source's live processes (writer
+// locks, leases, open markers, puts in progress) or is a cache of the
+// source's own file times (the listing index), which the destination
+// builds for itself.
 func skipMirror(name string) bool {
 	b := backend.Base(name)
-	return b == "writer.lock" || b == "writer.lease" || strings.HasPrefix(name, "blobs/tmp/")
+	return b == "writer.lock" || b == "writer.lease" || strings.HasSuffix(b, session.OpenSuffix) ||
+		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/")
 }
 
 // mirrorRank orders blob objects and packs before pack indexes (a reader

@@ -171,13 +171,13 @@ func checkMirror(t *testing.T, st backend.Storage, id string, img []byte) {
 	}
 }
 
-// Pack indexes land after their packs, and staging objects and writer
-// locks are left behind.
+// Pack indexes land after their packs, and staging objects, writer locks,
+// open markers and the listing index are left behind.
 func TestMirrorOrderAndSkips(t *testing.T) {
 	ctx := context.Background()
 	src, dst := mem.New(), mem.New()
 	for _, n := range []string{"sessions/--a--/x.jsonl", "blobs/index/p1", "blobs/packs/p1/p1", "blobs/tmp/123", "blobs/sha256/ab/abcd",
-		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease"} {
+		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease", "sessions/--a--/x.open", "sessions/.index/--a--"} {
 		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,12 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 		t.Errorf("empty source: %v, want fs.ErrNotExist", err)
 	}
 	var order []string
-	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) { order = append(order, a.Name) })); err != nil {
+	if _, err := trove.Mirror(ctx, src, dst, trove.MirrorProgress(func(a trove.MirrorAction) {
+		order = append(order, a.Name)
+		if a.Done != len(order) || a.Total != 4 {
+			t.Errorf("%s: done %d of %d, want %d of 4", a.Name, a.Done, a.Total, len(order))
+		}
+	})); err != nil {
 		t.Fatal(err)
 	}
 	want := "blobs/packs/p1/p1 blobs/sha256/ab/abcd blobs/index/p1 sessions/--a--/x.jsonl"

@@ -35,7 +35,7 @@ type config struct {
 	toolOutput int // bytes; <= 0: the layers' default
 	inline     bool
 	cas        []cas.Option
-	session    []session.StoreOption
+	session    []session.Option
 	runlog     []runlog.Option
 	checkpoint []checkpoint.Option
 	open       []open.Option
@@ -82,7 +82,7 @@ func WithBlobOptions(opts ...cas.Option) Option {
 }
 
 // WithSessionOptions passes options to the session store.
-func WithSessionOptions(opts ...session.StoreOption) Option {
+func WithSessionOptions(opts ...session.Option) Option {
 	return func(c *config) { c.session = append(c.session, opts...) }
 }
 
@@ -133,17 +133,13 @@ func New(ctx context.Context, st backend.Storage, opts ...Option) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("trove: %w", err)
 	}
-	sessOpts := []session.Option{session.WithLogger(cfg.log), session.WithClock(cfg.now)}
+	storeOpts := []session.Option{session.WithLogger(cfg.log), session.WithClock(cfg.now), session.WithBlobStore(blobs)}
 	if cfg.toolOutput > 0 {
-		sessOpts = append(sessOpts, session.WithToolResultThreshold(cfg.toolOutput))
+		storeOpts = append(storeOpts, session.WithToolResultThreshold(cfg.toolOutput))
 	}
-	storeOpts := []session.StoreOption{session.WithStoreLogger(cfg.log), session.WithStoreClock(cfg.now)}
 	if cfg.inline {
 		storeOpts = append(storeOpts, session.WithInlineBlobs())
-	} else {
-		sessOpts = append(sessOpts, session.WithBlobStore(blobs))
 	}
-	storeOpts = append(storeOpts, session.WithSessionOptions(sessOpts...))
 	sessions, err := session.OpenStore(ctx, st, append(storeOpts, cfg.session...)...)
 	if err != nil {
 		return nil, fmt.Errorf("trove: %w", err)

@@ -5,5 +5,10 @@
 // (in memory, with crash simulation) and backend/cloud (gocloud.dev/blob).
 // Package backend/open opens any of them from a URL.
 //
+// Optional fast paths are found by type assertion: WriteOnce (a write-once
+// create and a read that also describes the file, one request each on a
+// bucket) for content-addressed files. The functions CreateFile and
+// OpenInfo use it where it is, and the general methods elsewhere.
+//
 // Imports: the standard library only. Nothing of trove's.
 package backend

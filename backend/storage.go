@@ -127,6 +127,7 @@ type Capabilities struct {
 	Durable      bool // Sync survives a power loss (false for memory)
 	Directories  bool // directories are real objects (false: implied by names)
 	Crash        bool // the backend can simulate a crash (see Crasher)
+	WriteOnce    bool // CreateFile and OpenInfo are one request each (see WriteOnce)
 	CrossProcess bool // other processes can open the same store
 	MaxNameBytes int  // longest name the backend accepts, in bytes
 	MaxElemBytes int  // longest path element, in bytes

@@ -220,6 +220,24 @@ func (b *sub) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, e
 	return n, b.err(err)
 }
 
+func (b *sub) CreateFile(ctx context.Context, name string, data []byte) error {
+	full, err := b.full("write", name, false)
+	if err != nil {
+		return err
+	}
+	return b.err(CreateFile(ctx, b.s, full, data))
+}
+
+func (b *sub) OpenInfo(ctx context.Context, name string) (io.ReadCloser, Info, error) {
+	full, err := b.full("open", name, false)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	rc, info, err := OpenInfo(ctx, b.s, full)
+	info.Name = b.rel(info.Name)
+	return rc, info, b.err(err)
+}
+
 func (b *sub) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {
 	full, err := b.full("open", name, false)
 	if err != nil {

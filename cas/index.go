@@ -36,6 +36,12 @@ func (x *index) lookup(ref Ref) (entry, bool) {
 	return e, ok
 }
 
+func (x *index) isLoaded() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.loaded
+}
+
 func (x *index) modTime(id string) time.Time {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -88,10 +94,7 @@ func (x *index) add(p *packIdx) {
 }
 
 func (s *Store) ensureIndex(ctx context.Context) error {
-	s.idx.mu.RLock()
-	loaded := s.idx.loaded
-	s.idx.mu.RUnlock()
-	if loaded {
+	if s.idx.isLoaded() {
 		return nil
 	}
 	return s.refresh(ctx)

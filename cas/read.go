@@ -9,6 +9,8 @@ import (
 	"io/fs"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // object is an opened stored form: its payload stream and what its header
@@ -21,20 +23,26 @@ type object struct {
 }
 
 func (s *Store) openLoose(ctx context.Context, ref Ref) (object, error) {
-	name := s.looseName(ref)
-	rc, err := s.st.Open(ctx, name)
-	if err != nil {
-		return object{}, err
-	}
-	obj, err := s.looseObject(ctx, name, rc)
-	if err != nil {
-		rc.Close()
-		return object{}, err
-	}
-	return obj, nil
+	obj, _, err := s.openLooseInfo(ctx, ref)
+	return obj, err
 }
 
-func (s *Store) looseObject(ctx context.Context, name string, rc io.ReadCloser) (object, error) {
+// openLooseInfo opens a loose object and describes it: one request on a
+// bucket (backend.OpenInfo), since loose objects are written once.
+func (s *Store) openLooseInfo(ctx context.Context, ref Ref) (object, backend.Info, error) {
+	rc, info, err := backend.OpenInfo(ctx, s.st, s.looseName(ref))
+	if err != nil {
+		return object{}, info, err
+	}
+	obj, err := s.looseObject(ctx, info, rc)
+	if err != nil {
+		rc.Close()
+		return object{}, info, err
+	}
+	return obj, info, nil
+}
+
+func (s *Store) looseObject(ctx context.Context, fi backend.Info, rc io.ReadCloser) (object, error) {
 	var hb [headerSize]byte
 	if err := readFull(rc, hb[:]); err != nil {
 		return object{}, err
@@ -45,11 +53,7 @@ func (s *Store) looseObject(ctx context.Context, name string, rc io.ReadCloser) 
 	}
 	obj := object{payload: rc, closer: rc, codec: h.codec, size: h.size}
 	if h.trailer {
-		fi, err := s.st.Stat(ctx, name)
-		if err != nil {
-			return object{}, err
-		}
-		if obj.size, err = s.readTrailer(ctx, name, fi.Size); err != nil {
+		if obj.size, err = s.readTrailer(ctx, fi.Name, fi.Size); err != nil {
 			return object{}, err
 		}
 		obj.payload = io.LimitReader(rc, fi.Size-headerSize-trailerSize)
@@ -238,9 +242,6 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(objec
 	if err := s.checkRef(op, ref); err != nil {
 		return err
 	}
-	if err := s.ensureIndex(ctx); err != nil {
-		return refErr(op, ref, err)
-	}
 	var firstErr error
 	try := func(open func() (object, error)) (done bool, err error) {
 		obj, err := open()
@@ -269,11 +270,24 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(objec
 		tried[e.packID] = true
 		return try(func() (object, error) { return s.openPacked(ctx, e) })
 	}
-	if done, err := tryPacked(); done || err != nil {
-		return err
+	// A store that has not read the pack indexes yet looks for a loose
+	// copy first: where there is one, that read is the only request.
+	loaded := s.idx.isLoaded()
+	if loaded {
+		if done, err := tryPacked(); done || err != nil {
+			return err
+		}
 	}
 	if done, err := try(func() (object, error) { return s.openLoose(ctx, ref) }); done || err != nil {
 		return err
+	}
+	if !loaded {
+		if err := s.ensureIndex(ctx); err != nil {
+			return refErr(op, ref, err)
+		}
+		if done, err := tryPacked(); done || err != nil {
+			return err
+		}
 	}
 	// A pack this process has not seen yet, or the same blob moved by GC.
 	for range 3 {

@@ -138,19 +138,55 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 	if !want.IsZero() && ref != want {
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.presentHealthy(ctx, ref); err != nil || ok {
-		return ref, refErr(op, ref, err)
-	}
 	bp := s.getBuf()
 	defer s.putBuf(bp)
-	stored, _, err := s.encode((*bp)[:0], data)
-	*bp = stored
-	if err != nil {
+	var stored []byte
+	encode := func() error {
+		var err error
+		stored, _, err = s.encode((*bp)[:0], data)
+		*bp = stored
+		return err
+	}
+	if !s.idx.isLoaded() && s.st.Capabilities().WriteOnce {
+		// The first put of a store lists the pack indexes anyway; a
+		// write-once create (one request on a bucket) then costs one
+		// request more when the blob is new, where reading the loose copy
+		// first would cost two.
+		if ok, err := s.packedFresh(ctx, ref); err != nil || ok {
+			return ref, refErr(op, ref, err)
+		}
+		if err := encode(); err != nil {
+			return ref, refErr(op, ref, err)
+		}
+		err := backend.CreateFile(ctx, s.st, s.looseName(ref), stored)
+		if !errors.Is(err, fs.ErrExist) {
+			return ref, refErr(op, ref, err)
+		}
+		stored = nil // present: check it as any put does
+	}
+	ok, missing, err := s.presentHealthy(ctx, ref)
+	if err != nil || ok {
 		return ref, refErr(op, ref, err)
 	}
-	// WriteFile is atomic, so the final name holds a whole object or none,
-	// and two writers of one ref both write valid objects.
-	return ref, refErr(op, ref, s.st.WriteFile(ctx, s.looseName(ref), stored))
+	if stored == nil {
+		if err := encode(); err != nil {
+			return ref, refErr(op, ref, err)
+		}
+	}
+	// Both writes are atomic, so the final name holds a whole object or
+	// none, and two writers of one ref both write valid objects. A missing
+	// blob takes the write-once create (one request on a bucket); one that
+	// appeared meanwhile was put by another writer. An old or corrupt copy
+	// is replaced.
+	if missing && s.st.Capabilities().WriteOnce {
+		err = backend.CreateFile(ctx, s.st, s.looseName(ref), stored)
+		if errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
+	} else {
+		err = s.st.WriteFile(ctx, s.looseName(ref), stored)
+	}
+	return ref, refErr(op, ref, err)
 }
 
 // PutReader stores everything r yields and returns its ref. Streams up to the
@@ -250,7 +286,7 @@ func (s *Store) putStaged(ctx context.Context, op string, algo Algorithm, want R
 		drop()
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, ref))
 	}
-	if ok, err := s.presentHealthy(ctx, ref); err != nil || ok {
+	if ok, _, err := s.presentHealthy(ctx, ref); err != nil || ok {
 		drop()
 		return ref, refErr(op, ref, err)
 	}
@@ -348,35 +384,49 @@ func (s *Store) present(ctx context.Context, ref Ref) (bool, error) {
 	return s.exists(ctx, ref, true)
 }
 
-// presentHealthy is present, but a loose copy that does not verify does
-// not count: putting the right bytes again repairs a corrupt blob. Packed
-// copies are trusted here (Verify and GC's repack check them).
-func (s *Store) presentHealthy(ctx context.Context, ref Ref) (bool, error) {
-	ok, err := s.present(ctx, ref)
-	if err != nil || !ok {
-		return ok, err
+// presentHealthy is present for a put that holds the bytes: a loose copy
+// that does not verify does not count (putting the right bytes again
+// repairs a corrupt blob), and packed copies are trusted (Verify and GC's
+// repack check them). It reads the loose object with its time in one
+// request (backend.OpenInfo). missing reports that there is no loose copy, so a write-once create fits.
+func (s *Store) presentHealthy(ctx context.Context, ref Ref) (ok, missing bool, err error) {
+	if ok, err := s.packedFresh(ctx, ref); err != nil || ok {
+		return ok, false, err
 	}
-	if _, packed := s.idx.lookup(ref); packed {
-		return true, nil
-	}
-	obj, err := s.openLoose(ctx, ref)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		if isBad(err) {
-			return false, nil
-		}
-		return false, err
+	obj, info, err := s.openLooseInfo(ctx, ref)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, true, nil
+	case err != nil && isBad(err):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	case !s.young(info.ModTime):
+		obj.closer.Close()
+		return false, false, nil
 	}
 	if err := s.drain("put", ref, obj); err != nil {
 		if isBad(err) {
 			s.cfg.log.Warn("cas: rewriting a corrupt blob", "ref", ref, "err", err)
-			return false, nil
+			return false, false, nil
 		}
+		return false, false, err
+	}
+	return true, false, nil
+}
+
+// packedFresh reports whether a pack holds ref and is young enough for
+// GC's grace (see present).
+func (s *Store) packedFresh(ctx context.Context, ref Ref) (bool, error) {
+	if err := s.ensureIndex(ctx); err != nil {
 		return false, err
 	}
-	return true, nil
+	e, ok := s.idx.lookup(ref)
+	if !ok {
+		return false, nil
+	}
+	t := s.idx.modTime(e.packID)
+	return t.IsZero() || s.young(t), nil
 }
 
 // exists looks for ref; with fresh, only a copy young enough for GC's grace

@@ -1540,7 +1540,7 @@ var errCASCrashed = errors.New("simulated crash")
 // casMutating names the faulty ops that change a store.
 func casMutating(op string) bool {
 	switch op {
-	case "WriteFile", "WriteFrom", "OpenWriter", "Rename", "Unlink", "EnsureDir", "Writer.Write", "Writer.Sync", "Writer.Close":
+	case "WriteFile", "CreateFile", "WriteFrom", "OpenWriter", "Rename", "Unlink", "EnsureDir", "Writer.Write", "Writer.Sync", "Writer.Close":
 		return true
 	}
 	return false

@@ -19,6 +19,7 @@ import (
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // TestOneStore runs the whole store (trove.New) on a backend: blobs by
@@ -56,18 +57,18 @@ func oneStoreStrict(t *testing.T, st backend.Storage) {
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := session.Open(ctx, st, h.Path())
+	sess, err := tree.Open(ctx, st, h.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := sess.Entries()[0]
-	if _, err := sess.Append(ctx, &session.Compaction{Summary: "sum", FirstKeptEntryID: first.ID(), TokensBefore: 3}); err != nil {
+	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "sum", FirstKeptEntryID: first.ID(), TokensBefore: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sess.SetLabel(ctx, first.ID(), "l"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "b"}); err != nil {
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sess.AppendMessage(ctx, OneStoreReply("after the branch")); err != nil {
@@ -91,7 +92,7 @@ func oneStoreStrict(t *testing.T, st backend.Storage) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := session.Check(data); err != nil {
+		if err := tree.Check(data); err != nil {
 			t.Errorf("%s: %v\n%s", m.Path, err, data)
 		}
 	}
@@ -227,8 +228,8 @@ func newOneStoreFixture(t *testing.T, st backend.Storage) *oneStoreFixture {
 	// Session B written with the session API: a branch off the leaf path
 	// holds an image, and B shares A's first image.
 	path := session.SessionPath("/work/b", hA.Metadata().CreatedAt, "b0000000-0000-7000-8000-000000000001")
-	sb, err := session.Create(st, path, session.Header{ID: "b0000000-0000-7000-8000-000000000001", Cwd: "/work/b"},
-		session.WithBlobStore(s.Blobs()))
+	sb, err := tree.Create(st, path, tree.Header{ID: "b0000000-0000-7000-8000-000000000001", Cwd: "/work/b"},
+		tree.WithBlobStore(s.Blobs()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,18 +314,18 @@ func loadsWhole(t *testing.T, f *oneStoreFixture, texts [][]byte, images ...[]by
 	t.Helper()
 	ctx := context.Background()
 	var all bytes.Buffer
-	for info, err := range session.ListAll(ctx, f.s.Storage()) {
+	for info, err := range f.s.Sessions().Discover(ctx, session.Discovery{All: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var problems []session.Problem
-		sess, err := session.Open(ctx, f.s.Storage(), info.Path, session.ReadOnly(),
-			session.WithBlobStore(f.s.Blobs()), session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
+		var problems []tree.Problem
+		sess, err := tree.Open(ctx, f.s.Storage(), info.Path, tree.ReadOnly(),
+			tree.WithBlobStore(f.s.Blobs()), tree.WithReport(func(p tree.Problem) { problems = append(problems, p) }))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range problems {
-			if errors.Is(p, session.ErrBlob) {
+			if errors.Is(p, tree.ErrBlob) {
 				t.Errorf("%s: %v", info.Path, p)
 			}
 		}

@@ -1302,7 +1302,7 @@ func (x *runlogSuite) faults(t *testing.T) {
 		s := x.open(t, f, runlog.WithOutputThreshold(16))
 		w, err := s.Create(runlogCtx, &runlog.Header{RunID: "f4"})
 		x.must(t, err)
-		f.Inject(faulty.FailFrom(1, eio, "WriteFile", "WriteFrom", "OpenWriter", "Rename"))
+		f.Inject(faulty.FailFrom(1, eio, "WriteFile", "CreateFile", "WriteFrom", "OpenWriter", "Rename"))
 		if err := w.Append(runlogCtx, &runlog.ToolOutput{Tool: "t", ToolCallID: "c", ResultRaw: strings.Repeat("x", 100)}); !errors.Is(err, runlog.ErrBlob) {
 			t.Errorf("tool output whose blob cannot be stored: %v, want ErrBlob", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // TestSession checks the session layer (spec 003 files, the write pipeline,
@@ -74,16 +75,16 @@ func (x *sessionSuite) write(tb testing.TB, st backend.Storage, name, data strin
 }
 
 // clock is a fixed, increasing clock, so names and timestamps are stable.
-func (x *sessionSuite) clock() session.Option {
+func (x *sessionSuite) clock() tree.Option {
 	t := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
-	return session.WithClock(func() time.Time { t = t.Add(time.Second); return t })
+	return tree.WithClock(func() time.Time { t = t.Add(time.Second); return t })
 }
 
 // quiet collects load problems instead of logging them.
-type sessionProblems struct{ list []session.Problem }
+type sessionProblems struct{ list []tree.Problem }
 
-func (p *sessionProblems) opt() session.Option {
-	return session.WithReport(func(pr session.Problem) { p.list = append(p.list, pr) })
+func (p *sessionProblems) opt() tree.Option {
+	return tree.WithReport(func(pr tree.Problem) { p.list = append(p.list, pr) })
 }
 
 func (p *sessionProblems) count(target error) int {
@@ -137,39 +138,39 @@ func sessionMsgLine(id, parent, role, text string) string {
 func (x *sessionSuite) roundTrip(t *testing.T) {
 	cases := []struct {
 		name string
-		data session.EntryData
+		data tree.EntryData
 	}{
-		{"message", &session.Message{Message: json.RawMessage(`{"role":"user","content":[{"type":"text","text":"hi <b> & \u00e9"}],"timestamp":1}`)}},
-		{"thinking_level_change", &session.ThinkingLevelChange{ThinkingLevel: "high"}},
-		{"model_change", &session.ModelChange{Model: "openai/gpt-4o", Role: "smol"}},
-		{"compaction", &session.Compaction{Summary: "s", ShortSummary: "ss", FirstKeptEntryID: "x", TokensBefore: 42000, Details: json.RawMessage(`{"readFiles":["a"]}`), PreserveData: json.RawMessage(`{"k":true}`), FromExtension: true}},
-		{"branch_summary", &session.BranchSummary{FromID: "root", Summary: "b", Details: json.RawMessage(`{"note":1}`), FromExtension: true}},
-		{"custom", &session.Custom{CustomType: "ext", Data: json.RawMessage(`{"state":[1,{"n":12345678901234567890}]}`)}},
-		{"custom_message", &session.CustomMessage{CustomType: "ext", Content: json.RawMessage(`"Injected"`), Display: true, Details: json.RawMessage(`{"debug":false}`)}},
-		{"label", &session.Label{TargetID: "t", Label: "checkpoint"}},
-		{"ttsr_injection", &session.TtsrInjection{InjectedRules: []string{"a", "b"}}},
-		{"session_init", &session.SessionInit{SystemPrompt: "sys", Task: "t", Tools: []string{"read", "edit"}, OutputSchema: json.RawMessage(`{"type":"object"}`)}},
-		{"mode_change", &session.ModeChange{Mode: "plan", Data: json.RawMessage(`{"planFile":"/tmp/p.md"}`)}},
-		{"unknown", &session.Unknown{Type: "x_future", Fields: json.RawMessage(`{"big":1e400,"nested":{"z":1,"a":[true,null]}}`)}},
+		{"message", &tree.Message{Message: json.RawMessage(`{"role":"user","content":[{"type":"text","text":"hi <b> & \u00e9"}],"timestamp":1}`)}},
+		{"thinking_level_change", &tree.ThinkingLevelChange{ThinkingLevel: "high"}},
+		{"model_change", &tree.ModelChange{Model: "openai/gpt-4o", Role: "smol"}},
+		{"compaction", &tree.Compaction{Summary: "s", ShortSummary: "ss", FirstKeptEntryID: "x", TokensBefore: 42000, Details: json.RawMessage(`{"readFiles":["a"]}`), PreserveData: json.RawMessage(`{"k":true}`), FromExtension: true}},
+		{"branch_summary", &tree.BranchSummary{FromID: "root", Summary: "b", Details: json.RawMessage(`{"note":1}`), FromExtension: true}},
+		{"custom", &tree.Custom{CustomType: "ext", Data: json.RawMessage(`{"state":[1,{"n":12345678901234567890}]}`)}},
+		{"custom_message", &tree.CustomMessage{CustomType: "ext", Content: json.RawMessage(`"Injected"`), Display: true, Details: json.RawMessage(`{"debug":false}`)}},
+		{"label", &tree.Label{TargetID: "t", Label: "checkpoint"}},
+		{"ttsr_injection", &tree.TtsrInjection{InjectedRules: []string{"a", "b"}}},
+		{"session_init", &tree.SessionInit{SystemPrompt: "sys", Task: "t", Tools: []string{"read", "edit"}, OutputSchema: json.RawMessage(`{"type":"object"}`)}},
+		{"mode_change", &tree.ModeChange{Mode: "plan", Data: json.RawMessage(`{"planFile":"/tmp/p.md"}`)}},
+		{"unknown", &tree.Unknown{Type: "x_future", Fields: json.RawMessage(`{"big":1e400,"nested":{"z":1,"a":[true,null]}}`)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := x.newBackend(t)
-			s, err := session.Create(st, "s/t.jsonl", session.Header{Cwd: "/w"}, x.clock())
+			s, err := tree.Create(st, "s/t.jsonl", tree.Header{Cwd: "/w"}, x.clock())
 			x.must(t, err)
 			first, err := s.AppendMessage(sessionCtx, sessionAssistant("first"))
 			x.must(t, err)
 			// References name an entry of the file (the writing contract).
 			switch d := tc.data.(type) {
-			case *session.Compaction:
+			case *tree.Compaction:
 				d.FirstKeptEntryID = first.ID()
-			case *session.Label:
+			case *tree.Label:
 				d.TargetID = first.ID()
 			}
 			e, err := s.Append(sessionCtx, tc.data)
 			x.must(t, err)
 			x.must(t, s.Close(sessionCtx))
-			s2, err := session.Open(sessionCtx, st, "s/t.jsonl")
+			s2, err := tree.Open(sessionCtx, st, "s/t.jsonl")
 			x.must(t, err)
 			back := s2.Entry(e.ID())
 			if back == nil {
@@ -183,7 +184,7 @@ func (x *sessionSuite) roundTrip(t *testing.T) {
 			}
 			// Written back unchanged by a rewrite.
 			x.must(t, s2.Rewrite(sessionCtx))
-			s3, err := session.Open(sessionCtx, st, "s/t.jsonl")
+			s3, err := tree.Open(sessionCtx, st, "s/t.jsonl")
 			x.must(t, err)
 			if !bytes.Equal(s3.Entry(e.ID()).JSON(), back.JSON()) {
 				t.Error("rewrite changed the entry's bytes")
@@ -194,7 +195,7 @@ func (x *sessionSuite) roundTrip(t *testing.T) {
 
 func (x *sessionSuite) appendOrder(t *testing.T) {
 	st := x.newBackend(t)
-	s, err := session.Create(st, "o.jsonl", session.Header{Cwd: "/w"}, x.clock())
+	s, err := tree.Create(st, "o.jsonl", tree.Header{Cwd: "/w"}, x.clock())
 	x.must(t, err)
 	var want []string
 	for i := range 50 {
@@ -210,7 +211,7 @@ func (x *sessionSuite) appendOrder(t *testing.T) {
 		}
 	}
 	x.must(t, s.Close(sessionCtx))
-	s2, err := session.Open(sessionCtx, st, "o.jsonl")
+	s2, err := tree.Open(sessionCtx, st, "o.jsonl")
 	x.must(t, err)
 	es := s2.Entries()
 	if len(es) != len(want) {
@@ -231,7 +232,7 @@ func (x *sessionSuite) appendOrder(t *testing.T) {
 
 func (x *sessionSuite) deferral(t *testing.T) {
 	st := x.newBackend(t)
-	s, err := session.Create(st, "d.jsonl", session.Header{Cwd: "/w"}, x.clock())
+	s, err := tree.Create(st, "d.jsonl", tree.Header{Cwd: "/w"}, x.clock())
 	x.must(t, err)
 	_, err = s.AppendMessage(sessionCtx, sessionUser("hello"))
 	x.must(t, err)
@@ -241,13 +242,13 @@ func (x *sessionSuite) deferral(t *testing.T) {
 	}
 	// ...but Flush asks for durability: the prompt is written.
 	x.must(t, s.Flush(sessionCtx))
-	if s2, err := session.Open(sessionCtx, st, "d.jsonl"); err != nil || s2.Len() != 1 {
+	if s2, err := tree.Open(sessionCtx, st, "d.jsonl"); err != nil || s2.Len() != 1 {
 		t.Fatalf("a flushed prompt is not on the store: %v", err)
 	}
 	_, err = s.AppendMessage(sessionCtx, sessionAssistant("hi"))
 	x.must(t, err)
 	x.must(t, s.Flush(sessionCtx))
-	s2, err := session.Open(sessionCtx, st, "d.jsonl")
+	s2, err := tree.Open(sessionCtx, st, "d.jsonl")
 	x.must(t, err)
 	if s2.Len() != 2 {
 		t.Errorf("%d entries after the first assistant message, want 2", s2.Len())
@@ -261,15 +262,15 @@ func (x *sessionSuite) lenient(t *testing.T) {
 		data := sessionHeaderLine + sessionMsgLine("a", "", "assistant", "ok") + `{"type":"message","id":"b","par`
 		x.write(t, st, "t.jsonl", data)
 		var p sessionProblems
-		s, err := session.Open(sessionCtx, st, "t.jsonl", p.opt())
+		s, err := tree.Open(sessionCtx, st, "t.jsonl", p.opt())
 		x.must(t, err)
-		if s.Len() != 1 || p.count(session.ErrCorrupt) != 1 {
+		if s.Len() != 1 || p.count(tree.ErrCorrupt) != 1 {
 			t.Fatalf("len %d, problems %v", s.Len(), p.list)
 		}
 		e, err := s.AppendMessage(sessionCtx, sessionUser("after"))
 		x.must(t, err)
 		x.must(t, s.Close(sessionCtx))
-		s2, err := session.Open(sessionCtx, st, "t.jsonl", session.WithReport(func(session.Problem) {}))
+		s2, err := tree.Open(sessionCtx, st, "t.jsonl", tree.WithReport(func(tree.Problem) {}))
 		x.must(t, err)
 		if s2.Entry(e.ID()) == nil || s2.Entry(e.ID()).ParentID() != "a" {
 			t.Error("entry appended after a torn tail is lost")
@@ -280,9 +281,9 @@ func (x *sessionSuite) lenient(t *testing.T) {
 		data := sessionHeaderLine + sessionMsgLine("a", "", "user", "1") + "{oops\n\n  \r\n" + sessionMsgLine("b", "a", "assistant", "2")
 		x.write(t, st, "m.jsonl", data)
 		var p sessionProblems
-		s, err := session.Open(sessionCtx, st, "m.jsonl", p.opt())
+		s, err := tree.Open(sessionCtx, st, "m.jsonl", p.opt())
 		x.must(t, err)
-		if s.Len() != 2 || len(p.list) != 1 || p.list[0].Line != 3 || !errors.Is(p.list[0], session.ErrCorrupt) {
+		if s.Len() != 2 || len(p.list) != 1 || p.list[0].Line != 3 || !errors.Is(p.list[0], tree.ErrCorrupt) {
 			t.Errorf("len %d, problems %v", s.Len(), p.list)
 		}
 	})
@@ -290,12 +291,12 @@ func (x *sessionSuite) lenient(t *testing.T) {
 		st := x.newBackend(t)
 		data := sessionMsgLine("a", "", "user", "no header")
 		x.write(t, st, "h.jsonl", data)
-		s, err := session.Open(sessionCtx, st, "h.jsonl", session.WithReport(func(session.Problem) {}))
+		s, err := tree.Open(sessionCtx, st, "h.jsonl", tree.WithReport(func(tree.Problem) {}))
 		x.must(t, err)
-		if s.Len() != 0 || !errors.Is(s.Err(), session.ErrNoHeader) {
+		if s.Len() != 0 || !errors.Is(s.Err(), tree.ErrNoHeader) {
 			t.Errorf("len %d err %v", s.Len(), s.Err())
 		}
-		if _, err := s.AppendMessage(sessionCtx, sessionAssistant("x")); !errors.Is(err, session.ErrNoHeader) {
+		if _, err := s.AppendMessage(sessionCtx, sessionAssistant("x")); !errors.Is(err, tree.ErrNoHeader) {
 			t.Errorf("append: %v", err)
 		}
 		if got := string(x.read(t, st, "h.jsonl")); got != data {
@@ -308,9 +309,9 @@ func (x *sessionSuite) lenient(t *testing.T) {
 			sessionMsgLine("c", "a", "assistant", "2'") + sessionMsgLine("d", "gone", "user", "orphan") + sessionMsgLine("e", "c", "user", "3")
 		x.write(t, st, "p.jsonl", data)
 		var p sessionProblems
-		s, err := session.Open(sessionCtx, st, "p.jsonl", p.opt())
+		s, err := tree.Open(sessionCtx, st, "p.jsonl", p.opt())
 		x.must(t, err)
-		if p.count(session.ErrDanglingParent) != 1 {
+		if p.count(tree.ErrDanglingParent) != 1 {
 			t.Errorf("problems %v", p.list)
 		}
 		path, err := s.Path("e")
@@ -357,7 +358,7 @@ func (x *sessionSuite) migration(t *testing.T) {
 				}
 				return nil
 			}))
-			s, err := session.Open(sessionCtx, fst, "m.jsonl", session.WithReport(func(session.Problem) {}))
+			s, err := tree.Open(sessionCtx, fst, "m.jsonl", tree.WithReport(func(tree.Problem) {}))
 			x.must(t, err)
 			if writes != 1 {
 				t.Fatalf("%d writes by the migration, want 1 atomic rewrite", writes)
@@ -372,7 +373,7 @@ func (x *sessionSuite) migration(t *testing.T) {
 			}
 			after := x.read(t, st, "m.jsonl")
 			var p sessionProblems
-			_, err = session.Open(sessionCtx, fst, "m.jsonl", p.opt())
+			_, err = tree.Open(sessionCtx, fst, "m.jsonl", p.opt())
 			x.must(t, err)
 			if writes != 1 || len(p.list) != 0 || !bytes.Equal(x.read(t, st, "m.jsonl"), after) {
 				t.Errorf("second load changed something: writes %d problems %v", writes, p.list)
@@ -381,7 +382,7 @@ func (x *sessionSuite) migration(t *testing.T) {
 				es := s.Entries()
 				d, err := es[3].Data()
 				x.must(t, err)
-				if d.(*session.Compaction).FirstKeptEntryID != es[1].ID() {
+				if d.(*tree.Compaction).FirstKeptEntryID != es[1].ID() {
 					t.Error("firstKeptEntryIndex 2 must name the second entry (the header is 0)")
 				}
 				c := s.Context()
@@ -406,7 +407,7 @@ func (x *sessionSuite) hostile(t *testing.T) {
 			st := x.newBackend(t)
 			data := sessionHeaderLine + ok + tc.body
 			x.write(t, st, "h.jsonl", data)
-			s, err := session.Open(sessionCtx, st, "h.jsonl", session.WithReport(func(session.Problem) {}))
+			s, err := tree.Open(sessionCtx, st, "h.jsonl", tree.WithReport(func(tree.Problem) {}))
 			x.must(t, err)
 			if s.Entry("ok") == nil {
 				t.Fatal("good entry lost")
@@ -441,36 +442,36 @@ func (x *sessionSuite) crash(t *testing.T) {
 	}
 	type step struct {
 		name string
-		run  func(s *session.Session) (*session.Entry, error)
+		run  func(s *tree.Session) (*tree.Entry, error)
 		sync bool // on success, everything appended so far is durable
 	}
-	app := func(msg json.RawMessage) func(s *session.Session) (*session.Entry, error) {
-		return func(s *session.Session) (*session.Entry, error) { return s.AppendMessage(sessionCtx, msg) }
+	app := func(msg json.RawMessage) func(s *tree.Session) (*tree.Entry, error) {
+		return func(s *tree.Session) (*tree.Entry, error) { return s.AppendMessage(sessionCtx, msg) }
 	}
 	steps := []step{
 		{"user", app(sessionUser("u1")), false},
-		{"model", func(s *session.Session) (*session.Entry, error) {
-			return s.Append(sessionCtx, &session.ModelChange{Model: "a/b"})
+		{"model", func(s *tree.Session) (*tree.Entry, error) {
+			return s.Append(sessionCtx, &tree.ModelChange{Model: "a/b"})
 		}, false},
 		{"assistant", app(sessionAssistant("a1")), false},
-		{"flush", func(s *session.Session) (*session.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
+		{"flush", func(s *tree.Session) (*tree.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
 		{"user2", app(sessionUser("u2")), false},
 		{"assistant2", app(sessionAssistant("a2")), false},
-		{"flush2", func(s *session.Session) (*session.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
-		{"title", func(s *session.Session) (*session.Entry, error) { return nil, s.SetTitle(sessionCtx, "T") }, true},
+		{"flush2", func(s *tree.Session) (*tree.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
+		{"title", func(s *tree.Session) (*tree.Entry, error) { return nil, s.SetTitle(sessionCtx, "T") }, true},
 		{"user3", app(sessionUser("u3")), false},
-		{"label", func(s *session.Session) (*session.Entry, error) {
+		{"label", func(s *tree.Session) (*tree.Entry, error) {
 			return s.SetLabel(sessionCtx, s.Entries()[0].ID(), "first")
 		}, false},
-		{"flush3", func(s *session.Session) (*session.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
+		{"flush3", func(s *tree.Session) (*tree.Entry, error) { return nil, s.Flush(sessionCtx) }, true},
 		{"user4", app(sessionUser("u4 unsynced")), false},
 	}
 	for k := 0; k <= len(steps); k++ {
 		t.Run(fmt.Sprintf("after%d", k), func(t *testing.T) {
 			st := x.newBackend(t)
-			s, err := session.Create(st, "c/s.jsonl", session.Header{Cwd: "/w"}, x.clock())
+			s, err := tree.Create(st, "c/s.jsonl", tree.Header{Cwd: "/w"}, x.clock())
 			x.must(t, err)
-			var appended []*session.Entry
+			var appended []*tree.Entry
 			durable := 0
 			for _, stp := range steps[:k] {
 				e, err := stp.run(s)
@@ -483,7 +484,7 @@ func (x *sessionSuite) crash(t *testing.T) {
 				}
 			}
 			st.(backend.Crasher).Crash()
-			s2, err := session.Open(sessionCtx, st, "c/s.jsonl", session.WithReport(func(session.Problem) {}))
+			s2, err := tree.Open(sessionCtx, st, "c/s.jsonl", tree.WithReport(func(tree.Problem) {}))
 			if errors.Is(err, fs.ErrNotExist) {
 				if durable > 0 {
 					t.Fatalf("file gone after %d durable entries", durable)
@@ -491,7 +492,7 @@ func (x *sessionSuite) crash(t *testing.T) {
 				return
 			}
 			x.must(t, err)
-			byID := map[string]*session.Entry{}
+			byID := map[string]*tree.Entry{}
 			for _, e := range appended {
 				byID[e.ID()] = e
 			}
@@ -524,7 +525,7 @@ func (x *sessionSuite) tornAtEveryByte(t *testing.T) {
 	for n := 0; n <= len(data); n++ {
 		prefix := data[:n]
 		x.write(t, st, "p.jsonl", prefix)
-		s, err := session.Open(sessionCtx, st, "p.jsonl", session.WithReport(func(session.Problem) {}))
+		s, err := tree.Open(sessionCtx, st, "p.jsonl", tree.WithReport(func(tree.Problem) {}))
 		x.must(t, err)
 		want := 0
 		if strings.HasPrefix(prefix, strings.TrimSuffix(sessionHeaderLine, "\n")) {
@@ -545,7 +546,7 @@ func (x *sessionSuite) faults(t *testing.T) {
 	boom := errors.New("injected")
 	t.Run("FirstErrorLatched", func(t *testing.T) {
 		fst := faulty.New(x.newBackend(t))
-		s, err := session.Create(fst, "f.jsonl", session.Header{Cwd: "/w"})
+		s, err := tree.Create(fst, "f.jsonl", tree.Header{Cwd: "/w"})
 		x.must(t, err)
 		_, err = s.AppendMessage(sessionCtx, sessionAssistant("a"))
 		x.must(t, err)
@@ -566,7 +567,7 @@ func (x *sessionSuite) faults(t *testing.T) {
 	})
 	t.Run("SyncFails", func(t *testing.T) {
 		fst := faulty.New(x.newBackend(t), faulty.FailSync(1))
-		s, err := session.Create(fst, "f.jsonl", session.Header{Cwd: "/w"})
+		s, err := tree.Create(fst, "f.jsonl", tree.Header{Cwd: "/w"})
 		x.must(t, err)
 		_, err = s.AppendMessage(sessionCtx, sessionAssistant("a"))
 		x.must(t, err)
@@ -581,7 +582,7 @@ func (x *sessionSuite) faults(t *testing.T) {
 		st := x.newBackend(t)
 		x.write(t, st, "r.jsonl", sessionHeaderLine+sessionMsgLine("a", "", "assistant", "x"))
 		fst := faulty.New(st)
-		s, err := session.Open(sessionCtx, fst, "r.jsonl")
+		s, err := tree.Open(sessionCtx, fst, "r.jsonl")
 		x.must(t, err)
 		fst.Inject(faulty.FailNth(1, boom, "WriteFile"))
 		if err := s.SetTitle(sessionCtx, "t"); !errors.Is(err, boom) {
@@ -609,7 +610,7 @@ func (x *sessionSuite) blobs(t *testing.T) {
 	out := strings.Repeat("tool output line\n", 8000)
 	tool, _ := json.Marshal(map[string]any{"role": "toolResult", "toolCallId": "1", "toolName": "bash",
 		"content": []any{map[string]any{"type": "text", "text": out}}})
-	s, err := session.Create(st, "b.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
+	s, err := tree.Create(st, "b.jsonl", tree.Header{Cwd: "/w"}, tree.WithBlobStore(blobs))
 	x.must(t, err)
 	_, err = s.AppendMessage(sessionCtx, sessionAssistant("a"))
 	x.must(t, err)
@@ -625,7 +626,7 @@ func (x *sessionSuite) blobs(t *testing.T) {
 	if !strings.Contains(file, ref) || strings.Contains(file, b64) || strings.Contains(file, out) || len(file) > 4000 {
 		t.Fatalf("blobs not externalized (%d bytes)", len(file))
 	}
-	s2, err := session.Open(sessionCtx, st, "b.jsonl", session.WithBlobStore(blobs))
+	s2, err := tree.Open(sessionCtx, st, "b.jsonl", tree.WithBlobStore(blobs))
 	x.must(t, err)
 	if !x.jsonEqual(t, s2.Entry(ei.ID()).Field("message"), msg) || !x.jsonEqual(t, s2.Entry(et.ID()).Field("message"), tool) {
 		t.Fatal("blobs not resolved back")
@@ -634,9 +635,9 @@ func (x *sessionSuite) blobs(t *testing.T) {
 	r, _ := cas.ParseRef(ref)
 	x.must(t, store.Delete(sessionCtx, r))
 	var p sessionProblems
-	s3, err := session.Open(sessionCtx, st, "b.jsonl", session.WithBlobStore(blobs), p.opt())
+	s3, err := tree.Open(sessionCtx, st, "b.jsonl", tree.WithBlobStore(blobs), p.opt())
 	x.must(t, err)
-	if p.count(session.ErrBlob) != 1 || p.count(fs.ErrNotExist) != 1 {
+	if p.count(tree.ErrBlob) != 1 || p.count(fs.ErrNotExist) != 1 {
 		t.Errorf("problems %v", p.list)
 	}
 	if m := string(s3.Entry(ei.ID()).Field("message")); !strings.Contains(m, "unavailable") {
@@ -649,8 +650,8 @@ func (x *sessionSuite) discovery(t *testing.T) {
 	mk := func(id, cwd, first, title string, at time.Time) session.Info {
 		t.Helper()
 		name := session.SessionPath(cwd, at, id)
-		h := session.Header{ID: id, Cwd: cwd, Title: title, Timestamp: at.UTC().Format("2006-01-02T15:04:05.000Z")}
-		s, err := session.Create(st, name, h)
+		h := tree.Header{ID: id, Cwd: cwd, Title: title, Timestamp: at.UTC().Format("2006-01-02T15:04:05.000Z")}
+		s, err := tree.Create(st, name, h)
 		x.must(t, err)
 		_, err = s.AppendMessage(sessionCtx, sessionUser(first))
 		x.must(t, err)
@@ -687,53 +688,55 @@ func (x *sessionSuite) discovery(t *testing.T) {
 			}
 		}
 	}
+	store, err := session.OpenStore(sessionCtx, st, session.WithInlineBlobs())
+	x.must(t, err)
 	var skipped []string
-	check("List /work/a", collect(session.List(sessionCtx, st, "/work/a", session.WithSkipped(func(p string, err error) {
+	check("Discover /work/a", collect(store.Discover(sessionCtx, session.Discovery{Cwd: "/work/a", Skipped: func(p string, err error) {
 		skipped = append(skipped, p)
-	}))), a2, a1)
+	}})), a2, a1)
 	if len(skipped) != 1 {
 		t.Errorf("skipped %v, want the junk file", skipped)
 	}
-	check("ListAll", collect(session.ListAll(sessionCtx, st)), x1, a2, b1, a1)
-	check("List none", collect(session.List(sessionCtx, st, "/nowhere")))
+	check("Discover all", collect(store.Discover(sessionCtx, session.Discovery{All: true})), x1, a2, b1, a1)
+	check("Discover none", collect(store.Discover(sessionCtx, session.Discovery{Cwd: "/nowhere"})))
 
-	mr, err := session.MostRecent(sessionCtx, st, "/work/b")
+	mr, err := store.Recent(sessionCtx, "/work/b", "")
 	x.must(t, err)
-	check("MostRecent", []session.Info{mr}, b1)
-	if _, err := session.MostRecent(sessionCtx, st, "/nowhere"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("MostRecent of an empty cwd: %v", err)
+	check("Recent", []session.Info{mr}, b1)
+	if _, err := store.Recent(sessionCtx, "/nowhere", ""); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Recent of an empty cwd: %v", err)
 	}
 
 	// Breadcrumbs: continue finds what the terminal used last.
 	x.must(t, session.WriteBreadcrumb(sessionCtx, st, "tty-1", "/work/a", a1.Path))
-	c, err := session.Continue(sessionCtx, st, "/work/a", "tty-1")
+	c, err := store.Recent(sessionCtx, "/work/a", "tty-1")
 	x.must(t, err)
-	check("Continue tty-1", []session.Info{c}, a1)
-	c, err = session.Continue(sessionCtx, st, "/work/a", "tty-2")
+	check("Recent tty-1", []session.Info{c}, a1)
+	c, err = store.Recent(sessionCtx, "/work/a", "tty-2")
 	x.must(t, err)
-	check("Continue tty-2", []session.Info{c}, a2)
-	c, err = session.Continue(sessionCtx, st, "/work/b", "tty-1")
+	check("Recent tty-2", []session.Info{c}, a2)
+	c, err = store.Recent(sessionCtx, "/work/b", "tty-1")
 	x.must(t, err)
-	check("Continue other cwd", []session.Info{c}, b1)
+	check("Recent other cwd", []session.Info{c}, b1)
 
 	// Find and ContextFor by id and id prefix.
 	for _, ref := range []string{a1.ID, a1.ID[:10], a1.Path} {
-		name, err := session.Find(sessionCtx, st, ref)
+		name, err := store.Find(sessionCtx, ref)
 		x.must(t, err)
 		if name != a1.Path {
 			t.Errorf("Find(%q) = %q", ref, name)
 		}
 	}
-	if _, err := session.Find(sessionCtx, st, "1111"); !errors.Is(err, session.ErrAmbiguous) {
+	if _, err := store.Find(sessionCtx, "1111"); !errors.Is(err, session.ErrAmbiguous) {
 		t.Errorf("Find ambiguous prefix: %v", err)
 	}
-	if _, err := session.Find(sessionCtx, st, "zzzz"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := store.Find(sessionCtx, "zzzz"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Find unknown: %v", err)
 	}
-	if _, err := session.Find(sessionCtx, st, ""); err == nil {
+	if _, err := store.Find(sessionCtx, ""); err == nil {
 		t.Error("Find empty")
 	}
-	ctxt, err := session.ContextFor(sessionCtx, st, a2.ID[:12], "")
+	ctxt, err := store.ContextFor(sessionCtx, a2.ID[:12], "")
 	x.must(t, err)
 	if len(ctxt.Messages) != 2 || !strings.Contains(string(ctxt.Messages[0]), "second in a") {
 		t.Errorf("ContextFor: %s", ctxt.Messages)

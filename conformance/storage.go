@@ -34,6 +34,7 @@ func storageGroups() []storageGroup {
 		{"Missing", testMissing, true},
 		{"WriteFile", testWriteFile, true},
 		{"WriteFrom", testWriteFrom, true},
+		{"WriteOnce", testWriteOnce, true},
 		{"OpenWriter", testOpenWriter, true},
 		{"Read", testRead, true},
 		{"ReadPrefix", testReadPrefix, true},

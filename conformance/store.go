@@ -16,6 +16,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // TestStore checks the session store (specs 000/001: create, continue,
@@ -66,10 +67,10 @@ func (x *storeSuite) clock() func() time.Time {
 	}
 }
 
-func (x *storeSuite) open(t *testing.T, st backend.Storage, opts ...session.StoreOption) *session.Store {
+func (x *storeSuite) open(t *testing.T, st backend.Storage, opts ...session.Option) *session.Store {
 	t.Helper()
-	quiet := session.WithSessionOptions(session.WithLogger(slog.New(slog.DiscardHandler)))
-	s, err := session.OpenStore(t.Context(), st, append([]session.StoreOption{session.WithStoreClock(x.clock()), quiet}, opts...)...)
+	quiet := session.WithSessionOptions(tree.WithLogger(slog.New(slog.DiscardHandler)))
+	s, err := session.OpenStore(t.Context(), st, append([]session.Option{session.WithClock(x.clock()), quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func turns(t *testing.T, h *session.Handle, prefix string, n int) {
 	must(t, h.Flush(t.Context()))
 }
 
-func texts(t *testing.T, es []*session.Entry) []string {
+func texts(t *testing.T, es []*tree.Entry) []string {
 	t.Helper()
 	var out []string
 	for _, e := range es {
@@ -434,7 +435,7 @@ func (x *storeSuite) transcript(t *testing.T) {
 		want = append(want, m)
 		must(t, h.AppendTranscript(ctx, json.RawMessage(m)))
 	}
-	if err := h.AppendTranscript(ctx, json.RawMessage(`{"broken`)); !errors.Is(err, session.ErrInvalid) {
+	if err := h.AppendTranscript(ctx, json.RawMessage(`{"broken`)); !errors.Is(err, tree.ErrInvalid) {
 		t.Fatalf("AppendTranscript of bad JSON = %v, want ErrInvalid", err)
 	}
 	must(t, h.Close(ctx))
@@ -599,18 +600,18 @@ func (x *storeSuite) hostile(t *testing.T) {
 		if id == "" {
 			continue // the empty id means "make one"
 		}
-		if _, err := s.Create(ctx, session.CreateOptions{ID: id, Cwd: "/h"}); !errors.Is(err, session.ErrInvalid) {
+		if _, err := s.Create(ctx, session.CreateOptions{ID: id, Cwd: "/h"}); !errors.Is(err, tree.ErrInvalid) {
 			t.Errorf("Create(id %q) = %v, want ErrInvalid", id, err)
 		}
 	}
-	if _, err := s.Load(ctx, ""); !errors.Is(err, session.ErrInvalid) {
+	if _, err := s.Load(ctx, ""); !errors.Is(err, tree.ErrInvalid) {
 		t.Errorf("Load(\"\") = %v, want ErrInvalid", err)
 	}
 	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/h"})
 	must(t, err)
 	defer h.Close(ctx)
 	for _, bad := range []string{`not json`, `[1,2]`, `{"content":"no role"}`} {
-		if err := h.AppendMessage(ctx, json.RawMessage(bad)); !errors.Is(err, session.ErrInvalid) {
+		if err := h.AppendMessage(ctx, json.RawMessage(bad)); !errors.Is(err, tree.ErrInvalid) {
 			t.Errorf("AppendMessage(%s) = %v, want ErrInvalid", bad, err)
 		}
 	}

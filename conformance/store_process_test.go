@@ -19,6 +19,7 @@ import (
 
 	trovefs "github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func must(t testing.TB, err error) {
@@ -39,7 +40,7 @@ func assistantMsg(text string) json.RawMessage {
 	return b
 }
 
-func openOSStore(t testing.TB, dir string, opts ...session.StoreOption) *session.Store {
+func openOSStore(t testing.TB, dir string, opts ...session.Option) *session.Store {
 	t.Helper()
 	st, err := trovefs.NewOS(dir)
 	if err != nil {
@@ -47,7 +48,7 @@ func openOSStore(t testing.TB, dir string, opts ...session.StoreOption) *session
 	}
 	t.Cleanup(func() { st.Close() })
 	s, err := session.OpenStore(context.Background(), st,
-		append([]session.StoreOption{session.WithSessionOptions(session.WithLogger(slog.New(slog.DiscardHandler)))}, opts...)...)
+		append([]session.Option{session.WithSessionOptions(tree.WithLogger(slog.New(slog.DiscardHandler)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func storeTwoProcesses(t *testing.T) {
 		}
 		next[key]++
 	}
-	sess, err := session.Open(t.Context(), mustStorage(t, dir), findPath(t, s, id), session.ReadOnly())
+	sess, err := tree.Open(t.Context(), mustStorage(t, dir), findPath(t, s, id), tree.ReadOnly())
 	must(t, err)
 	if p := sess.Problems(); len(p) != 0 {
 		t.Fatalf("the file has problems: %v", p)

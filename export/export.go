@@ -10,7 +10,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 //go:embed page.css
@@ -51,7 +51,7 @@ func CSS() string { return css }
 // current branch, every other branch, and the branch tree as a sidebar of
 // anchors. The page makes no network request (a Content-Security-Policy
 // forbids any) and follows the reader's light or dark preference.
-func HTML(ctx context.Context, w io.Writer, sess *session.Session, opts ...Option) error {
+func HTML(ctx context.Context, w io.Writer, sess *tree.Session, opts ...Option) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func HTML(ctx context.Context, w io.Writer, sess *session.Session, opts ...Optio
 // Markdown writes the conversation on the current branch as Markdown for
 // pasting into an issue: thinking and long outputs folded, images described
 // rather than inlined.
-func Markdown(ctx context.Context, w io.Writer, sess *session.Session, _ ...Option) error {
+func Markdown(ctx context.Context, w io.Writer, sess *tree.Session, _ ...Option) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func mdLine(s string) string {
 
 // JSONL writes the session file with every blob ref resolved: the header,
 // then each entry as loaded, for readers without a blob store.
-func JSONL(ctx context.Context, w io.Writer, sess *session.Session, _ ...Option) error {
+func JSONL(ctx context.Context, w io.Writer, sess *tree.Session, _ ...Option) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func JSONL(ctx context.Context, w io.Writer, sess *session.Session, _ ...Option)
 		Cwd           string  `json:"cwd"`
 		Title         string  `json:"title,omitempty"`
 		ParentSession string  `json:"parentSession,omitempty"`
-	}{session.TypeSession, h.Version, h.ID, h.Timestamp, h.Cwd, h.Title, h.ParentSession}
+	}{tree.TypeSession, h.Version, h.ID, h.Timestamp, h.Cwd, h.Title, h.ParentSession}
 	line, err := json.Marshal(hdr)
 	if err != nil {
 		return fmt.Errorf("export jsonl: %w", err)

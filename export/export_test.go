@@ -11,7 +11,7 @@ import (
 
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // png1x1 is a valid 1x1 PNG.
@@ -30,14 +30,14 @@ func msg(t *testing.T, v any) json.RawMessage {
 
 // fixture builds a session with thinking, a tool call and a long output,
 // an image, a hostile message, a compaction, a label and a second branch.
-func fixture(t *testing.T) *session.Session {
+func fixture(t *testing.T) *tree.Session {
 	t.Helper()
 	ctx := context.Background()
-	s, err := session.Create(mem.New(), "s.jsonl", session.Header{ID: "sess-1", Cwd: "/work/demo", Title: "Fix the parser"}, session.InMemory())
+	s, err := tree.Create(mem.New(), "s.jsonl", tree.Header{ID: "sess-1", Cwd: "/work/demo", Title: "Fix the parser"}, tree.InMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(v any) *session.Entry {
+	add := func(v any) *tree.Entry {
 		e, err := s.AppendMessage(ctx, msg(t, v))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func fixture(t *testing.T) *session.Session {
 	if _, err := s.SetLabel(ctx, a2.ID(), "root-cause"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, &session.Compaction{Summary: "COMPACTED-SUMMARY", FirstKeptEntryID: a2.ID(), TokensBefore: 1234}); err != nil {
+	if _, err := s.Append(ctx, &tree.Compaction{Summary: "COMPACTED-SUMMARY", FirstKeptEntryID: a2.ID(), TokensBefore: 1234}); err != nil {
 		t.Fatal(err)
 	}
 	// Another branch from the first user message, then back to the main one.
@@ -122,7 +122,7 @@ func TestHTML(t *testing.T) {
 
 func TestHTMLSkipsSVGImages(t *testing.T) {
 	ctx := context.Background()
-	s, _ := session.Create(mem.New(), "s.jsonl", session.Header{ID: "x"}, session.InMemory())
+	s, _ := tree.Create(mem.New(), "s.jsonl", tree.Header{ID: "x"}, tree.InMemory())
 	svg := base64.StdEncoding.EncodeToString([]byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`))
 	if _, err := s.AppendMessage(ctx, msg(t, map[string]any{"role": "user", "content": []any{map[string]any{"type": "image", "mimeType": "image/svg+xml", "data": svg}}})); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestJSONLResolvesBlobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	blobs := cs
-	s, err := session.Create(st, "s.jsonl", session.Header{ID: "j1", Cwd: "/w"}, session.WithBlobStore(blobs))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{ID: "j1", Cwd: "/w"}, tree.WithBlobStore(blobs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestJSONLResolvesBlobs(t *testing.T) {
 	if strings.Contains(string(stored), img) {
 		t.Fatal("fixture: the image should be stored as a blob ref")
 	}
-	loaded, err := session.Open(ctx, st, "s.jsonl", session.ReadOnly(), session.WithBlobStore(blobs))
+	loaded, err := tree.Open(ctx, st, "s.jsonl", tree.ReadOnly(), tree.WithBlobStore(blobs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestJSONLResolvesBlobs(t *testing.T) {
 	if err := st.WriteFile(ctx, "flat.jsonl", buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	flat, err := session.Open(ctx, st, "flat.jsonl", session.ReadOnly())
+	flat, err := tree.Open(ctx, st, "flat.jsonl", tree.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestTreeNestsOnlyAtForks(t *testing.T) {
 		t.Errorf("fixture tree has %d lists, want 3", n)
 	}
 	// A long linear session stays one flat list.
-	s, _ := session.Create(mem.New(), "s.jsonl", session.Header{ID: "long"}, session.InMemory())
+	s, _ := tree.Create(mem.New(), "s.jsonl", tree.Header{ID: "long"}, tree.InMemory())
 	for i := range 2000 {
 		role := []string{"user", "assistant"}[i%2]
 		if _, err := s.AppendMessage(ctx, msg(t, map[string]any{"role": role, "content": "m"})); err != nil {

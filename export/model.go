@@ -8,7 +8,7 @@ import (
 	"html/template"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // foldBytes and foldLines decide when a tool output is folded.
@@ -75,7 +75,7 @@ type page struct {
 
 // build turns a session into a page: the leaf path, every other branch and
 // the tree.
-func build(sess *session.Session) *page {
+func build(sess *tree.Session) *page {
 	h := sess.Header()
 	p := &page{Title: h.Title, ID: h.ID, Cwd: h.Cwd, Created: h.Timestamp}
 	if p.Title == "" {
@@ -178,46 +178,46 @@ func (it *item) summary() string {
 }
 
 // render decodes one entry; anything it does not know is shown as its type.
-func render(e *session.Entry) *item {
+func render(e *tree.Entry) *item {
 	it := &item{ID: e.ID(), Parent: e.ParentID(), Kind: e.Type(), Title: e.Type(), Time: e.Timestamp()}
 	d, err := e.Data()
 	if err != nil {
 		it.Blocks = append(it.Blocks, block{Kind: "note", Text: err.Error()})
 	}
 	switch d := d.(type) {
-	case *session.Message:
+	case *tree.Message:
 		renderMessage(it, d.Message)
-	case *session.Compaction:
+	case *tree.Compaction:
 		it.Title = fmt.Sprintf("compaction (%d tokens before)", d.TokensBefore)
 		it.Blocks = append(it.Blocks, block{Kind: "text", Text: d.Summary})
-	case *session.BranchSummary:
+	case *tree.BranchSummary:
 		it.Title = "branch summary (from " + d.FromID + ")"
 		it.Blocks = append(it.Blocks, block{Kind: "text", Text: d.Summary})
-	case *session.Label:
+	case *tree.Label:
 		it.Title = "label"
 		if d.Label == "" {
 			it.Blocks = append(it.Blocks, block{Kind: "note", Text: "label cleared on " + d.TargetID})
 		} else {
 			it.Blocks = append(it.Blocks, block{Kind: "note", Text: fmt.Sprintf("label %q on %s", d.Label, d.TargetID)})
 		}
-	case *session.ModelChange:
+	case *tree.ModelChange:
 		it.Title = "model change"
 		it.Blocks = append(it.Blocks, block{Kind: "note", Text: strings.TrimSpace(d.Role + " " + d.Model)})
-	case *session.ThinkingLevelChange:
+	case *tree.ThinkingLevelChange:
 		it.Title = "thinking level"
 		it.Blocks = append(it.Blocks, block{Kind: "note", Text: d.ThinkingLevel})
-	case *session.ModeChange:
+	case *tree.ModeChange:
 		it.Title = "mode change"
 		it.Blocks = append(it.Blocks, block{Kind: "note", Text: d.Mode})
-	case *session.CustomMessage:
+	case *tree.CustomMessage:
 		it.Kind, it.Title = "custom", "custom message: "+d.CustomType
 		renderContent(it, d.Content)
-	case *session.Custom:
+	case *tree.Custom:
 		it.Title = "custom: " + d.CustomType
 		if len(d.Data) > 0 {
 			it.Blocks = append(it.Blocks, fold(block{Kind: "toolOutput", Text: indent(d.Data)}))
 		}
-	case *session.SessionInit:
+	case *tree.SessionInit:
 		it.Title = "session init"
 		if d.Task != "" {
 			it.Blocks = append(it.Blocks, block{Kind: "text", Text: d.Task})
@@ -225,7 +225,7 @@ func render(e *session.Entry) *item {
 		if d.SystemPrompt != "" {
 			it.Blocks = append(it.Blocks, block{Kind: "thinking", Name: "system prompt", Text: d.SystemPrompt})
 		}
-	case *session.TtsrInjection:
+	case *tree.TtsrInjection:
 		it.Title = "rules injected"
 		it.Blocks = append(it.Blocks, block{Kind: "note", Text: strings.Join(d.InjectedRules, ", ")})
 	}

@@ -3,11 +3,14 @@ package importer
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type claudeLine struct {
@@ -18,13 +21,36 @@ type claudeLine struct {
 	Cwd         string `json:"cwd"`
 	Timestamp   string `json:"timestamp"`
 	Summary     string `json:"summary"`
-	Message     *struct {
+	// IsMeta marks text the harness injected (caveats, command output).
+	IsMeta bool `json:"isMeta"`
+	// A compaction: a system line of subtype compact_boundary (a new root
+	// naming the entry before it as its logical parent) followed by a user
+	// line holding the summary.
+	Subtype           string `json:"subtype"`
+	LogicalParentUUID string `json:"logicalParentUuid"`
+	IsCompactSummary  bool   `json:"isCompactSummary"`
+	CompactMetadata   struct {
+		PreTokens int64 `json:"preTokens"`
+	} `json:"compactMetadata"`
+	Message *struct {
 		ID         string          `json:"id"`
 		Role       string          `json:"role"`
 		Model      string          `json:"model"`
 		Content    json.RawMessage `json:"content"`
 		StopReason string          `json:"stop_reason"`
+		Usage      struct {
+			Input      int64 `json:"input_tokens"`
+			Output     int64 `json:"output_tokens"`
+			CacheRead  int64 `json:"cache_read_input_tokens"`
+			CacheWrite int64 `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
 	} `json:"message"`
+}
+
+// usage is the line's API usage: the lines of one API message repeat it.
+func (l claudeLine) usage() tokens {
+	u := l.Message.Usage
+	return tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 }
 
 // lastAssistant is the assistant message the next line may continue.
@@ -52,13 +78,37 @@ type claudeBlock struct {
 	} `json:"source"`
 }
 
+// content converts a text, thinking or base64 image block; nil for others.
+func (b claudeBlock) content() map[string]any {
+	switch {
+	case b.Type == "text":
+		return map[string]any{"type": "text", "text": b.Text}
+	case b.Type == "thinking":
+		return map[string]any{"type": "thinking", "thinking": b.Thinking}
+	case b.Type == "image" && b.Source != nil && b.Source.Type == "base64":
+		return map[string]any{"type": "image", "data": b.Source.Data, "mimeType": b.Source.MediaType}
+	}
+	return nil
+}
+
+// claudeConv is one conversation of a Claude Code file being parsed: the
+// main one or a subagent's.
+type claudeConv struct {
+	*conversation
+	last      lastAssistant
+	preTokens int64 // of the compaction whose summary comes next
+}
+
 // parseClaude reads a Claude Code project session: user and assistant lines
 // in a uuid/parentUuid tree. A user line of tool_result blocks becomes one
-// toolResult message per block, chained.
+// toolResult message per block, chained. Sidechain lines (a subagent's
+// conversation, rooted apart from the main one) make sub-conversations, one
+// per sidechain root.
 func parseClaude(data []byte) (*conversation, error) {
-	c := &conversation{alias: map[string]string{}}
-	tools := map[string]string{} // tool_use id -> name
-	var last lastAssistant
+	main := &claudeConv{conversation: &conversation{alias: map[string]string{}}}
+	owner := map[string]*claudeConv{} // uuid of a sidechain line -> its conversation
+	tools := map[string]string{}      // tool_use id -> name
+	tasks := map[string]string{}      // a Task call's prompt -> its description
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
 	for sc.Scan() {
@@ -66,102 +116,185 @@ func parseClaude(data []byte) (*conversation, error) {
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
 			continue
 		}
-		if l.Type == "summary" && l.Summary != "" && c.title == "" {
-			c.title = l.Summary
+		if l.Type == "summary" && l.Summary != "" && main.title == "" {
+			main.title = l.Summary
 		}
-		if l.Message == nil || l.UUID == "" {
-			continue // summaries, system lines and damaged lines carry no message
+		c := main
+		if l.IsSidechain && owner[l.ParentUUID] != nil {
+			c = owner[l.ParentUUID]
+		}
+		switch {
+		case l.UUID == "":
+			continue // summaries and damaged lines
+		case l.Type == "system" && l.Subtype == "compact_boundary":
+			c.alias[l.UUID] = l.LogicalParentUUID
+			c.preTokens = l.CompactMetadata.PreTokens
+			if l.IsSidechain {
+				owner[l.UUID] = c
+			}
+			continue
+		case l.Message == nil || l.IsMeta:
+			// Other system lines and what the harness injected: their
+			// children hang from their parent.
+			c.alias[l.UUID] = l.ParentUUID
+			if l.IsSidechain {
+				owner[l.UUID] = c
+			}
+			continue
 		}
 		if l.IsSidechain {
-			c.sidechain++ // a subagent's conversation, rooted apart from the main one
-			continue
+			if c == main {
+				c = &claudeConv{conversation: &conversation{alias: map[string]string{}, key: l.UUID}}
+				main.subs = append(main.subs, c.conversation)
+				l.ParentUUID = "" // its root, whatever it names outside the sidechain
+			}
+			owner[l.UUID] = c
 		}
 		if c.cwd == "" {
 			c.cwd = l.Cwd
 		}
-		ts := millis(l.Timestamp)
-		var blocks []claudeBlock
-		var text string
-		if json.Unmarshal(l.Message.Content, &text) != nil {
-			if json.Unmarshal(l.Message.Content, &blocks) != nil {
-				c.damaged++ // lenient, as for any line that does not parse
-				continue
-			}
-		} else {
-			blocks = []claudeBlock{{Type: "text", Text: text}}
-		}
-		switch l.Type {
-		case "assistant":
-			if c.model == "" {
-				c.model = l.Message.Model
-			}
-			var content []any
-			for _, b := range blocks {
-				switch b.Type {
-				case "text":
-					content = append(content, map[string]any{"type": "text", "text": b.Text})
-				case "thinking":
-					content = append(content, map[string]any{"type": "thinking", "thinking": b.Thinking})
-				case "tool_use":
-					tools[b.ID] = b.Name
-					args := b.Input
-					if len(args) == 0 {
-						args = json.RawMessage("{}")
-					}
-					content = append(content, map[string]any{"type": "toolCall", "id": b.ID, "name": b.Name, "arguments": args})
-				}
-			}
-			stop := "stop"
-			if l.Message.StopReason == "tool_use" {
-				stop = "toolUse"
-			}
-			if last.apiID != "" && last.apiID == l.Message.ID && last.uuid == l.ParentUUID {
-				// Claude Code writes one API message as one line per block,
-				// chained: they make one assistant message again.
-				last.content = append(last.content, content...)
-				last.uuid = l.UUID
-				c.alias[l.UUID] = c.msgs[last.index].id
-				c.msgs[last.index].msg = assistant(last.content, l.Message.Model, last.ts, stop)
-				continue
-			}
-			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, msg: assistant(content, l.Message.Model, ts, stop)})
-			last = lastAssistant{apiID: l.Message.ID, uuid: l.UUID, index: len(c.msgs) - 1, content: content, ts: ts}
-		case "user":
-			last = lastAssistant{}
-			var content []any
-			parent, id := l.ParentUUID, l.UUID
-			for i, b := range blocks {
-				switch b.Type {
-				case "text":
-					content = append(content, map[string]any{"type": "text", "text": b.Text})
-				case "image":
-					if b.Source != nil && b.Source.Type == "base64" {
-						content = append(content, map[string]any{"type": "image", "data": b.Source.Data, "mimeType": b.Source.MediaType})
-					}
-				case "tool_result":
-					res := toolResultContent(b.Content)
-					m, _ := json.Marshal(map[string]any{"role": "toolResult", "toolCallId": b.ToolUseID, "toolName": tools[b.ToolUseID],
-						"content": res, "isError": b.IsError, "timestamp": ts})
-					sub := fmt.Sprintf("%s#%d", l.UUID, i)
-					c.msgs = append(c.msgs, srcMsg{id: sub, parent: parent, msg: m})
-					parent, id = sub, sub
-				}
-			}
-			if len(content) > 0 {
-				m, _ := json.Marshal(map[string]any{"role": "user", "content": content, "timestamp": ts})
-				c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: parent, msg: m})
-				id = l.UUID
-			}
-			if id != l.UUID {
-				// Children name the line's uuid: alias it to the last message made from it.
-				c.alias[l.UUID] = id
-			}
+		if !c.add(l, tools, tasks) {
+			main.damaged++ // lenient, as for any line that does not parse
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
-	return c, nil
+	for _, sub := range main.subs {
+		sub.title = "subagent"
+		if len(sub.msgs) > 0 {
+			if d := tasks[firstText(sub.msgs[0].msg)]; d != "" {
+				sub.title = "subagent: " + d
+			}
+		}
+	}
+	return main.conversation, nil
+}
+
+// firstText is the text of a user message's first text block.
+func firstText(msg json.RawMessage) string {
+	var m struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.Content) == 0 {
+		return ""
+	}
+	return m.Content[0].Text
+}
+
+// add appends the messages of one line, reporting false for a line whose
+// content does not parse.
+func (c *claudeConv) add(l claudeLine, tools, tasks map[string]string) bool {
+	ts := millis(l.Timestamp)
+	var blocks []claudeBlock
+	var text string
+	if json.Unmarshal(l.Message.Content, &text) != nil {
+		if json.Unmarshal(l.Message.Content, &blocks) != nil {
+			return false
+		}
+	} else {
+		blocks = []claudeBlock{{Type: "text", Text: text}}
+	}
+	switch l.Type {
+	case "assistant":
+		if c.model == "" {
+			c.model = l.Message.Model
+		}
+		var content []any
+		for _, b := range blocks {
+			if blk := b.content(); blk != nil {
+				content = append(content, blk)
+				continue
+			}
+			switch b.Type {
+			case "tool_use":
+				tools[b.ID] = b.Name
+				args := b.Input
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				var task struct{ Prompt, Description string }
+				if json.Unmarshal(args, &task) == nil && task.Prompt != "" {
+					tasks[task.Prompt] = task.Description
+				}
+				content = append(content, map[string]any{"type": "toolCall", "id": b.ID, "name": b.Name, "arguments": args})
+			}
+		}
+		stop := "stop"
+		if l.Message.StopReason == "tool_use" {
+			stop = "toolUse"
+		}
+		last := &c.last
+		if last.apiID != "" && last.apiID == l.Message.ID && last.uuid == l.ParentUUID {
+			// Claude Code writes one API message as one line per block,
+			// chained: they make one assistant message again.
+			last.content = append(last.content, content...)
+			last.uuid = l.UUID
+			c.alias[l.UUID] = c.msgs[last.index].id
+			c.msgs[last.index].msg = assistant(last.content, l.Message.Model, "anthropic", last.ts, stop, l.usage())
+			return true
+		}
+		c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, msg: assistant(content, l.Message.Model, "anthropic", ts, stop, l.usage())})
+		c.last = lastAssistant{apiID: l.Message.ID, uuid: l.UUID, index: len(c.msgs) - 1, content: content, ts: ts}
+	case "user":
+		c.last = lastAssistant{}
+		if l.IsCompactSummary && l.ParentUUID != "" {
+			// The summary replacing what came before, which is kept from
+			// its last message on (a compaction names one).
+			var text []string
+			for _, b := range blocks {
+				text = append(text, b.Text)
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: l.ParentUUID, at: ts, kind: kindCompaction,
+				summary: strings.Join(text, "\n"), firstKept: l.ParentUUID, tokens: c.preTokens})
+			return true
+		}
+		var content []any
+		parent, id := l.ParentUUID, l.UUID
+		for i, b := range blocks {
+			if blk := b.content(); blk != nil {
+				content = append(content, blk)
+				continue
+			}
+			switch b.Type {
+			case "tool_result":
+				res := toolResultContent(b.Content)
+				m, _ := json.Marshal(map[string]any{"role": "toolResult", "toolCallId": b.ToolUseID, "toolName": tools[b.ToolUseID],
+					"content": res, "isError": b.IsError, "timestamp": ts})
+				sub := fmt.Sprintf("%s#%d", l.UUID, i)
+				c.msgs = append(c.msgs, srcMsg{id: sub, parent: parent, msg: m})
+				parent, id = sub, sub
+			}
+		}
+		if len(content) > 0 {
+			m, _ := json.Marshal(map[string]any{"role": "user", "content": content, "timestamp": ts})
+			c.msgs = append(c.msgs, srcMsg{id: l.UUID, parent: parent, msg: m})
+			id = l.UUID
+		}
+		if id != l.UUID {
+			// Children name the line's uuid: alias it to the last message made from it.
+			c.alias[l.UUID] = id
+		}
+	}
+	return true
+}
+
+// claudeParent names the main session of a subagent file
+// (<project>/<session id>/subagents/agent-<id>.jsonl): the id its import
+// has, derived from the main file's content, when that file is there.
+func claudeParent(path string) string {
+	dir := filepath.Dir(filepath.Dir(path))
+	if filepath.Base(filepath.Dir(path)) != "subagents" {
+		return ""
+	}
+	data, err := os.ReadFile(dir + ".jsonl")
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return idFrom(sum[:])
 }
 
 func toolResultContent(raw json.RawMessage) []any {
@@ -173,13 +306,8 @@ func toolResultContent(raw json.RawMessage) []any {
 	json.Unmarshal(raw, &blocks)
 	var out []any
 	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			out = append(out, map[string]any{"type": "text", "text": b.Text})
-		case "image":
-			if b.Source != nil {
-				out = append(out, map[string]any{"type": "image", "data": b.Source.Data, "mimeType": b.Source.MediaType})
-			}
+		if blk := b.content(); blk != nil {
+			out = append(out, blk)
 		}
 	}
 	if out == nil {

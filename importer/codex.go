@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type codexLine struct {
@@ -25,6 +25,9 @@ type codexItem struct {
 	Summary   json.RawMessage `json:"summary"` // parts in reasoning, a string in turn_context
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`   // a custom (freeform) tool call's
+	Action    json.RawMessage `json:"action"`  // a local_shell_call's
+	Message   string          `json:"message"` // a compacted line's summary
 	CallID    string          `json:"call_id"`
 	Output    json.RawMessage `json:"output"`
 }
@@ -60,7 +63,7 @@ func parseCodex(data []byte) (*conversation, error) {
 		if b, ok := pending[len(pending)-1].(map[string]any); ok && b["type"] == "toolCall" {
 			stop = "toolUse"
 		}
-		add(assistant(pending, c.model, pendingTS, stop))
+		add(assistant(pending, c.model, "openai", pendingTS, stop, tokens{}))
 		pending = nil
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -78,7 +81,7 @@ func parseCodex(data []byte) (*conversation, error) {
 		switch l.Type {
 		case "session_meta":
 			if c.cwd == "" {
-				c.cwd = it.Cwd
+				c.cwd, c.created = it.Cwd, ts
 			}
 			continue
 		case "turn_context":
@@ -89,6 +92,16 @@ func parseCodex(data []byte) (*conversation, error) {
 				c.cwd = it.Cwd
 			}
 			continue
+		case "compacted":
+			// The history so far was replaced by this summary: a
+			// compaction keeping the last message.
+			flush()
+			if n > 0 && it.Message != "" {
+				c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(n), parent: fmt.Sprint(n - 1), at: ts, kind: kindCompaction,
+					summary: it.Message, firstKept: fmt.Sprint(n - 1)})
+				n++
+			}
+			continue
 		case "response_item":
 		default:
 			continue
@@ -97,6 +110,9 @@ func parseCodex(data []byte) (*conversation, error) {
 		case "message":
 			var parts []codexPart
 			json.Unmarshal(it.Content, &parts)
+			if it.Role == "developer" || it.Role == "system" || harnessContext(parts) {
+				continue // instructions and context the harness injects, not a turn
+			}
 			if it.Role == "assistant" {
 				for _, p := range parts {
 					if p.Text != "" {
@@ -133,11 +149,18 @@ func parseCodex(data []byte) (*conversation, error) {
 				pending = append(pending, map[string]any{"type": "thinking", "thinking": strings.Join(text, "\n\n")})
 				pendingTS = ts
 			}
-		case "function_call", "custom_tool_call":
+		case "function_call", "custom_tool_call", "local_shell_call":
 			args := json.RawMessage(it.Arguments)
-			if !json.Valid(args) {
-				b, _ := json.Marshal(map[string]string{"input": it.Arguments})
-				args = b
+			switch {
+			case it.Type == "local_shell_call":
+				args, it.Name = it.Action, "local_shell"
+			case it.Type == "custom_tool_call":
+				args, _ = json.Marshal(map[string]string{"input": it.Input})
+			case !json.Valid(args):
+				args, _ = json.Marshal(map[string]string{"input": it.Arguments})
+			}
+			if len(args) == 0 || !json.Valid(args) {
+				args = json.RawMessage("{}")
 			}
 			tools[it.CallID] = it.Name
 			pending = append(pending, map[string]any{"type": "toolCall", "id": it.CallID, "name": it.Name, "arguments": args})
@@ -152,9 +175,25 @@ func parseCodex(data []byte) (*conversation, error) {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
 	return c, nil
+}
+
+// harnessContext reports whether a user message is only what Codex
+// injects at the start of a session (environment, AGENTS.md instructions).
+func harnessContext(parts []codexPart) bool {
+	if len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		t := strings.TrimSpace(p.Text)
+		if !strings.HasPrefix(t, "<environment_context>") && !strings.HasPrefix(t, "<user_instructions>") &&
+			!strings.HasPrefix(t, "# AGENTS.md instructions") {
+			return false
+		}
+	}
+	return true
 }
 
 // codexOutput is a function output: a string, or an object with "content".

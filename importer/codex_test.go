@@ -2,11 +2,11 @@ package importer_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/importer"
 )
 
@@ -15,15 +15,10 @@ import (
 func TestImportCodex(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join("testdata", "codex")
-	before := snapshot(t, src)
-	s, err := trove.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
+	var steps []string
+	s, res, before := importFresh(t, src, importer.Options{Progress: func(done, total int) { steps = append(steps, fmt.Sprint(done, "/", total)) }})
+	if got := strings.Join(steps, " "); got != "0/2 1/2 2/2" {
+		t.Errorf("progress %s, want 0/2 1/2 2/2", got)
 	}
 	if len(res) != 2 {
 		t.Fatalf("results: %+v", res)
@@ -59,18 +54,5 @@ func TestImportCodex(t *testing.T) {
 	if rep.Blobs != 1 {
 		t.Errorf("store holds %d blobs, want the one screenshot once", rep.Blobs)
 	}
-	again, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range again {
-		if r.Imported {
-			t.Errorf("second import imported %+v", r)
-		}
-	}
-	for p, b := range snapshot(t, src) {
-		if string(before[p]) != string(b) {
-			t.Errorf("%s changed", p)
-		}
-	}
+	reimportAddsNothing(t, s, src, before)
 }

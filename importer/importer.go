@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // ErrUnknownSource is returned for a path whose format is not recognised.
@@ -29,77 +31,98 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
-	Reason    string `json:"reason,omitempty"` // why it was skipped, or what was left out
+	ParentID  string `json:"parent_id,omitempty"` // the session a subagent's session was spawned from
+	Reason    string `json:"reason,omitempty"`    // why it was skipped, or what was left out
 }
 
 // Options tune Import.
 type Options struct {
 	From   string // pi, omp, claude, codex, spec002 or auto ("" is auto)
 	DryRun bool
+	// Progress, when set, is called after each source file with how many
+	// of the total are done.
+	Progress func(done, total int)
 }
 
-// Import imports every session file under paths into st. A directory with
-// a blobs/ directory (a pi or oh-my-pi root) has its blobs put first, each
-// checked against its name.
+// Import imports every session file under paths into st. The blobs/
+// directories of pi and oh-my-pi roots at or under paths have their blobs
+// put first, each checked against its name.
 func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]Result, error) {
 	var out []Result
 	var errs []error
+	// Listed first, so progress knows the total.
+	var files, blobDirs []string
 	for _, p := range paths {
-		n, err := importPiBlobs(ctx, st.Blobs(), filepath.Join(p, "blobs"), o.DryRun)
+		fs, bs, err := sourceFiles(p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		files, blobDirs = append(files, fs...), append(blobDirs, bs...)
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(files))
+	}
+	// Blobs first: a session never lands before the blobs it names.
+	for _, dir := range blobDirs {
+		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if n > 0 {
-			out = append(out, Result{Source: filepath.Join(p, "blobs"), Format: "blobs", Messages: n, Imported: true})
+			out = append(out, Result{Source: dir, Format: "blobs", Messages: n, Imported: true})
 		}
-		files, err := sourceFiles(p)
+	}
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		rs, err := importFile(ctx, st, f, o)
 		if err != nil {
+			// One bad source does not stop the others.
+			if len(rs) == 1 && rs[0].Reason == "" {
+				rs[0].Reason = err.Error()
+			}
 			errs = append(errs, err)
-			continue
 		}
-		for _, f := range files {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			r, err := importFile(ctx, st, f, o)
-			if err != nil {
-				// One bad source does not stop the others.
-				r.Reason = err.Error()
-				errs = append(errs, err)
-			}
-			out = append(out, r)
+		out = append(out, rs...)
+		if o.Progress != nil {
+			o.Progress(i+1, len(files))
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-func sourceFiles(p string) ([]string, error) {
+// sourceFiles lists the session files under p and the blobs/ directories
+// of pi roots, at p or below it.
+func sourceFiles(p string) (files, blobDirs []string, err error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, nil, fmt.Errorf("import: %w", err)
 	}
 	if !fi.IsDir() {
-		return []string{p}, nil
+		return []string{p}, nil, nil
 	}
-	var files []string
 	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+		case d.IsDir() && d.Name() == "blobs":
+			blobDirs = append(blobDirs, path)
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".jsonl"):
 			files = append(files, path)
 		}
 		return nil
 	})
 	sort.Strings(files)
-	return files, err
+	return files, blobDirs, err
 }
 
-func importFile(ctx context.Context, st *trove.Store, path string, o Options) (Result, error) {
+func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {
 	r := Result{Source: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return r, fmt.Errorf("import: %w", err)
+		return []Result{r}, fmt.Errorf("import: %w", err)
 	}
 	format := o.From
 	if format == "" || format == "auto" {
@@ -113,10 +136,11 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 	case "pi", "omp":
 		f, n, err := parsePi(data)
 		if err != nil {
-			return r, fmt.Errorf("import %s: %w", path, err)
+			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
 		r.Messages = n
-		return finish(ctx, st, r, o, func() error { return writePi(ctx, st, r.SessionID, f) })
+		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, f) })
+		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
 	case "codex":
@@ -125,19 +149,39 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) (R
 		conv, err = parseSpec002(data)
 	default:
 		r.Reason = "unknown format"
-		return r, nil
+		return []Result{r}, nil
 	}
 	if err != nil {
-		return r, fmt.Errorf("import %s: %w", path, err)
+		return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 	}
-	r.Messages = len(conv.msgs)
-	if conv.sidechain > 0 {
-		r.Reason = fmt.Sprintf("%d sidechain lines not imported", conv.sidechain)
+	var out []Result
+	var errs []error
+	if len(conv.msgs) > 0 || len(conv.subs) == 0 {
+		r.ParentID = conv.parent
+		r.Messages = conv.messages()
+		if conv.damaged > 0 {
+			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
+		}
+		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, conv.toV3(r.SessionID)) })
+		out = append(out, r)
+		errs = append(errs, err)
 	}
-	if conv.damaged > 0 {
-		r.Reason = strings.TrimPrefix(r.Reason+fmt.Sprintf("; %d damaged lines skipped", conv.damaged), "; ")
+	// A Claude Code subagent's conversation (a sidechain) becomes its own
+	// session recording the main one as its parent; its id comes from the
+	// file's content and its root's uuid.
+	parent := r.SessionID
+	if len(conv.msgs) == 0 {
+		parent = claudeParent(path)
 	}
-	return finish(ctx, st, r, o, func() error { return write(ctx, st.Sessions(), r.SessionID, conv) })
+	for _, sub := range conv.subs {
+		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
+		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
+		sub.parent = parent
+		sr, err := finish(ctx, st, sr, o, func() error { return writeV3(ctx, st, sr.SessionID, sub.toV3(sr.SessionID)) })
+		out = append(out, sr)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 func finish(ctx context.Context, st *trove.Store, r Result, o Options, write func() error) (Result, error) {
@@ -145,7 +189,7 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, write fun
 		r.Reason = "no messages"
 		return r, nil
 	}
-	if _, err := session.Find(ctx, st.Storage(), r.SessionID); err == nil {
+	if _, err := st.Sessions().Find(ctx, r.SessionID); err == nil {
 		r.Reason = "already imported"
 		return r, nil
 	}
@@ -204,77 +248,213 @@ func detect(data []byte) string {
 	return "unknown"
 }
 
-// conversation is a parsed source: messages in file order, each with its
+// conversation is a parsed source: entries in file order, each with its
 // parent's source id ("" for a root).
 type conversation struct {
-	cwd   string
-	model string
-	title string
-	msgs  []srcMsg
-	alias map[string]string // source id -> id of the message standing for it
-	// sidechain counts subagent lines not imported, damaged lines whose
-	// message does not parse.
-	sidechain, damaged int
+	cwd     string
+	model   string
+	title   string
+	parent  string // lineage: the session this one was forked or spawned from
+	created int64  // Unix milliseconds the source says it started; 0 when it does not
+	msgs    []srcMsg
+	alias   map[string]string // source id -> id of the entry standing for it
+	// damaged counts lines whose message does not parse, or entries naming
+	// no entry before them.
+	damaged int
+	// subs are subagent conversations (Claude Code sidechains), each keyed
+	// by its root's source id.
+	subs []*conversation
+	key  string
 }
 
+func (c *conversation) messages() int {
+	n := 0
+	for _, m := range c.msgs {
+		if m.kind == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// srcMsg is a message, or a compaction or branch summary (kind), with
+// source ids.
 type srcMsg struct {
 	id, parent string
+	at         int64 // Unix milliseconds; 0: the message's own timestamp, or the entry's before
 	msg        json.RawMessage
+	kind       string
+	summary    string // of a compaction or branch summary
+	firstKept  string // a compaction's first kept entry (a source id)
+	tokens     int64  // a compaction's tokens before
 }
 
-func write(ctx context.Context, st *session.Store, id string, c *conversation) error {
-	cwd := c.cwd
-	if cwd == "" {
-		cwd = "/imported"
+const (
+	kindCompaction    = "compaction"
+	kindBranchSummary = "branch_summary"
+)
+
+// v3 is a session ready to be written: its header's fields and its
+// entries as spec 003 objects, ids and parents set.
+type v3 struct {
+	cwd, title, parent, model string
+	created, updated          time.Time
+	entries                   []map[string]any
+}
+
+// toV3 gives the conversation's entries ids derived from the session's
+// (an import writes the same bytes each time), parents through the
+// aliases, and the source's times.
+func (c *conversation) toV3(id string) *v3 {
+	f := &v3{cwd: c.cwd, title: c.title, parent: c.parent, model: c.model}
+	resolve := func(id string) string {
+		for range 16 { // bounded: a cycle of aliases is damage
+			a, ok := c.alias[id]
+			if !ok {
+				break
+			}
+			id = a
+		}
+		return id
 	}
-	h, err := st.Create(ctx, session.CreateOptions{ID: id, Cwd: cwd, Model: c.model, Title: c.title})
-	if err != nil {
+	ids := newIDs(id)
+	mapped := map[string]string{} // source id -> entry id
+	leaf := ""
+	at := c.created
+	for _, m := range c.msgs {
+		parent := ""
+		if p := resolve(m.parent); p != "" {
+			var ok bool
+			if parent, ok = mapped[p]; !ok {
+				parent = leaf // it names nothing imported: it continues the last entry
+			}
+		}
+		switch {
+		case m.at != 0:
+			at = m.at
+		case m.msg != nil:
+			var ts struct{ Timestamp int64 }
+			if json.Unmarshal(m.msg, &ts) == nil && ts.Timestamp != 0 {
+				at = ts.Timestamp
+			}
+		}
+		e := map[string]any{"type": "message", "id": ids.next(), "parentId": nil, "timestamp": isoMillis(at)}
+		if parent != "" {
+			e["parentId"] = parent
+		}
+		switch m.kind {
+		case "":
+			e["message"] = decode(m.msg)
+		case kindCompaction:
+			kept, ok := mapped[resolve(m.firstKept)]
+			if !ok {
+				mapped[m.id] = parent // it names nothing imported: left out
+				continue
+			}
+			e["type"], e["summary"], e["firstKeptEntryId"], e["tokensBefore"] = kindCompaction, m.summary, kept, m.tokens
+		case kindBranchSummary:
+			from := parent
+			if from == "" {
+				from = "root"
+			}
+			e["type"], e["summary"], e["fromId"] = kindBranchSummary, m.summary, from
+		}
+		mapped[m.id], leaf = e["id"].(string), e["id"].(string)
+		f.entries = append(f.entries, e)
+	}
+	f.created, f.updated = time.UnixMilli(c.created).UTC(), time.UnixMilli(at).UTC()
+	if c.created == 0 && len(f.entries) > 0 {
+		f.created, _ = time.Parse(time.RFC3339Nano, f.entries[0]["timestamp"].(string))
+	}
+	return f
+}
+
+// ids hands out a session's entry ids: 8 hex digits derived from the
+// session id and a counter, unique within the session.
+type ids struct {
+	session string
+	n       int
+	taken   map[string]bool
+}
+
+func newIDs(session string) *ids { return &ids{session: session, taken: map[string]bool{}} }
+
+func (g *ids) next() string {
+	for {
+		g.n++
+		h := sha256.Sum256(fmt.Appendf(nil, "%s/%d", g.session, g.n))
+		id := hex.EncodeToString(h[:4])
+		if !g.taken[id] {
+			g.taken[id] = true
+			return id
+		}
+	}
+}
+
+// decode turns a message into a map for externalize, numbers kept as
+// written.
+func decode(msg json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(msg))
+	d.UseNumber()
+	var v map[string]any
+	if d.Decode(&v) != nil {
+		return msg
+	}
+	return v
+}
+
+func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// writeV3 stores f as the new session id: its images moved to the blob
+// store, the file checked against the writing contract and written whole
+// (one write, so a reader never sees part of it), then its sidecar with
+// the source's times.
+func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
+	if f.cwd == "" {
+		f.cwd = "/imported"
+	}
+	if f.created.IsZero() || f.created.Unix() <= 0 {
+		f.created = time.Now().UTC()
+	}
+	if f.updated.Before(f.created) {
+		f.updated = f.created
+	}
+	if _, err := s.Sessions().Find(ctx, id); err == nil {
+		return fs.ErrExist
+	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
+			return err
+		}
+	}
+	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
+	if f.title != "" {
+		hdr["title"] = f.title
+	}
+	if f.parent != "" {
+		hdr["parentSession"] = f.parent
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, v := range append([]map[string]any{hdr}, f.entries...) {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	if err := tree.Check(buf.Bytes()); err != nil {
 		return err
 	}
-	parentOf := func(m srcMsg) string {
-		if a, ok := c.alias[m.parent]; ok {
-			return a
-		}
-		return m.parent
+	name := session.SessionPath(f.cwd, f.created, id)
+	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
+		return err
 	}
-	// Only entries a later message branches from need their new id, which
-	// costs a flush to learn.
-	needed := map[string]bool{}
-	prev := ""
-	for _, m := range c.msgs {
-		if p := parentOf(m); p != prev {
-			needed[p] = true
+	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
+		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
+			m.Model = f.model
 		}
-		prev = m.id
-	}
-	mapped := map[string]string{}
-	last := ""
-	for _, m := range c.msgs {
-		m.parent = parentOf(m)
-		if m.parent != last {
-			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
-			}
-			if to, ok := mapped[m.parent]; ok {
-				if err := h.Session().Branch(to); err != nil {
-					return errors.Join(err, h.Close(ctx))
-				}
-			}
-		}
-		if err := h.AppendMessage(ctx, m.msg); err != nil {
-			return errors.Join(err, h.Close(ctx))
-		}
-		if needed[m.id] {
-			if err := h.Flush(ctx); err != nil {
-				return errors.Join(err, h.Close(ctx))
-			}
-			if leaf := h.Session().Leaf(); leaf != nil {
-				mapped[m.id] = leaf.ID()
-			}
-		}
-		last = m.id
-	}
-	return h.Close(ctx)
+		m.UpdatedAt = f.updated
+	})
 }
 
 func millis(ts string) int64 {
@@ -285,16 +465,30 @@ func millis(ts string) int64 {
 	return t.UnixMilli()
 }
 
-func assistant(content []any, model string, ts int64, stop string) json.RawMessage {
+// tokens is an assistant message's usage as the source recorded it.
+type tokens struct {
+	Input, Output, CacheRead, CacheWrite, Total int64
+}
+
+// assistant builds a spec 003 assistant message with everything a strict
+// reader wants: what the source does not say is "unknown" or zero (the
+// cost is never known).
+func assistant(content []any, model, provider string, ts int64, stop string, u tokens) json.RawMessage {
 	if model == "" {
 		model = "unknown"
+	}
+	if provider == "" {
+		provider = "unknown"
 	}
 	if stop == "" {
 		stop = "stop"
 	}
+	if u.Total == 0 {
+		u.Total = u.Input + u.Output + u.CacheRead + u.CacheWrite
+	}
 	b, _ := json.Marshal(map[string]any{
-		"role": "assistant", "content": content, "api": "unknown", "provider": "unknown", "model": model,
-		"usage": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+		"role": "assistant", "content": content, "api": "unknown", "provider": provider, "model": model,
+		"usage": map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite, "totalTokens": u.Total,
 			"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 		"stopReason": stop, "timestamp": ts,
 	})

@@ -16,27 +16,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/cas"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
-
-// piFile is a pi/oh-my-pi session file migrated to v3 in memory: its header
-// fields and its entries, ids and parentIds kept.
-type piFile struct {
-	cwd     string
-	created time.Time
-	entries []map[string]any
-}
 
 // parsePi reads a spec 003 file of any version leniently, as the reference
 // does: lines that do not parse are dropped, the header is the first line
 // that parses, v1 entries get ids chained in file order, v2 hookMessage
 // roles become custom.
-func parsePi(data []byte) (*piFile, int, error) {
+func parsePi(data []byte) (*v3, int, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
-	var f piFile
+	var f v3
 	version := 0
 	header := false
 	msgs := 0
@@ -48,7 +39,7 @@ func parsePi(data []byte) (*piFile, int, error) {
 		}
 		if !header {
 			if v["type"] != "session" {
-				return nil, 0, fmt.Errorf("first entry is not a session header: %w", session.ErrInvalid)
+				return nil, 0, fmt.Errorf("first entry is not a session header: %w", tree.ErrInvalid)
 			}
 			header = true
 			version = 1
@@ -56,6 +47,8 @@ func parsePi(data []byte) (*piFile, int, error) {
 				version = int(n)
 			}
 			f.cwd, _ = v["cwd"].(string)
+			f.title, _ = v["title"].(string)
+			f.parent, _ = v["parentSession"].(string)
 			if ts, ok := v["timestamp"].(string); ok {
 				f.created, _ = time.Parse(time.RFC3339Nano, ts)
 			}
@@ -84,13 +77,15 @@ func parsePi(data []byte) (*piFile, int, error) {
 		f.entries = append(f.entries, v)
 	}
 	if !header {
-		return nil, 0, fmt.Errorf("no session header: %w", session.ErrInvalid)
+		return nil, 0, fmt.Errorf("no session header: %w", tree.ErrInvalid)
 	}
 	if f.cwd == "" {
 		f.cwd = "/imported"
 	}
-	if f.created.IsZero() {
-		f.created = time.UnixMilli(0).UTC()
+	if n := len(f.entries); n > 0 {
+		if ts, ok := f.entries[n-1]["timestamp"].(string); ok {
+			f.updated, _ = time.Parse(time.RFC3339Nano, ts)
+		}
 	}
 	return &f, msgs, sc.Err()
 }
@@ -125,35 +120,6 @@ func strictAssistant(m map[string]any) {
 	if _, ok := m["timestamp"].(float64); !ok {
 		m["timestamp"] = 0
 	}
-}
-
-// writePi stores f as a new v3 session file named by id, entries unchanged.
-func writePi(ctx context.Context, s *trove.Store, id string, f *piFile) error {
-	name := session.SessionPath(f.cwd, f.created, id)
-	if _, err := session.Find(ctx, s.Storage(), id); err == nil {
-		return fs.ErrExist
-	}
-	for _, e := range f.entries {
-		if err := externalize(ctx, s.Blobs(), e); err != nil {
-			return err
-		}
-	}
-	var buf bytes.Buffer
-	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.UTC().Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
-	for _, v := range append([]map[string]any{hdr}, f.entries...) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-	}
-	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
-		return err
-	}
-	// It must load as a native one does.
-	_, err := s.Sessions().LoadMessages(ctx, id)
-	return err
 }
 
 // importPiBlobs puts every blobs/<sha256> file of a pi root into the store,

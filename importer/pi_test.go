@@ -26,19 +26,47 @@ func snapshot(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// importFresh imports src into a new store, returning it, the results and
+// the source files' bytes before.
+func importFresh(t *testing.T, src string, o importer.Options) (*trove.Store, []importer.Result, map[string][]byte) {
+	t.Helper()
+	before := snapshot(t, src)
+	s, err := trove.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := importer.Import(context.Background(), s, []string{src}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res, before
+}
+
+// reimportAddsNothing checks that importing src again imports nothing and
+// that its files are as they were before.
+func reimportAddsNothing(t *testing.T, s *trove.Store, src string, before map[string][]byte) {
+	t.Helper()
+	again, err := importer.Import(context.Background(), s, []string{src}, importer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range again {
+		if r.Imported {
+			t.Errorf("second import imported %+v", r)
+		}
+	}
+	for p, b := range snapshot(t, src) {
+		if !bytes.Equal(before[p], b) {
+			t.Errorf("%s changed", p)
+		}
+	}
+}
+
 func TestImportOmpRoot(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join("testdata", "omp")
-	before := snapshot(t, src)
-	s, err := trove.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := importer.Import(ctx, s, []string{src}, importer.Options{From: "omp"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, res, before := importFresh(t, src, importer.Options{From: "omp"})
 	byMsgs := map[int]importer.Result{}
 	for _, r := range res {
 		if !r.Imported {
@@ -73,20 +101,7 @@ func TestImportOmpRoot(t *testing.T) {
 	if len(v1) != 3 || v1[1].Role() != "custom" || !strings.Contains(string(v1[2].JSON()), "v1 reply") {
 		t.Errorf("v1 session migrated wrong: %d messages", len(v1))
 	}
-	again, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range again {
-		if r.Imported {
-			t.Errorf("second import imported %+v", r)
-		}
-	}
-	for p, b := range snapshot(t, src) {
-		if !bytes.Equal(before[p], b) {
-			t.Errorf("%s changed", p)
-		}
-	}
+	reimportAddsNothing(t, s, src, before)
 	rep, err := s.Check(ctx)
 	if err != nil || len(rep.Problems) != 0 || rep.Sessions != 2 {
 		t.Errorf("check: %+v %v", rep, err)

@@ -6,15 +6,23 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 type s002Line struct {
-	Type     string       `json:"type"`
-	ID       string       `json:"id"`
-	ParentID string       `json:"parent_id"`
-	Cwd      string       `json:"cwd"`
-	Message  *s002Message `json:"message"`
+	Type      string       `json:"type"`
+	ID        string       `json:"id"`
+	ParentID  string       `json:"parent_id"`
+	Timestamp string       `json:"timestamp"`
+	Cwd       string       `json:"cwd"`
+	Message   *s002Message `json:"message"`
+	// compaction
+	Summary          string `json:"summary"`
+	FirstKeptEntryID string `json:"first_kept_entry_id"`
+	TokensBefore     int64  `json:"tokens_before"`
+	// branch
+	ParentSessionPath string `json:"parent_session_path"`
+	BranchSummary     string `json:"branch_summary"`
 }
 
 type s002Message struct {
@@ -37,10 +45,13 @@ type s002Message struct {
 }
 
 // parseSpec002 reads a spec 002 session: message entries in a parent_id
-// tree with snake_case messages, turned into spec 003 messages. Compaction
-// and branch entries carry no message and are not imported.
+// tree with snake_case messages, turned into spec 003 messages; compaction
+// entries become spec 003 compactions, and a branch entry (the start of a
+// fork) records its parent session as the lineage and its summary, if any,
+// as a branch summary.
 func parseSpec002(data []byte) (*conversation, error) {
 	c := &conversation{alias: map[string]string{}}
+	known := map[string]bool{} // ids of the entries kept so far
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
 	for sc.Scan() {
@@ -50,11 +61,38 @@ func parseSpec002(data []byte) (*conversation, error) {
 		}
 		if l.Type == "session" {
 			if c.cwd == "" {
-				c.cwd = l.Cwd
+				c.cwd, c.created = l.Cwd, millis(l.Timestamp)
 			}
 			continue
 		}
-		if l.Type != "message" || l.Message == nil || l.ID == "" {
+		if l.ID == "" {
+			continue
+		}
+		switch l.Type {
+		case "compaction":
+			if !known[l.FirstKeptEntryID] {
+				// It names no entry before it: a strict reader could not follow it.
+				c.damaged++
+				c.alias[l.ID] = l.ParentID
+				continue
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindCompaction,
+				summary: l.Summary, firstKept: l.FirstKeptEntryID, tokens: l.TokensBefore})
+			known[l.ID] = true
+			continue
+		case "branch":
+			if c.parent == "" {
+				c.parent = l.ParentSessionPath
+			}
+			if l.BranchSummary == "" {
+				c.alias[l.ID] = l.ParentID
+				continue
+			}
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary})
+			known[l.ID] = true
+			continue
+		}
+		if l.Type != "message" || l.Message == nil {
 			continue
 		}
 		m := l.Message
@@ -84,27 +122,19 @@ func parseSpec002(data []byte) (*conversation, error) {
 			if c.model == "" {
 				c.model = m.Model
 			}
-			var a map[string]any
-			json.Unmarshal(assistant(content, m.Model, m.Timestamp, stop), &a)
-			if m.Provider != "" {
-				a["provider"] = m.Provider
-			}
-			a["usage"].(map[string]any)["input"] = m.Usage.Input
-			a["usage"].(map[string]any)["output"] = m.Usage.Output
-			a["usage"].(map[string]any)["cacheRead"] = m.Usage.CacheRead
-			a["usage"].(map[string]any)["cacheWrite"] = m.Usage.CacheWrite
-			a["usage"].(map[string]any)["totalTokens"] = m.Usage.TotalTokens
-			msg, _ = json.Marshal(a)
+			msg = assistant(content, m.Model, m.Provider, m.Timestamp, stop, tokens{Input: m.Usage.Input, Output: m.Usage.Output,
+				CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite, Total: m.Usage.TotalTokens})
 		case "tool_result":
 			msg, _ = json.Marshal(map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
 				"content": blocks, "isError": m.IsError, "timestamp": m.Timestamp})
 		default:
 			continue
 		}
-		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, msg: msg})
+		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), msg: msg})
+		known[l.ID] = true
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
 	return c, nil
 }

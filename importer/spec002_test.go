@@ -2,27 +2,18 @@ package importer_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/importer"
 )
 
 func TestImportSpec002(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join("testdata", "spec002")
-	before := snapshot(t, src)
-	s, err := trove.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := importer.Import(ctx, s, []string{src}, importer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, res, before := importFresh(t, src, importer.Options{})
 	if len(res) != 1 || !res[0].Imported || res[0].Format != "spec002" || res[0].Messages != 4 {
 		t.Fatalf("results: %+v", res)
 	}
@@ -54,4 +45,50 @@ func TestImportSpec002(t *testing.T) {
 			t.Errorf("%s changed", p)
 		}
 	}
+}
+
+// A forked spec 002 file: its branch entry gives the lineage and a branch
+// summary, its compaction a spec 003 compaction; a compaction naming a
+// later entry is left out and counted.
+func TestImportSpec002ForkAndCompaction(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("testdata", "spec002-fork")
+	s, res, before := importFresh(t, src, importer.Options{})
+	if len(res) != 1 || !res[0].Imported || res[0].Messages != 6 || res[0].Reason != "1 damaged lines skipped" ||
+		res[0].ParentID != "/home/user/.config/agent/sessions/20261120-143012-a3f7c901.jsonl" {
+		t.Fatalf("results: %+v", res)
+	}
+	h, err := s.Sessions().Load(ctx, res[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	sess := h.Session()
+	if got := sess.Header().ParentSession; got != res[0].ParentID {
+		t.Errorf("parentSession %q", got)
+	}
+	var types []string
+	for _, e := range sess.Context().Path {
+		types = append(types, e.Type())
+	}
+	if got := strings.Join(types, " "); got != "branch_summary message message message message compaction message message" {
+		t.Errorf("path: %s", got)
+	}
+	// The context: the compaction summary, then from the first kept entry.
+	var ctxt []string
+	for _, m := range sess.Context().Messages {
+		var v struct{ Role, Summary string }
+		json.Unmarshal(m, &v)
+		ctxt = append(ctxt, v.Role)
+		if v.Summary != "" && !strings.Contains(v.Summary, "42 lines") && !strings.Contains(v.Summary, "main.go and pkg/") {
+			t.Errorf("summary %q", v.Summary)
+		}
+	}
+	if got := strings.Join(ctxt, " "); got != "compactionSummary assistant user assistant" {
+		t.Errorf("context roles: %s", got)
+	}
+	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check: %+v %v", rep, err)
+	}
+	reimportAddsNothing(t, s, src, before)
 }

@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/internal/jsonl"
 )
 
 // RunInfo is what the index knows of a run without reading it: its file and
@@ -229,9 +229,9 @@ func (s *Store) firstLine(ctx context.Context, name string) ([]byte, error) {
 		return nil, backend.PathErr("read", name, err)
 	}
 	defer rc.Close()
-	lr := lineReader{r: bufio.NewReaderSize(rc, 64<<10), max: s.maxLine}
-	line, _, err := lr.next()
-	if err != nil && !errors.Is(err, errLineTooLong) && !errors.Is(err, io.EOF) {
+	lr := jsonl.NewReader(rc, s.maxLine)
+	line, _, err := lr.Next()
+	if err != nil && !errors.Is(err, jsonl.ErrLineTooLong) && !errors.Is(err, io.EOF) {
 		return nil, backend.PathErr("read", name, err)
 	}
 	return line, nil

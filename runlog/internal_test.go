@@ -1,64 +1,12 @@
 package runlog
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
 )
-
-func TestLineReader(t *testing.T) {
-	type line struct {
-		text     string
-		complete bool
-		tooLong  bool
-	}
-	cases := []struct {
-		name string
-		in   string
-		max  int
-		want []line
-	}{
-		{"empty", "", 10, nil},
-		{"one", "abc\n", 10, []line{{"abc", true, false}}},
-		{"no newline", "abc", 10, []line{{"abc", false, false}}},
-		{"two", "a\nb\n", 10, []line{{"a", true, false}, {"b", true, false}}},
-		{"exactly max", "0123456789\nx\n", 10, []line{{"0123456789", true, false}, {"x", true, false}}},
-		{"over max", "0123456789A\nx\n", 10, []line{{"", true, true}, {"x", true, false}}},
-		{"over max at end", "x\n0123456789AB", 10, []line{{"x", true, false}, {"", false, true}}},
-		{"longer than the buffer", strings.Repeat("y", 100) + "\nz\n", 1000, []line{{strings.Repeat("y", 100), true, false}, {"z", true, false}}},
-		{"over max and the buffer", strings.Repeat("y", 100) + "\nz\n", 50, []line{{"", true, true}, {"z", true, false}}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			// A 16-byte buffer makes every long line cross ReadSlice's limit.
-			lr := lineReader{r: bufio.NewReaderSize(strings.NewReader(c.in), 16), max: c.max}
-			var got []line
-			for {
-				b, complete, err := lr.next()
-				if err == io.EOF {
-					break
-				}
-				tooLong := errors.Is(err, errLineTooLong)
-				if err != nil && !tooLong {
-					t.Fatal(err)
-				}
-				got = append(got, line{string(b), complete, tooLong})
-			}
-			if len(got) != len(c.want) {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-			for i := range got {
-				if got[i] != c.want[i] {
-					t.Errorf("line %d: %+v, want %+v", i, got[i], c.want[i])
-				}
-			}
-		})
-	}
-}
 
 func TestPeekType(t *testing.T) {
 	cases := map[string]string{

@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonl"
 )
 
 // ReadOption tunes Records and Load.
@@ -142,16 +142,16 @@ func (s *Store) scan(ctx context.Context, path string, resolve bool, yield func(
 		return false, backend.PathErr("read", path, err)
 	}
 	defer rc.Close()
-	lr := lineReader{r: bufio.NewReaderSize(rc, 64<<10), max: s.maxLine}
+	lr := jsonl.NewReader(rc, s.maxLine)
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return false, backend.PathErr("read", path, err)
 		}
-		line, complete, err := lr.next()
+		line, complete, err := lr.Next()
 		if err == io.EOF {
 			return false, nil
 		}
-		if errors.Is(err, errLineTooLong) {
+		if errors.Is(err, jsonl.ErrLineTooLong) {
 			if !yield(Entry{Line: n}, lineErr(path, n, fmt.Errorf("%w: %w", ErrCorrupt, err))) {
 				return false, nil
 			}
@@ -247,47 +247,4 @@ func (s *Store) resolve(ctx context.Context, t *ToolOutput) error {
 	}
 	t.stored, t.ResultRaw, t.resolved = t.ResultRaw, string(data), true
 	return nil
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// lineReader splits a stream into lines without holding more than max bytes
-// of one line.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-}
-
-// next returns the next line without its newline and whether it ended with
-// one. A line over max is consumed and reported as errLineTooLong.
-func (lr *lineReader) next() ([]byte, bool, error) {
-	var line []byte
-	tooLong := false
-	for {
-		chunk, err := lr.r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > lr.max+1 {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) == 0 && !tooLong:
-			return nil, false, io.EOF
-		case err == io.EOF:
-			if tooLong {
-				return nil, false, fmt.Errorf("%w: over %d bytes", errLineTooLong, lr.max)
-			}
-			return line, false, nil
-		case err != nil:
-			return nil, false, err
-		}
-		if tooLong {
-			return nil, true, fmt.Errorf("%w: over %d bytes", errLineTooLong, lr.max)
-		}
-		return line[:len(line)-1], true, nil
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonl"
 )
 
 // Writer appends the records of one run to its file. It is safe for
@@ -39,10 +40,9 @@ type Writer struct {
 	sessionID string
 
 	mu        sync.Mutex
-	w         backend.Writer
+	w         *jsonl.Appender // latches the first failed write or sync
 	buf       bytes.Buffer
 	enc       *json.Encoder
-	err       error // latched
 	closed    bool
 	ended     bool
 	lastEvent int64 // last agent.event seq, -1 before the first
@@ -120,17 +120,18 @@ func (s *Store) CreateRaw(ctx context.Context, header []byte) (*Writer, error) {
 // durably.
 func (s *Store) create(ctx context.Context, h *Header, line []byte) (*Writer, error) {
 	path := RunPath(h.RunID, h.StartedAt.Time)
-	bw, err := s.st.OpenWriter(ctx, path, backend.WriterOptions{Exclusive: true})
-	if err != nil {
-		return nil, backend.PathErr("create", path, err)
-	}
-	if _, err = bw.Write(line); err == nil {
+	bw := jsonl.NewAppender(s.st, path, jsonl.Create)
+	err := bw.Write(ctx, line)
+	if err == nil {
 		err = bw.Sync()
 	}
 	if err != nil {
+		created := bw.Opened()
 		bw.Close()
-		// Best effort: a failed Create should leave no half run behind.
-		_ = s.st.Unlink(context.WithoutCancel(ctx), path)
+		if created {
+			// Best effort: a failed Create should leave no half run behind.
+			_ = s.st.Unlink(context.WithoutCancel(ctx), path)
+		}
 		return nil, backend.PathErr("create", path, err)
 	}
 	w := &Writer{s: s, path: path, runID: h.RunID, sessionID: h.SessionID, w: bw, lastEvent: -1, open: map[int64]struct{}{}}
@@ -264,11 +265,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 	if err := w.usable(ctx); err != nil {
 		return err
 	}
-	if err := w.w.Sync(); err != nil {
-		w.err = backend.PathErr("sync", w.path, err)
-		return w.err
-	}
-	return nil
+	return w.w.Sync()
 }
 
 // Close syncs and releases the writer. A run closed without run.end reads as
@@ -280,14 +277,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	err := w.err
-	if err == nil {
-		err = backend.PathErr("sync", w.path, w.w.Sync())
-	}
-	if cerr := w.w.Close(); err == nil {
-		err = backend.PathErr("close", w.path, cerr)
-	}
-	return err
+	return w.w.Close()
 }
 
 // check fails fast, before any blob is written, when the writer cannot
@@ -302,8 +292,8 @@ func (w *Writer) usable(ctx context.Context) error {
 	switch {
 	case w.closed:
 		return backend.PathErr("append", w.path, ErrClosed)
-	case w.err != nil:
-		return w.err
+	case w.w.Err() != nil:
+		return w.w.Err()
 	}
 	return backend.PathErr("append", w.path, ctx.Err())
 }
@@ -331,22 +321,18 @@ func (w *Writer) write(ctx context.Context, rec Record, raw []byte, assign func(
 		w.buf.Write(raw)
 		w.buf.WriteByte('\n')
 	}
-	_, err := w.w.Write(w.buf.Bytes())
+	err := w.w.Write(ctx, w.buf.Bytes())
 	if w.buf.Cap() > 1<<20 {
 		w.buf = bytes.Buffer{} // do not keep one huge line's buffer alive
 		w.enc = json.NewEncoder(&w.buf)
 		w.enc.SetEscapeHTML(false)
 	}
 	if err != nil {
-		w.err = backend.PathErr("append", w.path, err)
-		return w.err
+		return err
 	}
 	w.advance(rec)
 	if rec != nil && w.s.syncOn[rec.RecordType()] {
-		if err := w.w.Sync(); err != nil {
-			w.err = backend.PathErr("sync", w.path, err)
-			return w.err
-		}
+		return w.w.Sync()
 	}
 	return nil
 }

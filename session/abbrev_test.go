@@ -28,6 +28,10 @@ func TestAbbrevResolvesEverySession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	s, err := OpenStore(ctx, st, WithInlineBlobs())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ab := Abbrev(ids)
 	longest := 0
 	for _, id := range ids {
@@ -36,7 +40,7 @@ func TestAbbrevResolvesEverySession(t *testing.T) {
 		if len(a) < MinAbbrev {
 			t.Fatalf("abbreviation %q of %s is shorter than %d", a, id, MinAbbrev)
 		}
-		name, err := Find(ctx, st, a)
+		name, err := s.Find(ctx, a)
 		if err != nil || idFromName(name[len(name)-len(id)-len(".jsonl"):]) != id {
 			t.Fatalf("Find(%q) = %q, %v; want %s", a, name, err, id)
 		}
@@ -46,10 +50,10 @@ func TestAbbrevResolvesEverySession(t *testing.T) {
 		t.Errorf("abbreviations up to %d characters; random tails should need about 5", longest)
 	}
 	// Prefixes still work, and a shared prefix is ambiguous.
-	if _, err := Find(ctx, st, ids[0][:30]); err != nil {
+	if _, err := s.Find(ctx, ids[0][:30]); err != nil {
 		t.Errorf("a long prefix: %v", err)
 	}
-	if _, err := Find(ctx, st, ids[0][:4]); err == nil {
+	if _, err := s.Find(ctx, ids[0][:4]); err == nil {
 		t.Error("a 4-character prefix shared by 1,000 sessions resolved")
 	}
 }

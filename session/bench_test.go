@@ -11,13 +11,14 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // benchSession writes a session of n entries (user, assistant with usage
 // and a tool call, tool result of ~1 KB, in turn) and returns its bytes.
 func benchSession(b *testing.B, st backend.Storage, name string, n int) []byte {
 	b.Helper()
-	s, err := session.Create(st, name, session.Header{Cwd: "/bench"}, session.WithToolResultThreshold(0))
+	s, err := tree.Create(st, name, tree.Header{Cwd: "/bench"}, tree.WithToolResultThreshold(0))
 	must(b, err)
 	out := strings.Repeat("some tool output, as a shell prints it\n", 26)
 	for i := range n {
@@ -55,7 +56,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := session.Open(ctx, st, "s.jsonl")
+			s, err := tree.Open(ctx, st, "s.jsonl")
 			if err != nil || s.Len() != 10000 {
 				b.Fatal(err)
 			}
@@ -65,7 +66,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := session.Open(ctx, st, "s.jsonl")
+			s, err := tree.Open(ctx, st, "s.jsonl")
 			if err != nil || len(s.Context().Messages) != 10000 {
 				b.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func benchBackends() []benchBackend {
 func BenchmarkAppendFlush(b *testing.B) {
 	for _, bc := range benchBackends() {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := session.Create(bc.st(b), "s.jsonl", session.Header{Cwd: "/bench"})
+			s, err := tree.Create(bc.st(b), "s.jsonl", tree.Header{Cwd: "/bench"})
 			must(b, err)
 			_, err = s.AppendMessage(ctx, assistantMsg("first"))
 			must(b, err)
@@ -158,10 +159,12 @@ func BenchmarkDiscovery(b *testing.B) {
 				first := `{"type":"message","id":"u","parentId":null,"timestamp":"t","message":{"role":"user","content":"task ` + id + `"}}` + "\n"
 				must(b, st.WriteFile(ctx, session.SessionPath(cwd, at.Add(time.Duration(i)*time.Second), id), []byte(h+first+body)))
 			}
+			store, err := session.OpenStore(ctx, st, session.WithInlineBlobs())
+			must(b, err)
 			b.ResetTimer()
 			for b.Loop() {
 				n := 0
-				for _, err := range session.ListAll(ctx, st) {
+				for _, err := range store.Discover(ctx, session.Discovery{All: true}) {
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newCAS(t testing.TB, st backend.Storage) *cas.Store {
@@ -66,7 +66,7 @@ func TestImagesExternalized(t *testing.T) {
 	small := base64.StdEncoding.EncodeToString(raw[:600]) // 800 chars: stays inline
 	odd := base64.RawStdEncoding.EncodeToString(raw[:2000]) + "\n"
 	msg := imageMessage(big, small, odd)
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w"}, tree.WithBlobStore(blobs))
 	must(t, err)
 	e, err := s.AppendMessage(ctx, msg)
 	must(t, err)
@@ -94,7 +94,7 @@ func TestImagesExternalized(t *testing.T) {
 	}
 
 	// Load resolves the ref back to the same base64.
-	s2, err := session.Open(ctx, st, "s.jsonl", session.WithBlobStore(blobs))
+	s2, err := tree.Open(ctx, st, "s.jsonl", tree.WithBlobStore(blobs))
 	must(t, err)
 	back := s2.Entry(e.ID())
 	if !jsonEqual(t, back.Field("message"), msg) {
@@ -115,7 +115,7 @@ func TestMissingAndCorruptBlobs(t *testing.T) {
 	blobs := newCAS(t, st)
 	raw := randomBytes(t, 2000)
 	msg := imageMessage(base64.StdEncoding.EncodeToString(raw), "", "")
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w"}, tree.WithBlobStore(blobs))
 	must(t, err)
 	e, err := s.AppendMessage(ctx, msg)
 	must(t, err)
@@ -126,13 +126,13 @@ func TestMissingAndCorruptBlobs(t *testing.T) {
 	sum := sha256.Sum256(raw)
 	ref, _ := cas.ParseRef("blob:sha256:" + hex.EncodeToString(sum[:]))
 
-	check := func(t *testing.T, opts []session.Option, want error) {
+	check := func(t *testing.T, opts []tree.Option, want error) {
 		t.Helper()
 		var p problems
-		s, err := session.Open(ctx, st, "s.jsonl", append(opts, p.opt())...)
+		s, err := tree.Open(ctx, st, "s.jsonl", append(opts, p.opt())...)
 		must(t, err)
-		if p.count(session.ErrBlob) != 1 || (want != nil && p.count(want) != 1) {
-			t.Fatalf("problems %v, want one ErrBlob wrapping %v", p.list, want)
+		if p.count(tree.ErrBlob) != 1 || (want != nil && p.count(want) != 1) {
+			t.Fatalf("problems %v, want one tree.ErrBlob wrapping %v", p.list, want)
 		}
 		m := string(s.Entry(e.ID()).Field("message"))
 		if !strings.Contains(m, `"type":"text","text":"[trove: image blob:sha256:`) || !strings.Contains(m, "unavailable") {
@@ -163,12 +163,12 @@ func TestMissingAndCorruptBlobs(t *testing.T) {
 		good := append([]byte(nil), data...)
 		data[len(data)-1] ^= 0xff
 		must(t, st.WriteFile(ctx, obj, data))
-		check(t, []session.Option{session.WithBlobStore(newCAS(t, st))}, cas.ErrCorrupt)
+		check(t, []tree.Option{tree.WithBlobStore(newCAS(t, st))}, cas.ErrCorrupt)
 		must(t, st.WriteFile(ctx, obj, good))
 	})
 	t.Run("missing", func(t *testing.T) {
 		must(t, blobs.Delete(ctx, ref))
-		check(t, []session.Option{session.WithBlobStore(blobs)}, fs.ErrNotExist)
+		check(t, []tree.Option{tree.WithBlobStore(blobs)}, fs.ErrNotExist)
 	})
 }
 
@@ -186,7 +186,7 @@ func TestToolOutputExternalized(t *testing.T) {
 	blobs := newCAS(t, st)
 	long := strings.Repeat("line of output\n", 10000) // 150 KB
 	short := "small output"
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithBlobStore(blobs))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w"}, tree.WithBlobStore(blobs))
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("run"))
 	must(t, err)
@@ -206,7 +206,7 @@ func TestToolOutputExternalized(t *testing.T) {
 	if !strings.Contains(fileLine(t, st, "s.jsonl", es.ID()), short) || len(fileLine(t, st, "s.jsonl", eu.ID())) < len(long) {
 		t.Error("small tool output or user text externalized")
 	}
-	s2, err := session.Open(ctx, st, "s.jsonl", session.WithBlobStore(blobs))
+	s2, err := tree.Open(ctx, st, "s.jsonl", tree.WithBlobStore(blobs))
 	must(t, err)
 	if !jsonEqual(t, s2.Entry(el.ID()).Field("message"), toolResult(long)) {
 		t.Error("tool output not resolved back")
@@ -217,7 +217,7 @@ func TestToolOutputExternalized(t *testing.T) {
 		threshold int
 		external  bool
 	}{{5, true}, {0, false}} {
-		s, err := session.Create(st, "t"+string(rune('0'+tc.threshold))+".jsonl", session.Header{}, session.WithBlobStore(blobs), session.WithToolResultThreshold(tc.threshold))
+		s, err := tree.Create(st, "t"+string(rune('0'+tc.threshold))+".jsonl", tree.Header{}, tree.WithBlobStore(blobs), tree.WithToolResultThreshold(tc.threshold))
 		must(t, err)
 		_, err = s.AppendMessage(ctx, assistantMsg("run"))
 		must(t, err)
@@ -233,7 +233,7 @@ func TestToolOutputExternalized(t *testing.T) {
 func TestTruncationAndTransientFields(t *testing.T) {
 	st := newMem(t)
 	// A surrogate pair straddles the cut point.
-	limit := session.MaxPersistChars - len(utf16.Encode([]rune(session.TruncationNotice)))
+	limit := tree.MaxPersistChars - len(utf16.Encode([]rune(tree.TruncationNotice)))
 	long := strings.Repeat("a", limit-1) + "😀" + strings.Repeat("b", 200000)
 	sig := strings.Repeat("s", 600000)
 	msg, _ := json.Marshal(map[string]any{
@@ -248,7 +248,7 @@ func TestTruncationAndTransientFields(t *testing.T) {
 		},
 		"jsonlEvents": []any{"e1", "e2"},
 	})
-	s, err := session.Create(st, "s.jsonl", session.Header{}, session.WithToolResultThreshold(0))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{}, tree.WithToolResultThreshold(0))
 	must(t, err)
 	e, err := s.AppendMessage(ctx, msg)
 	must(t, err)
@@ -266,10 +266,10 @@ func TestTruncationAndTransientFields(t *testing.T) {
 	c := stored.Message.Content
 	text := c[0]["text"].(string)
 	units := utf16.Encode([]rune(text))
-	if len(units) > session.MaxPersistChars || !strings.HasSuffix(text, session.TruncationNotice) {
+	if len(units) > tree.MaxPersistChars || !strings.HasSuffix(text, tree.TruncationNotice) {
 		t.Errorf("truncated text: %d units", len(units))
 	}
-	if want := strings.Repeat("a", limit-1) + session.TruncationNotice; text != want {
+	if want := strings.Repeat("a", limit-1) + tree.TruncationNotice; text != want {
 		t.Errorf("cut splits the surrogate pair or cuts elsewhere (len %d, want %d)", len(text), len(want))
 	}
 	if c[1]["thinking"] != sig {
@@ -301,7 +301,7 @@ func (failingBlobs) Has(context.Context, cas.Ref) (bool, error) { return false, 
 
 func TestBlobPutErrorLatched(t *testing.T) {
 	st := newMem(t)
-	s, err := session.Create(st, "s.jsonl", session.Header{}, session.WithBlobStore(failingBlobs{}))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{}, tree.WithBlobStore(failingBlobs{}))
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("hi"))
 	must(t, err)

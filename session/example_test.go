@@ -9,6 +9,7 @@ import (
 
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func Example() {
@@ -18,13 +19,13 @@ func Example() {
 
 	at := time.Date(2026, 2, 16, 10, 20, 30, 0, time.UTC)
 	name := session.SessionPath("/work/pi", at, "1f9d2a6b9c0d1234")
-	s, err := session.Create(st, name, session.Header{ID: "1f9d2a6b9c0d1234", Cwd: "/work/pi"},
-		session.WithClock(func() time.Time { return at }),
-		session.WithRandom(strings.NewReader("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c")))
+	s, err := tree.Create(st, name, tree.Header{ID: "1f9d2a6b9c0d1234", Cwd: "/work/pi"},
+		tree.WithClock(func() time.Time { return at }),
+		tree.WithRandom(strings.NewReader("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c")))
 	if err != nil {
 		panic(err)
 	}
-	s.Append(ctx, &session.ThinkingLevelChange{ThinkingLevel: "high"})
+	s.Append(ctx, &tree.ThinkingLevelChange{ThinkingLevel: "high"})
 	s.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"Fix the parser"}`))
 	// The file is written at the first assistant message.
 	s.AppendMessage(ctx, json.RawMessage(`{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}]}`))
@@ -32,7 +33,11 @@ func Example() {
 		panic(err)
 	}
 
-	c, err := session.ContextFor(ctx, st, "1f9d", "")
+	store, err := session.OpenStore(ctx, st)
+	if err != nil {
+		panic(err)
+	}
+	c, err := store.ContextFor(ctx, "1f9d", "")
 	if err != nil {
 		panic(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // ForkSession writes a fork of the session ref and returns its metadata,
@@ -37,54 +38,33 @@ import (
 // itself. A branch summary's fromId is part of the context and stays.
 func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Metadata, error) {
 	if o.Last < 0 {
-		return Metadata{}, fmt.Errorf("fork %s: last %d: %w", ref, o.Last, ErrInvalid)
+		return Metadata{}, fmt.Errorf("fork %s: last %d: %w", ref, o.Last, tree.ErrInvalid)
 	}
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return Metadata{}, err
 	}
 	// No blob store: refs stay refs, and nothing is resolved.
-	src, err := Open(ctx, s.st, name, WithClock(s.cfg.now), ReadOnly(), WithReport(func(Problem) {}),
-		WithLogger(slog.New(slog.DiscardHandler)))
+	src, err := tree.Open(ctx, s.st, name, tree.WithClock(s.cfg.now), tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}),
+		tree.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return Metadata{}, err
 	}
-	if src.noHeader {
+	if !src.HasHeader() {
 		// An empty file (a writer killed before its first write) forks as
 		// the empty session its sidecar describes; other headerless files
 		// are not sessions.
 		if fi, err := s.st.Stat(ctx, name); err != nil || fi.Size != 0 {
-			return Metadata{}, src.err
+			return Metadata{}, src.Err()
 		}
 	}
 	srcMeta, err := s.readMeta(ctx, src)
 	if err != nil {
 		return Metadata{}, err
 	}
-	var lines [][]byte
-	switch {
-	case o.At == "" && o.Last == 0:
-		for _, e := range src.Entries() {
-			if e.Type() == TypeSession {
-				continue // a later header is never an entry (spec 003 reference)
-			}
-			lines = append(lines, e.raw)
-		}
-	default:
-		var p []*Entry
-		switch {
-		case o.At != "":
-			p, err = src.Path(o.At)
-		case src.Leaf() != nil:
-			p, err = src.Path(src.Leaf().ID())
-		}
-		if err != nil {
-			return Metadata{}, fmt.Errorf("fork %s: %w", ref, err)
-		}
-		if o.Last > 0 {
-			p = lastMessages(p, o.Last)
-		}
-		lines = keepPath(p)
+	lines, err := src.ForkLines(o.At, o.Last)
+	if err != nil {
+		return Metadata{}, fmt.Errorf("fork %s: %w", ref, err)
 	}
 
 	id := o.ID
@@ -96,10 +76,10 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 		id = u.String()
 	}
 	if strings.ContainsAny(id, "/\\_") || backend.ValidPath(id) != nil {
-		return Metadata{}, backend.PathErr("fork", id, fmt.Errorf("%w: session id must be a plain name without '_'", ErrInvalid))
+		return Metadata{}, backend.PathErr("fork", id, fmt.Errorf("%w: session id must be a plain name without '_'", tree.ErrInvalid))
 	}
 	if o.ID != "" {
-		if name, err := Find(ctx, s.st, id); err == nil && idFromName(backend.Base(name)) == id {
+		if name, err := s.Find(ctx, id); err == nil && idFromName(backend.Base(name)) == id {
 			return Metadata{}, backend.PathErr("fork", name, fs.ErrExist)
 		}
 	}
@@ -108,9 +88,9 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 	if _, err := s.st.Stat(ctx, path); err == nil {
 		return Metadata{}, backend.PathErr("fork", path, fs.ErrExist)
 	}
-	h := Header{Version: CurrentVersion, ID: id, Cwd: srcMeta.Cwd, Title: srcMeta.Title, ParentSession: srcMeta.ID, Timestamp: isoTime(now)}
+	h := tree.Header{Version: tree.CurrentVersion, ID: id, Cwd: srcMeta.Cwd, Title: srcMeta.Title, ParentSession: srcMeta.ID, Timestamp: tree.FormatTime(now)}
 	var buf bytes.Buffer
-	buf.Write(encodeHeader(h))
+	buf.Write(tree.EncodeHeader(h))
 	buf.WriteByte('\n')
 	for _, l := range lines {
 		buf.Write(l)
@@ -121,7 +101,7 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 	if err := s.st.WriteFile(ctx, path, buf.Bytes()); err != nil {
 		return Metadata{}, err
 	}
-	fork, err := Open(ctx, s.st, path, ReadOnly(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
+	fork, err := tree.Open(ctx, s.st, path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
 	if err == nil {
 		for _, e := range fork.Entries() {
 			meta.count(e)
@@ -146,72 +126,4 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// keepPath returns the stored lines of a path (root first) for a fork,
-// making every reference point at an entry the fork holds without changing
-// the context rebuilt from it (see ForkSession).
-func keepPath(p []*Entry) [][]byte {
-	onPath := map[string]bool{}
-	referenced := map[string]bool{}
-	for _, e := range p {
-		onPath[e.id] = true
-		if e.typ == TypeCompaction {
-			if ms, ok := splitObject(e.raw); ok {
-				first, _ := ms.str("firstKeptEntryId")
-				referenced[first] = true
-			}
-		}
-	}
-	// A label of an entry the fork does not hold is left out: labels add
-	// nothing to the context, they only link the path.
-	var entries []*Entry
-	for i, e := range p {
-		if e.typ == TypeLabel && i < len(p)-1 && !referenced[e.id] {
-			if ms, ok := splitObject(e.raw); ok {
-				if target, _ := ms.str("targetId"); !onPath[target] {
-					continue
-				}
-			}
-		}
-		entries = append(entries, e)
-	}
-	var out [][]byte
-	prev := ""
-	before := map[string]bool{} // ids of the entries written so far
-	for _, e := range entries {
-		ms, ok := splitObject(e.raw)
-		if !ok {
-			out = append(out, e.raw)
-			continue
-		}
-		var edits []edit
-		// Each entry's parent is the one before it: the same as in the
-		// source unless entries between were left out.
-		if e.parentID != prev {
-			want := []byte("null")
-			if prev != "" {
-				want = quote(prev)
-			}
-			edits = append(edits, edit{"parentId", want})
-		}
-		if e.typ == TypeCompaction {
-			// A compaction keeps the path entries before it from
-			// firstKeptEntryId on, none when that id is not among them: its
-			// own id says "none" with a reference the file holds.
-			if first, _ := ms.str("firstKeptEntryId"); !before[first] && first != e.id && e.id != "" {
-				edits = append(edits, edit{"firstKeptEntryId", quote(e.id)})
-			}
-		}
-		if len(edits) > 0 {
-			out = append(out, editObject(ms, edits...))
-		} else {
-			out = append(out, e.raw)
-		}
-		if e.id != "" {
-			prev = e.id
-			before[e.id] = true
-		}
-	}
-	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 var leafIDField = regexp.MustCompile(`"leafId":("[^"]*"|null)`)
@@ -42,17 +43,17 @@ func TestForkProperty(t *testing.T) {
 		if err := st.WriteFile(ctx, name, []byte(data)); err != nil {
 			t.Fatal(err)
 		}
-		src, err := session.Open(ctx, st, name, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+		src, err := tree.Open(ctx, st, name, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		compare := func(what string, want *session.Context, forkID string) {
+		compare := func(what string, want *tree.Context, forkID string) {
 			t.Helper()
 			meta, err := store.Metadata(ctx, forkID)
 			if err != nil {
 				t.Fatalf("seed %d %s: the fork: %v", seed, what, err)
 			}
-			fork, err := session.Open(ctx, st, meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+			fork, err := tree.Open(ctx, st, meta.Path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,9 +82,9 @@ func TestForkProperty(t *testing.T) {
 		if version < 3 {
 			continue // ids differ between loads of a v1 file: no entry to name
 		}
-		var msgs []*session.Entry
+		var msgs []*tree.Entry
 		for _, e := range src.Entries() {
-			if e.Type() == session.TypeMessage && src.Entry(e.ID()) == e {
+			if e.Type() == tree.TypeMessage && src.Entry(e.ID()) == e {
 				msgs = append(msgs, e)
 			}
 		}
@@ -122,7 +123,7 @@ func TestForkOfPromptOnly(t *testing.T) {
 	st := mem.New()
 	defer st.Close()
 	blobs := &countingBlobs{}
-	store, err := session.OpenStore(ctx, st, session.WithSessionOptions(session.WithBlobStore(blobs)))
+	store, err := session.OpenStore(ctx, st, session.WithSessionOptions(tree.WithBlobStore(blobs)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/trovekit/trove/backend/mem"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // FuzzLoad loads arbitrary files. Invariants: no panic; every non-blank
@@ -29,9 +29,9 @@ func FuzzLoad(f *testing.F) {
 		if err := st.WriteFile(ctx, "f.jsonl", data); err != nil {
 			t.Fatal(err)
 		}
-		var problems []session.Problem
-		s, err := session.Open(ctx, st, "f.jsonl", session.ReadOnly(),
-			session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
+		var problems []tree.Problem
+		s, err := tree.Open(ctx, st, "f.jsonl", tree.ReadOnly(),
+			tree.WithReport(func(p tree.Problem) { problems = append(problems, p) }))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -39,7 +39,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("the leaf %q is not an entry of the file", s.Leaf().ID())
 		}
 		_ = s.Context()
-		if errors.Is(s.Err(), session.ErrNoHeader) {
+		if errors.Is(s.Err(), tree.ErrNoHeader) {
 			return
 		}
 		lines := 0
@@ -68,9 +68,9 @@ func FuzzLoad(f *testing.F) {
 
 // isMigratedOrDialect: spec 002 files are converted line by line, and
 // their line numbers are the converted file's.
-func isMigratedOrDialect(ps []session.Problem) bool {
+func isMigratedOrDialect(ps []tree.Problem) bool {
 	for _, p := range ps {
-		if errors.Is(p, session.ErrMigrated) {
+		if errors.Is(p, tree.ErrMigrated) {
 			return true
 		}
 	}

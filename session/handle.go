@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/internal/jsonl"
+	"github.com/trovekit/trove/internal/jsonscan"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // Handle is a session open for writing. Appends go to a background writer
@@ -19,7 +22,7 @@ import (
 // returns it. A Handle is safe for concurrent use.
 type Handle struct {
 	store  *Store // nil for a NoopStore handle
-	sess   *Session
+	sess   *tree.Session
 	unlock func()
 	ctx    context.Context // the writer's: the opener's values, never cancelled
 
@@ -36,7 +39,7 @@ type Handle struct {
 	dirty    bool // meta changed since it was written
 	edited   bool // UpdateMetadata changed it: written at the next Flush
 	err      error
-	trans    backend.Writer
+	trans    *jsonl.Appender // transcript.jsonl, only the writer goroutine writes
 	closeErr error
 }
 
@@ -53,13 +56,13 @@ const (
 type op struct {
 	kind  opKind
 	data  json.RawMessage
-	entry EntryData
+	entry tree.EntryData
 	reply chan error
 }
 
 // open starts the writer of a loaded or created session, whose writer
 // lock unlock releases. fresh sessions get their sidecar written at once.
-func (s *Store) open(ctx context.Context, sess *Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
+func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock = unlock
 	if fresh {
@@ -75,7 +78,7 @@ func (s *Store) open(ctx context.Context, sess *Session, meta Metadata, fresh bo
 	return h, nil
 }
 
-func newHandle(ctx context.Context, s *Store, sess *Session, meta Metadata, queue int) *Handle {
+func newHandle(ctx context.Context, s *Store, sess *tree.Session, meta Metadata, queue int) *Handle {
 	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx),
 		q: make(chan op, queue), done: make(chan struct{})}
 	go h.run()
@@ -95,7 +98,7 @@ func (h *Handle) CheckpointDir() string { return backend.Join(SidecarDir(h.Path(
 // Session is the conversation tree, for reading (Context, Entries, Path):
 // it holds what the writer has appended, so Flush first to see every
 // queued message.
-func (h *Handle) Session() *Session { return h.sess }
+func (h *Handle) Session() *tree.Session { return h.sess }
 
 // Metadata returns the current metadata, counting what was appended.
 func (h *Handle) Metadata() Metadata {
@@ -121,7 +124,7 @@ const writeEvery = 256 << 10
 
 // commit writes what the session holds, syncing with sync (the writer's).
 func (h *Handle) commit(ctx context.Context, force, sync bool) {
-	if err := h.sess.commit(ctx, force, sync); err != nil {
+	if err := h.sess.Commit(ctx, force, sync); err != nil {
 		h.latch(err)
 	}
 	h.pending = 0
@@ -157,22 +160,22 @@ func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
 // the tree (spec 001 section 7).
 func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) error {
 	if !json.Valid(msg) {
-		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: transcript message is not JSON", ErrInvalid))
+		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: transcript message is not JSON", tree.ErrInvalid))
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, msg); err != nil {
-		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: %w", ErrInvalid, err))
+		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: %w", tree.ErrInvalid, err))
 	}
 	return h.send(ctx, op{kind: opTranscript, data: buf.Bytes()})
 }
 
 func validMessage(msg json.RawMessage) error {
-	ms, ok := splitObject(msg)
+	ms, ok := jsonscan.SplitObject(msg)
 	if !ok {
-		return fmt.Errorf("%w: message is not a JSON object", ErrInvalid)
+		return fmt.Errorf("%w: message is not a JSON object", tree.ErrInvalid)
 	}
-	if r, ok := ms.str("role"); !ok || r == "" {
-		return fmt.Errorf("%w: message has no role", ErrInvalid)
+	if r, ok := ms.Str("role"); !ok || r == "" {
+		return fmt.Errorf("%w: message has no role", tree.ErrInvalid)
 	}
 	return nil
 }
@@ -184,7 +187,7 @@ func (h *Handle) send(ctx context.Context, o op) error {
 	h.sendMu.RLock()
 	defer h.sendMu.RUnlock()
 	if h.closed {
-		return backend.PathErr("append", h.Path(), ErrClosed)
+		return backend.PathErr("append", h.Path(), tree.ErrClosed)
 	}
 	select {
 	case h.q <- o:
@@ -272,14 +275,14 @@ func (h *Handle) process(batch []op) (closed bool) {
 	ctx := h.ctx
 	var trans bytes.Buffer
 	appended, added := false, 0
-	h.sess.setBatch(true)
+	h.sess.Hold(true)
 	for _, o := range batch {
 		switch o.kind {
 		case opMessage, opEntry:
 			if h.Err() != nil {
 				continue
 			}
-			var e *Entry
+			var e *tree.Entry
 			var err error
 			if o.kind == opMessage {
 				e, err = h.sess.AppendMessage(ctx, o.data)
@@ -292,7 +295,7 @@ func (h *Handle) process(batch []op) (closed bool) {
 			} else {
 				h.meta.count(e)
 				h.dirty, appended = true, true
-				added += len(e.view) + 1
+				added += len(e.JSON()) + 1
 			}
 			h.mu.Unlock()
 		case opTranscript:
@@ -304,7 +307,7 @@ func (h *Handle) process(batch []op) (closed bool) {
 			}
 		}
 	}
-	h.sess.setBatch(false)
+	h.sess.Hold(false)
 	if trans.Len() > 0 && h.Err() == nil {
 		h.writeTranscript(ctx, trans.Bytes())
 	}
@@ -351,28 +354,18 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 	}
 	h.mu.Lock()
 	w := h.trans
-	h.mu.Unlock()
 	if w == nil {
 		name := backend.Join(SidecarDir(h.Path()), TranscriptFile)
-		// A line a killed writer tore was never acknowledged: drop it so
-		// the next one is not glued to it (and lost with it).
-		if n, err := dropTornTail(ctx, h.store.st, name); err != nil {
-			h.latch(err)
-			return
-		} else if n > 0 {
+		// A line a killed writer tore was never acknowledged: the
+		// appender drops it so the next one is not glued to it.
+		w = jsonl.NewAppender(h.store.st, name, jsonl.Append)
+		w.Dropped = func(n int) {
 			h.store.cfg.log.Warn("trove/session: dropped a torn last transcript line", "file", name, "bytes", n)
 		}
-		var err error
-		w, err = h.store.st.OpenWriter(ctx, name, backend.WriterOptions{})
-		if err != nil {
-			h.latch(err)
-			return
-		}
-		h.mu.Lock()
 		h.trans = w
-		h.mu.Unlock()
 	}
-	if _, err := w.Write(lines); err != nil {
+	h.mu.Unlock()
+	if err := w.Write(ctx, lines); err != nil {
 		h.latch(err)
 		return
 	}

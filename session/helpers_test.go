@@ -15,6 +15,7 @@ import (
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newMem(t testing.TB) *mem.Storage {
@@ -97,11 +98,11 @@ func truncate(b []byte) []byte {
 // problems collects what a load reports.
 type problems struct {
 	mu   sync.Mutex
-	list []session.Problem
+	list []tree.Problem
 }
 
-func (p *problems) opt() session.Option {
-	return session.WithReport(func(pr session.Problem) {
+func (p *problems) opt() tree.Option {
+	return tree.WithReport(func(pr tree.Problem) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.list = append(p.list, pr)
@@ -158,4 +159,14 @@ func assistantMsg(text string) json.RawMessage {
 		"stopReason": "stop", "timestamp": 1771237265000,
 	})
 	return b
+}
+
+// storeOn opens a session store on st that keeps blobs inline.
+func storeOn(t testing.TB, st backend.Storage) *session.Store {
+	t.Helper()
+	s, err := session.OpenStore(context.Background(), st, session.WithInlineBlobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

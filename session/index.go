@@ -18,7 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/internal/jsonscan"
 	"github.com/trovekit/trove/internal/jsonw"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // The listing index: one file per cwd directory caching the metadata of
@@ -222,7 +224,7 @@ func (s *Store) forget(ctx context.Context, name string) {
 func (s *Store) indexFile(ctx context.Context, fi backend.Info, open bool) (*idxRec, error) {
 	r := &idxRec{base: fi.Base(), size: fi.Size, mod: fi.ModTime.UnixNano()}
 	info, err := readInfo(ctx, s.st, fi)
-	if errors.Is(err, ErrNoHeader) {
+	if errors.Is(err, tree.ErrNoHeader) {
 		r.skip = true
 		return r, nil
 	}
@@ -299,17 +301,17 @@ func encodeIndex(idx *dirIndex) []byte {
 
 func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 	line, rest, _ := bytes.Cut(data, []byte("\n"))
-	ms, ok := splitObject(line)
+	ms, ok := jsonscan.SplitObject(line)
 	if !ok {
-		return fmt.Errorf("%w: index header", ErrCorrupt)
+		return fmt.Errorf("%w: index header", tree.ErrCorrupt)
 	}
-	if v, err := strconv.Atoi(string(ms.get("trove_index"))); err != nil || v != indexVersion {
-		return fmt.Errorf("%w: index version %q", ErrCorrupt, ms.get("trove_index"))
+	if v, err := strconv.Atoi(string(ms.Get("trove_index"))); err != nil || v != indexVersion {
+		return fmt.Errorf("%w: index version %q", tree.ErrCorrupt, ms.Get("trove_index"))
 	}
-	idx.dirMod, _ = strconv.ParseInt(string(ms.get("dir_mod")), 10, 64)
-	open, _ := splitArray(ms.get("open"))
+	idx.dirMod, _ = strconv.ParseInt(string(ms.Get("dir_mod")), 10, 64)
+	open, _ := jsonscan.SplitArray(ms.Get("open"))
 	for _, o := range open {
-		if s, ok := jsonString(o); ok {
+		if s, ok := jsonscan.String(o); ok {
 			idx.open = append(idx.open, s)
 		}
 	}
@@ -340,7 +342,7 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 		m.CostUSD = d.float()
 		m.ExitReason, m.ParentID, m.AgentName, m.FirstMessage = d.str(), d.str(), d.str(), d.str()
 		if d.err != nil || d.i != len(line) || !validBase(r.base) {
-			return fmt.Errorf("%w: index record %.40q", ErrCorrupt, line)
+			return fmt.Errorf("%w: index record %.40q", tree.ErrCorrupt, line)
 		}
 		idx.recs[r.base] = r
 	}
@@ -358,7 +360,7 @@ type idxDecoder struct {
 
 func (d *idxDecoder) fail() {
 	if d.err == nil {
-		d.err = ErrCorrupt
+		d.err = tree.ErrCorrupt
 	}
 	d.i = len(d.b)
 }
@@ -407,7 +409,7 @@ func (d *idxDecoder) unquote(start, end int, escaped bool) string {
 	if !escaped && utf8.ValidString(d.s[start:end]) {
 		return d.s[start:end]
 	}
-	s, ok := jsonString(d.b[start-1 : end+1])
+	s, ok := jsonscan.String(d.b[start-1 : end+1])
 	if !ok {
 		d.fail()
 	}

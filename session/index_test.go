@@ -42,7 +42,7 @@ func TestIndexFollowsTheFiles(t *testing.T) {
 			// A clock an hour ahead makes every directory old enough for
 			// its time to be trusted at once.
 			later := func() time.Time { return time.Now().Add(time.Hour) }
-			s, err := session.OpenStore(ctx, st, session.WithInlineBlobs(), session.WithStoreClock(later))
+			s, err := session.OpenStore(ctx, st, session.WithInlineBlobs(), session.WithClock(later))
 			must(t, err)
 			h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w", Title: "first"})
 			must(t, err)

@@ -1,12 +1,10 @@
 package session
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // The store layout of DESIGN section 9, relative to the trove root:
@@ -66,7 +65,7 @@ func CwdDir(cwd string) string { return backend.Join(SessionsDir, EncodeCwd(cwd)
 // FileName is a session's file name: the creation time as the reference
 // writes it (ISO 8601 with ":" and "." as "-") and the id.
 func FileName(created time.Time, id string) string {
-	ts := strings.NewReplacer(":", "-", ".", "-").Replace(isoTime(created))
+	ts := strings.NewReplacer(":", "-", ".", "-").Replace(tree.FormatTime(created))
 	return ts + "_" + id + ".jsonl"
 }
 
@@ -117,107 +116,49 @@ func readInfo(ctx context.Context, st backend.Storage, fi backend.Info) (Info, e
 		info.ID = idFromName(backend.Base(fi.Name))
 		return info, nil
 	}
-	complete := int64(len(data)) >= fi.Size
-	found := false
-	for len(data) > 0 {
-		var line []byte
-		i := bytes.IndexByte(data, '\n')
-		if i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else if complete {
-			line, data = data, nil
-		} else {
-			break // cut by the prefix
-		}
-		line = trimLine(line)
-		if len(line) == 0 {
-			continue
-		}
-		if !found {
-			if !json.Valid(line) {
-				continue
-			}
-			ms, _ := splitObject(line)
-			h, ok := parseHeader(ms)
-			if !ok {
-				return Info{}, fmt.Errorf("%s: %w", fi.Name, ErrNoHeader)
-			}
-			found = true
-			info.ID, info.Cwd, info.Title, info.ParentSession, info.Version = h.ID, h.Cwd, h.Title, h.ParentSession, h.Version
-			if ms, ok := epochMillis(quote(h.Timestamp)); ok {
-				info.Created = time.UnixMilli(ms).UTC()
-			}
-			continue
-		}
-		if !json.Valid(line) {
-			continue
-		}
-		if e := newEntry(line, 0); e.typ == TypeMessage && e.role == "user" {
-			info.FirstMessage = messageText(e.Field("message"))
-			break
-		}
+	p, err := tree.ScanPrefix(data, int64(len(data)) >= fi.Size)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", fi.Name, err)
 	}
-	if !found {
-		return Info{}, fmt.Errorf("%s: no header in the first %d bytes: %w", fi.Name, PrefixBytes, ErrNoHeader)
-	}
+	h := p.Header
+	info.ID, info.Cwd, info.Title, info.ParentSession, info.Version = h.ID, h.Cwd, h.Title, h.ParentSession, h.Version
+	info.Created, info.FirstMessage = p.Created, p.FirstMessage
 	return info, nil
 }
 
-// messageText is the text of a message: its string content, or its text
-// blocks joined by spaces.
-func messageText(msg []byte) string {
-	ms, _ := splitObject(msg)
-	content := ms.get("content")
-	if s, ok := jsonString(content); ok {
-		return s
+// Discovery says what Discover reads.
+type Discovery struct {
+	Cwd string // the sessions of this cwd; every cwd's when All is set
+	All bool
+	// Skipped, when set, hears of the files discovery skips (no header
+	// in the prefix, unreadable) and why.
+	Skipped func(path string, err error)
+	// Concurrency is how many prefixes are read at once (default 16).
+	Concurrency int
+}
+
+// Discover reads sessions the way spec 003's discovery does, from their
+// files alone (a prefix of each: the header and first user message),
+// newest first by modification time, without the listing index: what a
+// store written by another program, or a check of the index, needs. Files
+// whose header names another cwd (two cwds can encode alike) are left out
+// of a cwd's sessions. A missing directory yields nothing.
+func (s *Store) Discover(ctx context.Context, d Discovery) iter.Seq2[Info, error] {
+	if d.All {
+		return discoverAll(ctx, s.st, d)
 	}
-	blocks, _ := splitArray(content)
-	var parts []string
-	for _, b := range blocks {
-		bm, _ := splitObject(b)
-		if t, _ := bm.str("type"); t == "text" {
-			if s, ok := bm.str("text"); ok {
-				parts = append(parts, s)
-			}
-		}
-	}
-	return strings.Join(parts, " ")
+	return discover(ctx, s.st, d)
 }
 
-// ListOption tunes discovery.
-type ListOption func(*listConfig)
-
-type listConfig struct {
-	report      func(path string, err error)
-	concurrency int
-}
-
-// WithSkipped receives the files discovery skips (no header in the
-// prefix, unreadable) and why.
-func WithSkipped(f func(path string, err error)) ListOption {
-	return func(c *listConfig) { c.report = f }
-}
-
-// WithConcurrency sets how many prefixes are read at once (default 16).
-func WithConcurrency(n int) ListOption {
-	return func(c *listConfig) {
-		if n > 0 {
-			c.concurrency = n
-		}
-	}
-}
-
-// List yields the sessions of cwd, newest first (by modification time).
-// Files whose header names another cwd (two cwds can encode alike) are left
-// out. A missing directory yields nothing.
-func List(ctx context.Context, st backend.Storage, cwd string, opts ...ListOption) iter.Seq2[Info, error] {
+func discover(ctx context.Context, st backend.Storage, d Discovery) iter.Seq2[Info, error] {
+	cwd := d.Cwd
 	return func(yield func(Info, error) bool) {
 		files, err := sessionFiles(ctx, st, []string{CwdDir(cwd)})
 		if err != nil {
 			yield(Info{}, err)
 			return
 		}
-		for info, err := range readInfos(ctx, st, files, opts) {
+		for info, err := range readInfos(ctx, st, files, d) {
 			if err == nil && info.Cwd != "" && info.Cwd != cwd {
 				continue
 			}
@@ -228,8 +169,7 @@ func List(ctx context.Context, st backend.Storage, cwd string, opts ...ListOptio
 	}
 }
 
-// ListAll yields the sessions of every cwd, newest first.
-func ListAll(ctx context.Context, st backend.Storage, opts ...ListOption) iter.Seq2[Info, error] {
+func discoverAll(ctx context.Context, st backend.Storage, d Discovery) iter.Seq2[Info, error] {
 	return func(yield func(Info, error) bool) {
 		var dirs []string
 		for fi, err := range st.List(ctx, SessionsDir) {
@@ -249,7 +189,7 @@ func ListAll(ctx context.Context, st backend.Storage, opts ...ListOption) iter.S
 			yield(Info{}, err)
 			return
 		}
-		for info, err := range readInfos(ctx, st, files, opts) {
+		for info, err := range readInfos(ctx, st, files, d) {
 			if !yield(info, err) {
 				return
 			}
@@ -289,17 +229,17 @@ func sessionFiles(ctx context.Context, st backend.Storage, dirs []string) ([]bac
 
 // readInfos reads the prefixes of files a window at a time, several at
 // once, and yields them in order. Skipped files are reported, not yielded.
-func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, opts []ListOption) iter.Seq2[Info, error] {
-	cfg := listConfig{concurrency: 16}
-	for _, o := range opts {
-		o(&cfg)
+func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, d Discovery) iter.Seq2[Info, error] {
+	conc := d.Concurrency
+	if conc <= 0 {
+		conc = 16
 	}
 	return func(yield func(Info, error) bool) {
 		type result struct {
 			info Info
 			err  error
 		}
-		window := cfg.concurrency * 4
+		window := conc * 4
 		for start := 0; start < len(files); start += window {
 			if err := ctx.Err(); err != nil {
 				yield(Info{}, err)
@@ -308,7 +248,7 @@ func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, op
 			batch := files[start:min(start+window, len(files))]
 			results := make([]result, len(batch))
 			var wg sync.WaitGroup
-			sem := make(chan struct{}, cfg.concurrency)
+			sem := make(chan struct{}, conc)
 			for i, fi := range batch {
 				wg.Add(1)
 				sem <- struct{}{}
@@ -322,10 +262,10 @@ func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, op
 			wg.Wait()
 			for i, r := range results {
 				if r.err != nil {
-					if errors.Is(r.err, ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
+					if errors.Is(r.err, tree.ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
 						// Not a session (or gone since the listing): skip.
-						if cfg.report != nil {
-							cfg.report(batch[i].Name, r.err)
+						if d.Skipped != nil {
+							d.Skipped(batch[i].Name, r.err)
 						}
 						continue
 					}
@@ -340,15 +280,6 @@ func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, op
 			}
 		}
 	}
-}
-
-// MostRecent returns the newest session of cwd; fs.ErrNotExist when there
-// is none.
-func MostRecent(ctx context.Context, st backend.Storage, cwd string) (Info, error) {
-	for info, err := range List(ctx, st, cwd) {
-		return info, err
-	}
-	return Info{}, &fs.PathError{Op: "find", Path: CwdDir(cwd), Err: fs.ErrNotExist}
 }
 
 // TerminalID names the terminal this process runs in, from environment
@@ -367,7 +298,7 @@ func TerminalID(getenv func(string) string) string {
 // cwd: two lines, the cwd then the session path (spec 003).
 func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, path string) error {
 	if terminalID == "" {
-		return fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+		return fmt.Errorf("breadcrumb: empty terminal id: %w", tree.ErrInvalid)
 	}
 	return st.WriteFile(ctx, BreadcrumbPath(terminalID), []byte(cwd+"\n"+path+"\n"))
 }
@@ -375,7 +306,7 @@ func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, p
 // ReadBreadcrumb returns the cwd and session path terminalID used last.
 func ReadBreadcrumb(ctx context.Context, st backend.Storage, terminalID string) (cwd, path string, err error) {
 	if terminalID == "" {
-		return "", "", fmt.Errorf("breadcrumb: empty terminal id: %w", ErrInvalid)
+		return "", "", fmt.Errorf("breadcrumb: empty terminal id: %w", tree.ErrInvalid)
 	}
 	data, err := st.ReadFile(ctx, BreadcrumbPath(terminalID))
 	if err != nil {
@@ -383,65 +314,37 @@ func ReadBreadcrumb(ctx context.Context, st backend.Storage, terminalID string) 
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\r\n"), "\n")
 	if len(lines) < 2 {
-		return "", "", fmt.Errorf("breadcrumb %s: want two lines: %w", terminalID, ErrCorrupt)
+		return "", "", fmt.Errorf("breadcrumb %s: want two lines: %w", terminalID, tree.ErrCorrupt)
 	}
 	return strings.TrimRight(lines[0], "\r"), strings.TrimRight(lines[1], "\r"), nil
 }
 
-// Continue finds the session to continue in cwd: the one the terminal used
-// last when its breadcrumb names this cwd and a session that still loads,
-// else the most recent one of cwd. terminalID may be "".
-func Continue(ctx context.Context, st backend.Storage, cwd, terminalID string) (Info, error) {
+// Recent finds the session to continue in cwd from the files: the one the
+// terminal used last when its breadcrumb names this cwd and a session that
+// still loads, else the newest of cwd (fs.ErrNotExist when there is
+// none). terminalID may be "".
+func (s *Store) Recent(ctx context.Context, cwd, terminalID string) (Info, error) {
 	if terminalID != "" {
-		bcwd, p, err := ReadBreadcrumb(ctx, st, terminalID)
+		bcwd, p, err := ReadBreadcrumb(ctx, s.st, terminalID)
 		if err == nil && bcwd == cwd && backend.ValidPath(p) == nil {
-			if fi, err := st.Stat(ctx, p); err == nil && !fi.IsDir {
-				if info, err := readInfo(ctx, st, fi); err == nil {
+			if fi, err := s.st.Stat(ctx, p); err == nil && !fi.IsDir {
+				if info, err := readInfo(ctx, s.st, fi); err == nil {
 					return info, nil
 				}
 			}
 		}
 	}
-	return MostRecent(ctx, st, cwd)
-}
-
-// Find resolves ref to a session file: a file name in st, or a session id
-// or unique abbreviation of one (see MatchID) among every cwd's sessions
-// (matched on file names).
-func Find(ctx context.Context, st backend.Storage, ref string) (string, error) {
-	if name, ok, err := findFile(ctx, st, ref); ok || err != nil {
-		return name, err
+	for info, err := range discover(ctx, s.st, Discovery{Cwd: cwd}) {
+		return info, err
 	}
-	var matches []string
-	for fi, err := range backend.Walk(ctx, st, SessionsDir) {
-		if err != nil {
-			return "", err
-		}
-		if fi.IsDir || !strings.HasSuffix(fi.Name, ".jsonl") || strings.Count(fi.Name, "/") != 2 {
-			continue
-		}
-		id := idFromName(fi.Base())
-		if id == ref {
-			return fi.Name, nil
-		}
-		if MatchID(id, ref) {
-			matches = append(matches, fi.Name)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return "", &fs.PathError{Op: "find", Path: ref, Err: fs.ErrNotExist}
-	case 1:
-		return matches[0], nil
-	}
-	return "", fmt.Errorf("session %q matches %d sessions (%s, ...): %w", ref, len(matches), matches[0], ErrAmbiguous)
+	return Info{}, &fs.PathError{Op: "find", Path: CwdDir(cwd), Err: fs.ErrNotExist}
 }
 
 // findFile resolves ref when it names a session file; ok is false when it
 // is not one (an id, or a name that is not there).
 func findFile(ctx context.Context, st backend.Storage, ref string) (name string, ok bool, err error) {
 	if ref == "" {
-		return "", false, fmt.Errorf("find session: empty reference: %w", ErrInvalid)
+		return "", false, fmt.Errorf("find session: empty reference: %w", tree.ErrInvalid)
 	}
 	if backend.ValidPath(ref) == nil && (strings.Contains(ref, "/") || strings.HasSuffix(ref, ".jsonl")) {
 		if fi, err := st.Stat(ctx, ref); err == nil && !fi.IsDir {
@@ -453,28 +356,27 @@ func findFile(ctx context.Context, st backend.Storage, ref string) (name string,
 	return "", false, nil
 }
 
-// ContextFor does the work of `trove session context`: it finds the session
-// ref (see Find), loads it read-only and rebuilds its context at leafID, or
-// at the file's leaf when leafID is "". The result marshals to the JSON
-// object of spec 003's names (leafId, messages, thinkingLevel, models,
-// injectedTtsrRules, mode, modeData). Pass WithBlobStore to resolve blob
-// refs; other options as for Open (ReadOnly is always on).
-func ContextFor(ctx context.Context, st backend.Storage, ref, leafID string, opts ...Option) (*Context, error) {
-	name, err := Find(ctx, st, ref)
+// ContextFor does the work of `trove session context`: it finds the
+// session ref (see Find), loads it read-only and rebuilds its context at
+// leafID, or at the file's leaf when leafID is "". The result marshals to
+// the JSON object of spec 003's names (leafId, messages, thinkingLevel,
+// models, injectedTtsrRules, mode, modeData).
+func (s *Store) ContextFor(ctx context.Context, ref, leafID string) (*tree.Context, error) {
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, st, name, append(opts, ReadOnly())...)
+	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.ReadOnly())...)
 	if err != nil {
 		return nil, err
 	}
-	if s.noHeader {
-		return nil, s.err
+	if !sess.HasHeader() {
+		return nil, sess.Err()
 	}
 	if leafID == "" {
-		return s.Context(), nil
+		return sess.Context(), nil
 	}
-	return s.ContextAt(leafID)
+	return sess.ContextAt(leafID)
 }
 
 // MinAbbrev is the shortest id abbreviation accepted from the end of an id.

@@ -9,6 +9,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func TestEncodeCwd(t *testing.T) {
@@ -58,7 +59,7 @@ func TestListNewestByModTime(t *testing.T) {
 	var names []string
 	for i, id := range []string{"aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc"} {
 		name := session.SessionPath("/w", now, id)
-		s, err := session.Create(st, name, session.Header{ID: id, Cwd: "/w"})
+		s, err := tree.Create(st, name, tree.Header{ID: id, Cwd: "/w"})
 		must(t, err)
 		_, err = s.AppendMessage(ctx, userMsg("hello "+id))
 		must(t, err)
@@ -69,13 +70,13 @@ func TestListNewestByModTime(t *testing.T) {
 		now = now.Add(time.Duration(i+1) * time.Minute)
 	}
 	// Touch the oldest.
-	s, err := session.Open(ctx, st, names[0])
+	s, err := tree.Open(ctx, st, names[0])
 	must(t, err)
 	_, err = s.AppendMessage(ctx, userMsg("more"))
 	must(t, err)
 	must(t, s.Close(ctx))
 	var got []string
-	for info, err := range session.List(ctx, st, "/w", session.WithConcurrency(2)) {
+	for info, err := range storeOn(t, st).Discover(ctx, session.Discovery{Cwd: "/w", Concurrency: 2}) {
 		must(t, err)
 		got = append(got, info.ID)
 		if info.FirstMessage != "hello "+info.ID {
@@ -86,7 +87,7 @@ func TestListNewestByModTime(t *testing.T) {
 		t.Errorf("order %v", got)
 	}
 	// Stopping early is fine.
-	for range session.ListAll(ctx, st) {
+	for range storeOn(t, st).Discover(ctx, session.Discovery{All: true}) {
 		break
 	}
 }
@@ -94,18 +95,18 @@ func TestListNewestByModTime(t *testing.T) {
 func TestInfoFromPrefixOnly(t *testing.T) {
 	st := newMem(t)
 	name := session.SessionPath("/w", time.Now(), "dddddddddddddddd")
-	s, err := session.Create(st, name, session.Header{ID: "dddddddddddddddd", Cwd: "/w", Title: "big"})
+	s, err := tree.Create(st, name, tree.Header{ID: "dddddddddddddddd", Cwd: "/w", Title: "big"})
 	must(t, err)
 	// The first user message starts past the prefix: discovery must not
 	// read on to find it.
-	_, err = s.Append(ctx, &session.Custom{CustomType: "pad", Data: []byte(`"` + strings.Repeat("p", 5000) + `"`)})
+	_, err = s.Append(ctx, &tree.Custom{CustomType: "pad", Data: []byte(`"` + strings.Repeat("p", 5000) + `"`)})
 	must(t, err)
 	_, err = s.AppendMessage(ctx, userMsg("late"))
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("x"))
 	must(t, err)
 	must(t, s.Close(ctx))
-	info, err := session.MostRecent(ctx, st, "/w")
+	info, err := storeOn(t, st).Recent(ctx, "/w", "")
 	must(t, err)
 	if info.ID != "dddddddddddddddd" || info.Title != "big" || info.FirstMessage != "" || info.Size < 5000 {
 		t.Errorf("info %+v", info)
@@ -127,14 +128,14 @@ func TestBreadcrumbs(t *testing.T) {
 		t.Errorf("breadcrumb file %q: want two lines, cwd then path", got)
 	}
 	// A breadcrumb naming a missing file falls back to the newest session.
-	if _, err := session.Continue(ctx, st, "/w", "t1"); err == nil {
+	if _, err := storeOn(t, st).Recent(ctx, "/w", "t1"); err == nil {
 		t.Error("continue found a session where there is none")
 	}
 	must(t, st.WriteFile(ctx, session.BreadcrumbPath("bad"), []byte("one line only")))
-	if _, _, err := session.ReadBreadcrumb(ctx, st, "bad"); !errors.Is(err, session.ErrCorrupt) {
+	if _, _, err := session.ReadBreadcrumb(ctx, st, "bad"); !errors.Is(err, tree.ErrCorrupt) {
 		t.Errorf("bad breadcrumb: %v", err)
 	}
-	if err := session.WriteBreadcrumb(ctx, st, "", "/w", "x"); !errors.Is(err, session.ErrInvalid) {
+	if err := session.WriteBreadcrumb(ctx, st, "", "/w", "x"); !errors.Is(err, tree.ErrInvalid) {
 		t.Errorf("empty terminal id: %v", err)
 	}
 }

@@ -11,34 +11,38 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // NoopStore is the store for persistence off (spec 001 persistSession:
 // false): Create gives a handle that keeps its conversation in memory, and
 // nothing touches any storage. There is nothing to load, list or fork.
 type NoopStore struct {
-	opts []Option
+	opts []tree.Option
 }
 
 var _ Sessions = (*Store)(nil)
 var _ Sessions = NoopStore{}
 
-// NewNoopStore returns a store that persists nothing; opts go to the
+// NewNoopStore returns a store that persists nothing; the options that
+// concern sessions (WithSessionOptions, WithClock, ...) apply to the
 // in-memory sessions it creates.
-func NewNoopStore(opts ...Option) NoopStore { return NoopStore{opts: opts} }
+func NewNoopStore(opts ...Option) NoopStore {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return NoopStore{opts: cfg.session}
+}
 
 // OpenSessions opens what an agent loop appends to: the session store on st
 // or, with persist false (spec 001 persistSession: false), a NoopStore that
 // never touches st. Store options that concern sessions apply to both.
-func OpenSessions(ctx context.Context, st backend.Storage, persist bool, opts ...StoreOption) (Sessions, error) {
+func OpenSessions(ctx context.Context, st backend.Storage, persist bool, opts ...Option) (Sessions, error) {
 	if persist {
 		return OpenStore(ctx, st, opts...)
 	}
-	var cfg storeConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return NewNoopStore(cfg.session...), nil
+	return NewNoopStore(opts...), nil
 }
 
 // Create starts an in-memory session.
@@ -53,7 +57,7 @@ func (n NoopStore) Create(ctx context.Context, o CreateOptions) (*Handle, error)
 	}
 	now := time.Now().UTC()
 	path := SessionPath(o.Cwd, now, id)
-	sess, err := Create(nil, path, Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID}, append(n.opts, InMemory())...)
+	sess, err := tree.Create(nil, path, tree.Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID}, append(n.opts, tree.InMemory())...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +107,12 @@ func (NoopStore) UpdateMetadata(_ context.Context, ref string, _ func(*Metadata)
 }
 
 // LoadMessages finds nothing.
-func (NoopStore) LoadMessages(_ context.Context, ref string) ([]*Entry, error) {
+func (NoopStore) LoadMessages(_ context.Context, ref string) ([]*tree.Entry, error) {
 	return nil, nothing("load", ref)
 }
 
 // LoadMessagesUpTo finds nothing.
-func (NoopStore) LoadMessagesUpTo(_ context.Context, ref, _ string) ([]*Entry, error) {
+func (NoopStore) LoadMessagesUpTo(_ context.Context, ref, _ string) ([]*tree.Entry, error) {
 	return nil, nothing("load", ref)
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 const h1 = `{"type":"session","version":3,"id":"s1","timestamp":"2026-02-16T10:00:00.000Z","cwd":"/w"}`
@@ -34,19 +34,19 @@ func TestLaterHeaderIsNoEntry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			must(t, st.WriteFile(ctx, "s.jsonl", []byte(tc.data)))
 			var p problems
-			s, err := session.Open(ctx, st, "s.jsonl", p.opt())
+			s, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 			must(t, err)
 			if s.Leaf() == nil || s.Leaf().ID() != tc.leaf {
 				t.Fatalf("leaf %v, want %s", s.Leaf(), tc.leaf)
 			}
 			var texts []string
 			for _, m := range s.Context().Messages {
-				texts = append(texts, session.MessageText(m))
+				texts = append(texts, tree.MessageText(m))
 			}
 			if strings.Join(texts, " ") != tc.context {
 				t.Errorf("context %q, want %q", strings.Join(texts, " "), tc.context)
 			}
-			if p.count(session.ErrExtraHeader) != 1 {
+			if p.count(tree.ErrExtraHeader) != 1 {
 				t.Errorf("later header not reported: %v", p.list)
 			}
 			// Preserved on rewrite, and still no entry after it.
@@ -56,7 +56,7 @@ func TestLaterHeaderIsNoEntry(t *testing.T) {
 			if strings.Count(got, `"type":"session"`) != 2 {
 				t.Errorf("the later header did not survive a rewrite:\n%s", got)
 			}
-			s2, err := session.Open(ctx, st, "s.jsonl")
+			s2, err := tree.Open(ctx, st, "s.jsonl")
 			must(t, err)
 			if s2.Leaf().ID() != tc.leaf {
 				t.Errorf("after the rewrite the leaf is %s", s2.Leaf().ID())
@@ -74,7 +74,7 @@ func TestValuesAsWritten(t *testing.T) {
 		`{"type":"model_change","model":"p/m","id":"m2","parentId":"m1","timestamp":"2026-02-16T10:00:02.000Z","extra":{"n":1.50}}` + "\n" +
 		`{"type":"mode_change","mode":7,"id":"m3","parentId":"m2","timestamp":"2026-02-16T10:00:03.000Z"}` + "\n"
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	b, err := json.Marshal(s.Context())
 	must(t, err)

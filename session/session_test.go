@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend/faulty"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 var ctx = context.Background()
@@ -35,7 +35,7 @@ func TestContextGolden(t *testing.T) {
 		t.Run("leaf="+tc.leaf, func(t *testing.T) {
 			st := newMem(t)
 			putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-			c, err := session.ContextFor(ctx, st, "s.jsonl", tc.leaf)
+			c, err := storeOn(t, st).ContextFor(ctx, "s.jsonl", tc.leaf)
 			must(t, err)
 			got, err := json.Marshal(c)
 			must(t, err)
@@ -51,7 +51,7 @@ func TestContextGolden(t *testing.T) {
 func TestContextUnknownLeaf(t *testing.T) {
 	st := newMem(t)
 	putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-	if _, err := session.ContextFor(ctx, st, "s.jsonl", "nope"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := storeOn(t, st).ContextFor(ctx, "s.jsonl", "nope"); !errors.Is(err, tree.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestReferenceFileLoads(t *testing.T) {
 	st := newMem(t)
 	var p problems
 	putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-	s, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	s, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 	must(t, err)
 	if len(p.list) != 0 {
 		t.Errorf("problems on a clean file: %v", p.list)
@@ -85,7 +85,7 @@ func TestReferenceFileLoads(t *testing.T) {
 	}
 	d, err := s.Entry("d1e2f3a4").Data()
 	must(t, err)
-	comp := d.(*session.Compaction)
+	comp := d.(*tree.Compaction)
 	if comp.FirstKeptEntryID != "a1b2c3d5" || comp.TokensBefore != 42000 || comp.ShortSummary != "Parser fixed" {
 		t.Errorf("compaction %+v", comp)
 	}
@@ -96,7 +96,7 @@ func TestReferenceFileLoads(t *testing.T) {
 	}
 }
 
-func ids(es []*session.Entry) []string {
+func ids(es []*tree.Entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.ID())
@@ -109,7 +109,7 @@ func ids(es []*session.Entry) []string {
 func TestUnknownKeptByteForByte(t *testing.T) {
 	st := newMem(t)
 	orig := putFixture(t, st, "v3-reference.jsonl", "s.jsonl")
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	_, err = s.AppendMessage(ctx, userMsg("more"))
 	must(t, err)
@@ -128,7 +128,7 @@ func TestUnknownKeptByteForByte(t *testing.T) {
 func TestMigration(t *testing.T) {
 	for _, tc := range []struct {
 		file, golden string
-		check        func(t *testing.T, s *session.Session)
+		check        func(t *testing.T, s *tree.Session)
 	}{
 		{"v1.jsonl", "v1.context.json", checkV1},
 		{"v2.jsonl", "v2.context.json", checkV2},
@@ -138,7 +138,7 @@ func TestMigration(t *testing.T) {
 			putFixture(t, mst, tc.file, "s.jsonl")
 			cs, writes := countWrites(mst)
 			var p problems
-			s, err := session.Open(ctx, cs, "s.jsonl", p.opt())
+			s, err := tree.Open(ctx, cs, "s.jsonl", p.opt())
 			must(t, err)
 			if writes.Load() != 1 {
 				t.Fatalf("%d rewrites after migration, want 1", writes.Load())
@@ -162,7 +162,7 @@ func TestMigration(t *testing.T) {
 
 			// The rewritten file is pure v3: loading again changes nothing.
 			var p2 problems
-			s2, err := session.Open(ctx, cs, "s.jsonl", p2.opt())
+			s2, err := tree.Open(ctx, cs, "s.jsonl", p2.opt())
 			must(t, err)
 			if writes.Load() != 1 {
 				t.Errorf("second load wrote the file again")
@@ -203,7 +203,7 @@ func TestMigration(t *testing.T) {
 	}
 }
 
-func checkV1(t *testing.T, s *session.Session) {
+func checkV1(t *testing.T, s *tree.Session) {
 	es := s.Entries()
 	if len(es) != 8 {
 		t.Fatalf("%d entries, want 8 (the garbage line is dropped)", len(es))
@@ -225,7 +225,7 @@ func checkV1(t *testing.T, s *session.Session) {
 	}
 	d, err := es[6].Data()
 	must(t, err)
-	if got := d.(*session.Compaction).FirstKeptEntryID; got != es[5].ID() {
+	if got := d.(*tree.Compaction).FirstKeptEntryID; got != es[5].ID() {
 		t.Errorf("firstKeptEntryId = %q, want %q (index 6 counts the header as 0)", got, es[5].ID())
 	}
 	if es[2].Role() != "custom" {
@@ -236,7 +236,7 @@ func checkV1(t *testing.T, s *session.Session) {
 	}
 }
 
-func checkV2(t *testing.T, s *session.Session) {
+func checkV2(t *testing.T, s *tree.Session) {
 	e := s.Entry("33333333")
 	if e == nil || e.Role() != "custom" {
 		t.Fatalf("hookMessage not migrated: %v", e)
@@ -253,12 +253,12 @@ func TestMigrationReadOnlyDoesNotWrite(t *testing.T) {
 	mst := newMem(t)
 	orig := putFixture(t, mst, "v1.jsonl", "s.jsonl")
 	cs, writes := countWrites(mst)
-	s, err := session.Open(ctx, cs, "s.jsonl", session.ReadOnly())
+	s, err := tree.Open(ctx, cs, "s.jsonl", tree.ReadOnly())
 	must(t, err)
 	if writes.Load() != 0 || !bytes.Equal(read(t, cs, "s.jsonl"), orig) {
 		t.Fatal("read-only open wrote the file")
 	}
-	if _, err := s.AppendMessage(ctx, userMsg("x")); !errors.Is(err, session.ErrReadOnly) {
+	if _, err := s.AppendMessage(ctx, userMsg("x")); !errors.Is(err, tree.ErrReadOnly) {
 		t.Errorf("append: %v, want ErrReadOnly", err)
 	}
 }
@@ -270,7 +270,7 @@ func TestHookMessageInV3Kept(t *testing.T) {
 {"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"hookMessage","content":"x"}}
 `
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	if s.Entry("a").Role() != "hookMessage" {
 		t.Error("hookMessage changed in a v3 file")
@@ -286,7 +286,7 @@ func TestFutureVersionLoadsUnchanged(t *testing.T) {
 {"type":"message","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}
 `
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	if s.Header().Version != 4 || s.Len() != 1 || s.Entries()[0].ID() != "" {
 		t.Errorf("v4 file migrated: %+v", s.Header())
@@ -300,7 +300,7 @@ func TestHeaderOnlyV1Migrated(t *testing.T) {
 	mst := newMem(t)
 	must(t, mst.WriteFile(ctx, "s.jsonl", []byte(`{"type":"session","id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`+"\n")))
 	cs, writes := countWrites(mst)
-	_, err := session.Open(ctx, cs, "s.jsonl")
+	_, err := tree.Open(ctx, cs, "s.jsonl")
 	must(t, err)
 	if writes.Load() != 1 || !strings.Contains(string(read(t, cs, "s.jsonl")), `"version":3`) {
 		t.Errorf("header-only v1 file not migrated: %s", read(t, cs, "s.jsonl"))
@@ -309,11 +309,11 @@ func TestHeaderOnlyV1Migrated(t *testing.T) {
 
 func TestCreateDefersUntilAssistant(t *testing.T) {
 	st := newMem(t)
-	s, err := session.Create(st, "d/s.jsonl", session.Header{Cwd: "/w"}, session.WithClock(fixedClock()))
+	s, err := tree.Create(st, "d/s.jsonl", tree.Header{Cwd: "/w"}, tree.WithClock(fixedClock()))
 	must(t, err)
 	_, err = s.AppendMessage(ctx, userMsg("hi"))
 	must(t, err)
-	_, err = s.Append(ctx, &session.ModelChange{Model: "a/b"})
+	_, err = s.Append(ctx, &tree.ModelChange{Model: "a/b"})
 	must(t, err)
 	if _, err := st.Stat(ctx, "d/s.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("file written before the first assistant message: %v", err)
@@ -341,7 +341,7 @@ func TestCreateDefersUntilAssistant(t *testing.T) {
 		t.Fatalf("%d lines after an append, want 5", len(lines))
 	}
 	must(t, s.Close(ctx))
-	if _, err := s.AppendMessage(ctx, userMsg("late")); !errors.Is(err, session.ErrClosed) {
+	if _, err := s.AppendMessage(ctx, userMsg("late")); !errors.Is(err, tree.ErrClosed) {
 		t.Errorf("append after close: %v", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestCreateDefersUntilAssistant(t *testing.T) {
 func TestCreateNeverReplacesAFile(t *testing.T) {
 	st := newMem(t)
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte("precious\n")))
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"})
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w"})
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("x"))
 	if !errors.Is(err, fs.ErrExist) {
@@ -364,30 +364,30 @@ func TestCreateNeverReplacesAFile(t *testing.T) {
 // compares every entry with what was appended.
 func TestRoundTripEveryEntryType(t *testing.T) {
 	st := newMem(t)
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w", Title: "t", ParentSession: "p"}, session.WithClock(fixedClock()))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w", Title: "t", ParentSession: "p"}, tree.WithClock(fixedClock()))
 	must(t, err)
-	all := []session.EntryData{
-		&session.SessionInit{SystemPrompt: "sys", Task: "task", Tools: []string{"read"}, OutputSchema: json.RawMessage(`{"type":"object"}`)},
-		&session.Message{Message: json.RawMessage(`{"role":"user","content":"hi <there> & you"}`)},
-		&session.Message{Message: assistantMsg("hello")},
-		&session.ThinkingLevelChange{ThinkingLevel: "high"},
-		&session.ModelChange{Model: "openai/gpt-4o", Role: "smol"},
-		&session.Compaction{Summary: "s", ShortSummary: "ss", FirstKeptEntryID: "x", TokensBefore: 1 << 40, Details: json.RawMessage(`{"a":[1,2]}`), PreserveData: json.RawMessage(`{"k":true}`), FromExtension: true},
-		&session.BranchSummary{FromID: "root", Summary: "b", Details: json.RawMessage(`{"n":1}`)},
-		&session.Custom{CustomType: "ext", Data: json.RawMessage(`{"state":{"deep":[null,1.5e300]}}`)},
-		&session.CustomMessage{CustomType: "ext", Content: json.RawMessage(`[{"type":"text","text":"c"}]`), Display: true, Details: json.RawMessage(`1`)},
-		&session.Label{TargetID: "t", Label: "l"},
-		&session.TtsrInjection{InjectedRules: []string{"r1", "r2"}},
-		&session.ModeChange{Mode: "plan", Data: json.RawMessage(`{"planFile":"/p"}`)},
-		&session.Unknown{Type: "future_thing", Fields: json.RawMessage(`{"n":123456789012345678901234567890,"s":"\u00e9","type":"ignored"}`)},
+	all := []tree.EntryData{
+		&tree.SessionInit{SystemPrompt: "sys", Task: "task", Tools: []string{"read"}, OutputSchema: json.RawMessage(`{"type":"object"}`)},
+		&tree.Message{Message: json.RawMessage(`{"role":"user","content":"hi <there> & you"}`)},
+		&tree.Message{Message: assistantMsg("hello")},
+		&tree.ThinkingLevelChange{ThinkingLevel: "high"},
+		&tree.ModelChange{Model: "openai/gpt-4o", Role: "smol"},
+		&tree.Compaction{Summary: "s", ShortSummary: "ss", FirstKeptEntryID: "x", TokensBefore: 1 << 40, Details: json.RawMessage(`{"a":[1,2]}`), PreserveData: json.RawMessage(`{"k":true}`), FromExtension: true},
+		&tree.BranchSummary{FromID: "root", Summary: "b", Details: json.RawMessage(`{"n":1}`)},
+		&tree.Custom{CustomType: "ext", Data: json.RawMessage(`{"state":{"deep":[null,1.5e300]}}`)},
+		&tree.CustomMessage{CustomType: "ext", Content: json.RawMessage(`[{"type":"text","text":"c"}]`), Display: true, Details: json.RawMessage(`1`)},
+		&tree.Label{TargetID: "t", Label: "l"},
+		&tree.TtsrInjection{InjectedRules: []string{"r1", "r2"}},
+		&tree.ModeChange{Mode: "plan", Data: json.RawMessage(`{"planFile":"/p"}`)},
+		&tree.Unknown{Type: "future_thing", Fields: json.RawMessage(`{"n":123456789012345678901234567890,"s":"\u00e9","type":"ignored"}`)},
 	}
-	var appended []*session.Entry
+	var appended []*tree.Entry
 	for _, d := range all {
 		// References name an entry of the file (the writing contract).
 		switch v := d.(type) {
-		case *session.Compaction:
+		case *tree.Compaction:
 			v.FirstKeptEntryID = appended[0].ID()
-		case *session.Label:
+		case *tree.Label:
 			v.TargetID = appended[0].ID()
 		}
 		e, err := s.Append(ctx, d)
@@ -395,7 +395,7 @@ func TestRoundTripEveryEntryType(t *testing.T) {
 		appended = append(appended, e)
 	}
 	must(t, s.Close(ctx))
-	s2, err := session.Open(ctx, st, "s.jsonl")
+	s2, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	got := s2.Entries()
 	if len(got) != len(all) {
@@ -410,7 +410,7 @@ func TestRoundTripEveryEntryType(t *testing.T) {
 		}
 		d, err := e.Data()
 		must(t, err)
-		if _, unknown := all[i].(*session.Unknown); !unknown {
+		if _, unknown := all[i].(*tree.Unknown); !unknown {
 			want, _ := json.Marshal(all[i])
 			have, _ := json.Marshal(d)
 			if !jsonEqual(t, have, want) {
@@ -436,17 +436,17 @@ func TestRoundTripEveryEntryType(t *testing.T) {
 }
 
 func TestAppendRejectsBadInput(t *testing.T) {
-	s, err := session.Create(newMem(t), "s.jsonl", session.Header{})
+	s, err := tree.Create(newMem(t), "s.jsonl", tree.Header{})
 	must(t, err)
-	for _, d := range []session.EntryData{
-		&session.Message{Message: json.RawMessage(`"not an object"`)},
-		&session.Message{Message: json.RawMessage(`{"content":"no role"}`)},
-		&session.Message{Message: json.RawMessage(`{bad json`)},
-		&session.Unknown{Type: "x", Fields: json.RawMessage(`[1]`)},
-		&session.Unknown{Type: "session"},
-		&session.Unknown{Type: ""},
+	for _, d := range []tree.EntryData{
+		&tree.Message{Message: json.RawMessage(`"not an object"`)},
+		&tree.Message{Message: json.RawMessage(`{"content":"no role"}`)},
+		&tree.Message{Message: json.RawMessage(`{bad json`)},
+		&tree.Unknown{Type: "x", Fields: json.RawMessage(`[1]`)},
+		&tree.Unknown{Type: "session"},
+		&tree.Unknown{Type: ""},
 	} {
-		if _, err := s.Append(ctx, d); !errors.Is(err, session.ErrInvalid) {
+		if _, err := s.Append(ctx, d); !errors.Is(err, tree.ErrInvalid) {
 			t.Errorf("%#v: err = %v, want ErrInvalid", d, err)
 		}
 	}
@@ -469,9 +469,9 @@ func TestLenientLoad(t *testing.T) {
 		`{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","mess`
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
 	var p problems
-	s, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	s, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 	must(t, err)
-	if got := p.lines(session.ErrCorrupt); fmt.Sprint(got) != "[1 6 10]" {
+	if got := p.lines(tree.ErrCorrupt); fmt.Sprint(got) != "[1 6 10]" {
 		t.Errorf("skipped lines %v, want [1 6 10]", got)
 	}
 	if s.Header().ID != "s1" {
@@ -484,7 +484,7 @@ func TestLenientLoad(t *testing.T) {
 	if es[0].Line() != 5 || es[2].Line() != 9 {
 		t.Errorf("lines %d %d", es[0].Line(), es[2].Line())
 	}
-	if got := p.lines(session.ErrExtraHeader); fmt.Sprint(got) != "[7]" {
+	if got := p.lines(tree.ErrExtraHeader); fmt.Sprint(got) != "[7]" {
 		t.Errorf("later header reported on lines %v, want [7]", got)
 	}
 	if s.Leaf().ID() != "b" {
@@ -504,7 +504,7 @@ func TestTornTailEndedBeforeAppend(t *testing.T) {
 {"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","provider":"p","model":"m","content":[]}}
 {"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"us`
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	e, err := s.AppendMessage(ctx, userMsg("after the tear"))
 	must(t, err)
@@ -515,12 +515,12 @@ func TestTornTailEndedBeforeAppend(t *testing.T) {
 		t.Fatalf("torn line not dropped first:\n%s", got)
 	}
 	var p problems
-	s2, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	s2, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 	must(t, err)
 	if s2.Entry(e.ID()) == nil || s2.Entry(e.ID()).ParentID() != "a" {
 		t.Fatal("appended entry lost")
 	}
-	if p.count(session.ErrCorrupt) != 0 {
+	if p.count(tree.ErrCorrupt) != 0 {
 		t.Errorf("the file holds a damaged line after the append: %v", p.list)
 	}
 }
@@ -536,21 +536,21 @@ func TestNoHeaderNeverOverwritten(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := newMem(t)
 			must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-			s, err := session.Open(ctx, st, "s.jsonl")
+			s, err := tree.Open(ctx, st, "s.jsonl")
 			must(t, err)
 			if s.Len() != 0 || s.Leaf() != nil || len(s.Context().Messages) != 0 {
 				t.Error("not empty")
 			}
-			if !errors.Is(s.Err(), session.ErrNoHeader) {
+			if !errors.Is(s.Err(), tree.ErrNoHeader) {
 				t.Errorf("Err = %v", s.Err())
 			}
-			if _, err := s.AppendMessage(ctx, assistantMsg("x")); !errors.Is(err, session.ErrNoHeader) {
+			if _, err := s.AppendMessage(ctx, assistantMsg("x")); !errors.Is(err, tree.ErrNoHeader) {
 				t.Errorf("append: %v", err)
 			}
-			if err := s.SetTitle(ctx, "t"); !errors.Is(err, session.ErrNoHeader) {
+			if err := s.SetTitle(ctx, "t"); !errors.Is(err, tree.ErrNoHeader) {
 				t.Errorf("set title: %v", err)
 			}
-			if err := s.Rewrite(ctx); !errors.Is(err, session.ErrNoHeader) {
+			if err := s.Rewrite(ctx); !errors.Is(err, tree.ErrNoHeader) {
 				t.Errorf("rewrite: %v", err)
 			}
 			must(t, s.Close(ctx))
@@ -562,7 +562,7 @@ func TestNoHeaderNeverOverwritten(t *testing.T) {
 }
 
 func TestOpenMissing(t *testing.T) {
-	if _, err := session.Open(ctx, newMem(t), "nope.jsonl"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := tree.Open(ctx, newMem(t), "nope.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -580,9 +580,9 @@ func TestTreeAnomalies(t *testing.T) {
 	t.Run("duplicate id: the later wins", func(t *testing.T) {
 		must(t, st.WriteFile(ctx, "d.jsonl", []byte(h+msg("a", "", "first a")+msg("a", "", "second a")+msg("b", "a", "b"))))
 		var p problems
-		s, err := session.Open(ctx, st, "d.jsonl", p.opt())
+		s, err := tree.Open(ctx, st, "d.jsonl", p.opt())
 		must(t, err)
-		if p.count(session.ErrDuplicateID) != 1 {
+		if p.count(tree.ErrDuplicateID) != 1 {
 			t.Errorf("problems %v", p.list)
 		}
 		c := s.Context()
@@ -593,9 +593,9 @@ func TestTreeAnomalies(t *testing.T) {
 	t.Run("dangling parent ends the walk", func(t *testing.T) {
 		must(t, st.WriteFile(ctx, "g.jsonl", []byte(h+msg("a", "", "a")+msg("b", "gone", "b")+msg("c", "b", "c"))))
 		var p problems
-		s, err := session.Open(ctx, st, "g.jsonl", p.opt())
+		s, err := tree.Open(ctx, st, "g.jsonl", p.opt())
 		must(t, err)
-		if p.count(session.ErrDanglingParent) != 1 {
+		if p.count(tree.ErrDanglingParent) != 1 {
 			t.Errorf("problems %v", p.list)
 		}
 		if c := s.Context(); len(c.Messages) != 2 {
@@ -605,9 +605,9 @@ func TestTreeAnomalies(t *testing.T) {
 	t.Run("cycle ends the walk", func(t *testing.T) {
 		must(t, st.WriteFile(ctx, "c.jsonl", []byte(h+msg("a", "c", "a")+msg("b", "a", "b")+msg("c", "b", "c")+msg("self", "self", "s"))))
 		var p problems
-		s, err := session.Open(ctx, st, "c.jsonl", p.opt())
+		s, err := tree.Open(ctx, st, "c.jsonl", p.opt())
 		must(t, err)
-		if p.count(session.ErrCycle) != 2 {
+		if p.count(tree.ErrCycle) != 2 {
 			t.Errorf("problems %v", p.list)
 		}
 		c, err := s.ContextAt("c")
@@ -628,7 +628,7 @@ func TestTreeAnomalies(t *testing.T) {
 
 func TestBranchOperations(t *testing.T) {
 	st := newMem(t)
-	s, err := session.Create(st, "s.jsonl", session.Header{Cwd: "/w"}, session.WithClock(fixedClock()))
+	s, err := tree.Create(st, "s.jsonl", tree.Header{Cwd: "/w"}, tree.WithClock(fixedClock()))
 	must(t, err)
 	u1, _ := s.AppendMessage(ctx, userMsg("u1"))
 	a1, _ := s.AppendMessage(ctx, assistantMsg("a1"))
@@ -642,7 +642,7 @@ func TestBranchOperations(t *testing.T) {
 	if u3.ParentID() != a1.ID() {
 		t.Errorf("branch: parent %q, want %q", u3.ParentID(), a1.ID())
 	}
-	if err := s.Branch("nope"); !errors.Is(err, session.ErrNotFound) {
+	if err := s.Branch("nope"); !errors.Is(err, tree.ErrNotFound) {
 		t.Errorf("branch to unknown: %v", err)
 	}
 
@@ -656,7 +656,7 @@ func TestBranchOperations(t *testing.T) {
 		t.Errorf("after ResetLeaf: %s", root.JSON())
 	}
 
-	bs, err := s.BranchWithSummary(ctx, u2.ID(), session.BranchSummary{Summary: "tried a2"})
+	bs, err := s.BranchWithSummary(ctx, u2.ID(), tree.BranchSummary{Summary: "tried a2"})
 	must(t, err)
 	if bs.ParentID() != u2.ID() || !strings.Contains(string(bs.JSON()), `"fromId":"`+u2.ID()+`"`) {
 		t.Errorf("branch summary %s", bs.JSON())
@@ -666,7 +666,7 @@ func TestBranchOperations(t *testing.T) {
 	if !strings.Contains(string(last), `"role":"branchSummary"`) || !strings.Contains(string(last), "tried a2") {
 		t.Errorf("last message %s", last)
 	}
-	bs2, err := s.BranchWithSummary(ctx, "", session.BranchSummary{Summary: "from the start"})
+	bs2, err := s.BranchWithSummary(ctx, "", tree.BranchSummary{Summary: "from the start"})
 	must(t, err)
 	if bs2.ParentID() != "" || !strings.Contains(string(bs2.JSON()), `"fromId":"root"`) {
 		t.Errorf("root branch summary %s", bs2.JSON())
@@ -678,13 +678,13 @@ func TestBranchOperations(t *testing.T) {
 	must(t, err)
 	_, err = s.SetLabel(ctx, a2.ID(), "")
 	must(t, err)
-	if _, err := s.SetLabel(ctx, "nope", "x"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := s.SetLabel(ctx, "nope", "x"); !errors.Is(err, tree.ErrNotFound) {
 		t.Errorf("label unknown: %v", err)
 	}
 	must(t, s.SetTitle(ctx, "My title"))
 	must(t, s.Close(ctx))
 
-	s2, err := session.Open(ctx, st, "s.jsonl")
+	s2, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	if got := s2.Labels(); len(got) != 1 || got[u1.ID()] != "start" {
 		t.Errorf("labels after reload %v", got)
@@ -703,7 +703,7 @@ func TestBranchOperations(t *testing.T) {
 
 func TestLatchedError(t *testing.T) {
 	fst := faulty.New(newMem(t))
-	s, err := session.Create(fst, "s.jsonl", session.Header{Cwd: "/w"})
+	s, err := tree.Create(fst, "s.jsonl", tree.Header{Cwd: "/w"})
 	must(t, err)
 	_, err = s.AppendMessage(ctx, assistantMsg("a"))
 	must(t, err)
@@ -754,7 +754,7 @@ func TestHostileFiles(t *testing.T) {
 			st := newMem(t)
 			data := h + ok + body
 			must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-			s, err := session.Open(ctx, st, "s.jsonl", session.WithReport(func(session.Problem) {}))
+			s, err := tree.Open(ctx, st, "s.jsonl", tree.WithReport(func(tree.Problem) {}))
 			must(t, err)
 			if s.Entry("ok") == nil {
 				t.Fatal("good entry lost")
@@ -780,7 +780,7 @@ func TestByteOrderMark(t *testing.T) {
 	data := "\xef\xbb\xbf" + `{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n" +
 		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}` + "\n"
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
-	s, err := session.Open(ctx, st, "s.jsonl")
+	s, err := tree.Open(ctx, st, "s.jsonl")
 	must(t, err)
 	if s.Header().ID != "s1" || s.Len() != 1 {
 		t.Errorf("a BOM hid the header: %+v, %d entries", s.Header(), s.Len())
@@ -795,7 +795,7 @@ func TestChildrenOfRootIncludeOrphans(t *testing.T) {
 		`{"type":"custom","id":"c","parentId":"a"}` + "\n"
 	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
 	var p problems
-	s, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	s, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 	must(t, err)
 	if got := ids(s.Children("")); fmt.Sprint(got) != "[a b]" {
 		t.Errorf("roots %v", got)
@@ -809,16 +809,16 @@ func TestMigrationReported(t *testing.T) {
 	st := newMem(t)
 	putFixture(t, st, "v2.jsonl", "s.jsonl")
 	var p problems
-	_, err := session.Open(ctx, st, "s.jsonl", p.opt())
+	_, err := tree.Open(ctx, st, "s.jsonl", p.opt())
 	must(t, err)
-	if p.count(session.ErrMigrated) != 1 || len(p.list) != 1 {
+	if p.count(tree.ErrMigrated) != 1 || len(p.list) != 1 {
 		t.Errorf("problems %v, want one ErrMigrated", p.list)
 	}
 }
 
 func TestIDsUniqueWithoutRandomness(t *testing.T) {
-	s, err := session.Create(newMem(t), "s.jsonl", session.Header{}, session.WithRandom(strings.NewReader("")),
-		session.WithClock(func() time.Time { return time.Unix(0, 0) }))
+	s, err := tree.Create(newMem(t), "s.jsonl", tree.Header{}, tree.WithRandom(strings.NewReader("")),
+		tree.WithClock(func() time.Time { return time.Unix(0, 0) }))
 	must(t, err)
 	seen := map[string]bool{}
 	for range 200 {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // A spec 002 file loads into the v3 model and rebuilds the context spec
@@ -20,9 +20,9 @@ func TestSpec002File(t *testing.T) {
 	must(t, err)
 	st := newMem(t)
 	must(t, st.WriteFile(t.Context(), "s.jsonl", data))
-	var problems []session.Problem
-	sess, err := session.Open(t.Context(), st, "s.jsonl", session.ReadOnly(),
-		session.WithReport(func(p session.Problem) { problems = append(problems, p) }))
+	var problems []tree.Problem
+	sess, err := tree.Open(t.Context(), st, "s.jsonl", tree.ReadOnly(),
+		tree.WithReport(func(p tree.Problem) { problems = append(problems, p) }))
 	must(t, err)
 	h := sess.Header()
 	if h.ID != "a3f7c901-0000-4000-8000-000000000001" || h.Cwd != "/home/user/project" || h.Version != 3 ||
@@ -71,20 +71,20 @@ func TestSpec002File(t *testing.T) {
 	}
 	migrated := false
 	for _, p := range problems {
-		migrated = migrated || errors.Is(p, session.ErrMigrated)
+		migrated = migrated || errors.Is(p, tree.ErrMigrated)
 	}
 	if !migrated {
 		t.Fatalf("no migration reported: %v", problems)
 	}
 	// Opened for writing, the file becomes v3 once.
-	_, err = session.Open(t.Context(), st, "s.jsonl")
+	_, err = tree.Open(t.Context(), st, "s.jsonl")
 	must(t, err)
 	again, err := st.ReadFile(t.Context(), "s.jsonl")
 	must(t, err)
 	if bytes.Contains(again, []byte(`"parent_id"`)) || !bytes.Contains(again, []byte(`"parentId"`)) {
 		t.Fatalf("rewritten file still spec 002:\n%s", again)
 	}
-	sess2, err := session.Open(t.Context(), st, "s.jsonl", session.ReadOnly())
+	sess2, err := tree.Open(t.Context(), st, "s.jsonl", tree.ReadOnly())
 	must(t, err)
 	if len(sess2.Context().Messages) != 4 {
 		t.Fatalf("the v3 rewrite rebuilds %d messages, want 4", len(sess2.Context().Messages))

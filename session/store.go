@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonl"
+	"github.com/trovekit/trove/internal/jsonscan"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // Sidecar files, in the directory named as the session file without
@@ -60,31 +64,31 @@ type Metadata struct {
 }
 
 // count adds one appended entry to the running totals.
-func (m *Metadata) count(e *Entry) {
-	if e.Type() != TypeMessage {
+func (m *Metadata) count(e *tree.Entry) {
+	if e.Type() != tree.TypeMessage {
 		return
 	}
 	m.MessageCount++
 	msg := e.Field("message")
-	ms, _ := splitObject(msg)
+	ms, _ := jsonscan.SplitObject(msg)
 	switch e.Role() {
 	case "user":
 		m.TurnCount++
 		if m.FirstMessage == "" {
-			m.FirstMessage = firstLine(messageText(msg))
+			m.FirstMessage = firstLine(tree.MessageText(msg))
 		}
 	case "assistant":
-		if model, ok := ms.str("model"); ok && model != "" {
+		if model, ok := ms.Str("model"); ok && model != "" {
 			m.Model = model
 		}
 	}
 	// Usage is optional: a message without it counts as one.
-	um, ok := splitObject(ms.get("usage"))
+	um, ok := jsonscan.SplitObject(ms.Get("usage"))
 	if !ok {
 		return
 	}
-	num := func(ms members, k string) float64 {
-		f, _ := strconv.ParseFloat(string(ms.get(k)), 64)
+	num := func(ms jsonscan.Members, k string) float64 {
+		f, _ := strconv.ParseFloat(string(ms.Get(k)), 64)
 		return f
 	}
 	in, out := int64(num(um, "input")), int64(num(um, "output"))
@@ -92,7 +96,7 @@ func (m *Metadata) count(e *Entry) {
 	m.OutputTokens += out
 	total := cmp.Or(int64(num(um, "totalTokens")), int64(num(um, "total_tokens")), in+out+int64(num(um, "cacheRead"))+int64(num(um, "cacheWrite")))
 	m.TotalTokens += total
-	if cm, ok := splitObject(um.get("cost")); ok {
+	if cm, ok := jsonscan.SplitObject(um.Get("cost")); ok {
 		m.CostUSD += num(cm, "total")
 	}
 }
@@ -109,8 +113,8 @@ func (s *Store) fresh(ctx context.Context, m Metadata, fileMod time.Time) Metada
 
 // recounted is m with its counts taken from its file.
 func (s *Store) recounted(ctx context.Context, m Metadata) Metadata {
-	sess, err := Open(ctx, s.st, m.Path, ReadOnly(), LazyBlobs(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil || sess.noHeader {
+	sess, err := tree.Open(ctx, s.st, m.Path, tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || !sess.HasHeader() {
 		return m
 	}
 	// Counts only: a bucket's clock may run ahead of ours, and taking its
@@ -122,15 +126,16 @@ func (s *Store) recounted(ctx context.Context, m Metadata) Metadata {
 // recount sets the totals of m from the session's file: a sidecar written
 // before a kill lags the file, and a resumed handle must count on from
 // what the file holds, not from what the sidecar said.
-func recount(m *Metadata, sess *Session) {
+func recount(m *Metadata, sess *tree.Session) {
 	m.MessageCount, m.TurnCount, m.InputTokens, m.OutputTokens, m.TotalTokens, m.CostUSD, m.FirstMessage = 0, 0, 0, 0, 0, 0, ""
-	for _, e := range sess.entries { // as stored: counting needs no blob
+	stored := sess.Stored()
+	for _, e := range stored {
 		m.count(e)
 	}
 	// The writer's own clock, as it stamped its last entry: the sidecar is
 	// written at Close, so a session at work is as recent as its entries.
-	if n := len(sess.entries); n > 0 {
-		if t, err := time.Parse(time.RFC3339Nano, sess.entries[n-1].timestamp); err == nil && t.After(m.UpdatedAt) {
+	if n := len(stored); n > 0 {
+		if t, err := time.Parse(time.RFC3339Nano, stored[n-1].Timestamp()); err == nil && t.After(m.UpdatedAt) {
 			m.UpdatedAt = t.UTC()
 		}
 	}
@@ -156,8 +161,8 @@ type Sessions interface {
 	Delete(ctx context.Context, ref string) error
 	List(ctx context.Context, cwd string) iter.Seq2[Metadata, error]
 	UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error
-	LoadMessages(ctx context.Context, ref string) ([]*Entry, error)
-	LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*Entry, error)
+	LoadMessages(ctx context.Context, ref string) ([]*tree.Entry, error)
+	LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*tree.Entry, error)
 	Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error]
 }
 
@@ -181,11 +186,13 @@ type ForkOptions struct {
 	ID   string // the new session's id; a uuid v7 when empty
 }
 
-// StoreOption configures a Store.
-type StoreOption func(*storeConfig)
+// Option configures a Store.
+type Option func(*config)
 
-type storeConfig struct {
-	session   []Option
+type config struct {
+	session   []tree.Option
+	blobs     cas.Blobs
+	toolMax   int
 	log       *slog.Logger
 	now       func() time.Time
 	queue     int
@@ -194,79 +201,95 @@ type storeConfig struct {
 	inline    bool
 }
 
-// WithSessionOptions passes options (WithBlobStore, WithLogger, ...) to
-// every session the store opens.
-func WithSessionOptions(opts ...Option) StoreOption {
-	return func(c *storeConfig) { c.session = append(c.session, opts...) }
+// WithSessionOptions passes file-level options (tree.WithReport,
+// tree.WithRandom, ...) to every session the store opens.
+func WithSessionOptions(opts ...tree.Option) Option {
+	return func(c *config) { c.session = append(c.session, opts...) }
 }
+
+// WithBlobStore sets where images and long tool outputs go, instead of the
+// root's own blob store.
+func WithBlobStore(b cas.Blobs) Option { return func(c *config) { c.blobs = b } }
+
+// WithToolResultThreshold sets the tool-result text size (bytes) above
+// which it goes to the blob store (see tree.WithToolResultThreshold).
+func WithToolResultThreshold(n int) Option { return func(c *config) { c.toolMax = n } }
 
 // WithInlineBlobs keeps images and long tool outputs inline in the session
 // files instead of in the root's blob store (what spec 003 readers without
 // a blob directory need). Sessions then grow with every image, and forks
 // copy them.
-func WithInlineBlobs() StoreOption { return func(c *storeConfig) { c.inline = true } }
+func WithInlineBlobs() Option { return func(c *config) { c.inline = true } }
 
-// WithStoreLogger sets the logger for background trouble.
-func WithStoreLogger(l *slog.Logger) StoreOption { return func(c *storeConfig) { c.log = l } }
+// WithLogger sets the logger for background trouble.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
-// WithStoreClock sets the clock for metadata times.
-func WithStoreClock(now func() time.Time) StoreOption { return func(c *storeConfig) { c.now = now } }
+// WithClock sets the clock for metadata times.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithSyncInterval bounds how long an append may wait for its sync when
 // no Flush asks for one (default 1 s): appends are written to the file as
 // the writer takes them, so a crash of this process loses none, and a
 // power loss none older than the interval. 0 syncs every batch.
-func WithSyncInterval(d time.Duration) StoreOption {
-	return func(c *storeConfig) { c.syncEvery = max(d, 0) }
+func WithSyncInterval(d time.Duration) Option {
+	return func(c *config) { c.syncEvery = max(d, 0) }
 }
 
 // WithQueue sets how many appends the background writer holds before an
 // append waits (default 256, as spec 000 suggests).
-func WithQueue(n int) StoreOption { return func(c *storeConfig) { c.queue = max(n, 1) } }
+func WithQueue(n int) Option { return func(c *config) { c.queue = max(n, 1) } }
 
 // WithLockWait makes opening a session for writing wait for another
 // writer's lock instead of failing with ErrLocked (on backends with locks).
-func WithLockWait() StoreOption { return func(c *storeConfig) { c.wait = true } }
+func WithLockWait() Option { return func(c *config) { c.wait = true } }
 
 // Store keeps sessions on a trove root: the tree files of spec 003 under
 // sessions/, each with a sidecar directory holding meta.json,
 // transcript.jsonl and checkpoints.
 type Store struct {
 	st  backend.Storage
-	cfg storeConfig
+	cfg config
 }
 
 // OpenStore opens the session store on a trove root. Images and tool
 // outputs over the threshold go to the root's blob store (blobs/) unless a
 // session option names another (WithBlobStore) or WithInlineBlobs is given.
-func OpenStore(ctx context.Context, st backend.Storage, opts ...StoreOption) (*Store, error) {
+func OpenStore(ctx context.Context, st backend.Storage, opts ...Option) (*Store, error) {
 	if st == nil {
-		return nil, fmt.Errorf("open session store: nil storage: %w", ErrInvalid)
+		return nil, fmt.Errorf("open session store: nil storage: %w", tree.ErrInvalid)
 	}
-	cfg := storeConfig{log: slog.Default(), now: time.Now, queue: 256, syncEvery: time.Second}
+	cfg := config{log: slog.Default(), now: time.Now, queue: 256, syncEvery: time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := backend.CtxErr(ctx, "open", SessionsDir); err != nil {
 		return nil, err
 	}
-	if !cfg.inline && newConfig(cfg.session).blobs == nil {
+	if !cfg.inline && cfg.blobs == nil {
 		// Blobs by default: the root's one cas store, where checkpoints
 		// and run logs keep theirs, so an image is stored once.
 		cs, err := cas.Open(ctx, st)
 		if err != nil {
 			return nil, err
 		}
-		cfg.session = append([]Option{WithBlobStore(cs)}, cfg.session...)
+		cfg.blobs = cs
 	}
+	base := []tree.Option{tree.WithLogger(cfg.log)}
+	if cfg.blobs != nil && !cfg.inline {
+		base = append(base, tree.WithBlobStore(cfg.blobs))
+	}
+	if cfg.toolMax != 0 {
+		base = append(base, tree.WithToolResultThreshold(cfg.toolMax))
+	}
+	cfg.session = append(base, cfg.session...)
 	return &Store{st: st, cfg: cfg}, nil
 }
 
 // SidecarDir is the sidecar directory of the session file path.
 func SidecarDir(path string) string { return strings.TrimSuffix(path, ".jsonl") }
 
-func (s *Store) sessionOpts(extra ...Option) []Option {
-	return append(append([]Option{WithClock(s.cfg.now)}, s.cfg.session...), extra...)
+func (s *Store) sessionOpts(extra ...tree.Option) []tree.Option {
+	return append(append([]tree.Option{tree.WithClock(s.cfg.now)}, s.cfg.session...), extra...)
 }
 
 // Create starts a new session and opens it for writing. As spec 003 says,
@@ -281,11 +304,11 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 		id = u.String()
 	}
 	if strings.ContainsAny(id, "/\\_") || backend.ValidPath(id) != nil {
-		return nil, backend.PathErr("create", id, fmt.Errorf("%w: session id must be a plain name without '_'", ErrInvalid))
+		return nil, backend.PathErr("create", id, fmt.Errorf("%w: session id must be a plain name without '_'", tree.ErrInvalid))
 	}
 	if o.ID != "" {
 		// A chosen id must be new: ids name sessions across every cwd.
-		if name, err := Find(ctx, s.st, id); err == nil && idFromName(backend.Base(name)) == id {
+		if name, err := s.Find(ctx, id); err == nil && idFromName(backend.Base(name)) == id {
 			return nil, backend.PathErr("create", name, fs.ErrExist)
 		}
 	}
@@ -294,7 +317,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	if _, err := s.st.Stat(ctx, path); err == nil {
 		return nil, backend.PathErr("create", path, fs.ErrExist)
 	}
-	sess, err := Create(s.st, path, Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: isoTime(now)}, s.sessionOpts()...)
+	sess, err := tree.Create(s.st, path, tree.Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: tree.FormatTime(now)}, s.sessionOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -311,31 +334,33 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 // creating it and its first write, the header its sidecar (or its name)
 // records, so the session resumes; any other headerless file is left as
 // it is.
-func (s *Store) repairEmpty(ctx context.Context, name string, sess *Session) (*Session, error) {
+func (s *Store) repairEmpty(ctx context.Context, name string, sess *tree.Session) (*tree.Session, error) {
 	fi, err := s.st.Stat(ctx, name)
 	if err != nil || fi.Size != 0 {
 		return sess, err
 	}
-	h := Header{Version: CurrentVersion, ID: idFromName(backend.Base(name)), Timestamp: isoTime(fi.ModTime.UTC())}
+	h := tree.Header{Version: tree.CurrentVersion, ID: idFromName(backend.Base(name)), Timestamp: tree.FormatTime(fi.ModTime.UTC())}
 	if data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(name), MetaFile)); err == nil {
 		var m Metadata
 		if json.Unmarshal(data, &m) == nil && m.ID != "" {
 			h.ID, h.Cwd, h.Title, h.ParentSession = m.ID, m.Cwd, m.Title, m.ParentID
 			if !m.CreatedAt.IsZero() {
-				h.Timestamp = isoTime(m.CreatedAt.UTC())
+				h.Timestamp = tree.FormatTime(m.CreatedAt.UTC())
 			}
 		}
 	}
 	s.cfg.log.Warn("trove/session: an empty session file (a writer killed before its first write) gets its header back", "file", name)
-	if err := s.st.WriteFile(ctx, name, append(encodeHeader(h), '\n')); err != nil {
+	if err := s.st.WriteFile(ctx, name, append(tree.EncodeHeader(h), '\n')); err != nil {
 		return nil, err
 	}
-	return Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
+	return tree.Open(ctx, s.st, name, s.sessionOpts(tree.LazyBlobs())...)
 }
 
-// find resolves ref (a full id, a unique abbreviation, or a session file
-// name) to a session file, from the listing index.
-func (s *Store) find(ctx context.Context, ref string) (string, error) {
+// Find resolves ref (a full id, a unique abbreviation of one (see MatchID),
+// or a session file name) to a session file, from the listing index. An
+// abbreviation several sessions share is ErrAmbiguous (an *AmbiguousError
+// naming them); none, fs.ErrNotExist.
+func (s *Store) Find(ctx context.Context, ref string) (string, error) {
 	if name, ok, err := findFile(ctx, s.st, ref); ok || err != nil {
 		return name, err
 	}
@@ -386,7 +411,7 @@ func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
 // Load opens the session ref (full id, unique id prefix or file name) for
 // writing: appends go on from its leaf.
 func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -396,10 +421,10 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 		return nil, err
 	}
 	// Opened to append to: blobs resolve only if its entries are read.
-	sess, err := Open(ctx, s.st, name, s.sessionOpts(LazyBlobs())...)
-	if err == nil && sess.noHeader {
-		if sess, err = s.repairEmpty(ctx, name, sess); err == nil && sess.noHeader {
-			err = sess.err
+	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.LazyBlobs())...)
+	if err == nil && !sess.HasHeader() {
+		if sess, err = s.repairEmpty(ctx, name, sess); err == nil && !sess.HasHeader() {
+			err = sess.Err()
 		}
 	}
 	var meta Metadata
@@ -445,7 +470,7 @@ func (s *Store) Continue(ctx context.Context, cwd string) (*Handle, error) {
 
 // readMeta reads the sidecar, or builds the metadata from the tree for a
 // session written by another implementation (no sidecar).
-func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
+func (s *Store) readMeta(ctx context.Context, sess *tree.Session) (Metadata, error) {
 	data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(sess.Name()), MetaFile))
 	if err == nil {
 		var m Metadata
@@ -470,9 +495,9 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 	}
 	for _, e := range sess.Entries() {
 		m.count(e)
-		if e.Type() == TypeModelChange {
+		if e.Type() == tree.TypeModelChange {
 			if d, err := e.Data(); err == nil {
-				if mc, ok := d.(*ModelChange); ok && mc.Role == "" {
+				if mc, ok := d.(*tree.ModelChange); ok && mc.Role == "" {
 					m.Model = mc.Model
 				}
 			}
@@ -480,9 +505,6 @@ func (s *Store) readMeta(ctx context.Context, sess *Session) (Meta, error) {
 	}
 	return m, nil
 }
-
-// Meta is Metadata (a shorter name for signatures).
-type Meta = Metadata
 
 // Fork writes a fork of the session ref (see ForkSession: whole, up to
 // o.At, or the last o.Last messages, entries as stored) and opens it for
@@ -495,34 +517,10 @@ func (s *Store) Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, e
 	return s.Load(ctx, meta.Path)
 }
 
-// lastMessages keeps the last n message entries of a path and the entries
-// that change the context after the first of them (model, thinking level).
-func lastMessages(path []*Entry, n int) []*Entry {
-	start := len(path)
-	for i := len(path) - 1; i >= 0 && n > 0; i-- {
-		if path[i].Type() == TypeMessage {
-			start = i
-			n--
-		}
-	}
-	// Keep the latest model and thinking level from before the cut.
-	var keep []*Entry
-	seen := map[string]bool{}
-	for i := start - 1; i >= 0; i-- {
-		t := path[i].Type()
-		if (t == TypeModelChange || t == TypeThinkingLevelChange) && !seen[t] {
-			seen[t] = true
-			keep = append(keep, path[i])
-		}
-	}
-	slices.Reverse(keep)
-	return append(keep, path[start:]...)
-}
-
 // Delete removes the session ref: its file and its sidecar (metadata,
 // transcript, checkpoints). Blobs it referenced are left to cas GC.
 func (s *Store) Delete(ctx context.Context, ref string) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -568,8 +566,8 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Metadata{}, err
 	}
-	sess, err := Open(ctx, s.st, info.Path, ReadOnly(), LazyBlobs(), WithReport(func(Problem) {}), WithLogger(slog.New(slog.DiscardHandler)))
-	if err == nil && !sess.noHeader {
+	sess, err := tree.Open(ctx, s.st, info.Path, tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil && !!sess.HasHeader() {
 		return s.readMeta(ctx, sess)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -582,7 +580,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 // UpdateMetadata changes the sidecar of a session that is not open for
 // writing (an open handle keeps its own; use Handle.UpdateMetadata).
 func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -591,7 +589,7 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 		return err
 	}
 	defer unlock()
-	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.ReadOnly())...)
 	if err != nil {
 		return err
 	}
@@ -619,42 +617,38 @@ func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
 // Metadata returns the metadata of the session ref: its sidecar, or what
 // its file says for a session without one.
 func (s *Store) Metadata(ctx context.Context, ref string) (Metadata, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return Metadata{}, err
 	}
-	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.ReadOnly())...)
 	if err != nil {
 		return Metadata{}, err
 	}
 	return s.readMeta(ctx, sess)
 }
 
-// MessageText is the text of an AgentMessage: its string content, or its
-// text blocks joined.
-func MessageText(msg json.RawMessage) string { return messageText(msg) }
-
 // LoadMessages returns the message entries on the path to the session's
 // leaf, oldest first.
-func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*Entry, error) {
+func (s *Store) LoadMessages(ctx context.Context, ref string) ([]*tree.Entry, error) {
 	return s.LoadMessagesUpTo(ctx, ref, "")
 }
 
 // LoadMessagesUpTo returns the message entries on the path to messageID
 // (the leaf when ""), oldest first, that one included.
-func (s *Store) LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*Entry, error) {
-	name, err := s.find(ctx, ref)
+func (s *Store) LoadMessagesUpTo(ctx context.Context, ref, messageID string) ([]*tree.Entry, error) {
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := Open(ctx, s.st, name, s.sessionOpts(ReadOnly())...)
+	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.ReadOnly())...)
 	if err != nil {
 		return nil, err
 	}
 	return messagesTo(sess, messageID)
 }
 
-func messagesTo(sess *Session, messageID string) ([]*Entry, error) {
+func messagesTo(sess *tree.Session, messageID string) ([]*tree.Entry, error) {
 	if messageID == "" {
 		if sess.Leaf() == nil {
 			return nil, nil
@@ -665,25 +659,28 @@ func messagesTo(sess *Session, messageID string) ([]*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*Entry
+	var out []*tree.Entry
 	for _, e := range path {
-		if e.Type() == TypeMessage {
+		if e.Type() == tree.TypeMessage {
 			out = append(out, e)
 		}
 	}
 	return out, nil
 }
 
+// maxTranscriptLine bounds one transcript line a reader holds.
+const maxTranscriptLine = 256 << 20
+
 // Transcript yields the session's SDK transcript stream, one JSON value per
 // line, in the order appended. A torn last line is skipped.
 func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMessage, error] {
 	return func(yield func(json.RawMessage, error) bool) {
-		name, err := s.find(ctx, ref)
+		name, err := s.Find(ctx, ref)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		data, err := s.st.ReadFile(ctx, backend.Join(SidecarDir(name), TranscriptFile))
+		rc, err := s.st.Open(ctx, backend.Join(SidecarDir(name), TranscriptFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			return
 		}
@@ -691,8 +688,21 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 			yield(nil, err)
 			return
 		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if line == "" || !json.Valid([]byte(line)) {
+		defer rc.Close()
+		// Lenient as the tree: blank, damaged, torn and oversized lines
+		// are skipped.
+		r := jsonl.NewReader(rc, maxTranscriptLine)
+		for {
+			line, _, err := r.Next()
+			switch {
+			case err == io.EOF:
+				return
+			case errors.Is(err, jsonl.ErrLineTooLong):
+				continue
+			case err != nil:
+				yield(nil, err)
+				return
+			case len(line) == 0 || !json.Valid(line):
 				continue
 			}
 			if !yield(json.RawMessage(line), nil) {
@@ -705,7 +715,7 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 // BreakLock removes the writer lease of a session whose writer died without
 // releasing it (backends without locks; a file lock dies with its process).
 func (s *Store) BreakLock(ctx context.Context, ref string) error {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -732,7 +742,7 @@ type LockHolder struct {
 // process), or a lease (buckets: it stays until its writer closes or
 // BreakLock removes it).
 func (s *Store) Holder(ctx context.Context, ref string) (LockHolder, bool, error) {
-	name, err := s.find(ctx, ref)
+	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return LockHolder{}, false, err
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/backend/spy"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // benchStore is a store on the OS file system, its logger quiet.
 func benchStore(b *testing.B) *session.Store {
 	s, err := session.OpenStore(b.Context(), backendtest.NewOS(b),
-		session.WithSessionOptions(session.WithLogger(slog.New(slog.DiscardHandler))))
+		session.WithSessionOptions(tree.WithLogger(slog.New(slog.DiscardHandler))))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // A file written through the session API passes Check; each damaged copy
@@ -14,22 +14,22 @@ import (
 func TestCheckStrict(t *testing.T) {
 	ctx := context.Background()
 	st := newMem(t)
-	s, err := session.Create(st, "s.jsonl", session.Header{ID: "s1", Cwd: "/w"})
+	s, err := tree.Create(st, "s.jsonl", tree.Header{ID: "s1", Cwd: "/w"})
 	must(t, err)
 	u, err := s.AppendMessage(ctx, userMsg("q"))
 	must(t, err)
 	// An assistant message with partial usage and no api: filled on write.
 	_, err = s.AppendMessage(ctx, []byte(`{"role":"assistant","provider":"p","model":"m","content":[{"type":"text","text":"a"}],"usage":{"input":3,"output":4},"timestamp":2}`))
 	must(t, err)
-	_, err = s.Append(ctx, &session.Compaction{Summary: "s", FirstKeptEntryID: u.ID(), TokensBefore: 5})
+	_, err = s.Append(ctx, &tree.Compaction{Summary: "s", FirstKeptEntryID: u.ID(), TokensBefore: 5})
 	must(t, err)
 	_, err = s.SetLabel(ctx, u.ID(), "start")
 	must(t, err)
-	_, err = s.BranchWithSummary(ctx, u.ID(), session.BranchSummary{Summary: "other way"})
+	_, err = s.BranchWithSummary(ctx, u.ID(), tree.BranchSummary{Summary: "other way"})
 	must(t, err)
 	must(t, s.Close(ctx))
 	data := string(read(t, st, "s.jsonl"))
-	if err := session.Check([]byte(data)); err != nil {
+	if err := tree.Check([]byte(data)); err != nil {
 		t.Fatalf("a file trove wrote: %v\n%s", err, data)
 	}
 	if !strings.Contains(data, `"usage":{"input":3,"output":4,"cacheRead":0,"cacheWrite":0,"totalTokens":7,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`) ||
@@ -60,19 +60,19 @@ func TestCheckStrict(t *testing.T) {
 		if name == "torn" {
 			bad = strings.TrimSuffix(bad, "\n")
 		}
-		err := session.Check([]byte(bad))
-		var v *session.Violation
-		if !errors.As(err, &v) || !errors.Is(err, session.ErrInvalid) {
-			t.Errorf("%s: Check = %v, want a violation", name, err)
+		err := tree.Check([]byte(bad))
+		var v *tree.Violation
+		if !errors.As(err, &v) || !errors.Is(err, tree.ErrInvalid) {
+			t.Errorf("%s: tree.Check = %v, want a violation", name, err)
 		}
 	}
 	// A value of the wrong type is refused, not written.
-	if _, err := s.AppendMessage(ctx, []byte(`{"role":"assistant","usage":{"input":"3"}}`)); !errors.Is(err, session.ErrInvalid) && !errors.Is(err, session.ErrClosed) {
+	if _, err := s.AppendMessage(ctx, []byte(`{"role":"assistant","usage":{"input":"3"}}`)); !errors.Is(err, tree.ErrInvalid) && !errors.Is(err, tree.ErrClosed) {
 		t.Errorf("usage.input as a string: %v", err)
 	}
-	s2, err := session.Create(st, "t.jsonl", session.Header{ID: "s2", Cwd: "/w"})
+	s2, err := tree.Create(st, "t.jsonl", tree.Header{ID: "s2", Cwd: "/w"})
 	must(t, err)
-	if _, err := s2.AppendMessage(ctx, []byte(`{"role":"assistant","usage":{"input":"3"}}`)); !errors.Is(err, session.ErrInvalid) {
+	if _, err := s2.AppendMessage(ctx, []byte(`{"role":"assistant","usage":{"input":"3"}}`)); !errors.Is(err, tree.ErrInvalid) {
 		t.Errorf("usage.input as a string: %v", err)
 	}
 }

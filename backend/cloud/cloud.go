@@ -161,11 +161,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 }
 
 // Capabilities of a bucket: durable (but fileblob), shared by processes,
-// nothing native.
+// write-once creates; no native append, rename or locks.
 func (s *Storage) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Durable:      s.opts.localDir == "", // fileblob never fsyncs
 		CrossProcess: true,
+		WriteOnce:    true,
 		MaxNameBytes: s.opts.maxName,
 		MaxElemBytes: s.opts.maxElem,
 	}

@@ -37,6 +37,8 @@ type bucket interface {
 type objReader interface {
 	io.ReadCloser
 	Size() int64
+	ModTime() time.Time
+	ContentType() string
 }
 
 // plain adapts a *blob.Bucket to bucket.
@@ -220,7 +222,9 @@ func (t *timedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (t *timedReader) Size() int64 { return t.r.Size() }
+func (t *timedReader) Size() int64         { return t.r.Size() }
+func (t *timedReader) ModTime() time.Time  { return t.r.ModTime() }
+func (t *timedReader) ContentType() string { return t.r.ContentType() }
 
 func (t *timedReader) Close() error {
 	t.t.Stop()

@@ -209,6 +209,8 @@ type stallReader struct{ ctx context.Context }
 func (r stallReader) Read([]byte) (int, error) { <-r.ctx.Done(); return 0, r.ctx.Err() }
 func (r stallReader) Close() error             { return nil }
 func (r stallReader) Size() int64              { return 10 }
+func (r stallReader) ModTime() time.Time       { return time.Time{} }
+func (r stallReader) ContentType() string      { return octets }
 
 func (s *stall) NewRangeReader(ctx context.Context, _ string, _, _ int64, _ *blob.ReaderOptions) (objReader, error) {
 	return stallReader{ctx}, nil

@@ -291,6 +291,29 @@ func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error
 	return s.inner.WriteFile(ctx, name, data)
 }
 
+// CreateFile is WriteFile's write-once form (backend.WriteOnce), with the
+// inner store's fallback when it has none.
+func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
+	const op = "CreateFile"
+	if err := s.fail(op, name); err != nil {
+		return err
+	}
+	if s.reserve(len(data)) < len(data) {
+		return s.noSpace(op, name)
+	}
+	return backend.CreateFile(ctx, s.inner, name, data)
+}
+
+// OpenInfo is Open with the file's description (backend.WriteOnce).
+func (s *Storage) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+	if err := s.fail("OpenInfo", name); err != nil {
+		return nil, backend.Info{}, err
+	}
+	rc, info, err := backend.OpenInfo(ctx, s.inner, name)
+	rc, err = s.reader(name, rc, err)
+	return rc, info, err
+}
+
 // WriteFrom hands the inner store a reader that fails with ENOSPC once the
 // space is spent, so the inner store sees a failing source mid-copy.
 func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {

@@ -6,7 +6,8 @@
 //
 // Ops are named after the methods, as in backend/faulty: "Capabilities",
 // "EnsureDir", "Stat", "List", "ReadFile", "Open", "OpenRange", "ReadPrefix",
-// "WriteFile", "WriteFrom", "OpenWriter", "Rename", "Unlink", "Lock",
+// "WriteFile", "WriteFrom", "OpenWriter", "CreateFile", "OpenInfo" (the
+// backend.WriteOnce fast path), "Rename", "Unlink", "Lock",
 // "Close", "Crash", and on the values they return "Writer.Write",
 // "Writer.Sync", "Writer.Close", "Reader.Read", "Reader.Close",
 // "Unlocker.Unlock".

@@ -35,7 +35,7 @@ func (c Call) String() string {
 }
 
 // mutating are the ops that can change what the store holds.
-var mutating = []string{"EnsureDir", "WriteFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink"}
+var mutating = []string{"EnsureDir", "WriteFile", "CreateFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink"}
 
 // Mutates reports whether the call can change what the store holds. Locks,
 // syncs and closes do not count.
@@ -51,8 +51,9 @@ type Storage struct {
 }
 
 var (
-	_ backend.Storage = (*Storage)(nil)
-	_ backend.Crasher = (*Storage)(nil)
+	_ backend.Storage   = (*Storage)(nil)
+	_ backend.WriteOnce = (*Storage)(nil)
+	_ backend.Crasher   = (*Storage)(nil)
 )
 
 // New wraps inner. A nil inner fails every call but Capabilities and Close
@@ -197,6 +198,23 @@ func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error
 	err := s.inner.WriteFile(ctx, name, data)
 	s.record(Call{Op: "WriteFile", Name: name, N: int64(len(data)), Err: err})
 	return err
+}
+
+// CreateFile records the write-once fast path (backend.WriteOnce), or
+// WriteFile's fallback when the inner store has none.
+func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
+	err := backend.CreateFile(ctx, s.inner, name, data)
+	s.record(Call{Op: "CreateFile", Name: name, N: int64(len(data)), Err: err})
+	return err
+}
+
+// OpenInfo records the write-once fast path (backend.WriteOnce), or Stat
+// and Open when the inner store has none.
+func (s *Storage) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+	rc, info, err := backend.OpenInfo(ctx, s.inner, name)
+	s.record(Call{Op: "OpenInfo", Name: name, Err: err})
+	rc, err = s.reader(name, rc, err)
+	return rc, info, err
 }
 
 func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {

@@ -69,7 +69,9 @@ func newGCCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("grace") {
 				opts = append(opts, troveapi.GCGrace(grace))
 			}
+			b := a.progress(-1, "collecting garbage")
 			rep, err := ts.GC(ctx, opts...)
+			b.done()
 			if err != nil {
 				return err
 			}
@@ -139,7 +141,9 @@ func newFsckCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			b := a.progress(-1, "checking the store")
 			rep, err := ts.Check(ctx)
+			b.done()
 			if err != nil {
 				return err
 			}

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/checkpoint"
 )
 
 // writers are the commands that may create the store; every other command
@@ -137,6 +139,39 @@ func completeSessions(a *app) cobra.CompletionFunc {
 				out = append(out, cobra.CompletionWithDesc(m.ID, firstNonEmpty(m.Title, m.FirstMessage, m.Cwd)))
 			}
 		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeCheckpoints completes checkpoint names of the workspace (--dir,
+// --session) through with; many says the command takes several names.
+func completeCheckpoints(a *app, with func(*cobra.Command, func(*checkpoint.Manager) error) error, many bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 && !many || a.checkStoreExists() != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		if cmd.Context() == nil {
+			cmd.SetContext(context.Background())
+		}
+		given := map[string]bool{}
+		for _, g := range args {
+			given[g] = true
+		}
+		var out []cobra.Completion
+		with(cmd, func(m *checkpoint.Manager) error {
+			infos, err := m.List(cmd.Context())
+			for _, in := range infos {
+				if !strings.HasPrefix(in.ID, toComplete) || given[in.ID] {
+					continue
+				}
+				desc := in.ModTime.Local().Format(time.DateTime)
+				if man, err := m.Load(cmd.Context(), in.ID); err == nil {
+					desc = fmt.Sprintf("%s %s, %d files", man.CreatedAt.Local().Format(time.DateTime), man.Kind, len(man.Files))
+				}
+				out = append(out, cobra.CompletionWithDesc(in.ID, desc))
+			}
+			return err
+		})
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -13,7 +13,8 @@ func TestTyposAreUsageErrors(t *testing.T) {
 	store := t.TempDir()
 	for _, args := range [][]string{
 		{"checkpoint", "lst"}, {"runs", "lst"}, {"blob", "foo"}, {"session", "ctx"}, {"files", "lss"}, {"nosuch"},
-		{"ls", "--nosuch"}, {"runs", "ls", "--limit", "x"},
+		{"ls", "--nosuch"}, {"runs", "ls", "--limit", "x"}, {"completion", "nosh"}, {"serve", "extra"}, {"demo", "extra"},
+		{"export", "x", "--format", "nope"}, {"mirror", "onlyone"}, {"import", "--from", "nope", "x"}, {"gc", "--grace", "x"},
 	} {
 		code, out, errOut := trove(t, "", append([]string{"--store", store}, args...)...)
 		if code != exitUsage {
@@ -122,8 +123,8 @@ func TestSessionCheck(t *testing.T) {
 }
 
 // Every --json output parses, with one naming scheme: snake_case keys and
-// times with milliseconds (stored formats passed through excepted: show's
-// messages).
+// times with milliseconds (stored formats passed through excepted: the
+// messages of show and session context).
 func TestJSONOutputs(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("TROVE_HOME", home)
@@ -147,7 +148,7 @@ func TestJSONOutputs(t *testing.T) {
 				if !key.MatchString(k) {
 					t.Errorf("%s: key %q is not snake_case", cmd, k)
 				}
-				if cmd == "show" && k == "messages" {
+				if (cmd == "show" || cmd == "session") && k == "messages" {
 					continue
 				}
 				walk(cmd, val)
@@ -167,6 +168,10 @@ func TestJSONOutputs(t *testing.T) {
 		{"checkpoint", "show", "--dir", ws, "--session", session, "before-edit"}, {"checkpoint", "diff", "--dir", ws, "--session", session, "before-edit"},
 		{"files", "ls", "-r"}, {"gc", "--dry-run"}, {"fsck"}, {"blob", "verify"}, {"blob", "put", "-"},
 		{"checkpoint", "rewind", "--dir", ws, "--session", session, "--dry-run", "before-edit"},
+		{"checkpoint", "create", "--dir", ws, "--session", session, "again"}, {"session", "context", session}, {"session", "check", session},
+		{"import", filepath.Join("..", "..", "importer", "testdata", "heldout")}, {"import", "--dry-run", filepath.Join("..", "..", "importer", "testdata")},
+		{"mirror", home, t.TempDir()}, {"fork", session}, {"unlock", session},
+		{"checkpoint", "rm", "--dir", ws, "--session", session, "again"}, {"rm", run[:0] + session},
 	} {
 		code, out, errOut := trove(t, "x", append([]string{"--json"}, args...)...)
 		if code != exitOK {
@@ -179,5 +184,53 @@ func TestJSONOutputs(t *testing.T) {
 			continue
 		}
 		walk(args[0], v)
+	}
+}
+
+// Completion offers the workspace's checkpoint names (not those already
+// given to rm), and session ids for show and --session.
+func TestCompletion(t *testing.T) {
+	store, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"before-edit", "before-test", "other"} {
+		if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "--dir", ws, "create", name); code != 0 {
+			t.Fatalf("create %s: %s", name, errOut)
+		}
+	}
+	complete := func(args ...string) []string {
+		t.Helper()
+		code, out, errOut := trove(t, "", append([]string{"__complete", "--store", store}, args...)...)
+		if code != 0 {
+			t.Fatalf("__complete %v: %d %s", args, code, errOut)
+		}
+		var names []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") { // the last line is the directive
+				names = append(names, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return names
+	}
+	if got := strings.Join(complete("checkpoint", "rewind", "--dir", ws, "before"), " "); got != "before-edit before-test" {
+		t.Errorf("rewind completes %q", got)
+	}
+	if got := strings.Join(complete("checkpoint", "rm", "--dir", ws, "before-edit", ""), " "); got != "before-test other" {
+		t.Errorf("rm completes %q", got)
+	}
+	if got := complete("checkpoint", "diff", "--dir", ws, "other", ""); len(got) != 0 {
+		t.Errorf("diff completes a second name: %q", got)
+	}
+	code, out, _ := trove(t, "", "--store", store, "demo", "--json")
+	if code != 0 {
+		t.Fatalf("demo: %s", out)
+	}
+	ids := complete("show", "")
+	if len(ids) == 0 {
+		t.Fatal("show completes no session ids")
+	}
+	if got := complete("checkpoint", "ls", "--session", ids[0][:4]); len(got) == 0 || !strings.HasPrefix(got[0], ids[0][:4]) {
+		t.Errorf("--session completes %q", got)
 	}
 }

@@ -76,7 +76,9 @@ func newBlobCmd(a *app) *cobra.Command {
 			}
 			good := 0
 			bad := []map[string]string{}
+			b := a.progress(-1, "verifying blobs")
 			for ref, err := range bs.Verify(ctx) {
+				b.add(1)
 				if err != nil {
 					r := ""
 					if !ref.IsZero() {
@@ -94,6 +96,7 @@ func newBlobCmd(a *app) *cobra.Command {
 				}
 				good++
 			}
+			b.done()
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"good": good, "bad": bad}); err != nil {
 					return err

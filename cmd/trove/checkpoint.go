@@ -60,6 +60,8 @@ func newCheckpointCmd(a *app) *cobra.Command {
 				}
 				var man *checkpoint.Manifest
 				var err error
+				b := a.progress(-1, "snapshotting "+dir)
+				defer b.done()
 				if len(args) == 1 {
 					man, err = m.CreateTree(cmd.Context(), args[0], opts...)
 				} else {
@@ -118,7 +120,9 @@ func newCheckpointCmd(a *app) *cobra.Command {
 				} else {
 					name = args[0]
 				}
+				b := a.progress(-1, "rewinding to "+name)
 				res, err := m.Rewind(cmd.Context(), name, dryRun)
+				b.done()
 				if a.jsonOut && res != nil {
 					if perr := a.printJSON(res); perr != nil {
 						return perr
@@ -170,6 +174,13 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(create, rewind, diff)
 	addCheckpointAdmin(a, cmd, with)
+	for _, c := range cmd.Commands() {
+		switch c.Name() {
+		case "rewind", "diff", "show", "rm":
+			c.ValidArgsFunction = completeCheckpoints(a, with, c.Name() == "rm")
+		}
+	}
+	cmd.RegisterFlagCompletionFunc("session", completeSessions(a))
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // newDemoCmd plays a realistic agent session on a store (the default local
@@ -213,6 +216,35 @@ func (d *demo) run(ctx context.Context) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
+
+	// 3. A branch and a compaction. The handle appends messages (and
+	// counts them); once it is flushed, the tree takes the other entries.
+	if err := h.Flush(ctx); err != nil {
+		return err
+	}
+	sess := h.Session()
+	entries := sess.Entries()
+	first := entries[0]
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
+		return err
+	}
+	if err := h.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil)); err != nil {
+		return err
+	}
+	if err := h.Flush(ctx); err != nil {
+		return err
+	}
+	branchMsg := sess.Leaf()
+	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
+		return err
+	}
+	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
+		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
+		return err
+	}
+	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
+		return err
+	}
 	if err := h.Close(ctx); err != nil {
 		return err
 	}
@@ -220,33 +252,6 @@ func (d *demo) run(ctx context.Context) error {
 		h.ID(), cwd, humanBytes(int64(len(listing))))
 	d.say("2. checkpoint before-edit of %s, a bad edit, then rewind: %d file(s) restored\n", ws, len(res.FilesChanged))
 
-	// 3. A branch and a compaction, written with the session API.
-	sess, err := session.Open(ctx, s.Storage(), h.Path(), session.WithBlobStore(s.Blobs()))
-	if err != nil {
-		return err
-	}
-	entries := sess.Entries()
-	first := entries[0]
-	if _, err := sess.BranchWithSummary(ctx, first.ID(), session.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
-		return err
-	}
-	branchMsg, err := sess.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil))
-	if err != nil {
-		return err
-	}
-	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
-		return err
-	}
-	if _, err := sess.Append(ctx, &session.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
-		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
-		return err
-	}
-	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
-		return err
-	}
-	if err := sess.Close(ctx); err != nil {
-		return err
-	}
 	d.say("3. a branch from the first message (%s) and a compaction keeping the fix, labelled \"fixed\"\n", branchMsg.ID())
 
 	// 4. A fork at the first reply.
@@ -259,12 +264,23 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.say("4. fork %s of the session at its first reply (images shared by ref, not copied)\n", f.ID())
 
-	// 5. fsck.
+	// 5. The session as one self-contained HTML page, beside the workspace.
+	page := ws + ".html"
+	view, _, err := readSession(ctx, s, h.ID())
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(page, func(w io.Writer) error { return export.HTML(ctx, w, view) }); err != nil {
+		return err
+	}
+	d.say("5. exported the session as HTML: %s (one file, no network; open it in a browser)\n", page)
+
+	// 6. fsck.
 	rep, err := s.Check(ctx)
 	if err != nil {
 		return err
 	}
-	d.say("5. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
+	d.say("6. run log %s; fsck: %d sessions, %d checkpoints, %d run files, %d blobs, %d problems\n",
 		w.RunID(), rep.Sessions, rep.Checkpoints, rep.Runs, rep.Blobs, len(rep.Problems))
 	for _, p := range rep.Problems {
 		d.say("   %s\n", sanitizeLine(p.String()))
@@ -275,7 +291,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	if a.jsonOut {
 		return a.printJSON(map[string]any{"store": a.storeName(), "session": h.ID(), "fork": f.ID(), "branch_entry": branchMsg.ID(),
-			"checkpoint": "before-edit", "workspace": ws, "run": w.RunID(), "files_restored": len(res.FilesChanged),
+			"checkpoint": "before-edit", "workspace": ws, "html": page, "run": w.RunID(), "files_restored": len(res.FilesChanged),
 			"blobs": rep.Blobs, "problems": len(rep.Problems)})
 	}
 	if strings.HasPrefix(a.storeURL, "mem://") {
@@ -303,6 +319,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"checkpoint ls --dir " + ws + " --session " + short[h.ID()], "the session's checkpoint"},
 		{"runs show " + w.RunID(), "the run log"},
 		{"fsck", "check everything"},
+		{"serve", "browse it all at http://127.0.0.1:8765"},
 	} {
 		d.say("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
 	}

@@ -11,16 +11,17 @@ import (
 	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // readSession opens the session ref read-only with its blobs resolved,
 // taking no lock: exporting and viewing never get in a writer's way.
-func readSession(ctx context.Context, ts *troveapi.Store, ref string) (*session.Session, session.Metadata, error) {
+func readSession(ctx context.Context, ts *troveapi.Store, ref string) (*tree.Session, session.Metadata, error) {
 	meta, err := ts.Sessions().Metadata(ctx, ref)
 	if err != nil {
 		return nil, meta, err
 	}
-	sess, err := session.Open(ctx, ts.Storage(), meta.Path, session.ReadOnly(), session.WithBlobStore(ts.Blobs()))
+	sess, err := tree.Open(ctx, ts.Storage(), meta.Path, tree.ReadOnly(), tree.WithBlobStore(ts.Blobs()))
 	if err != nil {
 		return nil, meta, err
 	}
@@ -34,7 +35,7 @@ func newExportCmd(a *app) *cobra.Command {
 		Short: "Export a session as self-contained HTML, Markdown (the current branch) or JSONL with blobs inline",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var render func(context.Context, io.Writer, *session.Session, ...export.Option) error
+			var render func(context.Context, io.Writer, *tree.Session, ...export.Option) error
 			switch format {
 			case "html":
 				render = export.HTML

@@ -9,8 +9,9 @@ import (
 // importJSON is `trove import --json`.
 type importJSON struct {
 	DryRun   bool              `json:"dry_run"`
-	Imported int               `json:"imported"`
+	Imported int               `json:"imported"` // sessions
 	Skipped  int               `json:"skipped"`
+	Blobs    int               `json:"blobs"` // put from pi roots' blobs/
 	Sessions []importer.Result `json:"sessions"`
 }
 
@@ -35,12 +36,23 @@ func newImportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun})
+			var b *bar
+			progress := func(done, total int) {
+				if b == nil {
+					b = a.progress(total, "importing")
+				}
+				b.set(done, total)
+			}
+			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun, Progress: progress})
+			b.done()
 			out := importJSON{DryRun: dryRun, Sessions: append([]importer.Result{}, res...)}
 			for _, r := range res {
-				if r.Imported {
+				switch {
+				case r.Format == "blobs":
+					out.Blobs += r.Messages
+				case r.Imported:
 					out.Imported++
-				} else {
+				default:
 					out.Skipped++
 				}
 			}
@@ -55,13 +67,20 @@ func newImportCmd(a *app) *cobra.Command {
 				verb = "would import"
 			}
 			for _, r := range res {
-				if r.Imported {
-					a.printf("%s %s (%s, %d messages) as %s\n", verb, r.Source, r.Format, r.Messages, r.SessionID)
-				} else {
+				switch {
+				case r.Format == "blobs":
+					a.printf("%s %d blobs from %s\n", verb, r.Messages, r.Source)
+				case r.Imported:
+					of := ""
+					if r.ParentID != "" {
+						of = ", parent " + r.ParentID
+					}
+					a.printf("%s %s (%s, %d messages%s) as %s\n", verb, r.Source, r.Format, r.Messages, of, r.SessionID)
+				default:
 					a.printf("skipped %s: %s\n", r.Source, r.Reason)
 				}
 			}
-			a.printf("%s %d sessions, skipped %d\n", verb, out.Imported, out.Skipped)
+			a.printf("%s %d sessions and %d blobs, skipped %d sessions\n", verb, out.Imported, out.Blobs, out.Skipped)
 			return err
 		},
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
 )
 
 // trove import brings a Claude Code project in once; the session then shows
@@ -18,7 +20,7 @@ func TestImportShowMirror(t *testing.T) {
 		t.Fatalf("import: %d %s", code, errOut)
 	}
 	var rep importJSON
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Imported != 1 || len(rep.Sessions) != 1 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Imported != 2 || len(rep.Sessions) != 2 || rep.Sessions[1].ParentID != rep.Sessions[0].SessionID {
 		t.Fatalf("import --json: %v %s", err, out)
 	}
 	id := rep.Sessions[0].SessionID
@@ -27,7 +29,7 @@ func TestImportShowMirror(t *testing.T) {
 		t.Errorf("show: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = trove(t, "", "--store", store, "import", src)
-	if code != 0 || !strings.Contains(out, "imported 0 sessions, skipped 1") {
+	if code != 0 || !strings.Contains(out, "imported 0 sessions and 0 blobs, skipped 2 sessions") {
 		t.Errorf("second import: %d %s", code, out)
 	}
 	if code, _, _ := trove(t, "", "--store", store, "import", "--from", "nope", src); code != exitUsage {
@@ -51,5 +53,50 @@ func TestImportShowMirror(t *testing.T) {
 	}
 	if code, out, errOut := trove(t, "", "--store", dst, "fsck"); code != 0 {
 		t.Errorf("fsck of the mirror: %d %s %s", code, out, errOut)
+	}
+}
+
+// trove mirror of a store (imported sessions, their blobs, a demo with a
+// checkpoint and a run) to a local S3 server: the bucket checks clean
+// through trove --store s3://..., lists the same sessions, a second mirror
+// copies nothing, and a mirror back to disk checks clean too.
+func TestMirrorToS3CLI(t *testing.T) {
+	store := t.TempDir()
+	if code, _, errOut := trove(t, "", "--store", store, "import", filepath.Join("..", "..", "importer", "testdata", "heldout")); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "demo"); code != 0 {
+		t.Fatalf("demo: %s", errOut)
+	}
+	srv := cloudtest.StartS3(t)
+	bucket := "s3://" + srv.CreateBucket(t) + "?endpoint=" + srv.URL() + "&region=us-east-1&use_path_style=true&anonymous=true"
+	code, out, errOut := trove(t, "", "--json", "mirror", store, bucket)
+	var first mirrorJSON
+	if err := json.Unmarshal([]byte(out), &first); code != 0 || err != nil || first.Copied == 0 {
+		t.Fatalf("mirror to S3: %d %v %s %s", code, err, out, errOut)
+	}
+	if code, out, errOut := trove(t, "", "--store", bucket, "fsck"); code != 0 || !strings.Contains(out, " 0 problems") {
+		t.Errorf("fsck of the bucket: %d %s %s", code, out, errOut)
+	}
+	_, local, _ := trove(t, "", "--store", store, "ls", "--all")
+	_, remote, _ := trove(t, "", "--store", bucket, "ls", "--all")
+	if local == "" || local != remote {
+		t.Errorf("ls differs:\nlocal\n%s\nbucket\n%s", local, remote)
+	}
+	code, out, _ = trove(t, "", "--json", "mirror", bucket+"", store)
+	var again mirrorJSON
+	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || again.Copied != 0 || again.Skipped != first.Copied+first.Skipped {
+		t.Errorf("mirror back onto the source copied something: %d %v %s", code, err, out)
+	}
+	code, out, _ = trove(t, "", "--json", "mirror", store, bucket)
+	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || again.Copied != 0 {
+		t.Errorf("second mirror: %d %v %s", code, err, out)
+	}
+	back := t.TempDir()
+	if code, _, errOut := trove(t, "", "mirror", bucket, back); code != 0 {
+		t.Fatalf("mirror back: %s", errOut)
+	}
+	if code, out, errOut := trove(t, "", "--store", back, "fsck"); code != 0 {
+		t.Errorf("fsck of the copy back: %d %s %s", code, out, errOut)
 	}
 }

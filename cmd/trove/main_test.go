@@ -25,7 +25,7 @@ func TestDemoOnDefaultRoot(t *testing.T) {
 		t.Fatalf("demo exit %d: %s\n%s", code, errOut, out)
 	}
 	for _, want := range []string{"store: " + home, "a screenshot (kept as a blob)", "checkpoint before-edit", "1 file(s) restored",
-		"a branch from the first message", "fork ", "0 problems", "trove show "} {
+		"a branch from the first message", "fork ", "exported the session as HTML: " + home, "0 problems", "trove show ", "trove serve"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
@@ -42,6 +42,10 @@ func TestDemoOnDefaultRoot(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(ws[0]); !strings.Contains(string(data), `return "hello" }`) {
 		t.Errorf("greet.go: %s", data)
+	}
+	// Its HTML export is beside it, showing the conversation.
+	if page, err := os.ReadFile(filepath.Dir(ws[0]) + ".html"); err != nil || !strings.Contains(string(page), "Fixed: Greet returns") {
+		t.Errorf("the demo's HTML page: %v", err)
 	}
 	if code, out, _ := trove(t, "", "fsck"); code != exitOK {
 		t.Errorf("fsck after the demo: %s", out)

@@ -47,7 +47,12 @@ func newMirrorCmd(a *app) *cobra.Command {
 			}
 			defer dst.Close()
 			out := mirrorJSON{Files: []troveapi.MirrorAction{}}
+			var b *bar
 			opts := []troveapi.MirrorOption{troveapi.MirrorProgress(func(act troveapi.MirrorAction) {
+				if b == nil {
+					b = a.progress(act.Total, "mirroring")
+				}
+				b.set(act.Done, act.Total)
 				if act.Copied {
 					out.Files = append(out.Files, act)
 				}
@@ -56,6 +61,7 @@ func newMirrorCmd(a *app) *cobra.Command {
 				opts = append(opts, troveapi.MirrorDryRun())
 			}
 			rep, err := troveapi.Mirror(ctx, src, dst, opts...)
+			b.done()
 			out.MirrorReport = rep
 			if err != nil {
 				return err

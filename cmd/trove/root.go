@@ -56,6 +56,9 @@ type app struct {
 	st             backend.Storage
 	ts             *troveapi.Store
 	mayCreate      bool // the command may create a missing local store
+	// terminal says whether stderr is a terminal (progress bars); nil
+	// asks the operating system.
+	terminal func(io.Writer) bool
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
@@ -153,6 +156,8 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a),
 		newMirrorCmd(a), newImportCmd(a))
+	// cobra adds `completion` at Execute; added now, it behaves too.
+	root.InitDefaultCompletionCmd()
 	behave(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {
@@ -165,7 +170,11 @@ func newRoot(a *app) *cobra.Command {
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+// run executes the command line with a and returns the process exit code.
+func (a *app) run(ctx context.Context, args []string) int {
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newServeCmd(a *app) *cobra.Command {
@@ -94,7 +95,7 @@ func (v *viewer) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		code = http.StatusNotFound
-	case errors.As(err, &ae), errors.Is(err, session.ErrInvalid):
+	case errors.As(err, &ae), errors.Is(err, tree.ErrInvalid):
 		code = http.StatusBadRequest
 	}
 	v.log.Debug("viewer", "err", err)

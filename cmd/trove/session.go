@@ -12,6 +12,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func newSessionCmd(a *app) *cobra.Command {
@@ -19,7 +20,7 @@ func newSessionCmd(a *app) *cobra.Command {
 	var leaf string
 	contextCmd := &cobra.Command{
 		Use:   "context FILE|ID|PREFIX",
-		Short: "Print the context rebuilt at the leaf (or --leaf ID) as JSON",
+		Short: "Print the context rebuilt at the leaf (or --leaf ID) as spec 003's JSON (--json: trove's names)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -28,10 +29,34 @@ func newSessionCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			c, err := session.ContextFor(ctx, src, ref, leaf, opts...)
+			// Blobs come through opts: the store opens none of its own.
+			s, err := session.OpenStore(ctx, src, session.WithInlineBlobs(), session.WithSessionOptions(opts...))
 			if err != nil {
 				return err
 			}
+			c, err := s.ContextFor(ctx, ref, leaf)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				// trove's naming scheme around the messages, which are
+				// the stored format, passed through as is.
+				models, err := c.Models.MarshalJSON()
+				if err != nil {
+					return err
+				}
+				out := map[string]any{"leaf_id": nil, "messages": c.Messages, "thinking_level": c.ThinkingLevel,
+					"models": json.RawMessage(models), "injected_ttsr_rules": c.InjectedTtsrRules, "mode": c.Mode}
+				if c.LeafID != "" {
+					out["leaf_id"] = c.LeafID
+				}
+				if c.ModeData != nil {
+					out["mode_data"] = c.ModeData
+				}
+				return a.printRawJSON(out)
+			}
+			// Without --json: the object spec 003's buildSessionContext
+			// returns, names as the spec has them, to compare with it.
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
 			enc.SetIndent("", "  ")
@@ -61,7 +86,7 @@ func newSessionCmd(a *app) *cobra.Command {
 			if err != nil {
 				return storeErr(err)
 			}
-			if err := session.Check(data); err != nil {
+			if err := tree.Check(data); err != nil {
 				if a.jsonOut {
 					_ = a.printJSON(map[string]any{"ok": false, "violation": err.Error()})
 				}
@@ -82,14 +107,14 @@ func newSessionCmd(a *app) *cobra.Command {
 // .jsonl file on disk, read without touching anything beside it (no
 // directory created, no migration written back), or an id in the store.
 // Blobs resolve from the store when there is one.
-func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, string, []session.Option, func(), error) {
-	opts := []session.Option{session.WithLogger(a.log)}
+func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, string, []tree.Option, func(), error) {
+	opts := []tree.Option{tree.WithLogger(a.log)}
 	if filepath.Ext(arg) != ".jsonl" {
 		st, bs, err := a.blobs(ctx)
 		if err != nil {
 			return nil, "", nil, nil, err
 		}
-		return st, arg, append(opts, session.WithBlobStore(bs)), func() {}, nil
+		return st, arg, append(opts, tree.WithBlobStore(bs)), func() {}, nil
 	}
 	data, err := os.ReadFile(arg)
 	if err != nil {
@@ -97,7 +122,7 @@ func (a *app) sessionSource(ctx context.Context, arg string) (backend.Storage, s
 	}
 	if a.checkStoreExists() == nil {
 		if _, bs, err := a.blobs(ctx); err == nil {
-			opts = append(opts, session.WithBlobStore(bs))
+			opts = append(opts, tree.WithBlobStore(bs))
 		}
 	}
 	// The file's bytes in a private memory store: the session package reads

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // block is the part of a content block show renders.
@@ -91,7 +91,7 @@ func renderMessage(w io.Writer, id string, raw json.RawMessage, label string) {
 
 // renderPath writes the entries on the path to leaf, with what branches
 // off it, labels, compactions and summaries.
-func renderPath(w io.Writer, sess *session.Session, path []*session.Entry) {
+func renderPath(w io.Writer, sess *tree.Session, path []*tree.Entry) {
 	labels := sess.Labels()
 	onPath := map[string]bool{}
 	for _, e := range path {
@@ -104,26 +104,26 @@ func renderPath(w io.Writer, sess *session.Session, path []*session.Entry) {
 		}
 		d, _ := e.Data()
 		switch v := d.(type) {
-		case *session.Message:
+		case *tree.Message:
 			renderMessage(w, e.ID(), v.Message, label)
-		case *session.Compaction:
+		case *tree.Compaction:
 			fmt.Fprintf(w, "[%s] compaction%s (keeps from %s): %s\n", e.ID(), label, clean(v.FirstKeptEntryID, 40), clean(v.Summary, 200))
-		case *session.BranchSummary:
+		case *tree.BranchSummary:
 			fmt.Fprintf(w, "[%s] branch summary%s (of the branch from %s): %s\n", e.ID(), label, clean(v.FromID, 40), clean(v.Summary, 200))
-		case *session.CustomMessage:
+		case *tree.CustomMessage:
 			msg, _ := json.Marshal(map[string]any{"role": "custom", "customType": v.CustomType, "content": v.Content})
 			renderMessage(w, e.ID(), msg, label)
-		case *session.ModelChange:
+		case *tree.ModelChange:
 			role := v.Role
 			if role == "" {
 				role = "default"
 			}
 			fmt.Fprintf(w, "[%s] model %s: %s\n", e.ID(), clean(role, 40), clean(v.Model, 80))
-		case *session.ThinkingLevelChange:
+		case *tree.ThinkingLevelChange:
 			fmt.Fprintf(w, "[%s] thinking level: %s\n", e.ID(), clean(v.ThinkingLevel, 40))
-		case *session.Label:
+		case *tree.Label:
 			fmt.Fprintf(w, "[%s] label %q on %s\n", e.ID(), clean(v.Label, 60), clean(v.TargetID, 40))
-		case *session.ModeChange:
+		case *tree.ModeChange:
 			fmt.Fprintf(w, "[%s] mode: %s\n", e.ID(), clean(v.Mode, 40))
 		default:
 			fmt.Fprintf(w, "[%s] %s%s\n", e.ID(), clean(e.Type(), 40), label)

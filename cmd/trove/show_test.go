@@ -9,6 +9,7 @@ import (
 
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func TestShowRendersTheTree(t *testing.T) {
@@ -20,11 +21,11 @@ func TestShowRendersTheTree(t *testing.T) {
 	}
 	defer st.Close()
 	id := "01a20000-0000-7000-8000-00000000abcd"
-	s, err := session.Create(st, session.SessionPath("/w", time.Now(), id), session.Header{ID: id, Cwd: "/w"})
+	s, err := tree.Create(st, session.SessionPath("/w", time.Now(), id), tree.Header{ID: id, Cwd: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := func(m string) *session.Entry {
+	msg := func(m string) *tree.Entry {
 		e, err := s.AppendMessage(ctx, json.RawMessage(m))
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func TestShowRendersTheTree(t *testing.T) {
 	if err := s.Branch(first.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, &session.Compaction{Summary: "the user wants files listed", FirstKeptEntryID: first.ID(), TokensBefore: 10}); err != nil {
+	if _, err := s.Append(ctx, &tree.Compaction{Summary: "the user wants files listed", FirstKeptEntryID: first.ID(), TokensBefore: 10}); err != nil {
 		t.Fatal(err)
 	}
 	msg(`{"role":"assistant","content":[{"type":"text","text":"other way"}],"api":"a","provider":"p","model":"m",` + usage + `,"stopReason":"stop","timestamp":4}`)

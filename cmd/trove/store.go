@@ -16,6 +16,7 @@ import (
 
 	"github.com/trovekit/trove/internal/jsonw"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // sessionStore opens the session store of the --store root, with its cas.
@@ -39,7 +40,7 @@ func storeErr(err error) error {
 		}
 		return usageErr("%s", b.String())
 	}
-	if errors.Is(err, session.ErrInvalid) {
+	if errors.Is(err, tree.ErrInvalid) {
 		return usageErr("%v", err)
 	}
 	return err
@@ -245,15 +246,15 @@ func newShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sess, err := session.Open(ctx, ts.Storage(), meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}),
-				session.WithBlobStore(ts.Blobs()))
+			sess, err := tree.Open(ctx, ts.Storage(), meta.Path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}),
+				tree.WithBlobStore(ts.Blobs()))
 			if err != nil {
 				return err
 			}
 			if err := sess.Err(); err != nil {
 				return err
 			}
-			var path []*session.Entry
+			var path []*tree.Entry
 			if leaf == "" && sess.Leaf() != nil {
 				leaf = sess.Leaf().ID()
 			}
@@ -270,7 +271,7 @@ func newShowCmd(a *app) *cobra.Command {
 				}
 				msgs := []json.RawMessage{}
 				for _, e := range path {
-					if e.Type() == session.TypeMessage {
+					if e.Type() == tree.TypeMessage {
 						msgs = append(msgs, e.JSON())
 					}
 				}
@@ -278,7 +279,7 @@ func newShowCmd(a *app) *cobra.Command {
 			}
 			onPath := 0
 			for _, e := range path {
-				if e.Type() == session.TypeMessage {
+				if e.Type() == tree.TypeMessage {
 					onPath++
 				}
 			}
@@ -360,6 +361,9 @@ func newUnlockCmd(a *app) *cobra.Command {
 			}
 			switch {
 			case !held:
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"session": args[0], "removed": false})
+				}
 				a.printf("%s: nothing to unlock\n", args[0])
 				return nil
 			case !h.Lease:
@@ -371,6 +375,10 @@ func newUnlockCmd(a *app) *cobra.Command {
 			}
 			if err := s.BreakLock(ctx, args[0]); err != nil {
 				return storeErr(err)
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"session": args[0], "removed": true,
+					"holder": map[string]any{"host": h.Host, "pid": h.PID, "since": h.Since}})
 			}
 			a.printf("%s: removed the lease of %s\n", args[0], who)
 			return nil

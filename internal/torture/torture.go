@@ -22,7 +22,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/runlog"
-	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // Config says where and how hard to torture.
@@ -227,11 +227,11 @@ func verify(ctx context.Context, cfg Config, acks []Ack, rng *rand.Rand, res *Re
 		// The metadata a resumed handle keeps counts what the file holds,
 		// not what a sidecar written before the kill said.
 		meta, err := s.Sessions().Metadata(ctx, m.ID)
-		sess, oerr := session.Open(ctx, s.Storage(), m.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+		sess, oerr := tree.Open(ctx, s.Storage(), m.Path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}))
 		if err == nil && oerr == nil {
 			n := 0
 			for _, e := range sess.Entries() {
-				if e.Type() == session.TypeMessage {
+				if e.Type() == tree.TypeMessage {
 					n++
 				}
 			}
@@ -264,7 +264,7 @@ func checkSession(ctx context.Context, s *trove.Store, id string, acks []Ack, re
 		res.fail("session %s: %v", id, err)
 		return
 	}
-	sess, err := session.Open(ctx, s.Storage(), meta.Path, session.ReadOnly(), session.WithReport(func(session.Problem) {}))
+	sess, err := tree.Open(ctx, s.Storage(), meta.Path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}))
 	if err != nil {
 		res.Lost += len(acks)
 		res.fail("session %s: %v", id, err)

@@ -214,3 +214,40 @@ func TestAzureMissing(t *testing.T) {
 		t.Fatal("a missing azurite did not skip")
 	}
 }
+
+// The counter sees each request once, by kind, on S3 and GCS alike.
+func TestCounter(t *testing.T) {
+	s3, s3c := cloudtest.StartCountingS3(t)
+	gc := cloudtest.NewCounter()
+	gcs := cloudtest.StartGCS(t, gc.Wrap)
+	for _, k := range []struct {
+		name   string
+		bucket func(tb testing.TB) *blob.Bucket
+		c      *cloudtest.Counter
+	}{{"s3", s3.Bucket, s3c}, {"gcs", gcs.Bucket, gc}} {
+		t.Run(k.name, func(t *testing.T) {
+			ctx := t.Context()
+			b := k.bucket(t)
+			defer b.Close()
+			got := k.c.During(func() {
+				if err := b.WriteAll(ctx, "d/k", []byte("a"), nil); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.ReadAll(ctx, "d/k"); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := b.ListPage(ctx, blob.FirstPageToken, 10, nil); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got.Total() != 3 || got["LIST"] != 1 || got["GET"] != 1 {
+				t.Errorf("write, read, list: %v, want 3 (1 GET, 1 LIST, 1 PUT or POST)\n%v", got, k.c.Log())
+			}
+			k.c.AtMost(t, "one read", 1, func() {
+				if _, err := b.ReadAll(ctx, "d/k"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}

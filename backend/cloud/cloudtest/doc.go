@@ -23,6 +23,11 @@
 // process environment, so tests stay independent), and New(tb), a Storage on
 // one. S3 and GCS take handler wrappers that see every request first.
 //
+// Counter is such a wrapper that counts requests by method (a bucket GET is
+// "LIST"), for tests that prove how many requests an operation costs:
+// StartCountingS3, then Counter.During or Counter.AtMost around the
+// operation.
+//
 // Observed with gocloud.dev v0.47.0 (cloudtest_test.go checks them):
 //
 //   - An IfNotExist write over an existing key fails with

@@ -28,6 +28,7 @@ import (
 
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/session/tree"
 )
 
 func main() {
@@ -485,7 +486,7 @@ func loadRow(dir string, rounds int) (row, error) {
 	for range rounds {
 		a0 := allocs()
 		t := time.Now()
-		sess, err := session.Open(ctx, st, h.Path(), session.ReadOnly())
+		sess, err := tree.Open(ctx, st, h.Path(), tree.ReadOnly())
 		if err != nil {
 			return row{}, err
 		}

@@ -1,8 +1,10 @@
-package session
+package tree
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // Context is what is sent to the model at one leaf: spec 003
@@ -40,7 +42,7 @@ func (m Models) Get(role string) string {
 	if !ok {
 		return ""
 	}
-	return jsText(v)
+	return jsonscan.Text(v)
 }
 
 // Roles returns the roles in the order they were first set.
@@ -61,43 +63,43 @@ func (m *Models) set(role string, model []byte) {
 
 // MarshalJSON writes the roles as one object, in order, values as written.
 func (m Models) MarshalJSON() ([]byte, error) {
-	var o objectBuilder
+	var o jsonscan.ObjectBuilder
 	for _, r := range m.roles {
-		o.add(r, m.models[r])
+		o.Add(r, m.models[r])
 	}
-	return o.bytes(), nil
+	return o.Bytes(), nil
 }
 
 // MarshalJSON writes the context with the names spec 003 uses.
 func (c *Context) MarshalJSON() ([]byte, error) {
-	var o objectBuilder
+	var o jsonscan.ObjectBuilder
 	if c.LeafID == "" {
-		o.add("leafId", []byte("null"))
+		o.Add("leafId", []byte("null"))
 	} else {
-		o.add("leafId", quote(c.LeafID))
+		o.Add("leafId", jsonscan.Quote(c.LeafID))
 	}
 	msgs := make([][]byte, len(c.Messages))
 	for i, m := range c.Messages {
-		msgs[i] = toValidUTF8(m)
+		msgs[i] = jsonscan.ToValidUTF8(m)
 	}
-	o.add("messages", joinArray(msgs))
-	o.add("thinkingLevel", quote(c.ThinkingLevel))
+	o.Add("messages", joinArray(msgs))
+	o.Add("thinkingLevel", jsonscan.Quote(c.ThinkingLevel))
 	models, _ := c.Models.MarshalJSON()
-	o.add("models", models)
+	o.Add("models", models)
 	rules := make([][]byte, len(c.InjectedTtsrRules))
 	for i, r := range c.InjectedTtsrRules {
-		rules[i] = quote(r)
+		rules[i] = jsonscan.Quote(r)
 	}
-	o.add("injectedTtsrRules", joinArray(rules))
+	o.Add("injectedTtsrRules", joinArray(rules))
 	if c.modeRaw != nil {
-		o.add("mode", toValidUTF8(c.modeRaw))
+		o.Add("mode", jsonscan.ToValidUTF8(c.modeRaw))
 	} else {
-		o.add("mode", quote(c.Mode))
+		o.Add("mode", jsonscan.Quote(c.Mode))
 	}
 	if c.ModeData != nil {
-		o.add("modeData", toValidUTF8(c.ModeData))
+		o.Add("modeData", jsonscan.ToValidUTF8(c.ModeData))
 	}
-	return o.bytes(), nil
+	return o.Bytes(), nil
 }
 
 func emptyContext() *Context {
@@ -165,15 +167,15 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 		switch e.typ {
 		case TypeThinkingLevelChange:
 			c.ThinkingLevel = "off"
-			if s, ok := jsonString(e.Field("thinkingLevel")); ok {
+			if s, ok := jsonscan.String(e.Field("thinkingLevel")); ok {
 				c.ThinkingLevel = s
 			}
 		case TypeModelChange:
-			ms, _ := splitObject(e.view)
-			if model := ms.get("model"); truthy(model) {
+			ms, _ := jsonscan.SplitObject(e.view)
+			if model := ms.Get("model"); jsonscan.Truthy(model) {
 				role := "default"
-				if r := ms.get("role"); !isNull(r) {
-					role = jsText(r)
+				if r := ms.Get("role"); !jsonscan.IsNull(r) {
+					role = jsonscan.Text(r)
 				}
 				c.Models.set(role, model)
 				if role == "default" {
@@ -190,33 +192,33 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 		case TypeCompaction:
 			compaction = i
 		case TypeTtsrInjection:
-			rules, _ := splitArray(e.Field("injectedRules"))
+			rules, _ := jsonscan.SplitArray(e.Field("injectedRules"))
 			for _, r := range rules {
-				s := jsText(r)
+				s := jsonscan.Text(r)
 				if !seenRule[s] {
 					seenRule[s] = true
 					c.InjectedTtsrRules = append(c.InjectedTtsrRules, s)
 				}
 			}
 		case TypeModeChange:
-			ms, _ := splitObject(e.view)
+			ms, _ := jsonscan.SplitObject(e.view)
 			c.Mode, c.modeRaw = "none", nil
-			if m := ms.get("mode"); !isNull(m) {
-				c.Mode = jsText(m)
+			if m := ms.Get("mode"); !jsonscan.IsNull(m) {
+				c.Mode = jsonscan.Text(m)
 				if m[0] != '"' {
 					c.modeRaw = json.RawMessage(m)
 				}
 			}
 			c.ModeData = nil
-			if d := ms.get("data"); d != nil {
+			if d := ms.Get("data"); d != nil {
 				c.ModeData = json.RawMessage(d)
 			}
 		}
 	}
 
 	if lastAssistant != nil {
-		msg, _ := splitObject(lastAssistant.Field("message"))
-		c.Models.set("default", quote(jsText(msg.get("provider"))+"/"+jsText(msg.get("model"))))
+		msg, _ := jsonscan.SplitObject(lastAssistant.Field("message"))
+		c.Models.set("default", jsonscan.Quote(jsonscan.Text(msg.Get("provider"))+"/"+jsonscan.Text(msg.Get("model"))))
 	}
 
 	if compaction < 0 {
@@ -227,7 +229,7 @@ func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 	}
 	comp := c.Path[compaction]
 	c.Messages = append(c.Messages, compactionSummaryMessage(comp))
-	firstKept, _ := jsonString(comp.Field("firstKeptEntryId"))
+	firstKept, _ := jsonscan.String(comp.Field("firstKeptEntryId"))
 	found := false
 	for _, e := range c.Path[:compaction] {
 		if !found && firstKept != "" && e.id == firstKept {
@@ -254,7 +256,7 @@ func (c *Context) appendMessage(e *Entry) {
 	case TypeCustomMessage:
 		c.Messages = append(c.Messages, customMessage(e))
 	case TypeBranchSummary:
-		if truthy(e.Field("summary")) {
+		if jsonscan.Truthy(e.Field("summary")) {
 			c.Messages = append(c.Messages, branchSummaryMessage(e))
 		}
 	}
@@ -264,46 +266,46 @@ func (c *Context) appendMessage(e *Entry) {
 // left out, as JSON.stringify leaves out undefined.
 
 func customMessage(e *Entry) json.RawMessage {
-	ms, _ := splitObject(e.view)
-	var o objectBuilder
-	o.add("role", quote("custom"))
+	ms, _ := jsonscan.SplitObject(e.view)
+	var o jsonscan.ObjectBuilder
+	o.Add("role", jsonscan.Quote("custom"))
 	copyMembers(&o, ms, "customType", "content", "display", "details")
-	addMillis(&o, ms.get("timestamp"))
-	return o.bytes()
+	addMillis(&o, ms.Get("timestamp"))
+	return o.Bytes()
 }
 
 func branchSummaryMessage(e *Entry) json.RawMessage {
-	ms, _ := splitObject(e.view)
-	var o objectBuilder
-	o.add("role", quote("branchSummary"))
+	ms, _ := jsonscan.SplitObject(e.view)
+	var o jsonscan.ObjectBuilder
+	o.Add("role", jsonscan.Quote("branchSummary"))
 	copyMembers(&o, ms, "summary", "fromId")
-	addMillis(&o, ms.get("timestamp"))
-	return o.bytes()
+	addMillis(&o, ms.Get("timestamp"))
+	return o.Bytes()
 }
 
 func compactionSummaryMessage(e *Entry) json.RawMessage {
-	ms, _ := splitObject(e.view)
-	var o objectBuilder
-	o.add("role", quote("compactionSummary"))
+	ms, _ := jsonscan.SplitObject(e.view)
+	var o jsonscan.ObjectBuilder
+	o.Add("role", jsonscan.Quote("compactionSummary"))
 	copyMembers(&o, ms, "summary", "shortSummary", "tokensBefore")
-	addMillis(&o, ms.get("timestamp"))
-	return o.bytes()
+	addMillis(&o, ms.Get("timestamp"))
+	return o.Bytes()
 }
 
-func copyMembers(o *objectBuilder, ms members, keys ...string) {
+func copyMembers(o *jsonscan.ObjectBuilder, ms jsonscan.Members, keys ...string) {
 	for _, k := range keys {
-		if v := ms.get(k); v != nil {
-			o.add(k, v)
+		if v := ms.Get(k); v != nil {
+			o.Add(k, v)
 		}
 	}
 }
 
 // addMillis writes "timestamp" as new Date(ts).getTime(): epoch
 // milliseconds, null where JavaScript gets NaN.
-func addMillis(o *objectBuilder, ts []byte) {
+func addMillis(o *jsonscan.ObjectBuilder, ts []byte) {
 	if ms, ok := epochMillis(ts); ok {
-		o.add("timestamp", strconv.AppendInt(nil, ms, 10))
+		o.Add("timestamp", strconv.AppendInt(nil, ms, 10))
 	} else {
-		o.add("timestamp", []byte("null"))
+		o.Add("timestamp", []byte("null"))
 	}
 }

@@ -1,8 +1,11 @@
-package session
+package tree
 
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/trovekit/trove/internal/jsonl"
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // parsed is a session file after the lenient parse (spec 003 "Load and
@@ -33,22 +36,18 @@ func parseFile(data []byte, report func(Problem)) *parsed {
 	// of each line: what an entry keeps points into data.
 	slab := make([]Entry, 0, bytes.Count(data, []byte("\n"))+1)
 	p.entries = make([]*Entry, 0, cap(slab))
-	var scratch members
+	var scratch jsonscan.Members
 	arena := strArena{buf: make([]byte, 0, 48*cap(slab)), refs: make([]strRef, 0, 3*cap(slab))}
 	defer arena.done()
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			line, data = data, nil
-		}
+		line, data, _ = jsonl.Cut(data)
 		line = trimLine(line)
 		if len(line) == 0 {
 			continue
 		}
-		valid, top, role := scanLine(line, scratch[:0])
+		valid, top, role := jsonscan.ScanLine(line, scratch[:0])
 		scratch = top
 		if !valid {
 			what := "not valid JSON"

@@ -1,4 +1,4 @@
-package session
+package tree
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // Size limits of spec 003 "Data Size Controls and Blob Externalization".
@@ -119,16 +120,16 @@ func (p *preparer) str(v []byte, key string) ([]byte, bool) {
 	if len(v)-2 <= MaxPersistChars || isSignatureKey(key) {
 		return v, false
 	}
-	s, ok := jsonString(v)
-	if !ok || utf16Len(s) <= MaxPersistChars {
+	s, ok := jsonscan.String(v)
+	if !ok || jsonscan.UTF16Len(s) <= MaxPersistChars {
 		return v, false
 	}
-	cut := truncateUTF16(s, MaxPersistChars-utf16Len(TruncationNotice)) + TruncationNotice
-	return quote(cut), true
+	cut := jsonscan.TruncateUTF16(s, MaxPersistChars-jsonscan.UTF16Len(TruncationNotice)) + TruncationNotice
+	return jsonscan.Quote(cut), true
 }
 
 func (p *preparer) array(v []byte, key string, toolResult bool, depth int) ([]byte, bool) {
-	elems, ok := splitArray(v)
+	elems, ok := jsonscan.SplitArray(v)
 	if !ok {
 		return v, false
 	}
@@ -157,14 +158,14 @@ func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
 	if len(el) == 0 || el[0] != '{' || p.blobs == nil {
 		return el, false
 	}
-	ms, ok := splitObject(el)
+	ms, ok := jsonscan.SplitObject(el)
 	if !ok {
 		return el, false
 	}
-	typ, _ := ms.str("type")
+	typ, _ := ms.Str("type")
 	switch {
 	case typ == "image":
-		data, ok := ms.str("data")
+		data, ok := ms.Str("data")
 		if !ok || len(data) < BlobThreshold || isBlobRef(data) {
 			return el, false
 		}
@@ -179,12 +180,12 @@ func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
 			p.err = fmt.Errorf("store image: %w", err)
 			return el, false
 		}
-		return editObject(ms, edit{"data", quote(ref)}), true
+		return jsonscan.EditObject(ms, jsonscan.Edit{Key: "data", Val: jsonscan.Quote(ref)}), true
 	case typ == "text" && toolResult && p.toolMax > 0:
-		if ms.get(textRefKey) != nil {
+		if ms.Get(textRefKey) != nil {
 			return el, false
 		}
-		text, ok := ms.str("text")
+		text, ok := ms.Str("text")
 		if !ok || len(text) <= p.toolMax {
 			return el, false
 		}
@@ -194,32 +195,32 @@ func (p *preparer) block(el []byte, toolResult bool) ([]byte, bool) {
 			return el, false
 		}
 		stub := fmt.Sprintf("[trove: tool output of %d bytes stored as %s]", len(text), ref)
-		return editObject(ms, edit{"text", quote(stub)}, edit{textRefKey, quote(ref)}), true
+		return jsonscan.EditObject(ms, jsonscan.Edit{Key: "text", Val: jsonscan.Quote(stub)}, jsonscan.Edit{Key: textRefKey, Val: jsonscan.Quote(ref)}), true
 	}
 	return el, false
 }
 
 func (p *preparer) object(v []byte, depth int) ([]byte, bool) {
-	ms, ok := splitObject(v)
+	ms, ok := jsonscan.SplitObject(v)
 	if !ok {
 		return v, false
 	}
 	if signedBlock(ms) {
 		return v, false
 	}
-	role, _ := ms.str("role")
+	role, _ := ms.Str("role")
 	toolResult := role == "toolResult"
 	changed := false
-	var edits []edit
+	var edits []jsonscan.Edit
 	for _, m := range ms {
-		if isTransient(m.name()) {
-			edits = append(edits, edit{m.name(), nil})
+		if isTransient(m.Name()) {
+			edits = append(edits, jsonscan.Edit{Key: m.Name(), Val: nil})
 			changed = true
 			continue
 		}
-		nv, ch := p.value(m.val, m.name(), toolResult && m.name() == "content", depth+1)
+		nv, ch := p.value(m.Val, m.Name(), toolResult && m.Name() == "content", depth+1)
 		if ch {
-			edits = append(edits, edit{m.name(), nv})
+			edits = append(edits, jsonscan.Edit{Key: m.Name(), Val: nv})
 			changed = true
 		}
 	}
@@ -227,23 +228,23 @@ func (p *preparer) object(v []byte, depth int) ([]byte, bool) {
 		return v, false
 	}
 	// A file mention's lineCount follows its (now cut) content.
-	if lc := ms.get("lineCount"); isNumber(lc) {
+	if lc := ms.Get("lineCount"); isNumber(lc) {
 		for _, e := range edits {
-			if e.key == "content" && e.val != nil {
-				if s, ok := jsonString(e.val); ok {
-					edits = append(edits, edit{"lineCount", []byte(strconv.Itoa(strings.Count(s, "\n") + 1))})
+			if e.Key == "content" && e.Val != nil {
+				if s, ok := jsonscan.String(e.Val); ok {
+					edits = append(edits, jsonscan.Edit{Key: "lineCount", Val: []byte(strconv.Itoa(strings.Count(s, "\n") + 1))})
 				}
 			}
 		}
 	}
-	return editObject(ms, edits...), true
+	return jsonscan.EditObject(ms, edits...), true
 }
 
 // signedBlock reports a content block bound to its exact bytes by a
 // signature or encryption: it is written whole.
-func signedBlock(ms members) bool {
-	typ, _ := ms.str("type")
-	nonEmpty := func(k string) bool { s, ok := ms.str(k); return ok && s != "" }
+func signedBlock(ms jsonscan.Members) bool {
+	typ, _ := ms.Str("type")
+	nonEmpty := func(k string) bool { s, ok := ms.Str(k); return ok && s != "" }
 	switch typ {
 	case "thinking":
 		return nonEmpty("thinkingSignature")
@@ -320,7 +321,7 @@ func (r *resolver) value(v []byte, key string, depth int) ([]byte, bool) {
 	}
 	switch v[0] {
 	case '[':
-		elems, ok := splitArray(v)
+		elems, ok := jsonscan.SplitArray(v)
 		if !ok {
 			return v, false
 		}
@@ -341,20 +342,20 @@ func (r *resolver) value(v []byte, key string, depth int) ([]byte, bool) {
 		}
 		return joinArray(elems), true
 	case '{':
-		ms, ok := splitObject(v)
+		ms, ok := jsonscan.SplitObject(v)
 		if !ok {
 			return v, false
 		}
-		var edits []edit
+		var edits []jsonscan.Edit
 		for _, m := range ms {
-			if nv, ch := r.value(m.val, m.name(), depth+1); ch {
-				edits = append(edits, edit{m.name(), nv})
+			if nv, ch := r.value(m.Val, m.Name(), depth+1); ch {
+				edits = append(edits, jsonscan.Edit{Key: m.Name(), Val: nv})
 			}
 		}
 		if len(edits) == 0 {
 			return v, false
 		}
-		return editObject(ms, edits...), true
+		return jsonscan.EditObject(ms, edits...), true
 	}
 	return v, false
 }
@@ -363,27 +364,27 @@ func (r *resolver) block(el []byte) ([]byte, bool) {
 	if len(el) == 0 || el[0] != '{' || !mayHoldRef(el) {
 		return el, false
 	}
-	ms, ok := splitObject(el)
+	ms, ok := jsonscan.SplitObject(el)
 	if !ok {
 		return el, false
 	}
-	typ, _ := ms.str("type")
+	typ, _ := ms.Str("type")
 	switch typ {
 	case "image":
-		ref, ok := ms.str("data")
+		ref, ok := ms.Str("data")
 		if !ok || !isBlobRef(ref) {
 			return el, false
 		}
 		data, err := r.get(ref)
 		if err != nil {
 			r.report(ref, err)
-			mime, _ := ms.str("mimeType")
+			mime, _ := ms.Str("mimeType")
 			text := fmt.Sprintf("[trove: image %s (%s) unavailable: %v]", ref, mime, err)
-			return []byte(`{"type":"text","text":` + string(quote(text)) + `}`), true
+			return []byte(`{"type":"text","text":` + string(jsonscan.Quote(text)) + `}`), true
 		}
-		return editObject(ms, edit{"data", quote(base64.StdEncoding.EncodeToString(data))}), true
+		return jsonscan.EditObject(ms, jsonscan.Edit{Key: "data", Val: jsonscan.Quote(base64.StdEncoding.EncodeToString(data))}), true
 	case "text":
-		ref, ok := ms.str(textRefKey)
+		ref, ok := ms.Str(textRefKey)
 		if !ok || !isBlobRef(ref) {
 			return el, false
 		}
@@ -393,7 +394,7 @@ func (r *resolver) block(el []byte) ([]byte, bool) {
 			r.report(ref, err)
 			text = fmt.Sprintf("[trove: tool output %s unavailable: %v]", ref, err)
 		}
-		return editObject(ms, edit{"text", quote(text)}, edit{textRefKey, nil}), true
+		return jsonscan.EditObject(ms, jsonscan.Edit{Key: "text", Val: jsonscan.Quote(text)}, jsonscan.Edit{Key: textRefKey, Val: nil}), true
 	}
 	return el, false
 }

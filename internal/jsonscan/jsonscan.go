@@ -1,4 +1,4 @@
-package session
+package jsonscan
 
 import (
 	"bytes"
@@ -9,74 +9,74 @@ import (
 	"unicode/utf8"
 )
 
-// member is one top-level member of a JSON object: the key as written
+// Member is one top-level Member of a JSON object: the key as written
 // (quotes included) and the raw value. Spans point into the input; the key
 // is decoded only when asked (name), so splitting allocates no string.
-type member struct {
-	keyRaw []byte
-	val    []byte
+type Member struct {
+	KeyRaw []byte
+	Val    []byte
 }
 
-// name is the decoded key.
-func (m member) name() string { return unquoteKey(m.keyRaw) }
+// Name is the decoded key.
+func (m Member) Name() string { return UnquoteKey(m.KeyRaw) }
 
-// is reports whether the key is key, without allocating.
-func (m member) is(key string) bool {
-	r := m.keyRaw
+// Is reports whether the key Is key, without allocating.
+func (m Member) Is(key string) bool {
+	r := m.KeyRaw
 	if len(r) == len(key)+2 && string(r[1:len(r)-1]) == key {
 		return true
 	}
-	return bytes.IndexByte(r, '\\') >= 0 && unquoteKey(r) == key
+	return bytes.IndexByte(r, '\\') >= 0 && UnquoteKey(r) == key
 }
 
-// members is an object split into its members, in file order.
-type members []member
+// Members is an object split into its Members, in file order.
+type Members []Member
 
-// get returns the raw value of key, or nil. With a duplicate key the last one
+// Get returns the raw value of key, or nil. With a duplicate key the last one
 // wins, as in JSON.parse.
-func (ms members) get(key string) []byte {
+func (ms Members) Get(key string) []byte {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].is(key) {
-			return ms[i].val
+		if ms[i].Is(key) {
+			return ms[i].Val
 		}
 	}
 	return nil
 }
 
-// str returns the value of key when it is a JSON string.
-func (ms members) str(key string) (string, bool) {
-	return jsonString(ms.get(key))
+// Str returns the value of key when it is a JSON string.
+func (ms Members) Str(key string) (string, bool) {
+	return String(ms.Get(key))
 }
 
-// splitObject splits a JSON object into its members. b must be valid JSON
+// SplitObject splits a JSON object into its members. b must be valid JSON
 // (checked by the caller); ok is false when b is not an object.
-func splitObject(b []byte) (ms members, ok bool) {
-	i := skipWS(b, 0)
+func SplitObject(b []byte) (ms Members, ok bool) {
+	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return members{}, true
+		return Members{}, true
 	}
-	ms = make(members, 0, 8)
+	ms = make(Members, 0, 8)
 	for i < len(b) {
 		if b[i] != '"' {
 			return nil, false
 		}
-		ke := skipString(b, i)
+		ke := SkipString(b, i)
 		keyRaw := b[i:ke]
-		i = skipWS(b, ke)
+		i = SkipWS(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return nil, false
 		}
-		vs := skipWS(b, i+1)
-		ve := skipValue(b, vs)
+		vs := SkipWS(b, i+1)
+		ve := SkipValue(b, vs)
 		if ve <= vs {
 			return nil, false
 		}
-		ms = append(ms, member{keyRaw: keyRaw, val: b[vs:ve]})
-		i = skipWS(b, ve)
+		ms = append(ms, Member{KeyRaw: keyRaw, Val: b[vs:ve]})
+		i = SkipWS(b, ve)
 		if i >= len(b) {
 			return nil, false
 		}
@@ -86,29 +86,29 @@ func splitObject(b []byte) (ms members, ok bool) {
 		if b[i] != ',' {
 			return nil, false
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 	}
 	return nil, false
 }
 
-// splitArray splits a valid JSON array into its elements.
-func splitArray(b []byte) ([][]byte, bool) {
-	i := skipWS(b, 0)
+// SplitArray splits a valid JSON array into its elements.
+func SplitArray(b []byte) ([][]byte, bool) {
+	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, false
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return [][]byte{}, true
 	}
 	var out [][]byte
 	for i < len(b) {
-		ve := skipValue(b, i)
+		ve := SkipValue(b, i)
 		if ve <= i {
 			return nil, false
 		}
 		out = append(out, b[i:ve])
-		i = skipWS(b, ve)
+		i = SkipWS(b, ve)
 		if i >= len(b) {
 			return nil, false
 		}
@@ -118,12 +118,12 @@ func splitArray(b []byte) ([][]byte, bool) {
 		if b[i] != ',' {
 			return nil, false
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 	}
 	return nil, false
 }
 
-func skipWS(b []byte, i int) int {
+func SkipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -135,8 +135,8 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string starting at b[i] == '"'.
-func skipString(b []byte, i int) int {
+// SkipString returns the index just past the string starting at b[i] == '"'.
+func SkipString(b []byte, i int) int {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')
@@ -156,20 +156,20 @@ func skipString(b []byte, i int) int {
 	}
 }
 
-// skipValue returns the index just past the value starting at b[i].
-func skipValue(b []byte, i int) int {
+// SkipValue returns the index just past the value starting at b[i].
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return SkipString(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = skipString(b, j) - 1
+				j = SkipString(b, j) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -193,7 +193,7 @@ func skipValue(b []byte, i int) int {
 	}
 }
 
-func unquoteKey(raw []byte) string {
+func UnquoteKey(raw []byte) string {
 	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1])
 	}
@@ -204,8 +204,8 @@ func unquoteKey(raw []byte) string {
 	return s
 }
 
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw []byte) (string, bool) {
+// String decodes raw when it is a JSON string.
+func String(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -219,13 +219,13 @@ func jsonString(raw []byte) (string, bool) {
 	return s, true
 }
 
-// isNull reports whether raw is absent or JSON null (JS undefined or null).
-func isNull(raw []byte) bool {
+// IsNull reports whether raw is absent or JSON null (JS undefined or null).
+func IsNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// truthy is JavaScript truthiness of a JSON value; absent is undefined.
-func truthy(raw []byte) bool {
+// Truthy is JavaScript truthiness of a JSON value; absent is undefined.
+func Truthy(raw []byte) bool {
 	if len(raw) == 0 {
 		return false
 	}
@@ -241,27 +241,27 @@ func truthy(raw []byte) bool {
 	return err != nil || (f != 0 && f == f)
 }
 
-// jsText renders a JSON value the way a JavaScript template string does
+// Text renders a JSON value the way a JavaScript template string does
 // (`${v}`), for the scalar values that occur in practice.
-func jsText(raw []byte) string {
+func Text(raw []byte) string {
 	if len(raw) == 0 {
 		return "undefined"
 	}
 	switch raw[0] {
 	case '"':
-		s, _ := jsonString(raw)
+		s, _ := String(raw)
 		return s
 	case '{':
 		return "[object Object]"
 	case '[':
-		elems, _ := splitArray(raw)
+		elems, _ := SplitArray(raw)
 		var b bytes.Buffer
 		for i, e := range elems {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if !isNull(e) {
-				b.WriteString(jsText(e))
+			if !IsNull(e) {
+				b.WriteString(Text(e))
 			}
 		}
 		return b.String()
@@ -275,8 +275,8 @@ func jsText(raw []byte) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// marshal encodes v without escaping <, > and &, as JSON.stringify does.
-func marshal(v any) ([]byte, error) {
+// Marshal encodes v without escaping <, > and &, as JSON.stringify does.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -286,18 +286,18 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-func quote(s string) []byte {
-	b, _ := marshal(s)
+func Quote(s string) []byte {
+	b, _ := Marshal(s)
 	return b
 }
 
-// objectBuilder writes a JSON object member by member.
-type objectBuilder struct {
+// ObjectBuilder writes a JSON object member by member.
+type ObjectBuilder struct {
 	buf bytes.Buffer
 	n   int
 }
 
-func (o *objectBuilder) rawKey(keyRaw, val []byte) {
+func (o *ObjectBuilder) RawKey(keyRaw, val []byte) {
 	if o.n == 0 {
 		o.buf.WriteByte('{')
 	} else {
@@ -309,9 +309,9 @@ func (o *objectBuilder) rawKey(keyRaw, val []byte) {
 	o.buf.Write(val)
 }
 
-func (o *objectBuilder) add(key string, val []byte) { o.rawKey(quote(key), val) }
+func (o *ObjectBuilder) Add(key string, val []byte) { o.RawKey(Quote(key), val) }
 
-func (o *objectBuilder) bytes() []byte {
+func (o *ObjectBuilder) Bytes() []byte {
 	if o.n == 0 {
 		return []byte("{}")
 	}
@@ -319,51 +319,51 @@ func (o *objectBuilder) bytes() []byte {
 	return o.buf.Bytes()
 }
 
-// edit is one change to an object member: a new value, or removal when val
+// Edit is one change to an object member: a new value, or removal when val
 // is nil.
-type edit struct {
-	key string
-	val []byte
+type Edit struct {
+	Key string
+	Val []byte
 }
 
-// editObject applies edits to the members of an object the way JavaScript
+// EditObject applies edits to the members of an object the way JavaScript
 // property assignment does: an existing key keeps its place, a new key goes
 // last, a removed key disappears. Duplicate keys collapse to one member at the
 // place of the first with the value of the last, as JSON.parse leaves them.
-func editObject(ms members, edits ...edit) []byte {
-	var o objectBuilder
+func EditObject(ms Members, edits ...Edit) []byte {
+	var o ObjectBuilder
 	done := make([]bool, len(edits))
 	seen := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		key := m.name()
+		key := m.Name()
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		val := ms.get(key)
+		val := ms.Get(key)
 		removed := false
 		for i, e := range edits {
-			if e.key == key {
+			if e.Key == key {
 				done[i] = true
-				val, removed = e.val, e.val == nil
+				val, removed = e.Val, e.Val == nil
 			}
 		}
 		if !removed {
-			o.rawKey(m.keyRaw, val)
+			o.RawKey(m.KeyRaw, val)
 		}
 	}
 	for i, e := range edits {
-		if !done[i] && e.val != nil && !seen[e.key] {
-			seen[e.key] = true
-			o.add(e.key, e.val)
+		if !done[i] && e.Val != nil && !seen[e.Key] {
+			seen[e.Key] = true
+			o.Add(e.Key, e.Val)
 		}
 	}
-	return o.bytes()
+	return o.Bytes()
 }
 
-// utf16Len is the length of s in UTF-16 code units, JavaScript's
+// UTF16Len is the length of s in UTF-16 code units, JavaScript's
 // String.prototype.length.
-func utf16Len(s string) int {
+func UTF16Len(s string) int {
 	n := 0
 	for _, r := range s {
 		n += utf16.RuneLen(r)
@@ -371,9 +371,9 @@ func utf16Len(s string) int {
 	return n
 }
 
-// truncateUTF16 cuts s to at most n UTF-16 code units without splitting a
+// TruncateUTF16 cuts s to at most n UTF-16 code units without splitting a
 // surrogate pair.
-func truncateUTF16(s string, n int) string {
+func TruncateUTF16(s string, n int) string {
 	units := 0
 	for i, r := range s {
 		units += utf16.RuneLen(r)
@@ -384,9 +384,9 @@ func truncateUTF16(s string, n int) string {
 	return s
 }
 
-// toValidUTF8 replaces each invalid byte with U+FFFD, as a UTF-8 decoder in
+// ToValidUTF8 replaces each invalid byte with U+FFFD, as a UTF-8 decoder in
 // replacement mode does, so output stays valid JSON text.
-func toValidUTF8(b []byte) []byte {
+func ToValidUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
@@ -403,11 +403,11 @@ func toValidUTF8(b []byte) []byte {
 	return out
 }
 
-// scanJSON reports whether b is one valid JSON value (as json.Valid), and
+// Scan reports whether b is one valid JSON value (as json.Valid), and
 // whether it is compact (no whitespace outside strings), in one pass that
 // skips through strings a run at a time: a message is checked once on its
 // way in.
-func scanJSON(b []byte) (valid, compact bool) {
+func Scan(b []byte) (valid, compact bool) {
 	v := validator{b: b, compact: true}
 	v.ws()
 	if !v.value(0) {
@@ -430,14 +430,14 @@ type validator struct {
 	// the role of its "message" member when that is an object: what an
 	// entry needs, found in the pass that checks the line.
 	record    bool
-	top       members
+	top       Members
 	inMessage bool
 	role      []byte
 }
 
-// scanLine checks a line as scanJSON does and returns, for an object, its
+// ScanLine checks a line as scanJSON does and returns, for an object, its
 // members (appended to buf) and its message's raw role (nil when none).
-func scanLine(b []byte, buf members) (valid bool, top members, role []byte) {
+func ScanLine(b []byte, buf Members) (valid bool, top Members, role []byte) {
 	v := validator{b: b, compact: true, record: true, top: buf}
 	v.ws()
 	if !v.value(0) {
@@ -447,11 +447,11 @@ func scanLine(b []byte, buf members) (valid bool, top members, role []byte) {
 	if v.i != len(b) {
 		return false, nil, nil
 	}
-	if len(b) == 0 || b[skipWS(b, 0)] != '{' {
+	if len(b) == 0 || b[SkipWS(b, 0)] != '{' {
 		return true, nil, nil // not an object: no members
 	}
 	if v.top == nil {
-		v.top = members{}
+		v.top = Members{}
 	}
 	return true, v.top, v.role
 }
@@ -483,7 +483,7 @@ func (v *validator) value(depth int) bool {
 			return true
 		}
 		if v.record && depth == 0 && v.top == nil {
-			v.top = make(members, 0, 8)
+			v.top = make(Members, 0, 8)
 		}
 		for {
 			ks := v.i
@@ -498,7 +498,7 @@ func (v *validator) value(depth int) bool {
 			v.i++
 			v.ws()
 			vs := v.i
-			msg := v.record && depth == 0 && vs < len(v.b) && v.b[vs] == '{' && (member{keyRaw: key}).is("message")
+			msg := v.record && depth == 0 && vs < len(v.b) && v.b[vs] == '{' && (Member{KeyRaw: key}).Is("message")
 			if msg {
 				v.inMessage, v.role = true, nil
 			}
@@ -510,8 +510,8 @@ func (v *validator) value(depth int) bool {
 			}
 			switch {
 			case v.record && depth == 0:
-				v.top = append(v.top, member{keyRaw: key, val: v.b[vs:v.i]})
-			case v.inMessage && depth == 1 && (member{keyRaw: key}).is("role"):
+				v.top = append(v.top, Member{KeyRaw: key, Val: v.b[vs:v.i]})
+			case v.inMessage && depth == 1 && (Member{KeyRaw: key}).Is("role"):
 				v.role = v.b[vs:v.i]
 			}
 			v.ws()

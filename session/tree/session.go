@@ -1,4 +1,4 @@
-package session
+package tree
 
 import (
 	"bytes"
@@ -10,13 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/internal/jsonl"
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // Option tunes Open and Create.
@@ -101,14 +103,14 @@ type Session struct {
 	hasAssistant bool
 	labels       map[string]string
 
-	noHeader   bool           // loaded from a file without a header: never written
-	fileExists bool           // the file holds at least the header
-	persisted  int            // entries[:persisted] are in the file
-	batch      bool           // appends wait for commit (see setBatch)
-	torn       bool           // the file does not end with a newline
-	unresolved bool           // LazyBlobs: views hold refs until first read
-	w          backend.Writer // append writer, opened on demand
-	err        error          // the first write error, latched
+	noHeader   bool            // loaded from a file without a header: never written
+	fileExists bool            // the file holds at least the header
+	persisted  int             // entries[:persisted] are in the file
+	batch      bool            // appends wait for commit (see setBatch)
+	torn       bool            // the file does not end with a newline
+	unresolved bool            // LazyBlobs: views hold refs until first read
+	w          *jsonl.Appender // opened on the first write after load or rewrite
+	err        error           // the first write error, latched
 	closed     bool
 	problems   []Problem // the first maxProblems reported
 	seq        int       // ids minted without randomness
@@ -128,10 +130,10 @@ func Create(st backend.Storage, name string, h Header, opts ...Option) (*Session
 		h.ID = s.randomHex(8)
 	}
 	if h.Timestamp == "" {
-		h.Timestamp = isoTime(s.cfg.now())
+		h.Timestamp = FormatTime(s.cfg.now())
 	}
 	h.Version = CurrentVersion
-	s.header, s.headerRaw = h, encodeHeader(h)
+	s.header, s.headerRaw = h, EncodeHeader(h)
 	return s, nil
 }
 
@@ -260,10 +262,10 @@ func (s *Session) noteEntry(e *Entry) {
 			s.hasAssistant = true
 		}
 	case TypeLabel:
-		ms, _ := splitObject(e.view)
-		target, _ := ms.str("targetId")
-		if l := ms.get("label"); truthy(l) {
-			s.labels[target] = jsText(l)
+		ms, _ := jsonscan.SplitObject(e.view)
+		target, _ := ms.Str("targetId")
+		if l := ms.Get("label"); jsonscan.Truthy(l) {
+			s.labels[target] = jsonscan.Text(l)
 		} else {
 			delete(s.labels, target)
 		}
@@ -543,7 +545,7 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 		return nil, err
 	}
 	id := s.newID(nil)
-	ts := isoTime(s.cfg.now())
+	ts := FormatTime(s.cfg.now())
 	var e *Entry
 	if m, ok := d.(*Message); ok {
 		// Built as it is framed: the line is not split again.
@@ -569,17 +571,17 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	return e, s.persistLocked(ctx, false)
 }
 
-// setBatch holds appends in memory until commit: the background writer
+// Hold holds appends in memory until commit: the background writer
 // writes a batch with one write and one sync.
-func (s *Session) setBatch(on bool) {
+func (s *Session) Hold(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batch = on
 }
 
-// commit writes what appends held and, with sync, makes the file durable;
+// Commit writes what appends held and, with sync, makes the file durable;
 // force also writes what spec 003's deferral holds back (Flush).
-func (s *Session) commit(ctx context.Context, force, sync bool) error {
+func (s *Session) Commit(ctx context.Context, force, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -651,39 +653,25 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		return backend.PathErr("append", s.name, err)
 	}
 	var buf bytes.Buffer
-	if !s.fileExists {
-		// The first write creates the file: exclusive, so a session
-		// never replaces a file it did not load.
-		w, err := s.st.OpenWriter(ctx, s.name, backend.WriterOptions{Exclusive: true})
-		if err != nil {
-			return s.latch(err)
-		}
-		s.w = w
-		buf.Write(s.headerRaw)
-		buf.WriteByte('\n')
-	} else if s.w == nil {
-		if s.torn {
+	if s.w == nil {
+		switch {
+		case !s.fileExists:
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Create)
+		case s.torn:
 			// A torn last line was never acknowledged (a line is only
-			// once it and its newline are synced): drop it, so the new
-			// entry is not glued to it and no damaged line stays behind.
-			n, err := dropTornTail(ctx, s.st, s.name)
-			if err != nil {
-				return s.latch(err)
-			}
-			if n > 0 {
+			// once it and its newline are synced): the appender drops
+			// it, so the new entry is not glued to it and no damaged
+			// line stays behind.
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Append)
+			s.w.Dropped = func(n int) {
 				s.report(Problem{Err: fmt.Errorf("dropped a torn last line of %d bytes before appending: %w", n, ErrCorrupt)})
 			}
-			s.torn = false
+		default:
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.AppendWhole)
 		}
-		w, err := s.st.OpenWriter(ctx, s.name, backend.WriterOptions{})
-		if err != nil {
-			return s.latch(err)
-		}
-		s.w = w
 	}
-	if s.torn {
-		// Not reached for a file opened here; kept for a writer whose
-		// last write tore: end the line so the new entry is whole.
+	if !s.fileExists {
+		buf.Write(s.headerRaw)
 		buf.WriteByte('\n')
 	}
 	size := 0
@@ -699,42 +687,11 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 		buf.Write(raw)
 		buf.WriteByte('\n')
 	}
-	if _, err := s.w.Write(buf.Bytes()); err != nil {
+	if err := s.w.Write(ctx, buf.Bytes()); err != nil {
 		return s.latch(err)
 	}
 	s.fileExists, s.torn, s.persisted = true, false, len(s.entries)
 	return nil
-}
-
-// dropTornTail rewrites the JSONL file name without the bytes after its
-// last newline (a line a killed writer never finished), atomically, and
-// returns how many it dropped. A file ending in a newline is left as is.
-func dropTornTail(ctx context.Context, st backend.Storage, name string) (int, error) {
-	fi, err := st.Stat(ctx, name)
-	if err != nil || fi.Size == 0 {
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	last, err := st.OpenRange(ctx, name, fi.Size-1, 1)
-	if err != nil {
-		return 0, err
-	}
-	b, err := io.ReadAll(last)
-	last.Close()
-	if err != nil || len(b) == 1 && b[0] == '\n' {
-		return 0, err
-	}
-	data, err := st.ReadFile(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	cut := bytes.LastIndexByte(data, '\n') + 1
-	if cut == len(data) {
-		return 0, nil
-	}
-	return len(data) - cut, st.WriteFile(ctx, name, data[:cut])
 }
 
 // rawLocked returns the stored form of e, preparing it on first use.
@@ -781,7 +738,7 @@ func (s *Session) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return backend.PathErr("flush", s.name, err)
 	}
-	return s.commit(ctx, true, true)
+	return s.Commit(ctx, true, true)
 }
 
 func (s *Session) syncLocked() error {
@@ -802,12 +759,12 @@ func (s *Session) SetTitle(ctx context.Context, title string) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	ms, _ := splitObject(s.headerRaw)
-	val := quote(title)
+	ms, _ := jsonscan.SplitObject(s.headerRaw)
+	val := jsonscan.Quote(title)
 	if title == "" {
 		val = nil
 	}
-	s.headerRaw = editObject(ms, edit{"title", val})
+	s.headerRaw = jsonscan.EditObject(ms, jsonscan.Edit{Key: "title", Val: val})
 	s.header.Title = title
 	if !s.fileExists {
 		return s.err
@@ -885,13 +842,20 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	w := s.w
 	s.w = nil
-	if s.err == nil {
-		if err := w.Sync(); err != nil {
-			s.latch(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(); err != nil && s.err == nil {
 		s.latch(err)
 	}
 	return s.err
+}
+
+// HasHeader reports whether the file loaded with a valid header; a session
+// without one refuses writes and its Err wraps ErrNoHeader.
+func (s *Session) HasHeader() bool { return !s.noHeader }
+
+// Stored returns the entries as the file holds them, later header lines
+// included and blob refs not resolved: what counting needs, at no blob read.
+func (s *Session) Stored() []*Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.entries)
 }

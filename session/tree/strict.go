@@ -1,4 +1,4 @@
-package session
+package tree
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // The writing contract: trove is lenient in what it reads and exact in
@@ -29,24 +31,24 @@ const UnknownModel = "unknown"
 // it: usage with every numeric member and cost (zeros where unknown, totals
 // summed), and api, provider and model as given or UnknownModel. Values the
 // caller gave are kept byte for byte; a value of the wrong type is refused.
-func normalizeAssistant(ms members) ([]byte, error) {
-	var edits []edit
+func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
+	var edits []jsonscan.Edit
 	for _, k := range []string{"api", "provider", "model"} {
-		v := ms.get(k)
+		v := ms.Get(k)
 		switch {
-		case v == nil || isNull(v):
-			edits = append(edits, edit{k, quote(UnknownModel)})
+		case v == nil || jsonscan.IsNull(v):
+			edits = append(edits, jsonscan.Edit{Key: k, Val: jsonscan.Quote(UnknownModel)})
 		case v[0] != '"':
 			return nil, fmt.Errorf("assistant message %s is not a string: %w", k, ErrInvalid)
 		}
 	}
-	usage, err := numbers(ms.get("usage"), "usage", usageKeys, "totalTokens", func(um members) ([]edit, error) {
-		cost, err := numbers(um.get("cost"), "usage.cost", costKeys, "total", nil)
+	usage, err := numbers(ms.Get("usage"), "usage", usageKeys, "totalTokens", func(um jsonscan.Members) ([]jsonscan.Edit, error) {
+		cost, err := numbers(um.Get("cost"), "usage.cost", costKeys, "total", nil)
 		if err != nil {
 			return nil, err
 		}
 		if cost != nil {
-			return []edit{{"cost", cost}}, nil
+			return []jsonscan.Edit{{Key: "cost", Val: cost}}, nil
 		}
 		return nil, nil
 	})
@@ -54,32 +56,32 @@ func normalizeAssistant(ms members) ([]byte, error) {
 		return nil, err
 	}
 	if usage != nil {
-		edits = append(edits, edit{"usage", usage})
+		edits = append(edits, jsonscan.Edit{Key: "usage", Val: usage})
 	}
 	if len(edits) == 0 {
 		return nil, nil
 	}
-	return editObject(ms, edits...), nil
+	return jsonscan.EditObject(ms, edits...), nil
 }
 
 // numbers completes an object of numeric members: missing members are 0,
 // and total (when missing) is the sum of the others. It returns nil when v
 // needs no change. more may edit the object further.
-func numbers(v []byte, what string, keys []string, total string, more func(members) ([]edit, error)) ([]byte, error) {
-	if v == nil || isNull(v) {
+func numbers(v []byte, what string, keys []string, total string, more func(jsonscan.Members) ([]jsonscan.Edit, error)) ([]byte, error) {
+	if v == nil || jsonscan.IsNull(v) {
 		v = []byte("{}")
 	}
-	ms, ok := splitObject(v)
+	ms, ok := jsonscan.SplitObject(v)
 	if !ok {
 		return nil, fmt.Errorf("assistant message %s is not an object: %w", what, ErrInvalid)
 	}
-	var edits []edit
+	var edits []jsonscan.Edit
 	var sum float64
 	for _, k := range keys {
-		n := ms.get(k)
-		if n == nil || isNull(n) {
+		n := ms.Get(k)
+		if n == nil || jsonscan.IsNull(n) {
 			if k != total {
-				edits = append(edits, edit{k, []byte("0")})
+				edits = append(edits, jsonscan.Edit{Key: k, Val: []byte("0")})
 			}
 			continue
 		}
@@ -91,8 +93,8 @@ func numbers(v []byte, what string, keys []string, total string, more func(membe
 			sum += f
 		}
 	}
-	if n := ms.get(total); n == nil || isNull(n) {
-		edits = append(edits, edit{total, []byte(strconv.FormatFloat(sum, 'g', -1, 64))})
+	if n := ms.Get(total); n == nil || jsonscan.IsNull(n) {
+		edits = append(edits, jsonscan.Edit{Key: total, Val: []byte(strconv.FormatFloat(sum, 'g', -1, 64))})
 	}
 	if more != nil {
 		extra, err := more(ms)
@@ -101,10 +103,10 @@ func numbers(v []byte, what string, keys []string, total string, more func(membe
 		}
 		edits = append(edits, extra...)
 	}
-	if len(edits) == 0 && !isNull(v) && string(v) != "{}" {
+	if len(edits) == 0 && !jsonscan.IsNull(v) && string(v) != "{}" {
 		return nil, nil
 	}
-	return editObject(ms, edits...), nil
+	return jsonscan.EditObject(ms, edits...), nil
 }
 
 // Violation is the first thing Check found that a strict spec 003 reader
@@ -145,11 +147,11 @@ func Check(data []byte) error {
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
-		ms, ok := splitObject(b)
+		ms, ok := jsonscan.SplitObject(b)
 		if !ok || !json.Valid(b) {
 			return &Violation{line, "not a JSON object"}
 		}
-		typ, _ := ms.str("type")
+		typ, _ := ms.Str("type")
 		if line == 1 {
 			h, ok := parseHeader(ms)
 			switch {
@@ -160,7 +162,7 @@ func Check(data []byte) error {
 			case !isoMillis.MatchString(h.Timestamp):
 				return &Violation{line, fmt.Sprintf("header timestamp %q is not ISO 8601 with milliseconds", h.Timestamp)}
 			}
-			if _, ok := ms.str("cwd"); !ok {
+			if _, ok := ms.Str("cwd"); !ok {
 				return &Violation{line, "header without cwd"}
 			}
 			continue
@@ -168,7 +170,7 @@ func Check(data []byte) error {
 		if typ == "" || typ == TypeSession {
 			return &Violation{line, fmt.Sprintf("entry type %q", typ)}
 		}
-		id, ok := ms.str("id")
+		id, ok := ms.Str("id")
 		if !ok || id == "" {
 			return &Violation{line, "entry without an id"}
 		}
@@ -176,16 +178,16 @@ func Check(data []byte) error {
 			return &Violation{line, fmt.Sprintf("id %q also on line %d", id, first)}
 		}
 		ids[id] = line
-		if p := ms.get("parentId"); p == nil {
+		if p := ms.Get("parentId"); p == nil {
 			return &Violation{line, "entry without parentId"}
-		} else if !isNull(p) {
-			pid, ok := jsonString(p)
+		} else if !jsonscan.IsNull(p) {
+			pid, ok := jsonscan.String(p)
 			if !ok {
 				return &Violation{line, "parentId is not a string or null"}
 			}
 			refs = append(refs, ref{line, "parentId", pid, false})
 		}
-		ts, _ := ms.str("timestamp")
+		ts, _ := ms.Str("timestamp")
 		if !isoMillis.MatchString(ts) {
 			return &Violation{line, fmt.Sprintf("timestamp %q is not ISO 8601 with milliseconds", ts)}
 		}
@@ -194,15 +196,15 @@ func Check(data []byte) error {
 			if typ != want {
 				continue
 			}
-			v, ok := ms.str(key)
+			v, ok := ms.Str(key)
 			if !ok {
 				return &Violation{line, fmt.Sprintf("%s entry without %s", typ, key)}
 			}
 			refs = append(refs, ref{line, key, v, root})
 		}
 		if typ == TypeMessage {
-			msg, ok := splitObject(ms.get("message"))
-			role, _ := msg.str("role")
+			msg, ok := jsonscan.SplitObject(ms.Get("message"))
+			role, _ := msg.Str("role")
 			if !ok || role == "" {
 				return &Violation{line, "message without a role"}
 			}

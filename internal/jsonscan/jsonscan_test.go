@@ -1,4 +1,4 @@
-package session
+package jsonscan
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ func FuzzScanJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		valid, compact := scanJSON(b)
+		valid, compact := Scan(b)
 		if valid != json.Valid(b) && len(b) < 10000 {
-			t.Fatalf("scanJSON(%q) = %v, json.Valid %v", b, valid, !valid)
+			t.Fatalf("Scan(%q) = %v, json.Valid %v", b, valid, !valid)
 		}
 		if valid {
 			var buf bytes.Buffer
@@ -22,7 +22,7 @@ func FuzzScanJSON(f *testing.F) {
 				t.Fatal(err)
 			}
 			if compact != bytes.Equal(buf.Bytes(), b) {
-				t.Fatalf("scanJSON(%q) compact = %v", b, compact)
+				t.Fatalf("Scan(%q) compact = %v", b, compact)
 			}
 		}
 	})
@@ -33,28 +33,28 @@ func FuzzScanLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		valid, top, role := scanLine(b, members{{keyRaw: []byte(`"stale"`)}}[:0])
+		valid, top, role := ScanLine(b, Members{{KeyRaw: []byte(`"stale"`)}}[:0])
 		if valid != json.Valid(b) && len(b) < 10000 {
-			t.Fatalf("scanLine(%q) valid = %v", b, valid)
+			t.Fatalf("ScanLine(%q) valid = %v", b, valid)
 		}
 		if !valid {
 			return
 		}
-		want, isObj := splitObject(b)
+		want, isObj := SplitObject(b)
 		if isObj != (top != nil) || len(want) != len(top) {
-			t.Fatalf("scanLine(%q) members %d (object %v), splitObject %d (%v)", b, len(top), top != nil, len(want), isObj)
+			t.Fatalf("ScanLine(%q) Members %d (object %v), splitObject %d (%v)", b, len(top), top != nil, len(want), isObj)
 		}
 		for i := range want {
-			if !bytes.Equal(want[i].keyRaw, top[i].keyRaw) || !bytes.Equal(want[i].val, top[i].val) {
-				t.Fatalf("scanLine(%q) member %d differs", b, i)
+			if !bytes.Equal(want[i].KeyRaw, top[i].KeyRaw) || !bytes.Equal(want[i].Val, top[i].Val) {
+				t.Fatalf("ScanLine(%q) member %d differs", b, i)
 			}
 		}
 		var wantRole []byte
-		if m, ok := splitObject(want.get("message")); ok {
-			wantRole = m.get("role")
+		if m, ok := SplitObject(want.Get("message")); ok {
+			wantRole = m.Get("role")
 		}
-		if m := want.get("message"); len(m) > 0 && m[0] == '{' && !bytes.Equal(role, wantRole) {
-			t.Fatalf("scanLine(%q) role %q, want %q", b, role, wantRole)
+		if m := want.Get("message"); len(m) > 0 && m[0] == '{' && !bytes.Equal(role, wantRole) {
+			t.Fatalf("ScanLine(%q) role %q, want %q", b, role, wantRole)
 		}
 	})
 }

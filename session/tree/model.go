@@ -1,4 +1,4 @@
-package session
+package tree
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trovekit/trove/internal/jsonscan"
 	"github.com/trovekit/trove/internal/jsonw"
 )
 
@@ -42,16 +43,16 @@ type Header struct {
 
 // parseHeader reads a header from its members; ok is false unless type is
 // "session" and id is a string (the reference's validity rule).
-func parseHeader(ms members) (Header, bool) {
-	if t, _ := ms.str("type"); t != TypeSession {
+func parseHeader(ms jsonscan.Members) (Header, bool) {
+	if t, _ := ms.Str("type"); t != TypeSession {
 		return Header{}, false
 	}
-	id, ok := ms.str("id")
+	id, ok := ms.Str("id")
 	if !ok {
 		return Header{}, false
 	}
 	h := Header{ID: id, Version: 1}
-	if v := ms.get("version"); !isNull(v) {
+	if v := ms.Get("version"); !jsonscan.IsNull(v) {
 		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
 			h.Version = f
 		} else {
@@ -59,28 +60,28 @@ func parseHeader(ms members) (Header, bool) {
 			h.Version = CurrentVersion
 		}
 	}
-	h.Timestamp, _ = ms.str("timestamp")
-	h.Cwd, _ = ms.str("cwd")
-	h.Title, _ = ms.str("title")
-	h.ParentSession, _ = ms.str("parentSession")
+	h.Timestamp, _ = ms.Str("timestamp")
+	h.Cwd, _ = ms.Str("cwd")
+	h.Title, _ = ms.Str("title")
+	h.ParentSession, _ = ms.Str("parentSession")
 	return h, true
 }
 
-// encodeHeader writes a new header line in the reference's key order.
-func encodeHeader(h Header) []byte {
-	var o objectBuilder
-	o.add("type", quote(TypeSession))
-	o.add("version", []byte(strconv.FormatFloat(h.Version, 'g', -1, 64)))
-	o.add("id", quote(h.ID))
-	o.add("timestamp", quote(h.Timestamp))
-	o.add("cwd", quote(h.Cwd))
+// EncodeHeader writes a new header line in the reference's key order.
+func EncodeHeader(h Header) []byte {
+	var o jsonscan.ObjectBuilder
+	o.Add("type", jsonscan.Quote(TypeSession))
+	o.Add("version", []byte(strconv.FormatFloat(h.Version, 'g', -1, 64)))
+	o.Add("id", jsonscan.Quote(h.ID))
+	o.Add("timestamp", jsonscan.Quote(h.Timestamp))
+	o.Add("cwd", jsonscan.Quote(h.Cwd))
 	if h.Title != "" {
-		o.add("title", quote(h.Title))
+		o.Add("title", jsonscan.Quote(h.Title))
 	}
 	if h.ParentSession != "" {
-		o.add("parentSession", quote(h.ParentSession))
+		o.Add("parentSession", jsonscan.Quote(h.ParentSession))
 	}
-	return o.bytes()
+	return o.Bytes()
 }
 
 // Entry is one line after the header: a node of the session tree. Entries
@@ -131,8 +132,8 @@ func (e *Entry) Field(name string) json.RawMessage {
 	if name == "message" && e.msg != nil {
 		return e.msg
 	}
-	ms, _ := splitObject(e.view)
-	return json.RawMessage(ms.get(name))
+	ms, _ := jsonscan.SplitObject(e.view)
+	return json.RawMessage(ms.Get(name))
 }
 
 // Data decodes the entry into the typed value of its type: *Message,
@@ -303,29 +304,29 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 		}
 	} else {
 		var err error
-		if body, err = marshal(d); err != nil {
+		if body, err = jsonscan.Marshal(d); err != nil {
 			return nil, fmt.Errorf("encode %s entry: %w: %w", typ, ErrInvalid, err)
 		}
 	}
-	ms, ok := splitObject(body)
+	ms, ok := jsonscan.SplitObject(body)
 	if !ok {
 		return nil, fmt.Errorf("fields of %q entry: not a JSON object: %w", typ, ErrInvalid)
 	}
-	var o objectBuilder
-	o.add("type", quote(typ))
-	o.add("id", quote(id))
+	var o jsonscan.ObjectBuilder
+	o.Add("type", jsonscan.Quote(typ))
+	o.Add("id", jsonscan.Quote(id))
 	if parentID == "" {
-		o.add("parentId", []byte("null"))
+		o.Add("parentId", []byte("null"))
 	} else {
-		o.add("parentId", quote(parentID))
+		o.Add("parentId", jsonscan.Quote(parentID))
 	}
-	o.add("timestamp", quote(ts))
+	o.Add("timestamp", jsonscan.Quote(ts))
 	for _, m := range ms {
-		if !baseKeys[m.name()] {
-			o.rawKey(m.keyRaw, m.val)
+		if !baseKeys[m.Name()] {
+			o.RawKey(m.KeyRaw, m.Val)
 		}
 	}
-	return o.bytes(), nil
+	return o.Bytes(), nil
 }
 
 // encodeMessage writes a message entry line in one pass over the message:
@@ -333,7 +334,7 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 // (the writing contract), and framed as marshal would frame it. It returns
 // the line, the role and the message as it is in the line.
 func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role string, inLine []byte, err error) {
-	valid, compact := scanJSON(msg)
+	valid, compact := jsonscan.Scan(msg)
 	if !valid {
 		return nil, "", nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
 	}
@@ -344,11 +345,11 @@ func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role strin
 		}
 		msg = buf.Bytes()
 	}
-	ms, ok := splitObject(msg)
+	ms, ok := jsonscan.SplitObject(msg)
 	if !ok {
 		return nil, "", nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
 	}
-	role, ok = ms.str("role")
+	role, ok = ms.Str("role")
 	if !ok {
 		return nil, "", nil, fmt.Errorf("message: no role: %w", ErrInvalid)
 	}
@@ -383,7 +384,7 @@ func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role strin
 // new entries. It does not validate: callers pass valid JSON.
 func newEntry(b []byte, line int) *Entry {
 	e := &Entry{view: b, line: line}
-	ms, ok := splitObject(b)
+	ms, ok := jsonscan.SplitObject(b)
 	if !ok {
 		return e
 	}
@@ -418,7 +419,7 @@ func commonString(raw []byte) (string, bool) {
 	case `"custom"`:
 		return TypeCustom, true
 	}
-	return jsonString(raw)
+	return jsonscan.String(raw)
 }
 
 // strArena gathers the short strings of many entries (ids, timestamps)
@@ -436,7 +437,7 @@ type strRef struct {
 
 func (a *strArena) set(dst *string, raw []byte) {
 	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		*dst, _ = jsonString(raw)
+		*dst, _ = jsonscan.String(raw)
 		return
 	}
 	a.refs = append(a.refs, strRef{dst, len(a.buf), len(raw) - 2})
@@ -453,37 +454,37 @@ func (a *strArena) done() {
 
 // fillScanned is fill from what scanLine found in the same pass; the
 // entry's strings come from a (the entry must not move before a.done).
-func (e *Entry) fillScanned(ms members, role []byte, a *strArena) {
+func (e *Entry) fillScanned(ms jsonscan.Members, role []byte, a *strArena) {
 	e.object = true
-	e.typ, _ = commonString(ms.get("type"))
-	a.set(&e.id, ms.get("id"))
-	a.set(&e.parentID, ms.get("parentId"))
-	a.set(&e.timestamp, ms.get("timestamp"))
+	e.typ, _ = commonString(ms.Get("type"))
+	a.set(&e.id, ms.Get("id"))
+	a.set(&e.parentID, ms.Get("parentId"))
+	a.set(&e.timestamp, ms.Get("timestamp"))
 	e.role = ""
 	if e.typ == TypeMessage {
-		if m := ms.get("message"); len(m) > 0 && m[0] == '{' {
+		if m := ms.Get("message"); len(m) > 0 && m[0] == '{' {
 			e.msg = m
 			e.role, _ = commonString(role)
 		}
 	}
 }
 
-func (e *Entry) fill(ms members) {
+func (e *Entry) fill(ms jsonscan.Members) {
 	e.object = true
-	e.typ, _ = ms.str("type")
-	e.id, _ = ms.str("id")
-	e.parentID, _ = ms.str("parentId")
-	e.timestamp, _ = ms.str("timestamp")
+	e.typ, _ = ms.Str("type")
+	e.id, _ = ms.Str("id")
+	e.parentID, _ = ms.Str("parentId")
+	e.timestamp, _ = ms.Str("timestamp")
 	e.role = ""
 	if e.typ == TypeMessage {
-		if msg, ok := splitObject(ms.get("message")); ok {
-			e.role, _ = msg.str("role")
+		if msg, ok := jsonscan.SplitObject(ms.Get("message")); ok {
+			e.role, _ = msg.Str("role")
 		}
 	}
 }
 
-// isoTime formats t as JavaScript's Date.toISOString does.
-func isoTime(t time.Time) string {
+// FormatTime formats t as JavaScript's Date.toISOString does.
+func FormatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
@@ -500,7 +501,7 @@ func epochMillis(raw []byte) (int64, bool) {
 		}
 		return int64(f), true
 	}
-	s, _ := jsonString(raw)
+	s, _ := jsonscan.String(raw)
 	for _, layout := range []string{
 		time.RFC3339Nano,
 		"2006-01-02T15:04:05.999999999",

@@ -1,7 +1,9 @@
-package session
+package tree
 
 import (
 	"strconv"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // migrate brings a parsed file to version 3 in memory, as spec 003
@@ -33,37 +35,37 @@ func migrateV1(p *parsed, newID func(map[string]bool) string) {
 	taken := make(map[string]bool, len(p.entries))
 	prev := ""
 	for i, e := range p.entries {
-		ms, ok := splitObject(e.view)
+		ms, ok := jsonscan.SplitObject(e.view)
 		if !ok {
 			continue // a non-object value cannot carry an id
 		}
 		if e.typ == TypeSession {
-			e.setView(editObject(ms, edit{"version", []byte("2")}))
+			e.setView(jsonscan.EditObject(ms, jsonscan.Edit{Key: "version", Val: []byte("2")}))
 			continue
 		}
 		id := newID(taken)
 		taken[id] = true
-		edits := []edit{{"id", quote(id)}, {"parentId", []byte("null")}}
+		edits := []jsonscan.Edit{{Key: "id", Val: jsonscan.Quote(id)}, {Key: "parentId", Val: []byte("null")}}
 		if prev != "" {
-			edits[1].val = quote(prev)
+			edits[1].Val = jsonscan.Quote(prev)
 		}
 		if e.typ == TypeCompaction {
-			if raw := ms.get("firstKeptEntryIndex"); isNumber(raw) {
+			if raw := ms.Get("firstKeptEntryIndex"); isNumber(raw) {
 				// Index 0 is the header; entries start at 1.
 				if idx, ok := jsonInt(raw); ok && idx >= 1 && idx-1 < len(p.entries) {
 					target := p.entries[idx-1]
 					if idx-1 == i {
 						target = nil // itself: its id is being replaced right now
-						edits = append(edits, edit{"firstKeptEntryId", quote(id)})
+						edits = append(edits, jsonscan.Edit{Key: "firstKeptEntryId", Val: jsonscan.Quote(id)})
 					}
 					if target != nil && target.object && target.typ != TypeSession && target.id != "" {
-						edits = append(edits, edit{"firstKeptEntryId", quote(target.id)})
+						edits = append(edits, jsonscan.Edit{Key: "firstKeptEntryId", Val: jsonscan.Quote(target.id)})
 					}
 				}
-				edits = append(edits, edit{"firstKeptEntryIndex", nil})
+				edits = append(edits, jsonscan.Edit{Key: "firstKeptEntryIndex", Val: nil})
 			}
 		}
-		e.setView(editObject(ms, edits...))
+		e.setView(jsonscan.EditObject(ms, edits...))
 		e.id, e.parentID = id, prev
 		prev = id
 	}
@@ -72,24 +74,24 @@ func migrateV1(p *parsed, newID func(map[string]bool) string) {
 func migrateV2(p *parsed) {
 	p.setVersion(3)
 	for _, e := range p.entries {
-		ms, ok := splitObject(e.view)
+		ms, ok := jsonscan.SplitObject(e.view)
 		if !ok {
 			continue
 		}
 		switch {
 		case e.typ == TypeSession:
-			e.setView(editObject(ms, edit{"version", []byte("3")}))
+			e.setView(jsonscan.EditObject(ms, jsonscan.Edit{Key: "version", Val: []byte("3")}))
 		case e.typ == TypeMessage && e.role == "hookMessage":
-			msg, _ := splitObject(ms.get("message"))
-			e.setView(editObject(ms, edit{"message", editObject(msg, edit{"role", quote("custom")})}))
+			msg, _ := jsonscan.SplitObject(ms.Get("message"))
+			e.setView(jsonscan.EditObject(ms, jsonscan.Edit{Key: "message", Val: jsonscan.EditObject(msg, jsonscan.Edit{Key: "role", Val: jsonscan.Quote("custom")})}))
 			e.role = "custom"
 		}
 	}
 }
 
 func (p *parsed) setVersion(v int) {
-	ms, _ := splitObject(p.headerRaw)
-	p.headerRaw = editObject(ms, edit{"version", []byte(strconv.Itoa(v))})
+	ms, _ := jsonscan.SplitObject(p.headerRaw)
+	p.headerRaw = jsonscan.EditObject(ms, jsonscan.Edit{Key: "version", Val: []byte(strconv.Itoa(v))})
 	p.header.Version = float64(v)
 }
 

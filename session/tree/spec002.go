@@ -1,8 +1,10 @@
-package session
+package tree
 
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // Spec 002 files (another agent's dialect: snake_case fields, a top-level
@@ -17,19 +19,19 @@ func isSpec002(data []byte) bool {
 	// The first entry says: v3 entries have parentId (one pass over the
 	// lines up to there, not over the file).
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if valid, _ := scanJSON(line); !valid {
+		if valid, _ := jsonscan.Scan(line); !valid {
 			continue
 		}
-		e, ok := splitObject(line)
+		e, ok := jsonscan.SplitObject(line)
 		if !ok {
 			continue
 		}
 		switch {
-		case e.get("parentId") != nil:
+		case e.Get("parentId") != nil:
 			return false // a v3 entry: not this dialect
-		case e.get("parent_id") != nil, e.get("first_kept_entry_id") != nil:
+		case e.Get("parent_id") != nil, e.Get("first_kept_entry_id") != nil:
 			return true
-		case string(e.get("type")) == `"branch"`:
+		case string(e.Get("type")) == `"branch"`:
 			return true
 		}
 	}

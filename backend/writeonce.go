@@ -1,0 +1,67 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+)
+
+// WriteOnce is an optional fast path for content-addressed files: files
+// created whole and never appended to, renamed over or replaced afterwards,
+// in a tree the caller owns. On a bucket each call is one request, where
+// the general methods also look at the place (a parent that is a file, a
+// directory of that name) and at appended parts. Use it through CreateFile
+// and OpenInfo, which fall back on the general methods.
+type WriteOnce interface {
+	// CreateFile writes data as the new file name, all or nothing and
+	// durably. When name exists it fails with fs.ErrExist (a wrapper over a
+	// store without the fast path looks first, then writes: see the
+	// CreateFile function). It need not check that no parent is a file or
+	// that name is not a directory.
+	CreateFile(ctx context.Context, name string, data []byte) error
+	// OpenInfo opens a file written by CreateFile (or WriteFile, WriteFrom,
+	// Rename) and describes it. A missing file is fs.ErrNotExist; a
+	// directory may be fs.ErrNotExist too. It may miss bytes appended by
+	// an OpenWriter.
+	OpenInfo(ctx context.Context, name string) (io.ReadCloser, Info, error)
+}
+
+// CreateFile writes data as the new file name through s's WriteOnce fast
+// path, or else with Stat and WriteFile. It is meant for names whose
+// content is fixed by the name (content addresses): without the fast path,
+// two creators racing may both write, the same bytes.
+func CreateFile(ctx context.Context, s Storage, name string, data []byte) error {
+	if w, ok := s.(WriteOnce); ok {
+		return w.CreateFile(ctx, name, data)
+	}
+	_, err := s.Stat(ctx, name)
+	switch {
+	case err == nil:
+		return PathErr("write", name, fs.ErrExist)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return s.WriteFile(ctx, name, data)
+}
+
+// OpenInfo opens name and describes it, in one request where s has the
+// WriteOnce fast path (see WriteOnce.OpenInfo for what it may miss), else
+// with Stat and Open. A directory is fs.ErrNotExist or ErrIsDir.
+func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info, error) {
+	if w, ok := s.(WriteOnce); ok {
+		return w.OpenInfo(ctx, name)
+	}
+	info, err := s.Stat(ctx, name)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	if info.IsDir {
+		return nil, Info{}, PathErr("open", name, ErrIsDir)
+	}
+	rc, err := s.Open(ctx, name)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return rc, info, nil
+}

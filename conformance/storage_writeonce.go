@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// testWriteOnce checks the write-once fast path (backend.CreateFile and
+// backend.OpenInfo), native or fallen back on the general methods.
+func testWriteOnce(t *testing.T, nb newStorage) {
+	t.Run("round-trip", func(t *testing.T) {
+		s := nb(t)
+		ctx := t.Context()
+		data := pattern(70000, 3)
+		if err := backend.CreateFile(ctx, s, "ab/cd/f", data); err != nil {
+			t.Fatalf("CreateFile: %v", err)
+		}
+		wantContent(t, s, "ab/cd/f", data)
+		rc, info, err := backend.OpenInfo(ctx, s, "ab/cd/f")
+		if err != nil {
+			t.Fatalf("OpenInfo: %v", err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("OpenInfo read %d bytes, %v; want %d", len(got), err, len(data))
+		}
+		if info.Name != "ab/cd/f" || info.Size != int64(len(data)) || info.IsDir || info.ModTime.IsZero() {
+			t.Errorf("OpenInfo info = %+v", info)
+		}
+	})
+	t.Run("present", func(t *testing.T) {
+		s := nb(t)
+		ctx := t.Context()
+		data := pattern(1000, 4)
+		mustWrite(t, s, "f", data)
+		err := backend.CreateFile(ctx, s, "f", data)
+		if s.Capabilities().WriteOnce && !errors.Is(err, fs.ErrExist) {
+			t.Errorf("CreateFile of a present file = %v, want fs.ErrExist", err)
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			t.Errorf("CreateFile of a present file = %v", err)
+		}
+		wantContent(t, s, "f", data)
+	})
+	t.Run("missing", func(t *testing.T) {
+		s := nb(t)
+		_, _, err := backend.OpenInfo(t.Context(), s, "nope/f")
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("OpenInfo of a missing file = %v, want fs.ErrNotExist", err)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		s := nb(t)
+		ctx := t.Context()
+		if err := backend.CreateFile(ctx, s, "../f", nil); !errors.Is(err, backend.ErrInvalidPath) {
+			t.Errorf("CreateFile(../f) = %v, want ErrInvalidPath", err)
+		}
+		if _, _, err := backend.OpenInfo(ctx, s, "a//b"); !errors.Is(err, backend.ErrInvalidPath) {
+			t.Errorf("OpenInfo(a//b) = %v, want ErrInvalidPath", err)
+		}
+	})
+}
