@@ -212,7 +212,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	r := &reader{b: body}
+	r := &reader{b: body, s: string(body)}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
@@ -255,7 +255,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()
-		c.trees[ref] = []byte(r.str())
+		c.trees[ref] = r.bytes()
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
@@ -288,10 +288,12 @@ func (r *reader) stat() fileStat {
 	return st
 }
 
-// reader decodes varints, latching the first error.
+// reader decodes varints, latching the first error. With s (b's bytes
+// as one string) the strings it returns share s's memory.
 type reader struct {
 	b   []byte
 	err error
+	s   string
 }
 
 func (r *reader) uvarint() uint64 {
@@ -321,12 +323,23 @@ func (r *reader) varint() int64 {
 }
 
 func (r *reader) str() string {
+	b := r.bytes()
+	if r.s != "" && b != nil {
+		// A slice of the one string of the whole input: no allocation.
+		at := len(r.s) - len(r.b) - len(b)
+		return r.s[at : at+len(b)]
+	}
+	return string(b)
+}
+
+// bytes reads a length-prefixed byte string, a slice of the input.
+func (r *reader) bytes() []byte {
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(r.b)) {
 		r.err = errBadCache
-		return ""
+		return nil
 	}
-	s := string(r.b[:n])
+	b := r.b[:n:n]
 	r.b = r.b[n:]
-	return s
+	return b
 }
