@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 )
 
 // The stat cache remembers, per workspace path, the lstat it had and the
@@ -45,14 +45,11 @@ type cacheEntry struct {
 	verified    int64  // ns: when the snapshot that last hashed or checked it started
 }
 
-// cacheMagic starts the file; the rest is one zstd frame of the body
-// (entries, listings, sha256 of both). Paths and stats compress well, and
-// the cache is as big as a manifest of the tree: on a store holding many
-// checkpoints of one tree it is a fair part of the bytes.
-const cacheMagic = "trove-statcache-4\n"
-
-// cacheWindow is the zstd window of the cache.
-const cacheWindow = 256 << 10
+// cacheMagic starts the file; the rest is the body (entries, listings,
+// trees, sha256 of them) compressed with S2. Paths and stats compress well,
+// and the cache is as big as a manifest of the tree: on a store holding
+// many checkpoints of one tree it is a fair part of the bytes.
+const cacheMagic = "trove-statcache-5\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -154,15 +151,13 @@ func (c *statCache) encode() []byte {
 	}
 	sum := sha256.Sum256(b)
 	b = append(b, sum[:]...)
-	// A small window and lower-memory mode: a fresh encoder per save costs
-	// less in allocation than the default's megabytes of history.
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderCRC(false), zstd.WithWindowSize(cacheWindow), zstd.WithLowerEncoderMem(true))
-	if err != nil {
-		return nil // cannot happen with these options; an empty cache only costs time
-	}
-	defer enc.Close()
-	return enc.EncodeAll(b, []byte(cacheMagic))
+	// S2 (snappy's successor, from the zstd module): a few times faster
+	// than zstd's fastest level both ways, for ~15% more bytes; the cache
+	// is written by every snapshot and read by every operation.
+	out := make([]byte, len(cacheMagic)+s2.MaxEncodedLen(len(b)))
+	copy(out, cacheMagic)
+	enc := s2.EncodeBetter(out[len(cacheMagic):], b)
+	return out[:len(cacheMagic)+len(enc)]
 }
 
 // appendCacheRef writes a ref as a flag byte and, when set, its algorithm
@@ -198,13 +193,11 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(cacheMaxBody),
-		zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(cacheWindow))
-	if err != nil {
-		return nil, err
+	size, err := s2.DecodedLen(data[len(cacheMagic):])
+	if err != nil || size > cacheMaxBody {
+		return nil, fmt.Errorf("%w: length %d: %v", errBadCache, size, err)
 	}
-	defer dec.Close()
-	body, err := dec.DecodeAll(data[len(cacheMagic):], nil)
+	body, err := s2.Decode(nil, data[len(cacheMagic):])
 	if err != nil || len(body) < sha256.Size {
 		return nil, fmt.Errorf("%w: %v", errBadCache, err)
 	}
