@@ -109,6 +109,14 @@ func (c casBlobs) get(ctx context.Context, ref string) ([]byte, error) {
 	return c.s.Get(ctx, r)
 }
 
+func (c casBlobs) has(ctx context.Context, ref string) (bool, error) {
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return false, err
+	}
+	return c.s.Has(ctx, r)
+}
+
 func (c casBlobs) open(ctx context.Context, ref string) (io.ReadCloser, error) {
 	r, err := cas.ParseRef(ref)
 	if err != nil {

@@ -250,12 +250,23 @@ func sortSkipped(s []Skipped) {
 func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
 	cache := m.loadCache(ctx)
 	var jobs []int
+	stored := map[string]bool{} // refs known to be in the store, this call
 	for _, i := range idx {
 		e := &man.Files[i]
 		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
 			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
-			cache.put(e.Path, sts[i], e, start)
-			continue
+			// The stat proves the content, not that its blobs are still
+			// stored: a GC after the checkpoints holding them were deleted
+			// removes them. A missing one is read and stored again.
+			ok, err := m.allStored(ctx, e.contentRefs(), stored)
+			if err != nil {
+				return err
+			}
+			if ok {
+				cache.put(e.Path, sts[i], e, start)
+				continue
+			}
+			e.Digest, e.Base, e.Delta = "", "", ""
 		}
 		jobs = append(jobs, i)
 	}
@@ -346,6 +357,55 @@ feed:
 	return nil
 }
 
+// allStored reports whether every ref is in the blob store, remembering
+// the answers in stored.
+func (m *Manager) allStored(ctx context.Context, refs []string, stored map[string]bool) (bool, error) {
+	for _, r := range refs {
+		if ok, seen := stored[r]; seen {
+			if !ok {
+				return false, nil
+			}
+			continue
+		}
+		ok, err := m.blobs.has(ctx, r)
+		if err != nil {
+			return false, err
+		}
+		stored[r] = ok
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// knownTrees puts tree objects through a batch, except those the last tree
+// snapshot stored (the stat cache holds them) and the store still has:
+// putting an old blob again writes a fresh copy (cas keeps a dedup hit on
+// an old blob young that way), which for every unchanged directory at every
+// snapshot would cost far more than the race it closes, one that unchanged
+// file content (never put again either) has too.
+type knownTrees struct {
+	blobBatch
+	m     *Manager
+	known map[string][]byte
+}
+
+func (k knownTrees) put(ctx context.Context, b []byte) (string, error) {
+	if len(k.known) > 0 {
+		ref, err := k.m.blobs.sumLike("", b)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := k.known[ref]; ok {
+			if ok, err := k.m.blobs.has(ctx, ref); err != nil || ok {
+				return ref, err
+			}
+		}
+	}
+	return k.blobBatch.put(ctx, b)
+}
+
 // writeManifest stores the tree objects of man through batch, flushes it
 // (so the blobs it names are durable before it), and writes the manifest
 // atomically and, with save, beside it the stat cache, which keeps the trees
@@ -356,7 +416,8 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	if keep {
 		kept = map[string][]byte{}
 	}
-	root, trees, err := putTrees(ctx, batch, man.Files, kept)
+	sink := knownTrees{blobBatch: batch, m: m, known: m.loadCache(ctx).trees}
+	root, trees, err := putTrees(ctx, sink, man.Files, kept)
 	if err == nil {
 		err = batch.flush(ctx)
 	}
