@@ -30,6 +30,17 @@ type statCache struct {
 	// loading a checkpoint reads from cas only the trees that differ from
 	// it. Each is checked against its ref before use.
 	trees map[string][]byte
+	// older marks the trees of trees kept from snapshots before the last.
+	older map[string]bool
+	// last is the tree snapshot that wrote entries verified at its start:
+	// while its manifest is stored, naming the same root tree, GC keeps
+	// every blob it names, so those entries' blobs need no lookup.
+	last lastSnapshot
+}
+
+type lastSnapshot struct {
+	id, tree string
+	verified int64
 }
 
 type dirCacheEntry struct {
@@ -49,7 +60,7 @@ type cacheEntry struct {
 // trees, sha256 of them) compressed with S2. Paths and stats compress well,
 // and the cache is as big as a manifest of the tree: on a store holding
 // many checkpoints of one tree it is a fair part of the bytes.
-const cacheMagic = "trove-statcache-5\n"
+const cacheMagic = "trove-statcache-6\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -64,7 +75,7 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool)}
 }
 
 // listing returns the cached names of dir when st proves them current.
@@ -148,7 +159,11 @@ func (c *statCache) encode() []byte {
 	for _, r := range refs {
 		b = appendCacheRef(b, r)
 		b = appendStr(b, string(c.trees[r]))
+		b = appendBool(b, c.older[r])
 	}
+	b = appendStr(b, c.last.id)
+	b = appendCacheRef(b, c.last.tree)
+	b = binary.AppendVarint(b, c.last.verified)
 	sum := sha256.Sum256(b)
 	b = append(b, sum[:]...)
 	// S2 (snappy's successor, from the zstd module): a few times faster
@@ -210,7 +225,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte)}
+	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool)}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
@@ -249,7 +264,11 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()
 		c.trees[ref] = r.bytes()
+		if r.bool() {
+			c.older[ref] = true
+		}
 	}
+	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
 	}
@@ -279,6 +298,23 @@ func (r *reader) stat() fileStat {
 	st.ino = r.uvarint()
 	st.dev = r.uvarint()
 	return st
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func (r *reader) bool() bool {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBadCache
+		return false
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v == 1
 }
 
 // reader decodes varints, latching the first error. With s (b's bytes
