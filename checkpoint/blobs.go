@@ -139,7 +139,11 @@ func (c casBlobs) sumLikeReader(like string, rd io.Reader) (string, error) {
 
 func (c casBlobs) sumLike(like string, data []byte) (string, error) {
 	algo := c.algorithm()
-	if r, err := cas.ParseRef(like); err == nil {
+	if like == "" {
+		// The store's algorithm: no ref to parse (and no error to build).
+	} else if a, _, ok := fastRef(like); ok {
+		algo = a
+	} else if r, err := cas.ParseRef(like); err == nil {
 		algo = r.Algorithm()
 	}
 	r, err := cas.Sum(algo, data)
