@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-checkpoint bench-sessions torture lint fmt
+.PHONY: demo deps test unit conformance bench bench-append bench-checkpoint bench-sessions torture lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -30,10 +30,18 @@ conformance:
 	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./internal/tools/conftable
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
-## session store's table (trove, baseline, ratio, goal; see bench-sessions)
+## session store's table (trove, baseline, ratio, goal; see bench-sessions) and
+## bench-append
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ ./runlog/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
 	$(GO) run ./internal/tools/sessbench
+	@$(MAKE) --no-print-directory bench-append
+
+## bench-append: one 4 KiB append + Sync by a writer that stays open on a bucket
+## file of 1, 16 and 64 MiB (fileblob, memblob, s3): time, bytes uploaded and
+## read back per Sync (folds included), bucket calls; 4096 syncs each
+bench-append:
+	$(GO) test -run '^$$' -bench '^BenchmarkAppendSync$$' -benchtime 4096x -timeout 30m ./backend/cloud/ | grep -E '^(Benchmark|ok|FAIL)'
 
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:

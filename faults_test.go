@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -207,15 +208,17 @@ func checkAcked(t *testing.T, st backend.Storage, a *acked) {
 // acknowledged before the fault is found after it.
 func TestFaultsAtEveryCall(t *testing.T) {
 	ctx := context.Background()
-	calls := 0
+	// Atomic: a checkpoint writes its manifest and stat cache at once.
+	var counted atomic.Int64
 	{
-		st := faulty.New(mem.New(), faulty.WithHook(func(string, string) error { calls++; return nil }))
+		st := faulty.New(mem.New(), faulty.WithHook(func(string, string) error { counted.Add(1); return nil }))
 		a := &acked{cps: map[string]string{}}
 		if err := faultScenario(ctx, st, afero.NewMemMapFs(), a); err != nil {
 			t.Fatalf("the scenario fails without faults: %v", err)
 		}
 		checkAcked(t, st.Inner(), a)
 	}
+	calls := int(counted.Load())
 	t.Logf("the scenario makes %d storage calls", calls)
 	// Each fault at every call (short writes and sync failures at every
 	// write and sync), then the same followed by a crash.

@@ -107,6 +107,10 @@ func TestHTML(t *testing.T) {
 			t.Errorf("entry %s (%s) has no anchor or tree link", e.ID(), e.Type())
 		}
 	}
+	// A label's tree line says what it labels.
+	if !regexp.MustCompile(`>label: label &#34;root-cause&#34; on [0-9a-f]{8}</a>`).MatchString(out) {
+		t.Error("the label's tree line does not name its label")
+	}
 	// The leaf is highlighted in the tree.
 	if !strings.Contains(out, `href="#e-`+s.Leaf().ID()+`" class="on leaf"`) {
 		t.Error("leaf not highlighted in the tree")

@@ -161,7 +161,7 @@ func build(sess *tree.Session) *page {
 func (it *item) summary() string {
 	s := it.Title
 	for _, b := range it.Blocks {
-		if b.Kind == "text" && strings.TrimSpace(b.Text) != "" {
+		if (b.Kind == "text" || b.Kind == "note") && strings.TrimSpace(b.Text) != "" {
 			s = b.Text
 			break
 		}

@@ -3,7 +3,6 @@ package importer
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -160,7 +159,15 @@ func parseClaude(data []byte) (*conversation, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
 	}
-	for _, sub := range main.subs {
+	main.tasks = tasks
+	nameSubagents(main.conversation, tasks)
+	return main.conversation, nil
+}
+
+// nameSubagents titles each subagent conversation of c with the
+// description of the Task call whose prompt started it.
+func nameSubagents(c *conversation, tasks map[string]string) {
+	for _, sub := range c.subs {
 		sub.title = "subagent"
 		if len(sub.msgs) > 0 {
 			if d := tasks[firstText(sub.msgs[0].msg)]; d != "" {
@@ -168,7 +175,27 @@ func parseClaude(data []byte) (*conversation, error) {
 			}
 		}
 	}
-	return main.conversation, nil
+}
+
+// mainTasks returns the Task calls (prompt -> description) of the main
+// session of a subagent file, read once per import run.
+func mainTasks(path string, cache map[string]map[string]string) map[string]string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != "subagents" {
+		return nil
+	}
+	main := filepath.Dir(dir) + ".jsonl"
+	if t, ok := cache[main]; ok {
+		return t
+	}
+	var tasks map[string]string
+	if data, err := os.ReadFile(main); err == nil {
+		if c, err := parseClaude(data); err == nil {
+			tasks = c.tasks
+		}
+	}
+	cache[main] = tasks
+	return tasks
 }
 
 // firstText is the text of a user message's first text block.
@@ -283,18 +310,13 @@ func (c *claudeConv) add(l claudeLine, tools, tasks map[string]string) bool {
 
 // claudeParent names the main session of a subagent file
 // (<project>/<session id>/subagents/agent-<id>.jsonl): the id its import
-// has, derived from the main file's content, when that file is there.
+// has, or will have.
 func claudeParent(path string) string {
-	dir := filepath.Dir(filepath.Dir(path))
-	if filepath.Base(filepath.Dir(path)) != "subagents" {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != "subagents" {
 		return ""
 	}
-	data, err := os.ReadFile(dir + ".jsonl")
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(data)
-	return idFrom(sum[:])
+	return source{}.id("claude", filepath.Base(filepath.Dir(dir)))
 }
 
 func toolResultContent(raw json.RawMessage) []any {
@@ -314,4 +336,14 @@ func toolResultContent(raw json.RawMessage) []any {
 		out = []any{map[string]any{"type": "text", "text": strings.TrimSpace(string(raw))}}
 	}
 	return out
+}
+
+// claudeID is Claude Code's id of the session in path: the file's name
+// (<session id>.jsonl), or for a subagent's file its session's and its own.
+func claudeID(path string) string {
+	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+		id = filepath.Base(filepath.Dir(dir)) + "/" + id
+	}
+	return id
 }

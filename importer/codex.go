@@ -19,6 +19,7 @@ type codexLine struct {
 type codexItem struct {
 	Type      string          `json:"type"`
 	Role      string          `json:"role"`
+	ID        string          `json:"id"` // session_meta's
 	Cwd       string          `json:"cwd"`
 	Model     string          `json:"model"`
 	Content   json.RawMessage `json:"content"`
@@ -81,7 +82,7 @@ func parseCodex(data []byte) (*conversation, error) {
 		switch l.Type {
 		case "session_meta":
 			if c.cwd == "" {
-				c.cwd, c.created = it.Cwd, ts
+				c.cwd, c.created, c.srcID = it.Cwd, ts, it.ID
 			}
 			continue
 		case "turn_context":

@@ -1,4 +1,8 @@
 // Package importer brings other agents' sessions into a trove store without
 // changing the source files. Each imported session's id is derived from the
-// source file's content, so importing the same file twice adds nothing.
+// source's own id of it, and its provenance (import.json in its sidecar)
+// records the source and the file as written: importing the same file
+// twice adds nothing, and a source that only grew brings its session up to
+// date unless it was changed in trove since (docs/import-mirror.md). It
+// imports trove, session, session/tree, cas and backend.
 package importer

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
@@ -31,6 +32,7 @@ type Result struct {
 	SessionID string `json:"session_id"`
 	Messages  int    `json:"messages"`
 	Imported  bool   `json:"imported"`
+	Updated   bool   `json:"updated,omitempty"`   // an earlier import brought up to date with its grown source
 	ParentID  string `json:"parent_id,omitempty"` // the session a subagent's session was spawned from
 	Reason    string `json:"reason,omitempty"`    // why it was skipped, or what was left out
 }
@@ -62,6 +64,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 	if o.Progress != nil {
 		o.Progress(0, len(files))
 	}
+	tasks := map[string]map[string]string{} // of Claude Code main files, for their subagents' files
 	// Blobs first: a session never lands before the blobs it names.
 	for _, dir := range blobDirs {
 		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
@@ -76,7 +79,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		rs, err := importFile(ctx, st, f, o)
+		rs, err := importFile(ctx, st, f, o, tasks)
 		if err != nil {
 			// One bad source does not stop the others.
 			if len(rs) == 1 && rs[0].Reason == "" {
@@ -118,7 +121,7 @@ func sourceFiles(p string) (files, blobDirs []string, err error) {
 	return files, blobDirs, err
 }
 
-func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([]Result, error) {
+func importFile(ctx context.Context, st *trove.Store, path string, o Options, tasks map[string]map[string]string) ([]Result, error) {
 	r := Result{Source: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -129,8 +132,10 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		format = detect(data)
 	}
 	r.Format = format
-	sum := sha256.Sum256(data)
-	r.SessionID = idFrom(sum[:])
+	src := source{path: path, format: format, data: data}
+	if rs, ok := unchanged(ctx, st, src); ok {
+		return rs, nil // imported from these very bytes: no need to parse them
+	}
 	var conv *conversation
 	switch format {
 	case "pi", "omp":
@@ -138,11 +143,20 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		if err != nil {
 			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 		}
-		r.Messages = n
-		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, f) })
+		r.SessionID, r.Messages = src.id("pi", f.srcID), n
+		if k := missingBlobs(ctx, st.Blobs(), f.entries); k > 0 && !o.DryRun {
+			r.Reason = fmt.Sprintf("%d blob refs name blobs not in the store (import the pi root with its blobs/)", k)
+		}
+		r, err = finish(ctx, st, r, o, src, f)
 		return []Result{r}, err
 	case "claude":
 		conv, err = parseClaude(data)
+		if err == nil {
+			conv.srcID = claudeID(path)
+			if len(conv.msgs) == 0 {
+				nameSubagents(conv, mainTasks(path, tasks))
+			}
+		}
 	case "codex":
 		conv, err = parseCodex(data)
 	case "spec002":
@@ -154,6 +168,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 	if err != nil {
 		return []Result{r}, fmt.Errorf("import %s: %w", path, err)
 	}
+	r.SessionID = src.id(format, conv.srcID)
 	var out []Result
 	var errs []error
 	if len(conv.msgs) > 0 || len(conv.subs) == 0 {
@@ -162,42 +177,151 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options) ([
 		if conv.damaged > 0 {
 			r.Reason = fmt.Sprintf("%d damaged lines skipped", conv.damaged)
 		}
-		r, err = finish(ctx, st, r, o, func() error { return writeV3(ctx, st, r.SessionID, conv.toV3(r.SessionID)) })
+		v := conv.toV3(r.SessionID)
+		for _, sub := range conv.subs {
+			if sub.messages() > 0 {
+				v.subs = append(v.subs, subRef{Key: sub.key, ID: subID(r.SessionID, sub.key)})
+			}
+		}
+		r, err = finish(ctx, st, r, o, src, v)
 		out = append(out, r)
 		errs = append(errs, err)
 	}
 	// A Claude Code subagent's conversation (a sidechain) becomes its own
 	// session recording the main one as its parent; its id comes from the
-	// file's content and its root's uuid.
+	// file's and its root's uuid.
 	parent := r.SessionID
 	if len(conv.msgs) == 0 {
 		parent = claudeParent(path)
 	}
 	for _, sub := range conv.subs {
-		h := sha256.Sum256(append(append(sum[:], "\x00sidechain\x00"...), sub.key...))
-		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: idFrom(h[:]), Messages: sub.messages(), ParentID: parent}
+		sr := Result{Source: path + "#" + sub.key, Format: format, SessionID: subID(r.SessionID, sub.key), Messages: sub.messages(), ParentID: parent}
 		sub.parent = parent
-		sr, err := finish(ctx, st, sr, o, func() error { return writeV3(ctx, st, sr.SessionID, sub.toV3(sr.SessionID)) })
+		sr, err := finish(ctx, st, sr, o, src, sub.toV3(sr.SessionID))
 		out = append(out, sr)
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
 
-func finish(ctx context.Context, st *trove.Store, r Result, o Options, write func() error) (Result, error) {
+// subID is the id of the session made from the sidechain key of the
+// session id.
+func subID(id, key string) string {
+	h := sha256.Sum256([]byte(id + "#" + key))
+	return idFrom(h[:])
+}
+
+// source is one file being imported.
+type source struct {
+	path, format string
+	data         []byte
+}
+
+// id is the id of the session imported from the source: derived from the
+// source's own id of it when it has one (so a file that grows keeps its
+// session), else from the file's content.
+func (s source) id(kind, srcID string) string {
+	key := kind + ":" + srcID
+	if srcID == "" {
+		sum := sha256.Sum256(s.data)
+		key = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	h := sha256.Sum256([]byte(key))
+	return idFrom(h[:])
+}
+
+// provenance is what an import records beside its session (import.json in
+// its sidecar): the source as imported and the session file as written,
+// so a later import tells an unchanged source from one that grew, and a
+// session left as imported from one changed in trove since.
+type provenance struct {
+	Format       string `json:"format"`
+	Source       string `json:"source"`
+	SourceSize   int    `json:"source_size"`
+	SourceSHA256 string `json:"source_sha256"`
+	FileSHA256   string `json:"file_sha256"`
+	Messages     int    `json:"messages"`
+	// Subagents are the sessions made from the source's sidechains.
+	Subagents []subRef `json:"subagents,omitempty"`
+}
+
+type subRef struct {
+	Key string `json:"key"` // the sidechain root's source id
+	ID  string `json:"id"`
+}
+
+// unchanged reports the sessions an earlier import made from exactly
+// these bytes, found by the id the source's first line gives (a Claude
+// Code file's name).
+func unchanged(ctx context.Context, st *trove.Store, src source) ([]Result, bool) {
+	var id string
+	switch src.format {
+	case "claude":
+		id = src.id("claude", claudeID(src.path))
+	case "codex", "pi", "omp", "spec002":
+		line, _, _ := bytes.Cut(src.data, []byte("\n"))
+		var first struct {
+			ID      string `json:"id"`
+			Payload struct {
+				ID string `json:"id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &first) != nil {
+			return nil, false
+		}
+		kind, srcID := src.format, first.ID
+		switch src.format {
+		case "codex":
+			srcID = first.Payload.ID
+		case "omp":
+			kind = "pi"
+		}
+		id = src.id(kind, srcID)
+	default:
+		return nil, false
+	}
+	name, err := st.Sessions().Find(ctx, id)
+	if err != nil {
+		return nil, false
+	}
+	var prov provenance
+	data, err := st.Storage().ReadFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile))
+	if err != nil || json.Unmarshal(data, &prov) != nil || prov.SourceSHA256 != sha256Hex(src.data) {
+		return nil, false
+	}
+	rs := []Result{{Source: src.path, Format: src.format, SessionID: id, Messages: prov.Messages, Reason: "already imported"}}
+	for _, sub := range prov.Subagents {
+		rs = append(rs, Result{Source: src.path + "#" + sub.Key, Format: src.format, SessionID: sub.ID, ParentID: id, Reason: "already imported"})
+	}
+	return rs, true
+}
+
+// ProvenanceFile is the name of the provenance record in a session's
+// sidecar directory.
+const ProvenanceFile = "import.json"
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// finish writes f as the session r names, or, when an earlier import
+// wrote it, brings it up to date if its source only grew since and trove
+// left it as it was.
+func finish(ctx context.Context, st *trove.Store, r Result, o Options, src source, f *v3) (Result, error) {
 	if r.Messages == 0 {
 		r.Reason = "no messages"
 		return r, nil
 	}
-	if _, err := st.Sessions().Find(ctx, r.SessionID); err == nil {
-		r.Reason = "already imported"
-		return r, nil
+	name, err := st.Sessions().Find(ctx, r.SessionID)
+	if err == nil {
+		return update(ctx, st, r, o, src, f, name)
 	}
 	if o.DryRun {
 		r.Imported = true
 		return r, nil
 	}
-	if err := write(); err != nil {
+	if err := writeV3(ctx, st, r.SessionID, f, src, ""); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			r.Reason = "already imported"
 			return r, nil
@@ -205,6 +329,35 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, write fun
 		return r, fmt.Errorf("import %s: %w", r.Source, err)
 	}
 	r.Imported = true
+	return r, nil
+}
+
+func update(ctx context.Context, st *trove.Store, r Result, o Options, src source, f *v3, name string) (Result, error) {
+	r.Reason = "already imported"
+	var prov provenance
+	data, err := st.Storage().ReadFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile))
+	if err != nil || json.Unmarshal(data, &prov) != nil || prov.SourceSHA256 == sha256Hex(src.data) {
+		return r, nil // the same source, or a session this importer did not write
+	}
+	if prov.SourceSize > len(src.data) || sha256Hex(src.data[:prov.SourceSize]) != prov.SourceSHA256 {
+		r.Reason = "the source differs from the version imported, beyond lines added: left as imported"
+		return r, nil
+	}
+	cur, err := st.Storage().ReadFile(ctx, name)
+	if err != nil {
+		return r, fmt.Errorf("import %s: %w", r.Source, err)
+	}
+	if sha256Hex(cur) != prov.FileSHA256 {
+		r.Reason = "the source grew, but the session changed in trove since it was imported: left as it is"
+		return r, nil
+	}
+	r.Reason, r.Imported, r.Updated = "", true, true
+	if o.DryRun {
+		return r, nil
+	}
+	if err := writeV3(ctx, st, r.SessionID, f, src, name); err != nil {
+		return r, fmt.Errorf("import %s: %w", r.Source, err)
+	}
 	return r, nil
 }
 
@@ -254,8 +407,10 @@ type conversation struct {
 	cwd     string
 	model   string
 	title   string
-	parent  string // lineage: the session this one was forked or spawned from
-	created int64  // Unix milliseconds the source says it started; 0 when it does not
+	parent  string            // lineage: the session this one was forked or spawned from
+	created int64             // Unix milliseconds the source says it started; 0 when it does not
+	srcID   string            // the source's own id of the session, if it has one
+	tasks   map[string]string // Claude Code Task calls: prompt -> description
 	msgs    []srcMsg
 	alias   map[string]string // source id -> id of the entry standing for it
 	// damaged counts lines whose message does not parse, or entries naming
@@ -287,6 +442,7 @@ type srcMsg struct {
 	summary    string // of a compaction or branch summary
 	firstKept  string // a compaction's first kept entry (a source id)
 	tokens     int64  // a compaction's tokens before
+	details    any    // a branch summary's details
 }
 
 const (
@@ -298,6 +454,8 @@ const (
 // entries as spec 003 objects, ids and parents set.
 type v3 struct {
 	cwd, title, parent, model string
+	srcID                     string   // the source's own id of the session (pi)
+	subs                      []subRef // the sessions made from its sidechains
 	created, updated          time.Time
 	entries                   []map[string]any
 }
@@ -358,6 +516,9 @@ func (c *conversation) toV3(id string) *v3 {
 				from = "root"
 			}
 			e["type"], e["summary"], e["fromId"] = kindBranchSummary, m.summary, from
+			if m.details != nil {
+				e["details"] = m.details
+			}
 		}
 		mapped[m.id], leaf = e["id"].(string), e["id"].(string)
 		f.entries = append(f.entries, e)
@@ -405,11 +566,55 @@ func decode(msg json.RawMessage) any {
 
 func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// writeV3 stores f as the new session id: its images moved to the blob
-// store, the file checked against the writing contract and written whole
-// (one write, so a reader never sees part of it), then its sidecar with
-// the source's times.
-func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
+// writeV3 stores f as the session id (at name, replacing it; "" for a new
+// session): its images and big tool outputs moved to the blob store, the
+// file checked against the writing contract and written whole (one write,
+// so a reader never sees part of it), then its sidecar with the source's
+// times and its provenance.
+func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, name string) error {
+	f.defaults()
+	if name == "" {
+		if _, err := s.Sessions().Find(ctx, id); err == nil {
+			return fs.ErrExist
+		}
+		name = session.SessionPath(f.cwd, f.created, id)
+	}
+	for _, e := range f.entries {
+		if err := externalize(ctx, s.Blobs(), e); err != nil {
+			return err
+		}
+	}
+	data, err := f.encode(id)
+	if err != nil {
+		return err
+	}
+	if err := s.Storage().WriteFile(ctx, name, data); err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range f.entries {
+		if e["type"] == "message" {
+			n++
+		}
+	}
+	prov, err := json.Marshal(provenance{Format: src.format, Source: src.path, SourceSize: len(src.data),
+		SourceSHA256: sha256Hex(src.data), FileSHA256: sha256Hex(data), Messages: n, Subagents: f.subs})
+	if err != nil {
+		return err
+	}
+	if err := s.Storage().WriteFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile), prov); err != nil {
+		return err
+	}
+	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
+		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
+			m.Model = f.model
+		}
+		m.UpdatedAt = f.updated
+	})
+}
+
+// defaults fills what the source did not say.
+func (f *v3) defaults() {
 	if f.cwd == "" {
 		f.cwd = "/imported"
 	}
@@ -419,14 +624,10 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	if f.updated.Before(f.created) {
 		f.updated = f.created
 	}
-	if _, err := s.Sessions().Find(ctx, id); err == nil {
-		return fs.ErrExist
-	}
-	for _, e := range f.entries {
-		if err := externalize(ctx, s.Blobs(), e); err != nil {
-			return err
-		}
-	}
+}
+
+// encode is the session file of f, checked against the writing contract.
+func (f *v3) encode(id string) ([]byte, error) {
 	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
 	if f.title != "" {
 		hdr["title"] = f.title
@@ -439,22 +640,13 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3) error {
 	enc.SetEscapeHTML(false)
 	for _, v := range append([]map[string]any{hdr}, f.entries...) {
 		if err := enc.Encode(v); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tree.Check(buf.Bytes()); err != nil {
-		return err
+		return nil, err
 	}
-	name := session.SessionPath(f.cwd, f.created, id)
-	if err := s.Storage().WriteFile(ctx, name, buf.Bytes()); err != nil {
-		return err
-	}
-	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
-		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
-			m.Model = f.model
-		}
-		m.UpdatedAt = f.updated
-	})
+	return buf.Bytes(), nil
 }
 
 func millis(ts string) int64 {

@@ -211,6 +211,9 @@ func TestImportClaudeSidechains(t *testing.T) {
 	if got := texts(file.SessionID); !strings.Contains(got, "applies cleanly") {
 		t.Errorf("subagent file: %s", got)
 	}
+	if meta, err := s.Sessions().Metadata(ctx, file.SessionID); err != nil || meta.Title != "subagent: Check the migration" {
+		t.Errorf("subagent file's metadata: %+v %v", meta, err)
+	}
 	reimportAddsNothing(t, s, src, before)
 	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 0 {
 		t.Errorf("check: %+v %v", rep, err)
@@ -235,4 +238,122 @@ func TestImportMixedTree(t *testing.T) {
 		t.Errorf("check: %+v %v", rep.Problems, err)
 	}
 	reimportAddsNothing(t, s, "testdata", before)
+}
+
+// A tool output over the threshold is stored as a blob the way the session
+// store keeps one (a stub and textRef), and loads back whole.
+func TestImportBigToolOutput(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("line of a long build log\n", 5000) // 125 KB
+	out, _ := json.Marshal(big)
+	lines := `{"parentUuid":null,"isSidechain":false,"cwd":"/w","sessionId":"s","type":"user","message":{"role":"user","content":"build it"},"uuid":"u1","timestamp":"2026-11-20T10:00:00.000Z"}
+{"parentUuid":"u1","isSidechain":false,"cwd":"/w","sessionId":"s","type":"assistant","message":{"id":"m1","role":"assistant","model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"},"uuid":"a1","timestamp":"2026-11-20T10:00:01.000Z"}
+{"parentUuid":"a1","isSidechain":false,"cwd":"/w","sessionId":"s","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + string(out) + `}]},"uuid":"u2","timestamp":"2026-11-20T10:00:02.000Z"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, res, _ := importFresh(t, dir, importer.Options{})
+	if len(res) != 1 || !res[0].Imported || res[0].Messages != 3 {
+		t.Fatalf("results: %+v", res)
+	}
+	ctx := context.Background()
+	meta, err := s.Sessions().Metadata(ctx, res[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.Storage().ReadFile(ctx, meta.Path)
+	if err != nil || len(raw) > 10_000 || !bytes.Contains(raw, []byte(`"textRef":"blob:sha256:`)) {
+		t.Fatalf("the session file holds %d bytes, the output not as a blob (%v)", len(raw), err)
+	}
+	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
+	if err != nil || len(msgs) != 3 || !strings.Contains(string(msgs[2].JSON()), strings.Repeat("line of a long build log\\n", 100)) {
+		t.Errorf("the tool output did not load back: %v", err)
+	}
+}
+
+// A source that grew (an agent went on with the session) brings its
+// session up to date on the next import, under the same id; a session
+// changed in trove since, or a source changed other than by added lines,
+// is left as it is, and said so.
+func TestImportGrownSource(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "-work-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	orig, err := os.ReadFile(filepath.Join("testdata", "claude", "-work-app", "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, res, _ := importFresh(t, dir, importer.Options{})
+	id := res[0].SessionID
+	grow := func(more string) []importer.Result {
+		t.Helper()
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(more)
+		f.Close()
+		dry, err := importer.Import(ctx, s, []string{dir}, importer.Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := importer.Import(ctx, s, []string{dir}, importer.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dry[0].Updated != res[0].Updated || dry[0].Reason != res[0].Reason {
+			t.Errorf("the dry run said %+v, the import did %+v", dry[0], res[0])
+		}
+		return res
+	}
+	res = grow(`{"parentUuid":"a4","isSidechain":false,"cwd":"/work/app","sessionId":"5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90","type":"user","message":{"role":"user","content":"and a test?"},"uuid":"u5","timestamp":"2026-11-20T10:00:07.000Z"}
+{"parentUuid":"u5","isSidechain":false,"cwd":"/work/app","sessionId":"5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90","type":"assistant","message":{"role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Test added."}],"stop_reason":"end_turn"},"uuid":"a5","timestamp":"2026-11-20T10:00:08.000Z"}
+`)
+	if !res[0].Updated || res[0].SessionID != id || res[0].Messages != 9 {
+		t.Fatalf("grown source: %+v", res[0])
+	}
+	msgs, err := s.Sessions().LoadMessages(ctx, id)
+	if err != nil || len(msgs) != 8 || !strings.Contains(string(msgs[7].JSON()), "Test added.") {
+		t.Fatalf("updated session: %d messages on the path, %v", len(msgs), err)
+	}
+	if again, err := importer.Import(ctx, s, []string{dir}, importer.Options{}); err != nil || again[0].Imported || again[0].Reason != "already imported" {
+		t.Errorf("third import: %+v %v", again, err)
+	}
+	// Resumed in trove: the next growth leaves it alone.
+	h, err := s.Sessions().Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"from trove","timestamp":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res = grow(`{"parentUuid":"a5","isSidechain":false,"cwd":"/work/app","sessionId":"5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90","type":"user","message":{"role":"user","content":"more"},"uuid":"u6","timestamp":"2026-11-20T10:00:09.000Z"}
+`)
+	if res[0].Imported || !strings.Contains(res[0].Reason, "changed in trove") {
+		t.Errorf("a session changed in trove: %+v", res[0])
+	}
+	if msgs, _ := s.Sessions().LoadMessages(ctx, id); len(msgs) != 9 || !strings.Contains(string(msgs[8].JSON()), "from trove") {
+		t.Errorf("the session changed in trove was overwritten: %d messages", len(msgs))
+	}
+	// Rewritten at the source (not only grown): left as imported.
+	if err := os.WriteFile(file, orig[:len(orig)-200], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = grow("")
+	if res[0].Imported || !strings.Contains(res[0].Reason, "beyond lines added") {
+		t.Errorf("a rewritten source: %+v", res[0])
+	}
+	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check: %+v %v", rep.Problems, err)
+	}
 }

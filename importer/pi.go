@@ -47,6 +47,7 @@ func parsePi(data []byte) (*v3, int, error) {
 				version = int(n)
 			}
 			f.cwd, _ = v["cwd"].(string)
+			f.srcID, _ = v["id"].(string)
 			f.title, _ = v["title"].(string)
 			f.parent, _ = v["parentSession"].(string)
 			if ts, ok := v["timestamp"].(string); ok {
@@ -166,27 +167,59 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 	return n, errors.Join(errs...)
 }
 
-// externalize moves inline images of a message entry (1,024 base64
-// characters or more, as the session store does) to the blob store, so they
-// are kept once however many sessions carry them.
+// missingBlobs counts the image refs of entries whose blob the store
+// lacks.
+func missingBlobs(ctx context.Context, bs *cas.Store, entries []map[string]any) int {
+	n := 0
+	for _, e := range entries {
+		m, _ := e["message"].(map[string]any)
+		blocks, _ := m["content"].([]any)
+		for _, b := range blocks {
+			blk, _ := b.(map[string]any)
+			data, _ := blk["data"].(string)
+			if ref, err := cas.ParseRef(data); err == nil {
+				if ok, err := bs.Has(ctx, ref); err == nil && !ok {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// externalize moves what the session store keeps as blobs out of a message
+// entry, in the same stored form (docs/session-format.md): images of
+// tree.BlobThreshold base64 characters or more, and tool-result text over
+// tree.DefaultToolResultThreshold bytes (a stub naming the blob, and
+// textRef), so each is kept once however many sessions carry it.
 func externalize(ctx context.Context, bs *cas.Store, e map[string]any) error {
 	m, _ := e["message"].(map[string]any)
 	blocks, _ := m["content"].([]any)
 	for _, b := range blocks {
 		blk, _ := b.(map[string]any)
-		data, _ := blk["data"].(string)
-		if blk["type"] != "image" || len(data) < 1024 || strings.HasPrefix(data, "blob:") {
-			continue
+		switch text, _ := blk["text"].(string); {
+		case blk["type"] == "image":
+			data, _ := blk["data"].(string)
+			if len(data) < tree.BlobThreshold || strings.HasPrefix(data, "blob:") {
+				continue
+			}
+			raw, err := base64.StdEncoding.DecodeString(data)
+			if err != nil || base64.StdEncoding.EncodeToString(raw) != data {
+				continue // not canonical base64: it would not come back as it was, so it stays inline
+			}
+			ref, err := bs.Put(ctx, raw)
+			if err != nil {
+				return err
+			}
+			blk["data"] = ref.String()
+		case blk["type"] == "text" && m["role"] == "toolResult" && len(text) > tree.DefaultToolResultThreshold && blk["textRef"] == nil:
+			ref, err := bs.Put(ctx, []byte(text))
+			if err != nil {
+				return err
+			}
+			blk["text"] = fmt.Sprintf("[trove: tool output of %d bytes stored as %s]", len(text), ref)
+			blk["textRef"] = ref.String()
 		}
-		raw, err := base64.StdEncoding.DecodeString(data)
-		if err != nil {
-			continue // not base64: kept inline as it is
-		}
-		ref, err := bs.Put(ctx, raw)
-		if err != nil {
-			return err
-		}
-		blk["data"] = ref.String()
 	}
 	return nil
 }

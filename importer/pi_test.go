@@ -149,3 +149,18 @@ func TestImportPiInlineImagesOnce(t *testing.T) {
 		return nil
 	})
 }
+
+// A pi sessions directory imported without its root's blobs/ says which
+// sessions name blobs the store lacks.
+func TestImportPiWithoutBlobs(t *testing.T) {
+	_, res, _ := importFresh(t, filepath.Join("testdata", "omp", "sessions"), importer.Options{})
+	var warned []string
+	for _, r := range res {
+		if strings.Contains(r.Reason, "not in the store") {
+			warned = append(warned, r.Reason)
+		}
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "1 blob refs") {
+		t.Errorf("reasons: %+v", res)
+	}
+}

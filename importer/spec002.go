@@ -23,6 +23,7 @@ type s002Line struct {
 	// branch
 	ParentSessionPath string `json:"parent_session_path"`
 	BranchSummary     string `json:"branch_summary"`
+	ForkEntryID       string `json:"fork_entry_id"`
 }
 
 type s002Message struct {
@@ -61,7 +62,7 @@ func parseSpec002(data []byte) (*conversation, error) {
 		}
 		if l.Type == "session" {
 			if c.cwd == "" {
-				c.cwd, c.created = l.Cwd, millis(l.Timestamp)
+				c.cwd, c.created, c.srcID = l.Cwd, millis(l.Timestamp), l.ID
 			}
 			continue
 		}
@@ -88,7 +89,8 @@ func parseSpec002(data []byte) (*conversation, error) {
 				c.alias[l.ID] = l.ParentID
 				continue
 			}
-			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary})
+			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary,
+				details: map[string]string{"parent_session_path": l.ParentSessionPath, "fork_entry_id": l.ForkEntryID}})
 			known[l.ID] = true
 			continue
 		}

@@ -67,6 +67,9 @@ func TestImportSpec002ForkAndCompaction(t *testing.T) {
 	if got := sess.Header().ParentSession; got != res[0].ParentID {
 		t.Errorf("parentSession %q", got)
 	}
+	if bs := string(sess.Context().Path[0].JSON()); !strings.Contains(bs, `"details":{"fork_entry_id":"f6a7b8c9","parent_session_path":"/home/user/.config/agent/sessions/20261120-143012-a3f7c901.jsonl"}`) {
+		t.Errorf("the branch summary does not keep the fork point: %s", bs)
+	}
 	var types []string
 	for _, e := range sess.Context().Path {
 		types = append(types, e.Type())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -54,10 +55,16 @@ const (
 )
 
 type op struct {
-	kind  opKind
-	data  json.RawMessage
-	entry tree.EntryData
-	reply chan error
+	kind   opKind
+	data   json.RawMessage
+	entry  tree.EntryData
+	reply  chan error
+	result chan entryResult // opEntry: the new entry's id, or why not
+}
+
+type entryResult struct {
+	id  string
+	err error
 }
 
 // open starts the writer of a loaded or created session, whose writer
@@ -65,13 +72,19 @@ type op struct {
 func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock = unlock
+	// A fresh session's sidecar files are new names: created write-once,
+	// one request each on a bucket.
+	write := s.st.WriteFile
 	if fresh {
-		if err := s.writeMeta(ctx, meta); err != nil {
+		write = func(ctx context.Context, name string, data []byte) error {
+			return backend.CreateFile(ctx, s.st, name, data)
+		}
+		if err := s.writeMetaWith(ctx, meta, write); err != nil {
 			h.Close(ctx)
 			return nil, err
 		}
 	}
-	if err := s.markOpen(ctx, sess.Name()); err != nil {
+	if err := s.markOpen(ctx, sess.Name(), write); err != nil {
 		h.Close(ctx)
 		return nil, err
 	}
@@ -154,6 +167,38 @@ func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
 		return backend.PathErr("append", h.Path(), err)
 	}
 	return h.send(ctx, op{kind: opMessage, data: msg})
+}
+
+// Append appends an entry other than a message at the leaf (a compaction,
+// a label, a model or thinking-level change, a custom entry, ...) and
+// returns its id once the writer has taken it; it is durable with the next
+// Flush. An entry the tree refuses (tree.ErrInvalid: a compaction or label
+// naming no entry) is returned without stopping later appends.
+func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
+	if d == nil {
+		return "", backend.PathErr("append", h.Path(), fmt.Errorf("%w: nil entry", tree.ErrInvalid))
+	}
+	res := make(chan entryResult, 1)
+	if err := h.send(ctx, op{kind: opEntry, entry: d, result: res}); err != nil {
+		return "", err
+	}
+	select {
+	case r := <-res:
+		return r.id, r.err
+	case <-h.done:
+		// The writer stopped (a latched error): no result comes.
+		select {
+		case r := <-res:
+			return r.id, r.err
+		default:
+		}
+		if err := h.Err(); err != nil {
+			return "", err
+		}
+		return "", backend.PathErr("append", h.Path(), tree.ErrClosed)
+	case <-ctx.Done():
+		return "", backend.PathErr("append", h.Path(), ctx.Err())
+	}
 }
 
 // AppendTranscript queues one SDK message for the transcript stream beside
@@ -279,7 +324,10 @@ func (h *Handle) process(batch []op) (closed bool) {
 	for _, o := range batch {
 		switch o.kind {
 		case opMessage, opEntry:
-			if h.Err() != nil {
+			if err := h.Err(); err != nil {
+				if o.result != nil {
+					o.result <- entryResult{err: err}
+				}
 				continue
 			}
 			var e *tree.Entry
@@ -290,12 +338,23 @@ func (h *Handle) process(batch []op) (closed bool) {
 				e, err = h.sess.Append(ctx, o.entry)
 			}
 			h.mu.Lock()
-			if err != nil {
+			switch {
+			case err != nil && o.kind == opEntry && errors.Is(err, tree.ErrInvalid):
+				// Refused before anything was written: the caller
+				// hears of it, later appends go on.
+				o.result <- entryResult{err: err}
+			case err != nil:
 				h.latchLocked(err)
-			} else {
+				if o.result != nil {
+					o.result <- entryResult{err: h.err}
+				}
+			default:
 				h.meta.count(e)
 				h.dirty, appended = true, true
 				added += len(e.JSON()) + 1
+				if o.result != nil {
+					o.result <- entryResult{id: e.ID()}
+				}
 			}
 			h.mu.Unlock()
 		case opTranscript:

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,5 +113,43 @@ func TestOpenSessionsPersist(t *testing.T) {
 	must(t, err)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages", len(msgs))
+	}
+}
+
+// A Handle appends entries other than messages through its writer; one the
+// tree refuses is returned and later appends go on.
+func TestHandleAppendEntry(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	s := storeOn(t, st)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	must(t, h.AppendMessage(ctx, userMsg("q")))
+	must(t, h.AppendMessage(ctx, assistantMsg("a")))
+	if _, err := h.Append(ctx, &tree.Compaction{Summary: "s", FirstKeptEntryID: "nope"}); !errors.Is(err, tree.ErrInvalid) {
+		t.Fatalf("a compaction naming no entry: %v", err)
+	}
+	must(t, h.Flush(ctx))
+	first := h.Session().Entries()[0].ID()
+	id, err := h.Append(ctx, &tree.Compaction{Summary: "earlier work", FirstKeptEntryID: first, TokensBefore: 10})
+	must(t, err)
+	if _, err := h.Append(ctx, &tree.Label{TargetID: first, Label: "start"}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, h.AppendMessage(ctx, userMsg("after")))
+	must(t, h.Close(ctx))
+	sess, err := tree.Open(ctx, st, h.Path(), tree.ReadOnly())
+	must(t, err)
+	if e := sess.Entry(id); e == nil || e.Type() != tree.TypeCompaction {
+		t.Fatalf("compaction %s not in the file", id)
+	}
+	if got := sess.Labels()[first]; got != "start" {
+		t.Errorf("label %q", got)
+	}
+	if n := len(sess.Entries()); n != 5 {
+		t.Errorf("%d entries, want 5", n)
+	}
+	if _, err := h.Append(ctx, &tree.Label{TargetID: first, Label: "x"}); err == nil {
+		t.Error("append after close succeeded")
 	}
 }

@@ -25,8 +25,7 @@ const (
 	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
 	octets      = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
-	compactAt   = 8                              // segments a closing writer tolerates
-	compactLive = 64                             // segments an open writer tolerates
+	compactLive = 8                              // fan-out of an open writer's folds
 )
 
 // Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
@@ -44,7 +43,7 @@ type Storage struct {
 
 type options struct {
 	log       *slog.Logger
-	compactAt int
+	compactAt int // -1: Close folds nothing
 	compactOn int
 	segMax    int
 	maxName   int
@@ -92,17 +91,20 @@ type Option func(*options)
 // WithLogger sets the logger for background trouble (failed cleanups).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithCompactAt sets how many segments a closing writer leaves before it
-// folds them into the base object.
+// WithCompactAt makes a closing writer fold the file into one base object
+// when it has more than n parts beyond the base. By default Close folds
+// nothing: the open writer's folds (WithCompactOpen) keep the parts
+// bounded, and a fold at Close would read and rewrite the whole file.
 func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n, 0) } }
 
-// WithCompactOpen sets how many segments (n, default 64) a writer that
-// stays open gathers before a Sync also folds them into a base. It does so
-// when they hold at least as many bytes as the base, so compaction uploads
-// about twice what was appended, and in any case at 16n segments, which
-// bounds the objects of a file (tiny appends to a huge file then cost more
-// uploads).
-func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 1) } }
+// WithCompactOpen sets the fan-out n (default 8, at least 2) of the folds
+// an open writer makes at Sync: every n segments at the end of the file
+// become one tier object, every n tiers of a level one of the next level,
+// and once the parts beyond the base hold as many bytes as the base, all
+// of it becomes a new base. A Sync then costs its own bytes plus about
+// log_n(syncs since the base) copies of them, whatever the size of the
+// file, and a reader meets at most n-1 parts per level.
+func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 2) } }
 
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
 // segment without waiting for Sync.
@@ -117,7 +119,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: compactAt, compactOn: compactLive, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactOn: compactLive, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {

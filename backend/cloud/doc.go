@@ -16,15 +16,25 @@
 //     have freed (and hidden) the number it takes.
 //   - A base object in the same directory, ".~<number>c" (a compaction) or
 //     ".~<number>w" (a replacement), holds the whole file up to its number
-//     and hides the name's own object and every lower number. A compaction
-//     (when a writer closes with more than a few segments, or while it
-//     stays open, once its segments hold as many bytes as the base or reach a
-//     cap; only a writer that still holds the highest number compacts) writes
-//     the same bytes, so a reader that meets it mid-read goes on at the same offset. A
-//     WriteFile over a file with segments first claims the next number with
-//     an empty segment, then writes its base there. Stale objects are
-//     deleted after the base exists, so a reader or a crash between the
-//     steps sees each byte once.
+//     and hides the name's own object and every lower number. A WriteFile
+//     over a file with segments first claims the next number with an empty
+//     segment, then writes its base there.
+//   - A tier object ".~<n>t<level><from>" holds the bytes of the numbers
+//     (from, n]. A reader follows a chain from the base: at each number
+//     reached, the widest tier starting there, else the next segment;
+//     whatever a tier holds is skipped, deleted yet or not.
+//   - An open writer folds at Sync, as a log-structured merge does
+//     (WithCompactOpen, fan-out 8): every 8 segments at the end become a
+//     tier of level 1, every 8 tiers of a level one of the next level, and
+//     once the parts beyond the base hold as many bytes as the base, the
+//     whole file becomes a new compaction base. A Sync so costs its bytes
+//     and about log_8(syncs since the base) copies of them, whatever the
+//     size of the file, and a reader meets at most 7 parts per level. Only
+//     a writer that still holds the highest number folds, and a fold writes
+//     the same bytes, so a reader that meets one mid-read goes on at the
+//     same offset. Close folds nothing unless WithCompactAt asks. Stale
+//     objects are deleted after the fold or base exists, lowest first, so a
+//     reader or a crash between the steps sees each byte once.
 //   - Rename is copy then delete (Capabilities.AtomicRename is false).
 //   - Directories are implied by names; an empty directory (EnsureDir, or the
 //     parent of the last file removed) keeps a hidden marker ".~dir".

@@ -15,21 +15,29 @@ import (
 )
 
 // Kinds of object in a file's segment directory. At one number a segment
-// sorts before the compaction base that holds it, and both before a write
-// base, which replaced everything below it.
+// sorts before the compaction base that holds it, that before a tier ending
+// there, and all before a write base, which replaced everything below it.
 const (
 	kindSeg     = 0
 	kindCompact = 'c'
+	kindTier    = 't'
 	kindWrite   = 'w'
 )
 
-// obj is one object of a file's segment directory.
+// maxLevel is the highest tier level (one digit in the key).
+const maxLevel = 9
+
+// obj is one object of a file's segment directory. A tier holds the bytes
+// of the numbers (from, n], folded from level-1 parts (segments are level
+// 0).
 type obj struct {
-	n    uint64
-	kind byte
-	key  string
-	size int64
-	mod  time.Time
+	n     uint64
+	kind  byte
+	key   string
+	size  int64
+	mod   time.Time
+	level int
+	from  uint64
 }
 
 func cmpObj(a, b obj) int {
@@ -47,31 +55,47 @@ func objKey(name string, n uint64, kind byte) string {
 	return k
 }
 
+// tierKey names the tier of level holding the numbers (from, n].
+func tierKey(name string, n uint64, level int, from uint64) string {
+	return segPrefix(name) + fmt.Sprintf("%020d%c%d%020d", n, kindTier, level, from)
+}
+
 // parseObj reads a key of name's segment directory; ok is false for keys
 // trove did not write.
 func parseObj(prefix string, lo *blob.ListObject) (obj, bool) {
 	rest, found := strings.CutPrefix(lo.Key, prefix)
-	if !found || lo.IsDir || len(rest) < 20 || len(rest) > 21 {
+	if !found || lo.IsDir || len(rest) < 20 {
 		return obj{}, false
 	}
 	n, err := strconv.ParseUint(rest[:20], 10, 64)
 	if err != nil {
 		return obj{}, false
 	}
-	var kind byte
-	if len(rest) == 21 {
-		kind = rest[20]
-		if kind != kindCompact && kind != kindWrite {
+	o := obj{n: n, key: lo.Key, size: lo.Size, mod: lo.ModTime}
+	switch {
+	case len(rest) == 20:
+	case len(rest) == 21 && (rest[20] == kindCompact || rest[20] == kindWrite):
+		o.kind = rest[20]
+	case len(rest) == 42 && rest[20] == kindTier && '1' <= rest[21] && rest[21] <= '0'+maxLevel:
+		from, err := strconv.ParseUint(rest[22:], 10, 64)
+		if err != nil || from >= n {
 			return obj{}, false
 		}
+		o.kind, o.level, o.from = kindTier, int(rest[21]-'0'), from
+	default:
+		return obj{}, false
 	}
-	return obj{n: n, kind: kind, key: lo.Key, size: lo.Size, mod: lo.ModTime}, true
+	return o, true
 }
 
-// part is one object of a logical file; size -1 is "to its end".
+// part is one object of a logical file; size -1 is "to its end". end is
+// the highest number it holds (0 for the name's own object) and level its
+// tier level (0: a segment or a base).
 type part struct {
-	key  string
-	size int64
+	key   string
+	size  int64
+	end   uint64
+	level int
 }
 
 // layout is a logical file as found at one moment: the object under its name
@@ -202,26 +226,53 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 		l.parts[0].size = attrs.Size
 		return l, nil
 	}
+	chain(&l, name, attrs.Size, attrs.ModTime)
+	return l, nil
+}
+
+// chain fills the parts, size and time of a segmented file's layout from
+// its objects (l.objs, sorted) and its name's own object.
+func chain(l *layout, name string, size int64, mod time.Time) {
+	objs := l.objs
+	l.mod = mod
 	l.last = objs[len(objs)-1].n
-	l.base = obj{key: name, size: attrs.Size, mod: attrs.ModTime}
+	l.base = obj{key: name, size: size, mod: mod}
 	for _, o := range objs {
-		if o.kind != kindSeg {
+		if o.kind == kindCompact || o.kind == kindWrite {
 			l.base = o
 		}
 	}
-	l.parts = []part{{key: l.base.key, size: l.base.size}}
+	l.parts = []part{{key: l.base.key, size: l.base.size, end: l.base.n}}
 	l.size = l.base.size
+	// The file is a chain from the base: at each number reached, the
+	// widest tier starting there, else the next segment. Objects a tier
+	// holds are skipped, whether or not they are deleted yet.
+	widest := map[uint64]obj{}
+	var segs []obj
 	for _, o := range objs {
-		if o.kind != kindSeg || (l.base.kind != kindSeg && o.n <= l.base.n) {
-			continue
+		switch {
+		case o.kind == kindTier && o.n > widest[o.from].n:
+			widest[o.from] = o
+		case o.kind == kindSeg:
+			segs = append(segs, o)
 		}
-		l.parts = append(l.parts, part{key: o.key, size: o.size})
+	}
+	for at := l.base.n; ; {
+		o, ok := widest[at]
+		if !ok {
+			i, _ := slices.BinarySearchFunc(segs, at+1, func(o obj, n uint64) int { return cmp.Compare(o.n, n) })
+			if i == len(segs) {
+				break
+			}
+			o = segs[i]
+		}
+		l.parts = append(l.parts, part{key: o.key, size: o.size, end: o.n, level: o.level})
+		at = o.n
 		l.size += o.size
 		if o.mod.After(l.mod) {
 			l.mod = o.mod
 		}
 	}
-	return l, nil
 }
 
 // drop deletes objects a newer base made stale, in ascending order: a

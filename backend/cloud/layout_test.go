@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -304,4 +305,121 @@ func TestStaleCloseDoesNotCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, st, "f", "one\ntwo\nthree\n")
+}
+
+// An open writer on a big file folds its segments into tiers, not the
+// whole file: the file stays a few objects per level, every byte is read
+// back in order, and a reader that started before a fold reads on at the
+// same offset.
+func TestTiers(t *testing.T) {
+	st, b := newRaw(t, cloud.WithCompactOpen(2))
+	ctx := t.Context()
+	base := bytes.Repeat([]byte("base\n"), 20000)
+	if err := st.WriteFile(ctx, "f", base); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.NewBuffer(slices.Clone(base))
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r io.ReadCloser
+	var head []byte
+	tiers, atOpen := 0, 0
+	for i := range 200 {
+		rec := fmt.Appendf(nil, "record %d\n", i)
+		want.Write(rec)
+		if _, err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatalf("Sync %d: %v", i, err)
+		}
+		if i == 100 {
+			// A reader part-way through the appended bytes.
+			atOpen = want.Len()
+			if r, err = st.Open(ctx, "f"); err != nil {
+				t.Fatal(err)
+			}
+			head = make([]byte, len(base)+500)
+			if _, err := io.ReadFull(r, head); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := keys(t, b)
+		// The name, at most one part per level (8 levels), the claim.
+		if len(got) > 1+8+1 {
+			t.Fatalf("after %d syncs the file is %d objects: %q", i+1, len(got), got)
+		}
+		for _, k := range got {
+			if strings.Contains(k, "t") && strings.HasPrefix(k, ".~seg/") {
+				tiers++
+			}
+		}
+		if i%37 == 0 {
+			wantFile(t, st, "f", want.String())
+		}
+	}
+	if tiers == 0 {
+		t.Fatal("no tier was made: the writer folded the whole file")
+	}
+	rest, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(head, rest...); !bytes.Equal(got, want.Bytes()[:atOpen]) {
+		t.Fatalf("a reader across folds read %d bytes, want the %d the file held when it opened", len(got), atOpen)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", want.String())
+	appendSynced(t, st, "f", "after\n")
+	wantFile(t, st, "f", want.String()+"after\n")
+}
+
+// A fold whose deletes did not happen (a crash, a failed request) leaves
+// objects the tier holds: readers skip them, and the next writer goes on.
+func TestTierLeftoversSkipped(t *testing.T) {
+	st, b := newRaw(t, cloud.WithCompactOpen(2))
+	ctx := t.Context()
+	if err := st.WriteFile(ctx, "f", bytes.Repeat([]byte("b"), 10000)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("b", 10000)
+	var segs = map[string][]byte{}
+	for i := range 3 {
+		rec := fmt.Sprintf("r%d\n", i)
+		want += rec
+		if _, err := w.Write([]byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys(t, b) {
+			if data, err := b.ReadAll(ctx, k); err == nil && strings.HasPrefix(k, ".~seg/") {
+				segs[k] = data
+			}
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Put back every segment the folds deleted.
+	for k, data := range segs {
+		if err := b.WriteAll(ctx, k, data, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantFile(t, st, "f", want)
+	if _, err := w.Write([]byte("more\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", want+"more\n")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -152,6 +153,11 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
+	if opt.Exclusive {
+		if w, ok, err := s.createWriter(ctx, name); ok || err != nil {
+			return w, err
+		}
+	}
 	l, err := s.resolve(ctx, name, true)
 	switch {
 	case err == nil && opt.Exclusive:
@@ -192,27 +198,67 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 		}
 		return nil, fail(op, name, err)
 	}
-	w := &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: next + 1, live: len(l.parts),
-		prev: objKey(name, next, kindSeg), baseBytes: l.parts[0].size}
-	for _, pt := range l.parts[1:] {
-		w.segBytes += pt.size
-	}
+	w := &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: next + 1,
+		prev: objKey(name, next, kindSeg)}
+	w.track(l)
+	w.fresh++ // the claim
+	w.live++
 	return w, nil
+}
+
+// createWriter opens a writer on a new file name when its segment
+// directory is empty: the conditional create of the name decides whether it
+// is new (fs.ErrExist when not), and a file this writer made has no older
+// writer to fence off, so no number is claimed and nothing is read back.
+// ok is false when there are segments to look at (the general path).
+func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
+	const op = "open"
+	objs, err := s.listObjs(ctx, name)
+	if err != nil {
+		return nil, false, fail(op, name, err)
+	}
+	if len(objs) > 0 {
+		return nil, false, nil
+	}
+	lost, err := s.create(ctx, name, bytes.NewReader(nil))
+	if err != nil {
+		if lost {
+			return nil, true, backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, err))
+		}
+		return nil, true, fail(op, name, err)
+	}
+	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: 1, prev: name}, true, nil
 }
 
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
-	s    *Storage
-	ctx  context.Context
-	name string
-	buf  []byte
-	next uint64 // number of the next segment
-	live int    // segments beyond the base
-	prev string // this writer's last object, which must still exist
-	// bytes in the base and in the segments beyond it
+	s     *Storage
+	ctx   context.Context
+	name  string
+	buf   []byte
+	next  uint64 // number of the next segment
+	prev  string // this writer's last object, which must still exist
+	live  int    // parts beyond the base
+	fresh int    // segments at the end of the file, after its last tier
+	// bytes in the base and in the parts beyond it
 	baseBytes, segBytes int64
 	err                 error // first upload error, latched
 	closed              bool
+}
+
+// track takes the counts of a layout: the parts beyond the base, the
+// segments after the last tier, and their bytes.
+func (w *writer) track(l layout) {
+	w.baseBytes, w.segBytes = l.parts[0].size, 0
+	w.live, w.fresh = len(l.parts)-1, 0
+	for _, pt := range l.parts[1:] {
+		w.segBytes += pt.size
+		if pt.level == 0 {
+			w.fresh++
+		} else {
+			w.fresh = 0
+		}
+	}
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -273,22 +319,143 @@ func (w *writer) flush() error {
 	w.prev = objKey(w.name, w.next, kindSeg)
 	w.next++
 	w.live++
+	w.fresh++
 	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
-	if on := w.s.opts.compactOn; w.live >= on && (w.segBytes >= w.baseBytes || w.live >= 16*on) {
+	if w.fresh >= w.s.opts.compactOn {
 		// A writer that stays open keeps reads of its file cheap. Failure
 		// is not the writer's: the segments hold every byte.
-		if key, size, err := w.s.compact(w.ctx, w.name, w.next-1); err != nil {
+		if err := w.fold(); err != nil {
 			w.s.log.Warn("trove/cloud: compaction failed; segments kept", "name", w.name, "err", err)
-		} else if key != "" {
-			w.prev, w.live, w.baseBytes, w.segBytes = key, 0, size, 0
 		}
 	}
 	return nil
 }
 
-// Close uploads what is buffered and folds the segments into a base when
-// there are more than the store tolerates.
+// fold keeps the file a bounded number of parts at a bounded cost per
+// byte, as a log-structured merge does. Once the parts beyond the base hold
+// as many bytes as the base, everything is folded into a new base (each
+// byte is copied about once more, since the base at least doubles each
+// time). Until then, every f segments at the end become one tier of level
+// 1, every f tiers of level 1 one of level 2, and so on: a byte is copied
+// once per level, log_f(appends since the base) times, whatever the size
+// of the file, and a reader meets at most f-1 parts per level.
+func (w *writer) fold() error {
+	f := w.s.opts.compactOn
+	l, err := w.s.resolve(w.ctx, w.name, true)
+	if err != nil {
+		return fail("compact", w.name, err)
+	}
+	if l.last != w.next-1 {
+		return nil // another writer took a number: not ours to fold
+	}
+	defer func() { w.track(l) }()
+	if len(l.parts)-1 >= f && l.size-l.parts[0].size >= l.parts[0].size {
+		key, err := w.s.compactLayout(w.ctx, w.name, l)
+		if err != nil || key == "" {
+			return err
+		}
+		w.prev = key
+		l.parts = []part{{key: key, size: l.size, end: l.last}}
+		return nil
+	}
+	for {
+		n := len(l.parts)
+		if n-1 < f {
+			return nil
+		}
+		run := l.parts[n-f:]
+		level := run[0].level
+		if level >= maxLevel || slices.ContainsFunc(run, func(p part) bool { return p.level != level }) {
+			return nil
+		}
+		t, err := w.s.tier(w.ctx, w.name, l.parts[n-f-1].end, run)
+		if err != nil {
+			return err
+		}
+		if w.prev == run[f-1].key {
+			w.prev = t.key
+		}
+		l.parts = append(l.parts[:n-f], t)
+	}
+}
+
+// tier folds run, consecutive parts of one level starting after the number
+// from, into one tier of the next level holding the same bytes, then
+// deletes them. Two folds of one run write the same bytes, so the loser of
+// the conditional create has nothing to do.
+func (s *Storage) tier(ctx context.Context, name string, from uint64, run []part) (part, error) {
+	const op = "compact"
+	last := run[len(run)-1]
+	t := part{key: tierKey(name, last.end, run[0].level+1, from), end: last.end, level: run[0].level + 1}
+	rd := &partsReader{s: s, ctx: ctx, parts: run}
+	defer rd.Close()
+	lost, err := s.create(ctx, t.key, rd)
+	if err != nil && !lost {
+		return part{}, fail(op, name, err)
+	}
+	objs := make([]obj, len(run))
+	for i, p := range run {
+		t.size += p.size
+		objs[i] = obj{key: p.key}
+	}
+	s.drop(ctx, name, objs)
+	return t, nil
+}
+
+// partsReader reads whole parts one after the other; a part that is not
+// the size the layout said fails the read.
+type partsReader struct {
+	s     *Storage
+	ctx   context.Context
+	parts []part
+	cur   objReader
+}
+
+func (p *partsReader) Read(b []byte) (int, error) {
+	for {
+		if p.cur == nil {
+			if len(p.parts) == 0 {
+				return 0, io.EOF
+			}
+			pt := p.parts[0]
+			p.parts = p.parts[1:]
+			if pt.size == 0 {
+				continue
+			}
+			rr, err := p.s.b.NewRangeReader(p.ctx, enc(pt.key), 0, -1, nil)
+			if err != nil {
+				return 0, err
+			}
+			if rr.Size() != pt.size {
+				rr.Close()
+				return 0, errReplaced
+			}
+			p.cur = rr
+		}
+		n, err := p.cur.Read(b)
+		if err == io.EOF {
+			p.cur.Close()
+			p.cur = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+func (p *partsReader) Close() error {
+	if p.cur != nil {
+		return p.cur.Close()
+	}
+	return nil
+}
+
+// Close uploads what is buffered. It folds the file into a base only when
+// WithCompactAt asked for that: otherwise the file stays as the open
+// writer's folds left it, a bounded number of parts.
 func (w *writer) Close() error {
 	if w.closed {
 		return nil
@@ -299,36 +466,46 @@ func (w *writer) Close() error {
 	if err != nil {
 		return err
 	}
-	if w.live > w.s.opts.compactAt {
+	if at := w.s.opts.compactAt; at >= 0 && w.live > at {
 		_, _, err := w.s.compact(w.ctx, w.name, w.next-1)
 		return err
 	}
 	return nil
 }
 
-// compact folds name's segments into a compaction base under the highest
-// number, holding the same bytes, then deletes what it holds. Two
-// compactions of one state write the same bytes, so the loser of the
-// conditional create has nothing to do. through is the writer's last
-// number: when another writer has taken a higher one, the file is not this
-// writer's to fold (its next Sync fails instead). It returns the base's key
-// and size ("" when there was nothing to fold).
+// compact folds name's parts into a compaction base under the highest
+// number when through, the writer's last number, is still the highest:
+// when another writer has taken a higher one, the file is not this
+// writer's to fold (its next Sync fails instead). It returns the base's
+// key and size ("" when there was nothing to fold).
 func (s *Storage) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
-	const op = "compact"
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
-		return "", 0, fail(op, name, err)
+		return "", 0, fail("compact", name, err)
 	}
-	if len(l.parts) < 2 || l.last != through {
+	if l.last != through {
 		return "", 0, nil
+	}
+	key, err = s.compactLayout(ctx, name, l)
+	return key, l.size, err
+}
+
+// compactLayout folds the parts of l into a compaction base holding the
+// same bytes, then deletes everything it holds. Two compactions of one
+// state write the same bytes, so the loser of the conditional create has
+// nothing to do.
+func (s *Storage) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
+	const op = "compact"
+	if len(l.parts) < 2 {
+		return "", nil
 	}
 	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: -1}
 	defer rd.Close()
 	key = objKey(name, l.last, kindCompact)
 	lost, err := s.create(ctx, key, rd)
 	if err != nil && !lost {
-		return "", 0, fail(op, name, err)
+		return "", fail(op, name, err)
 	}
 	s.drop(ctx, name, l.objs)
-	return key, l.size, nil
+	return key, nil
 }

@@ -247,8 +247,12 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, fu
 				if a.jsonOut {
 					return a.printJSON(out)
 				}
+				w := 24
 				for _, c := range out {
-					a.printf("%-24s  %s  %-5s  %6d files\n", c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+					w = max(w, len(c.ID))
+				}
+				for _, c := range out {
+					a.printf("%-*s  %s  %-5s  %6d files\n", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
 				}
 				return nil
 			})

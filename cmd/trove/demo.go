@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -98,13 +103,31 @@ func mustMarshal(v any) json.RawMessage {
 
 // screenshot is a deterministic stand-in for a PNG screenshot: random
 // bytes do not compress, like real image data.
-func screenshot(seed uint64, n int) []byte {
+func screenshot(seed uint64) []byte {
+	// A terminal of test output: rows of light "words" on a dark ground,
+	// the failing line in red; a real PNG, so exports show it.
 	r := rand.New(rand.NewPCG(seed, seed))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
+	const w, h = 640, 240
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{30, 30, 36, 255}}, image.Point{}, draw.Src)
+	for row := 0; row < 12; row++ {
+		ink := color.RGBA{200, 200, 200, 255}
+		if row == 7 {
+			ink = color.RGBA{230, 80, 80, 255}
+		}
+		y := 12 + row*18
+		for x := 10; x < w-40; {
+			word := 8 + r.IntN(48)
+			draw.Draw(img, image.Rect(x, y, x+word, y+10), &image.Uniform{ink}, image.Point{}, draw.Src)
+			x += word + 7
+			if r.IntN(6) == 0 {
+				break
+			}
+		}
 	}
-	return append([]byte("\x89PNG\r\n\x1a\n"), b...)
+	var buf bytes.Buffer
+	png.Encode(&buf, img)
+	return buf.Bytes()
 }
 
 // say prints for people; under --json the demo prints one object at the end.
@@ -158,7 +181,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: prompt}}); err != nil {
 		return err
 	}
-	shot := screenshot(1, 150_000)
+	shot := screenshot(1)
 	listing := strings.Repeat("greet.go\ngreet_test.go\nREADME.md\n", 3000) // ~100 KB of tool output
 	cps, err := s.SessionCheckpoints(h, ws)
 	if err != nil {

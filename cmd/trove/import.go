@@ -9,7 +9,8 @@ import (
 // importJSON is `trove import --json`.
 type importJSON struct {
 	DryRun   bool              `json:"dry_run"`
-	Imported int               `json:"imported"` // sessions
+	Imported int               `json:"imported"` // new sessions
+	Updated  int               `json:"updated"`  // sessions brought up to date with their grown source
 	Skipped  int               `json:"skipped"`
 	Blobs    int               `json:"blobs"` // put from pi roots' blobs/
 	Sessions []importer.Result `json:"sessions"`
@@ -22,8 +23,9 @@ func newImportCmd(a *app) *cobra.Command {
 		Use:   "import [--from pi|omp|claude|codex|spec002|auto] PATH...",
 		Short: "Import other agents' sessions into the store, leaving the sources unchanged",
 		Long: "Import session files (or directories of them) from pi, oh-my-pi, Claude Code\n" +
-			"(~/.claude/projects), Codex (~/.codex/sessions) and spec 002. A file already imported\n" +
-			"is skipped: its session id is derived from its content.",
+			"(~/.claude/projects), Codex (~/.codex/sessions) and spec 002. A session already imported\n" +
+			"is skipped, or brought up to date when its source only grew since and it was not\n" +
+			"changed in trove.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -50,6 +52,8 @@ func newImportCmd(a *app) *cobra.Command {
 				switch {
 				case r.Format == "blobs":
 					out.Blobs += r.Messages
+				case r.Updated:
+					out.Updated++
 				case r.Imported:
 					out.Imported++
 				default:
@@ -71,16 +75,26 @@ func newImportCmd(a *app) *cobra.Command {
 				case r.Format == "blobs":
 					a.printf("%s %d blobs from %s\n", verb, r.Messages, r.Source)
 				case r.Imported:
+					v := verb
+					if r.Updated {
+						v = "updated"
+						if dryRun {
+							v = "would update"
+						}
+					}
 					of := ""
 					if r.ParentID != "" {
 						of = ", parent " + r.ParentID
 					}
-					a.printf("%s %s (%s, %d messages%s) as %s\n", verb, r.Source, r.Format, r.Messages, of, r.SessionID)
+					if r.Reason != "" {
+						of += "; " + r.Reason
+					}
+					a.printf("%s %s (%s, %d messages%s) as %s\n", v, r.Source, r.Format, r.Messages, of, r.SessionID)
 				default:
 					a.printf("skipped %s: %s\n", r.Source, r.Reason)
 				}
 			}
-			a.printf("%s %d sessions and %d blobs, skipped %d sessions\n", verb, out.Imported, out.Blobs, out.Skipped)
+			a.printf("%s %d new sessions, %d updated, and %d blobs; skipped %d sessions\n", verb, out.Imported, out.Updated, out.Blobs, out.Skipped)
 			return err
 		},
 	}

@@ -29,7 +29,7 @@ func TestImportShowMirror(t *testing.T) {
 		t.Errorf("show: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = trove(t, "", "--store", store, "import", src)
-	if code != 0 || !strings.Contains(out, "imported 0 sessions and 0 blobs, skipped 2 sessions") {
+	if code != 0 || !strings.Contains(out, "imported 0 new sessions, 0 updated, and 0 blobs; skipped 2 sessions") {
 		t.Errorf("second import: %d %s", code, out)
 	}
 	if code, _, _ := trove(t, "", "--store", store, "import", "--from", "nope", src); code != exitUsage {

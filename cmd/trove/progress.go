@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -16,6 +17,18 @@ import (
 type bar struct {
 	pb *progressbar.ProgressBar
 	w  *gateWriter
+	on *atomic.Bool
+}
+
+// logWriter writes log lines to stderr, clearing a progress bar's line
+// first (the bar draws itself again on its next step).
+type logWriter struct{ a *app }
+
+func (l logWriter) Write(p []byte) (int, error) {
+	if l.a.barOn.Load() {
+		io.WriteString(l.a.stderr, "\r\x1b[K")
+	}
+	return l.a.stderr.Write(p)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -47,7 +60,8 @@ func (a *app) progress(total int, desc string) *bar {
 	if total < 0 {
 		opts = append(opts, progressbar.OptionSpinnerType(14))
 	}
-	return &bar{pb: progressbar.NewOptions(total, opts...), w: w}
+	a.barOn.Store(true)
+	return &bar{pb: progressbar.NewOptions(total, opts...), w: w, on: &a.barOn}
 }
 
 // set moves the bar to done steps, resizing it to total when that changed.
@@ -76,6 +90,7 @@ func (b *bar) done() {
 	}
 	b.pb.Finish()
 	b.w.close()
+	b.on.Store(false)
 }
 
 // gateWriter passes writes on until closed, then drops them.

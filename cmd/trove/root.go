@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,6 +60,7 @@ type app struct {
 	// terminal says whether stderr is a terminal (progress bars); nil
 	// asks the operating system.
 	terminal func(io.Writer) bool
+	barOn    atomic.Bool // a progress bar is on stderr's last line
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
@@ -136,7 +138,7 @@ func newRoot(a *app) *cobra.Command {
 			if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 				return usageErr("--log-level: %v", err)
 			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.log = slog.New(slog.NewTextHandler(logWriter{a}, &slog.HandlerOptions{Level: level}))
 			a.mayCreate = writers[cmd.CommandPath()]
 			return nil
 		},

@@ -158,14 +158,37 @@ func (v *viewer) session(w http.ResponseWriter, r *http.Request) {
 		v.fail(w, err)
 		return
 	}
+	links := []export.Link{
+		{Text: "checkpoints", Href: "/s/" + meta.ID + "/checkpoints"},
+		{Text: "runs", Href: "/s/" + meta.ID + "/runs"},
+	}
+	links = append(links, v.lineage(r.Context(), meta)...)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	err = export.HTML(r.Context(), w, sess, export.InViewer(
-		export.Link{Text: "checkpoints", Href: "/s/" + meta.ID + "/checkpoints"},
-		export.Link{Text: "runs", Href: "/s/" + meta.ID + "/runs"},
-	))
+	err = export.HTML(r.Context(), w, sess, export.InViewer(links...))
 	if err != nil {
 		v.log.Warn("viewer: render session", "id", id, "err", err)
 	}
+}
+
+// lineage links a session to the one it was forked or spawned from (when
+// that is in the store) and to those forked or spawned from it (forks,
+// imported subagents).
+func (v *viewer) lineage(ctx context.Context, meta session.Metadata) []export.Link {
+	var links []export.Link
+	if meta.ParentID != "" {
+		if p, err := v.ts.Sessions().Metadata(ctx, meta.ParentID); err == nil && p.ID == meta.ParentID {
+			links = append(links, export.Link{Text: "parent: " + firstNonEmpty(p.Title, p.FirstMessage, p.ID), Href: "/s/" + p.ID})
+		}
+	}
+	for m, err := range v.ts.Sessions().List(ctx, "") {
+		if err != nil {
+			break
+		}
+		if m.ParentID == meta.ID {
+			links = append(links, export.Link{Text: "child: " + firstNonEmpty(m.Title, m.FirstMessage, m.ID), Href: "/s/" + m.ID})
+		}
+	}
+	return links
 }
 
 func (v *viewer) checkpoints(w http.ResponseWriter, r *http.Request) {

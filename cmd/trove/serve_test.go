@@ -269,3 +269,28 @@ func TestServeBadAddr(t *testing.T) {
 		t.Errorf("serve on a bad address: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A session's page links its parent, and the parent's page its children
+// (here an imported Claude Code session and its subagent).
+func TestViewerLineage(t *testing.T) {
+	store := t.TempDir()
+	code, out, errOut := trove(t, "", "--store", store, "--json", "import", filepath.Join("..", "..", "importer", "testdata", "claude-sidechain"))
+	var rep importJSON
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Sessions) != 3 {
+		t.Fatalf("import: %d %v %s", code, err, errOut)
+	}
+	ts, err := troveapi.Open(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	srv := httptest.NewServer(newViewer(ts, slog.New(slog.DiscardHandler)))
+	defer srv.Close()
+	main, sub := rep.Sessions[0].SessionID, rep.Sessions[1].SessionID
+	if _, body := get(t, srv.URL+"/s/"+main); !strings.Contains(body, `href="/s/`+sub+`">child: subagent: Profile the search handler`) {
+		t.Errorf("the main session's page does not link its subagent:\n%s", body)
+	}
+	if _, body := get(t, srv.URL+"/s/"+sub); !strings.Contains(body, `href="/s/`+main+`">parent: Find the slow query`) {
+		t.Errorf("the subagent's page does not link its parent")
+	}
+}

@@ -1,0 +1,57 @@
+package cloud_test
+
+import (
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
+)
+
+// What the calls of a bucket Storage cost in requests, counted on an S3
+// server; the test fails when a count grows.
+func TestRequests(t *testing.T) {
+	srv, c := cloudtest.StartCountingS3(t)
+	st := srv.New(t)
+	ctx := t.Context()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := func(what string, max int, fn func()) {
+		t.Helper()
+		t.Logf("%-32s %v", what, c.AtMost(t, what, max, fn))
+	}
+	wo := st.(backend.WriteOnce)
+	row("CreateFile", 1, func() { must(wo.CreateFile(ctx, "b/12/1234", []byte("x"))) })
+	row("CreateFile of a present file", 1, func() { wo.CreateFile(ctx, "b/12/1234", []byte("x")) })
+	row("OpenInfo", 1, func() {
+		rc, _, err := wo.OpenInfo(ctx, "b/12/1234")
+		must(err)
+		rc.Close()
+	})
+	row("OpenInfo of a missing file", 1, func() { wo.OpenInfo(ctx, "b/12/nope") })
+	row("List of a missing directory", 1, func() {
+		for range st.List(ctx, "nope") {
+		}
+	})
+	row("WriteFile of a new file", 5, func() { must(st.WriteFile(ctx, "a/b/f", []byte("x"))) })
+	row("WriteFile over a file", 3, func() { must(st.WriteFile(ctx, "a/b/f", []byte("y"))) })
+	row("Stat", 2, func() { _, err := st.Stat(ctx, "a/b/f"); must(err) })
+	row("ReadFile", 2, func() { _, err := st.ReadFile(ctx, "a/b/f"); must(err) })
+	var w backend.Writer
+	row("OpenWriter of a new file", 7, func() {
+		var err error
+		w, err = st.OpenWriter(ctx, "a/s.jsonl", backend.WriterOptions{})
+		must(err)
+	})
+	for range 3 {
+		row("Write and Sync", 2, func() {
+			_, err := w.Write([]byte("hello\n"))
+			must(err)
+			must(w.Sync())
+		})
+	}
+	row("Close after Sync", 0, func() { must(w.Close()) })
+}
