@@ -109,6 +109,14 @@ func (c casBlobs) get(ctx context.Context, ref string) ([]byte, error) {
 	return c.s.Get(ctx, r)
 }
 
+func (c casBlobs) has(ctx context.Context, ref string) (bool, error) {
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return false, err
+	}
+	return c.s.Has(ctx, r)
+}
+
 func (c casBlobs) open(ctx context.Context, ref string) (io.ReadCloser, error) {
 	r, err := cas.ParseRef(ref)
 	if err != nil {
@@ -131,7 +139,11 @@ func (c casBlobs) sumLikeReader(like string, rd io.Reader) (string, error) {
 
 func (c casBlobs) sumLike(like string, data []byte) (string, error) {
 	algo := c.algorithm()
-	if r, err := cas.ParseRef(like); err == nil {
+	if like == "" {
+		// The store's algorithm: no ref to parse (and no error to build).
+	} else if a, _, ok := fastRef(like); ok {
+		algo = a
+	} else if r, err := cas.ParseRef(like); err == nil {
 		algo = r.Algorithm()
 	}
 	r, err := cas.Sum(algo, data)

@@ -203,8 +203,13 @@ func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, dat
 			return err
 		}
 		if digest == prev.ref {
-			e.Digest, e.Base, e.Delta = prev.ref, prev.base, prev.delta
-			return nil
+			// Unchanged content (a touch): stored already, if its blobs
+			// still are.
+			refs := (&Entry{Exists: true, Digest: prev.ref, Base: prev.base, Delta: prev.delta}).contentRefs()
+			if ok, err := m.allStored(ctx, refs, map[string]bool{}); err != nil || ok {
+				e.Digest, e.Base, e.Delta = prev.ref, prev.base, prev.delta
+				return err
+			}
 		}
 		base := prev.ref
 		if prev.delta != "" {

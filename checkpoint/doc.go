@@ -21,7 +21,7 @@
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
-// Imports: backend, cas, afero, klauspost/compress/zstd (the stat cache),
+// Imports: backend, cas, afero, klauspost/compress/s2 (the stat cache),
 // golang.org/x/sys/unix (Linux) and the
 // standard library.
 package checkpoint

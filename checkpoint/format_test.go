@@ -283,3 +283,87 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 		t.Fatalf("after a rewind: stale kept %v, fresh kept %v", exists(s2), exists(fresh))
 	}
 }
+
+// A snapshot after the checkpoints holding some content were deleted and
+// collected stores that content again, though the stat cache knows it.
+func TestContentStoredAgainAfterGC(t *testing.T) {
+	e := newFormatEnv(t)
+	e.write("src/a.go", strings.Repeat("package src // some text\n", 40), 0o644)
+	e.write("b.txt", "b\n", 0o644)
+	e.create("c1")
+	if err := e.m.Delete(e.ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.blobs.GC(e.ctx, cas.RefsOf(checkpoint.Roots(e.ctx, e.st, e.blobs)), cas.GCGrace(0)); err != nil {
+		t.Fatal(err)
+	}
+	man := e.create("c2")
+	for _, r := range man.Refs() {
+		ref, err := cas.ParseRef(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.blobs.Has(e.ctx, ref); !ok || err != nil {
+			t.Errorf("c2 names %s, not stored (%v)", r, err)
+		}
+	}
+	e.write("src/a.go", "overwritten\n", 0o644)
+	e.rewind("c2")
+	if !strings.HasPrefix(e.read("src/a.go"), "package src") {
+		t.Fatal("c2 not restored")
+	}
+}
+
+// Unchanged directories are not stored again by later snapshots, however
+// old their trees are.
+func TestOldTreesNotRewritten(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	now := time.Now()
+	blobs, err := cas.Open(ctx, st, cas.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("d%d/f.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := checkpoint.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No racy window: the files' stats are trusted, nothing is read again.
+	m, err := checkpoint.New(st, blobs, ws, checkpoint.WithRacyWindow(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	blobBytes := func() int64 {
+		var n int64
+		for fi, err := range backend.Walk(ctx, st, "blobs") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += fi.Size
+		}
+		return n
+	}
+	if _, err := m.CreateTree(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	before := blobBytes()
+	now = now.Add(24 * time.Hour)
+	if _, err := m.CreateTree(ctx, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if after := blobBytes(); after != before {
+		t.Errorf("an unchanged snapshot a day later wrote %d bytes of blobs", after-before)
+	}
+}

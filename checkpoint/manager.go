@@ -27,6 +27,8 @@ type blobStore interface {
 	get(ctx context.Context, ref string) ([]byte, error)
 	// open streams the blob; its final Read reports a mismatch with ref.
 	open(ctx context.Context, ref string) (io.ReadCloser, error)
+	// has reports whether ref is stored, without reading it.
+	has(ctx context.Context, ref string) (bool, error)
 	// sumLike returns the ref data would have under like's algorithm.
 	sumLike(like string, data []byte) (string, error)
 	// sumLikeReader is sumLike of a stream.

@@ -123,7 +123,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		undo := UndoPrefix + m.cfg.now().UTC().Format("20060102T150405.000000000")
 		sort.Strings(changed)
 		changed = slices.Compact(changed)
-		if _, err := m.createLocked(ctx, undo, changed, createConfig{}); err != nil {
+		if _, err := m.createLocked(ctx, undo, changed, createConfig{undo: true}); err != nil {
 			return fail(fmt.Errorf("checkpoint %q: recording what the rewind would overwrite: %w", id, err))
 		}
 		res.Undo = undo

@@ -21,6 +21,10 @@ import (
 type CreateOption func(*createConfig)
 
 type createConfig struct {
+	// undo: the checkpoint a rewind takes of what it will overwrite; the
+	// rewind rewrites those paths next, so their stat cache entries would
+	// be stale at once and the cache is not saved.
+	undo             bool
 	session, message string
 	ignore           []string
 	noDefaults       bool
@@ -126,7 +130,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, batch, man, false)
+	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano())
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -220,7 +224,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, batch, man, true)
+	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano())
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -246,12 +250,27 @@ func sortSkipped(s []Skipped) {
 func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
 	cache := m.loadCache(ctx)
 	var jobs []int
+	stored := map[string]bool{} // refs known to be in the store, this call
+	kept := m.lastKept(ctx)
 	for _, i := range idx {
 		e := &man.Files[i]
 		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
 			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
-			cache.put(e.Path, sts[i], e, start)
-			continue
+			// The stat proves the content, not that its blobs are still
+			// stored: a GC after the checkpoints holding them were deleted
+			// removes them. A missing one is read and stored again.
+			ok := kept && ce.verified == cache.last.verified
+			if !ok {
+				var err error
+				if ok, err = m.allStored(ctx, e.contentRefs(), stored); err != nil {
+					return err
+				}
+			}
+			if ok {
+				cache.put(e.Path, sts[i], e, start)
+				continue
+			}
+			e.Digest, e.Base, e.Delta = "", "", ""
 		}
 		jobs = append(jobs, i)
 	}
@@ -342,17 +361,87 @@ feed:
 	return nil
 }
 
+// lastKept reports whether the last tree snapshot's manifest is still
+// stored and names the tree it wrote: then GC keeps every blob it names
+// (see statCache.last). Under m.mu.
+func (m *Manager) lastKept(ctx context.Context) bool {
+	last := m.loadCache(ctx).last
+	if last.id == "" || ValidID(last.id) != nil {
+		return false
+	}
+	man, err := m.loadHeader(ctx, last.id)
+	return err == nil && man.Version == ManifestVersion && man.Tree == last.tree
+}
+
+// allStored reports whether every ref is in the blob store, remembering
+// the answers in stored.
+func (m *Manager) allStored(ctx context.Context, refs []string, stored map[string]bool) (bool, error) {
+	for _, r := range refs {
+		if ok, seen := stored[r]; seen {
+			if !ok {
+				return false, nil
+			}
+			continue
+		}
+		ok, err := m.blobs.has(ctx, r)
+		if err != nil {
+			return false, err
+		}
+		stored[r] = ok
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// knownTrees puts tree objects through a batch, except those the last tree
+// snapshot stored (the stat cache holds them) and the store still has:
+// putting an old blob again writes a fresh copy (cas keeps a dedup hit on
+// an old blob young that way), which for every unchanged directory at every
+// snapshot would cost far more than the race it closes, one that unchanged
+// file content (never put again either) has too.
+type knownTrees struct {
+	blobBatch
+	m     *Manager
+	known map[string][]byte
+	older map[string]bool
+	// kept: the last snapshot, which stored the trees of known not older,
+	// is kept (see lastKept), so those need no lookup.
+	kept bool
+}
+
+func (k knownTrees) put(ctx context.Context, b []byte) (string, error) {
+	if len(k.known) > 0 {
+		ref, err := k.m.blobs.sumLike("", b)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := k.known[ref]; ok {
+			if k.kept && !k.older[ref] {
+				return ref, nil
+			}
+			if ok, err := k.m.blobs.has(ctx, ref); err != nil || ok {
+				return ref, err
+			}
+		}
+	}
+	return k.blobBatch.put(ctx, b)
+}
+
 // writeManifest stores the tree objects of man through batch, flushes it
 // (so the blobs it names are durable before it), and writes the manifest
-// atomically and beside it the stat cache, which keeps the trees of a tree
-// snapshot (keep).
-func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep bool) error {
+// atomically and, with save, beside it the stat cache, which keeps the trees
+// of a tree snapshot (keep).
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64) error {
 	t0 := time.Now()
 	var kept map[string][]byte
 	if keep {
 		kept = map[string][]byte{}
 	}
-	root, trees, err := putTrees(ctx, batch, man.Files, kept)
+	cache := m.loadCache(ctx)
+	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
+	root, trees, err := putTrees(ctx, sink, man.Files, kept)
 	if err == nil {
 		err = batch.flush(ctx)
 	}
@@ -362,11 +451,14 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	}
 	man.Tree, man.trees = root, trees
 	if keep {
-		m.cache.trees = keepTrees(kept, m.cache.trees)
+		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
+		m.cache.last = lastSnapshot{id: man.ID, tree: root, verified: start}
 	}
 	data := man.appendJSON(make([]byte, 0, 1024), false)
 	var wg sync.WaitGroup
-	wg.Go(func() { m.saveCache(ctx) })
+	if save {
+		wg.Go(func() { m.saveCache(ctx) })
+	}
 	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
 	wg.Wait()
 	if err != nil {
@@ -400,7 +492,8 @@ func (m *Manager) removeStaleTemps(temps []treeEntry) {
 // keepTrees returns the trees of the new snapshot plus some of those the
 // cache held (older snapshots', which a rewind or diff to an earlier
 // checkpoint reads), up to a quarter of the new ones' bytes.
-func keepTrees(cur, old map[string][]byte) map[string][]byte {
+func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]byte {
+	clear(older)
 	var size int
 	for _, b := range cur {
 		size += len(b)
@@ -414,6 +507,7 @@ func keepTrees(cur, old map[string][]byte) map[string][]byte {
 			break
 		}
 		cur[ref] = b
+		older[ref] = true
 	}
 	return cur
 }

@@ -212,7 +212,8 @@ func decodeTree(data []byte) ([]treeChild, error) {
 	if !strings.HasPrefix(string(data[:min(len(data), len(treeMagic))]), treeMagic) {
 		return nil, fmt.Errorf("%w: not a tree object", ErrCorrupt)
 	}
-	r := &reader{b: data[len(treeMagic):]}
+	body := data[len(treeMagic):]
+	r := &reader{b: body, s: string(body)}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.b))

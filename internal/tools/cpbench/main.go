@@ -31,7 +31,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint"
 )
 
@@ -354,7 +356,81 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 		return sizes{}, err
 	}
 	g, err := dirBytes(gitDir)
-	return sizes{files: len(paths), trove: t, git: g}, err
+	if err != nil {
+		return sizes{}, err
+	}
+	if err := printBreakdown(ctx, store, storeDir, gitDir); err != nil {
+		return sizes{}, err
+	}
+	return sizes{files: len(paths), trove: t, git: g}, nil
+}
+
+// printBreakdown says where the bytes of each side go: for trove, blobs by
+// kind (file content, tree objects, deltas; stored bytes, record headers
+// included), pack indexes, the stat cache and the manifests.
+func printBreakdown(ctx context.Context, store backend.Storage, storeDir, gitDir string) error {
+	blobs, err := cas.Open(ctx, store)
+	if err != nil {
+		return err
+	}
+	var kinds [3]struct{ n, stored int64 }
+	for ref, err := range blobs.Walk(ctx) {
+		if err != nil {
+			return err
+		}
+		info, err := blobs.Stat(ctx, ref)
+		if err != nil {
+			return err
+		}
+		head, err := blobs.Open(ctx, ref)
+		if err != nil {
+			return err
+		}
+		var magic [5]byte
+		n, _ := io.ReadFull(head, magic[:])
+		head.Close()
+		k := 0
+		switch string(magic[:n]) {
+		case "trvt1":
+			k = 1
+		case "trvd1":
+			k = 2
+		}
+		kinds[k].n++
+		kinds[k].stored += info.StoredSize
+	}
+	index, err := dirBytes(filepath.Join(storeDir, "blobs", "index"))
+	if err != nil {
+		return err
+	}
+	var manifests, cache int64
+	err = filepath.WalkDir(filepath.Join(storeDir, "checkpoints"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil && strings.HasSuffix(p, ".json") {
+			manifests += info.Size()
+		} else if err == nil {
+			cache += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	objects, err := dirBytes(filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return err
+	}
+	gitIndex, err := dirBytes(filepath.Join(gitDir, "index"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("trove: file content %s (%d blobs), trees %s (%d), deltas %s (%d), pack indexes %s, stat cache %s, manifests %s\n",
+		mib(kinds[0].stored), kinds[0].n, mib(kinds[1].stored), kinds[1].n, mib(kinds[2].stored), kinds[2].n, mib(index), mib(cache), mib(manifests))
+	fmt.Printf("git:   objects %s, index %s\n", mib(objects), mib(gitIndex))
+	return nil
 }
 
 // dirBytes is the total length of the files under dir.
@@ -373,7 +449,7 @@ func dirBytes(dir string) (int64, error) {
 	return n, err
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
 func round(d time.Duration) string {
 	switch {
