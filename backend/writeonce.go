@@ -65,3 +65,22 @@ func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info,
 	}
 	return rc, info, nil
 }
+
+// FileRemover is an optional fast path beside WriteOnce: it removes a file
+// written whole (CreateFile, WriteFile) and never appended to, without the
+// bookkeeping Unlink does for appended files and directories, so on a
+// bucket it is the delete alone. A missing file is fs.ErrNotExist. On a
+// store without directories of its own, a directory whose last file it
+// removes may vanish with it.
+type FileRemover interface {
+	RemoveFile(ctx context.Context, name string) error
+}
+
+// RemoveFile removes name through s's FileRemover fast path, or else with
+// Unlink.
+func RemoveFile(ctx context.Context, s Storage, name string) error {
+	if r, ok := s.(FileRemover); ok {
+		return r.RemoveFile(ctx, name)
+	}
+	return s.Unlink(ctx, name)
+}

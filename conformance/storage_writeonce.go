@@ -55,6 +55,27 @@ func testWriteOnce(t *testing.T, nb newStorage) {
 			t.Errorf("OpenInfo of a missing file = %v, want fs.ErrNotExist", err)
 		}
 	})
+	t.Run("remove", func(t *testing.T) {
+		s := nb(t)
+		ctx := t.Context()
+		mustWrite(t, s, "d/keep", []byte("k"))
+		if err := backend.CreateFile(ctx, s, "d/f", []byte("x")); err != nil {
+			t.Fatalf("CreateFile: %v", err)
+		}
+		if err := backend.RemoveFile(ctx, s, "d/f"); err != nil {
+			t.Fatalf("RemoveFile: %v", err)
+		}
+		if _, err := s.Stat(ctx, "d/f"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Stat after RemoveFile = %v, want fs.ErrNotExist", err)
+		}
+		wantContent(t, s, "d/keep", []byte("k"))
+		if err := backend.RemoveFile(ctx, s, "d/f"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("RemoveFile of a missing file = %v, want fs.ErrNotExist", err)
+		}
+		if err := backend.RemoveFile(ctx, s, "../f"); !errors.Is(err, backend.ErrInvalidPath) {
+			t.Errorf("RemoveFile(../f) = %v, want ErrInvalidPath", err)
+		}
+	})
 	t.Run("invalid", func(t *testing.T) {
 		s := nb(t)
 		ctx := t.Context()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
@@ -177,4 +178,32 @@ func BenchmarkDiscovery(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/file")
 		})
 	}
+}
+
+// BenchmarkHandleAppend is the CPU an agent's message costs on its way in
+// through a Handle (in memory: no disk), ~1 KiB assistant messages with
+// thinking, a tool call and usage, flushed every 64.
+func BenchmarkHandleAppend(b *testing.B) {
+	st := mem.New()
+	defer st.Close()
+	s, err := session.OpenStore(ctx, st, session.WithInlineBlobs())
+	must(b, err)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/bench"})
+	must(b, err)
+	msg := json.RawMessage(`{"role":"assistant","content":[{"type":"thinking","thinking":"` + strings.Repeat("Let me read the file first. ", 12) +
+		`","thinkingSignature":"EqQBCkYIBxgCKkB"},{"type":"text","text":"` + strings.Repeat("I will change the loop. ", 12) +
+		`"},{"type":"toolCall","id":"toolu_1","name":"read","arguments":{"path":"src/a.ts"}}],"provider":"anthropic","model":"claude-sonnet-4-5",` +
+		`"usage":{"input":1200,"output":80,"cacheRead":1000,"cacheWrite":0,"totalTokens":2280,"cost":{"input":0.0036,"output":0.0012,"cacheRead":0.0003,"cacheWrite":0,"total":0.0051}},"stopReason":"toolUse","timestamp":1771237265000}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := h.AppendMessage(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%64 == 0 {
+			must(b, h.Flush(ctx))
+		}
+	}
+	must(b, h.Close(ctx))
 }

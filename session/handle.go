@@ -65,13 +65,19 @@ type op struct {
 func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock = unlock
+	// A fresh session's sidecar files are new names: created write-once,
+	// one request each on a bucket.
+	write := s.st.WriteFile
 	if fresh {
-		if err := s.writeMeta(ctx, meta); err != nil {
+		write = func(ctx context.Context, name string, data []byte) error {
+			return backend.CreateFile(ctx, s.st, name, data)
+		}
+		if err := s.writeMetaWith(ctx, meta, write); err != nil {
 			h.Close(ctx)
 			return nil, err
 		}
 	}
-	if err := s.markOpen(ctx, sess.Name()); err != nil {
+	if err := s.markOpen(ctx, sess.Name(), write); err != nil {
 		h.Close(ctx)
 		return nil, err
 	}

@@ -242,7 +242,15 @@ func (s *Store) indexFile(ctx context.Context, fi backend.Info, open bool) (*idx
 // readIndex reads a directory's index; a missing or damaged one is empty.
 func (s *Store) readIndex(ctx context.Context, dir string) *dirIndex {
 	idx := &dirIndex{recs: map[string]*idxRec{}}
-	data, err := s.st.ReadFile(ctx, indexPath(dir))
+	// Written whole (WriteFile): one request on a bucket.
+	rc, info, err := backend.OpenInfo(ctx, s.st, indexPath(dir))
+	if err != nil {
+		return idx
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, max(info.Size, 0)+512))
+	_, err = buf.ReadFrom(rc)
+	rc.Close()
+	data := buf.Bytes()
 	if err != nil {
 		return idx
 	}
@@ -534,6 +542,11 @@ func (s *Store) Query(ctx context.Context, q Query) iter.Seq2[Metadata, error] {
 func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]Metadata, error) {
 	if cwd != "" {
 		dir := CwdDir(cwd)
+		if !s.st.Capabilities().Directories {
+			// No directory times to compare (a bucket): the listing of
+			// the directory says whether it is there.
+			return s.listDir(ctx, dir, backend.Info{Name: dir, IsDir: true}, refresh)
+		}
 		fi, err := s.st.Stat(ctx, dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -584,15 +597,15 @@ func parallel(n, limit int, f func(i int)) {
 
 // markOpen creates the open marker of the session file name: listings look
 // at its file until Close removes the marker.
-func (s *Store) markOpen(ctx context.Context, name string) error {
+func (s *Store) markOpen(ctx context.Context, name string, write func(context.Context, string, []byte) error) error {
 	host, _ := os.Hostname()
 	body := fmt.Appendf(nil, `{"pid":%d,"host":%s,"since":%q}`+"\n", os.Getpid(), jsonw.AppendString(nil, host), s.cfg.now().UTC().Format(time.RFC3339Nano))
-	return s.st.WriteFile(ctx, SidecarDir(name)+OpenSuffix, body)
+	return write(ctx, SidecarDir(name)+OpenSuffix, body)
 }
 
 // unmarkOpen removes the marker once the session's metadata is written.
 func (s *Store) unmarkOpen(ctx context.Context, name string) error {
-	err := s.st.Unlink(ctx, SidecarDir(name)+OpenSuffix)
+	err := backend.RemoveFile(ctx, s.st, SidecarDir(name)+OpenSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

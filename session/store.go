@@ -314,8 +314,12 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	}
 	now := s.cfg.now().UTC()
 	path := SessionPath(o.Cwd, now, id)
-	if _, err := s.st.Stat(ctx, path); err == nil {
-		return nil, backend.PathErr("create", path, fs.ErrExist)
+	if o.ID != "" {
+		// A generated id is new (uuid v7); a chosen one is checked above
+		// and here, and the file's exclusive create checks again.
+		if _, err := s.st.Stat(ctx, path); err == nil {
+			return nil, backend.PathErr("create", path, fs.ErrExist)
+		}
 	}
 	sess, err := tree.Create(s.st, path, tree.Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: tree.FormatTime(now)}, s.sessionOpts()...)
 	if err != nil {
@@ -567,7 +571,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 		return Metadata{}, err
 	}
 	sess, err := tree.Open(ctx, s.st, info.Path, tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
-	if err == nil && !!sess.HasHeader() {
+	if err == nil && sess.HasHeader() {
 		return s.readMeta(ctx, sess)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -607,11 +611,15 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 }
 
 func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
+	return s.writeMetaWith(ctx, m, s.st.WriteFile)
+}
+
+func (s *Store) writeMetaWith(ctx context.Context, m Metadata, write func(context.Context, string, []byte) error) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return s.st.WriteFile(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'))
+	return write(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'))
 }
 
 // Metadata returns the metadata of the session ref: its sidecar, or what
@@ -783,22 +791,33 @@ func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error
 		return nil, err
 	}
 	lease := backend.Join(dir, leaseFile)
-	w, err := s.st.OpenWriter(ctx, lease, backend.WriterOptions{Exclusive: true})
+	host, _ := os.Hostname()
+	holder, _ := json.Marshal(LockHolder{Host: host, PID: os.Getpid(), Since: s.cfg.now().UTC()})
+	holder = append(holder, '\n')
+	if _, ok := s.st.(backend.WriteOnce); ok {
+		// An atomic create-if-absent: one request on a bucket.
+		err = s.st.(backend.WriteOnce).CreateFile(ctx, lease, holder)
+	} else {
+		var w backend.Writer
+		if w, err = s.st.OpenWriter(ctx, lease, backend.WriterOptions{Exclusive: true}); err == nil {
+			if _, err = w.Write(holder); err == nil {
+				err = w.Close()
+			} else {
+				w.Close()
+			}
+			if err != nil {
+				s.st.Unlink(context.WithoutCancel(ctx), lease)
+			}
+		}
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return nil, backend.PathErr("lock", name, fmt.Errorf("%w (lease %s; trove unlock removes a stale one)", ErrLocked, lease))
 	}
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	holder, _ := json.Marshal(LockHolder{Host: host, PID: os.Getpid(), Since: s.cfg.now().UTC()})
-	fmt.Fprintf(w, "%s\n", holder)
-	if err := w.Close(); err != nil {
-		s.st.Unlink(context.WithoutCancel(ctx), lease)
-		return nil, err
-	}
 	return func() {
-		if err := s.st.Unlink(context.WithoutCancel(ctx), lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := backend.RemoveFile(context.WithoutCancel(ctx), s.st, lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.cfg.log.Warn("trove/session: leaving a writer lease", "lease", lease, "err", err)
 		}
 	}, nil

@@ -81,40 +81,48 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		// directory not made yet.
 		return nil, backend.PathErr(op, dir, fs.ErrNotExist)
 	}
-	// Files being appended have segments: add their bytes to the sizes.
-	withSegs, err := s.segmented(ctx, dir)
+	// Files being appended have segments: add their bytes to the sizes,
+	// from one listing of every segment object below dir (the name's own
+	// object is in the listing above).
+	segs, err := s.dirSegments(ctx, dir)
 	if err != nil {
 		return nil, fail(op, dir, err)
 	}
 	for i, in := range out {
-		if in.IsDir || !withSegs[in.Name] {
+		objs := segs[in.Name]
+		if in.IsDir || len(objs) == 0 {
 			continue
 		}
-		l, err := s.resolve(ctx, in.Name, true)
-		if isNotFound(err) {
-			continue // removed meanwhile; keep what the listing said
-		}
-		if err != nil {
-			return nil, fail(op, dir, err)
-		}
+		l := layout{objs: objs}
+		chain(&l, in.Name, in.Size, in.ModTime)
 		out[i].Size, out[i].ModTime = l.size, l.mod
 	}
 	slices.SortFunc(out, func(a, b backend.Info) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// segmented names the files directly in dir that have segment objects.
-func (s *Storage) segmented(ctx context.Context, dir string) (map[string]bool, error) {
+// dirSegments lists the segment objects of the files directly in dir, by
+// file name, each sorted: one listing (a page per thousand objects) for
+// the whole directory, where a listing per file would cost a request each.
+func (s *Storage) dirSegments(ctx context.Context, dir string) (map[string][]obj, error) {
 	prefix := segDir + "/" + dirPrefix(dir)
-	objs, err := s.listKeys(ctx, prefix, true)
+	los, err := s.listKeys(ctx, prefix, false)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
-	for _, obj := range objs {
-		if obj.IsDir {
-			out[backend.Join(dir, strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/"))] = true
+	out := map[string][]obj{}
+	for _, lo := range los {
+		base, _, ok := strings.Cut(strings.TrimPrefix(lo.Key, prefix), "/"+backend.ReservedPrefix)
+		if !ok || base == "" || strings.Contains(base, "/") {
+			continue // a deeper directory's file
 		}
+		name := backend.Join(dir, base)
+		if o, ok := parseObj(segPrefix(name), lo); ok {
+			out[name] = append(out[name], o)
+		}
+	}
+	for _, objs := range out {
+		slices.SortFunc(objs, cmpObj)
 	}
 	return out, nil
 }

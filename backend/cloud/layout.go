@@ -226,8 +226,17 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 		l.parts[0].size = attrs.Size
 		return l, nil
 	}
+	chain(&l, name, attrs.Size, attrs.ModTime)
+	return l, nil
+}
+
+// chain fills the parts, size and time of a segmented file's layout from
+// its objects (l.objs, sorted) and its name's own object.
+func chain(l *layout, name string, size int64, mod time.Time) {
+	objs := l.objs
+	l.mod = mod
 	l.last = objs[len(objs)-1].n
-	l.base = obj{key: name, size: attrs.Size, mod: attrs.ModTime}
+	l.base = obj{key: name, size: size, mod: mod}
 	for _, o := range objs {
 		if o.kind == kindCompact || o.kind == kindWrite {
 			l.base = o
@@ -264,7 +273,6 @@ func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout,
 			l.mod = o.mod
 		}
 	}
-	return l, nil
 }
 
 // drop deletes objects a newer base made stale, in ascending order: a

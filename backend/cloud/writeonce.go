@@ -53,3 +53,15 @@ func (o *objFile) Read(p []byte) (int, error) {
 }
 
 func (o *objFile) Close() error { return o.r.Close() }
+
+// RemoveFile is the fast path of backend.FileRemover: the delete of the
+// object under name, without looking for segments or keeping the
+// directory.
+func (s *Storage) RemoveFile(ctx context.Context, name string) error {
+	const op = "unlink"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	s.forgetDirs()
+	return fail(op, name, s.b.Delete(ctx, enc(name)))
+}

@@ -1,0 +1,73 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/session"
+)
+
+// On a bucket every request is a round trip: the session store's steps
+// stay within a fixed number of requests, whatever the store holds.
+func TestBucketRequestCounts(t *testing.T) {
+	ctx := context.Background()
+	srv, counter := cloudtest.StartCountingS3(t)
+	st := srv.New(t)
+	store, err := session.OpenStore(ctx, st, session.WithInlineBlobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		h, err := store.Create(ctx, session.CreateOptions{Cwd: "/w"})
+		must(t, err)
+		must(t, h.AppendMessage(ctx, userMsg(fmt.Sprint("q", i))))
+		must(t, h.AppendMessage(ctx, assistantMsg("a")))
+		must(t, h.Close(ctx))
+	}
+	var h *session.Handle
+	counter.AtMost(t, "Create", 3, func() {
+		h, err = store.Create(ctx, session.CreateOptions{Cwd: "/w"})
+		must(t, err)
+	})
+	c := counter.During(func() {
+		must(t, h.AppendMessage(ctx, userMsg("q")))
+		must(t, h.AppendMessage(ctx, assistantMsg("a")))
+		must(t, h.Flush(ctx))
+	})
+	t.Logf("first flush: %v\n%s", c, strings.Join(counter.Log(), "\n"))
+	most, total := 0, 0
+	for range 10 {
+		c := counter.During(func() {
+			must(t, h.AppendMessage(ctx, userMsg("q")))
+			must(t, h.AppendMessage(ctx, assistantMsg("a")))
+			must(t, h.Flush(ctx))
+		})
+		most, total = max(most, c.Total()), total+c.Total()
+	}
+	// One flush in eight folds the segments before it into a tier.
+	t.Logf("10 later flushes of 2 messages: %d requests, at most %d in one", total, most)
+	if total > 2*10+30 {
+		t.Errorf("10 later flushes made %d requests", total)
+	}
+	c = counter.During(func() { must(t, h.Close(ctx)) })
+	t.Logf("close: %v\n%s", c, strings.Join(counter.Log(), "\n"))
+	c = counter.During(func() {
+		n := 0
+		for _, err := range store.List(ctx, "/w") {
+			must(t, err)
+			n++
+		}
+		if n != 21 {
+			t.Errorf("listed %d", n)
+		}
+	})
+	t.Logf("list of 21 sessions (building the index): %v", c)
+	counter.AtMost(t, "a listing of 21 sessions with the index current", 3, func() {
+		for _, err := range store.List(ctx, "/w") {
+			must(t, err)
+		}
+	})
+}
