@@ -10,5 +10,11 @@
 // bucket) for content-addressed files. The functions CreateFile and
 // OpenInfo use it where it is, and the general methods elsewhere.
 //
+// Decorators are written once, on Intercept: an Interceptor runs around
+// every call, and every call on the writers, readers and locks calls
+// return, and may rewrite names, data and infos or fail the call. Sub,
+// Logged (log/slog) and Retry (transient failures, backoff, a deadline per
+// attempt) are built on it here, and so are backend/spy and backend/faulty.
+//
 // Imports: the standard library only. Nothing of trove's.
 package backend

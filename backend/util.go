@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"iter"
 	"strings"
@@ -78,13 +77,61 @@ func Sub(s Storage, dir string) (Storage, error) {
 	if err := ValidPath(dir); err != nil {
 		return nil, PathErr("sub", dir, err)
 	}
-	return &sub{s: s, dir: dir}, nil
+	b := &sub{dir: dir}
+	return Intercept(s, b.intercept), nil
 }
 
 type sub struct {
-	s      Storage
 	dir    string
 	closed atomic.Bool
+}
+
+// subOps are the calls that take names: the op their errors name, and
+// whether the name may be a directory.
+var subOps = map[string]struct {
+	op  string
+	dir bool
+}{
+	"EnsureDir": {"mkdir", true}, "Stat": {"stat", true}, "List": {"list", true},
+	"ReadFile": {"read", false}, "ReadPrefix": {"read", false},
+	"Open": {"open", false}, "OpenRange": {"open", false}, "OpenInfo": {"open", false}, "OpenWriter": {"open", false},
+	"WriteFile": {"write", false}, "WriteFrom": {"write", false}, "CreateFile": {"write", false},
+	"PutFile": {"write", false}, "RemoveFile": {"unlink", false},
+	"Rename": {"rename", false}, "Unlink": {"unlink", false}, "Lock": {"lock", false},
+}
+
+// intercept maps names in and out: calls take the parent's names, and
+// errors and infos come back in the sub's. Close makes the sub refuse
+// further calls; the parent, and what was opened, stay open.
+func (b *sub) intercept(ctx context.Context, c *Call, next func(context.Context) error) error {
+	switch c.Op {
+	case "Close":
+		b.closed.Store(true)
+		return nil
+	case "Capabilities":
+		err := next(ctx)
+		// The name limit is shortened by the prefix.
+		if c.Caps.MaxNameBytes > 0 {
+			c.Caps.MaxNameBytes = max(c.Caps.MaxNameBytes-len(b.dir)-1, 0)
+		}
+		return err
+	}
+	o, named := subOps[c.Op]
+	if !named {
+		return b.err(next(ctx)) // the calls on writers, readers and locks; Crash
+	}
+	full, err := b.full(o.op, c.Name, o.dir)
+	if err != nil {
+		return err
+	}
+	if c.Op == "Rename" {
+		if c.To, err = b.full(o.op, c.To, false); err != nil {
+			return err
+		}
+	}
+	c.Name = full
+	c.MapInfo = func(i Info) Info { i.Name = b.rel(i.Name); return i }
+	return b.err(next(ctx))
 }
 
 func (b *sub) full(op, name string, isDir bool) (string, error) {
@@ -101,7 +148,7 @@ func (b *sub) full(op, name string, isDir bool) (string, error) {
 	return Join(b.dir, name), nil
 }
 
-// rel maps errors and infos from the inner names back to ours.
+// rel maps a name of the parent's back to ours.
 func (b *sub) rel(name string) string {
 	if name == b.dir {
 		return "."
@@ -115,169 +162,4 @@ func (b *sub) err(err error) error {
 		return &fs.PathError{Op: pe.Op, Path: b.rel(pe.Path), Err: pe.Err}
 	}
 	return err
-}
-
-// Capabilities are the parent's, with the name limit shortened by the prefix.
-func (b *sub) Capabilities() Capabilities {
-	c := b.s.Capabilities()
-	if c.MaxNameBytes > 0 {
-		c.MaxNameBytes = max(c.MaxNameBytes-len(b.dir)-1, 0)
-	}
-	return c
-}
-
-// Crash crashes the parent when it can (Capabilities.Crash says whether).
-func (b *sub) Crash() {
-	if c, ok := b.s.(Crasher); ok {
-		c.Crash()
-	}
-}
-
-func (b *sub) EnsureDir(ctx context.Context, dir string) error {
-	full, err := b.full("mkdir", dir, true)
-	if err != nil {
-		return err
-	}
-	return b.err(b.s.EnsureDir(ctx, full))
-}
-
-func (b *sub) Stat(ctx context.Context, name string) (Info, error) {
-	full, err := b.full("stat", name, true)
-	if err != nil {
-		return Info{}, err
-	}
-	info, err := b.s.Stat(ctx, full)
-	info.Name = b.rel(info.Name)
-	return info, b.err(err)
-}
-
-func (b *sub) List(ctx context.Context, dir string) iter.Seq2[Info, error] {
-	return func(yield func(Info, error) bool) {
-		full, err := b.full("list", dir, true)
-		if err != nil {
-			yield(Info{}, err)
-			return
-		}
-		for info, err := range b.s.List(ctx, full) {
-			info.Name = b.rel(info.Name)
-			if !yield(info, b.err(err)) {
-				return
-			}
-		}
-	}
-}
-
-func (b *sub) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	full, err := b.full("read", name, false)
-	if err != nil {
-		return nil, err
-	}
-	data, err := b.s.ReadFile(ctx, full)
-	return data, b.err(err)
-}
-
-func (b *sub) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	full, err := b.full("open", name, false)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := b.s.Open(ctx, full)
-	return rc, b.err(err)
-}
-
-func (b *sub) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	full, err := b.full("open", name, false)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := b.s.OpenRange(ctx, full, offset, length)
-	return rc, b.err(err)
-}
-
-func (b *sub) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
-	full, err := b.full("read", name, false)
-	if err != nil {
-		return nil, err
-	}
-	data, err := b.s.ReadPrefix(ctx, full, n)
-	return data, b.err(err)
-}
-
-func (b *sub) WriteFile(ctx context.Context, name string, data []byte) error {
-	full, err := b.full("write", name, false)
-	if err != nil {
-		return err
-	}
-	return b.err(b.s.WriteFile(ctx, full, data))
-}
-
-func (b *sub) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	full, err := b.full("write", name, false)
-	if err != nil {
-		return 0, err
-	}
-	n, err := b.s.WriteFrom(ctx, full, r)
-	return n, b.err(err)
-}
-
-func (b *sub) CreateFile(ctx context.Context, name string, data []byte) error {
-	full, err := b.full("write", name, false)
-	if err != nil {
-		return err
-	}
-	return b.err(CreateFile(ctx, b.s, full, data))
-}
-
-func (b *sub) OpenInfo(ctx context.Context, name string) (io.ReadCloser, Info, error) {
-	full, err := b.full("open", name, false)
-	if err != nil {
-		return nil, Info{}, err
-	}
-	rc, info, err := OpenInfo(ctx, b.s, full)
-	info.Name = b.rel(info.Name)
-	return rc, info, b.err(err)
-}
-
-func (b *sub) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {
-	full, err := b.full("open", name, false)
-	if err != nil {
-		return nil, err
-	}
-	w, err := b.s.OpenWriter(ctx, full, opt)
-	return w, b.err(err)
-}
-
-func (b *sub) Rename(ctx context.Context, from, to string) error {
-	f, err := b.full("rename", from, false)
-	if err != nil {
-		return err
-	}
-	t, err := b.full("rename", to, false)
-	if err != nil {
-		return err
-	}
-	return b.err(b.s.Rename(ctx, f, t))
-}
-
-func (b *sub) Unlink(ctx context.Context, name string) error {
-	full, err := b.full("unlink", name, false)
-	if err != nil {
-		return err
-	}
-	return b.err(b.s.Unlink(ctx, full))
-}
-
-func (b *sub) Lock(ctx context.Context, name string, wait bool) (Unlocker, error) {
-	full, err := b.full("lock", name, false)
-	if err != nil {
-		return nil, err
-	}
-	u, err := b.s.Lock(ctx, full, wait)
-	return u, b.err(err)
-}
-
-// Close makes the sub refuse further calls; the parent stays open.
-func (b *sub) Close() error {
-	b.closed.Store(true)
-	return nil
 }

@@ -66,20 +66,33 @@ func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info,
 	return rc, info, nil
 }
 
-// FileRemover is an optional fast path beside WriteOnce: it removes a file
-// written whole (CreateFile, WriteFile) and never appended to, without the
-// bookkeeping Unlink does for appended files and directories, so on a
-// bucket it is the delete alone. A missing file is fs.ErrNotExist. On a
-// store without directories of its own, a directory whose last file it
-// removes may vanish with it.
-type FileRemover interface {
+// WholeFile is an optional fast path beside WriteOnce for small files its
+// owner always writes whole and never appends to (metadata, markers,
+// leases, indexes): on a bucket PutFile is one upload and RemoveFile the
+// delete alone, without the looks at the place and at appended parts that
+// WriteFile and Unlink make. PutFile replaces the file atomically and
+// durably, as WriteFile does; RemoveFile of a missing file is
+// fs.ErrNotExist. Neither checks that no parent is a file or that name is
+// not a directory, and on a store without directories of its own a
+// directory whose last file RemoveFile removes may vanish with it.
+type WholeFile interface {
+	PutFile(ctx context.Context, name string, data []byte) error
 	RemoveFile(ctx context.Context, name string) error
 }
 
-// RemoveFile removes name through s's FileRemover fast path, or else with
+// PutFile writes data as name through s's WholeFile fast path, or else
+// with WriteFile.
+func PutFile(ctx context.Context, s Storage, name string, data []byte) error {
+	if w, ok := s.(WholeFile); ok {
+		return w.PutFile(ctx, name, data)
+	}
+	return s.WriteFile(ctx, name, data)
+}
+
+// RemoveFile removes name through s's WholeFile fast path, or else with
 // Unlink.
 func RemoveFile(ctx context.Context, s Storage, name string) error {
-	if r, ok := s.(FileRemover); ok {
+	if r, ok := s.(WholeFile); ok {
 		return r.RemoveFile(ctx, name)
 	}
 	return s.Unlink(ctx, name)

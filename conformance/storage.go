@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -80,6 +82,26 @@ func TestStorage(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 		}
 		t.Run("Isolation", func(t *testing.T) { testSubIsolation(t, newBackend) })
 	})
+	// The decorators written on backend.Intercept (retries with a deadline
+	// per attempt, logging) change no result.
+	t.Run("Decorated", func(t *testing.T) {
+		nb := func(tb testing.TB) backend.Storage {
+			s := backend.Logged(newBackend(tb), slog.New(slog.DiscardHandler))
+			return backend.Retry(s, backend.RetryOptions{Attempts: 2, Timeout: time.Minute})
+		}
+		for _, g := range groups {
+			if decoratedGroups[g.name] {
+				t.Run(g.name, func(t *testing.T) { g.run(t, nb) })
+			}
+		}
+	})
+}
+
+// decoratedGroups run again on decorated backends.
+var decoratedGroups = map[string]bool{
+	"Missing": true, "WriteFile": true, "WriteFrom": true, "WriteOnce": true, "OpenWriter": true,
+	"Read": true, "ReadPrefix": true, "OpenRange": true, "Stat": true, "List": true, "Rename": true,
+	"Unlink": true, "Context": true, "Lock": true, "Crash": true,
 }
 
 const subRoot = "sub/root"

@@ -62,6 +62,14 @@ func testWriteOnce(t *testing.T, nb newStorage) {
 		if err := backend.CreateFile(ctx, s, "d/f", []byte("x")); err != nil {
 			t.Fatalf("CreateFile: %v", err)
 		}
+		if err := backend.PutFile(ctx, s, "d/f", []byte("replaced")); err != nil {
+			t.Fatalf("PutFile: %v", err)
+		}
+		wantContent(t, s, "d/f", []byte("replaced"))
+		if err := backend.PutFile(ctx, s, "d/g", []byte("new")); err != nil {
+			t.Fatalf("PutFile of a new file: %v", err)
+		}
+		wantContent(t, s, "d/g", []byte("new"))
 		if err := backend.RemoveFile(ctx, s, "d/f"); err != nil {
 			t.Fatalf("RemoveFile: %v", err)
 		}
@@ -74,6 +82,9 @@ func testWriteOnce(t *testing.T, nb newStorage) {
 		}
 		if err := backend.RemoveFile(ctx, s, "../f"); !errors.Is(err, backend.ErrInvalidPath) {
 			t.Errorf("RemoveFile(../f) = %v, want ErrInvalidPath", err)
+		}
+		if err := backend.PutFile(ctx, s, "a//b", nil); !errors.Is(err, backend.ErrInvalidPath) {
+			t.Errorf("PutFile(a//b) = %v, want ErrInvalidPath", err)
 		}
 	})
 	t.Run("invalid", func(t *testing.T) {

@@ -74,7 +74,9 @@ func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fre
 	h.unlock = unlock
 	// A fresh session's sidecar files are new names: created write-once,
 	// one request each on a bucket.
-	write := s.st.WriteFile
+	write := func(ctx context.Context, name string, data []byte) error {
+		return backend.PutFile(ctx, s.st, name, data)
+	}
 	if fresh {
 		write = func(ctx context.Context, name string, data []byte) error {
 			return backend.CreateFile(ctx, s.st, name, data)

@@ -151,7 +151,7 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 	}
 	if changed {
 		// A cache: failing to write it costs the next listing time only.
-		if err := s.st.WriteFile(ctx, indexPath(dir), encodeIndex(idx)); err != nil && ctx.Err() == nil {
+		if err := backend.PutFile(ctx, s.st, indexPath(dir), encodeIndex(idx)); err != nil && ctx.Err() == nil {
 			s.cfg.log.Warn("trove/session: could not write the listing index", "dir", dir, "err", err)
 		}
 	}
@@ -208,9 +208,9 @@ func (s *Store) forget(ctx context.Context, name string) {
 	idx.dirMod = 0
 	var err error
 	if len(idx.recs) == 0 {
-		err = s.st.Unlink(ctx, indexPath(dir))
+		err = backend.RemoveFile(ctx, s.st, indexPath(dir))
 	} else {
-		err = s.st.WriteFile(ctx, indexPath(dir), encodeIndex(idx))
+		err = backend.PutFile(ctx, s.st, indexPath(dir), encodeIndex(idx))
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.cfg.log.Warn("trove/session: could not update the listing index", "dir", dir, "err", err)

@@ -613,7 +613,9 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 }
 
 func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
-	return s.writeMetaWith(ctx, m, s.st.WriteFile)
+	return s.writeMetaWith(ctx, m, func(ctx context.Context, name string, data []byte) error {
+		return backend.PutFile(ctx, s.st, name, data)
+	})
 }
 
 func (s *Store) writeMetaWith(ctx context.Context, m Metadata, write func(context.Context, string, []byte) error) error {
@@ -729,7 +731,7 @@ func (s *Store) BreakLock(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	err = s.st.Unlink(ctx, backend.Join(SidecarDir(name), leaseFile))
+	err = backend.RemoveFile(ctx, s.st, backend.Join(SidecarDir(name), leaseFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net/http"
-	"syscall"
 	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // ErrTimeout is the error of a bucket call that got no answer within the
-// per-call timeout (WithTimeout). It wraps context.DeadlineExceeded.
-var ErrTimeout = fmt.Errorf("cloud: bucket call timed out: %w", context.DeadlineExceeded)
+// per-call timeout (WithTimeout): backend.ErrTimeout, which wraps
+// context.DeadlineExceeded.
+var ErrTimeout = backend.ErrTimeout
 
 // DefaultTimeout bounds each bucket call, and each chunk of a streaming
 // read or upload, unless WithTimeout says otherwise.
@@ -98,60 +98,24 @@ func timedOut(parent, cctx context.Context, err error) error {
 	return err
 }
 
-// wait sleeps before attempt try+1: exponential backoff with full jitter,
-// capped at 5 s, cut short by ctx.
-func (g *guard) wait(ctx context.Context, try int) error {
-	d := min(g.backoff<<(try-1), 5*time.Second)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// wait sleeps before attempt try+1 (backend.Backoff).
+func (g *guard) wait(ctx context.Context, try int) error { return backend.Backoff(ctx, try, g.backoff) }
 
-// transient reports an error worth another attempt: a server error,
-// throttling, a timed-out call or a dropped connection.
+// transient reports an error worth another attempt: backend.Transient's,
+// and the driver codes for throttling and server errors.
 func transient(err error, status func(error) int) bool {
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	if errors.Is(err, ErrTimeout) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if backend.Transient(err, status) {
 		return true
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.ResourceExhausted, gcerrors.Internal:
-		return true
-	}
-	switch code := httpStatus(err, status); {
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout:
-		return true
-	case code >= 500 && code != http.StatusNotImplemented:
-		return true
+		return !errors.Is(err, context.Canceled)
 	}
 	return false
 }
 
-// httpStatus is the HTTP status a driver error carries, 0 if none: S3's
-// errors say it by a method; others need a provider's status function.
-func httpStatus(err error, status func(error) int) int {
-	if status != nil {
-		if code := status(err); code != 0 {
-			return code
-		}
-	}
-	var hs interface{ HTTPStatusCode() int }
-	if errors.As(err, &hs) {
-		return hs.HTTPStatusCode()
-	}
-	return 0
-}
+// httpStatus is the HTTP status a driver error carries, 0 if none.
+func httpStatus(err error, status func(error) int) int { return backend.HTTPStatus(err, status) }
 
 func (g *guard) Attributes(ctx context.Context, key string) (a *blob.Attributes, err error) {
 	err = g.call(ctx, true, func(ctx context.Context) error {

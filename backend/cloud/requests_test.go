@@ -41,7 +41,7 @@ func TestRequests(t *testing.T) {
 	row("Stat", 2, func() { _, err := st.Stat(ctx, "a/b/f"); must(err) })
 	row("ReadFile", 2, func() { _, err := st.ReadFile(ctx, "a/b/f"); must(err) })
 	var w backend.Writer
-	row("OpenWriter of a new file", 7, func() {
+	row("OpenWriter of a new file", 5, func() {
 		var err error
 		w, err = st.OpenWriter(ctx, "a/s.jsonl", backend.WriterOptions{})
 		must(err)

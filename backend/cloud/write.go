@@ -183,7 +183,10 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 			}
 			return nil, fail(op, name, cerr)
 		}
-		if l, err = s.resolve(ctx, name, true); err != nil {
+		if cerr == nil && len(l.objs) == 0 {
+			// This writer made the file, over nothing: it is empty.
+			l = layout{plain: true, parts: []part{{key: name}}, size: 0}
+		} else if l, err = s.resolve(ctx, name, true); err != nil {
 			return nil, fail(op, name, err)
 		}
 	}

@@ -54,8 +54,19 @@ func (o *objFile) Read(p []byte) (int, error) {
 
 func (o *objFile) Close() error { return o.r.Close() }
 
-// RemoveFile is the fast path of backend.FileRemover: the delete of the
-// object under name, without looking for segments or keeping the
+// PutFile is the fast path of backend.WholeFile: one upload replacing the
+// object under name (atomic on every bucket), without looking at the place
+// or for appended parts.
+func (s *Storage) PutFile(ctx context.Context, name string, data []byte) error {
+	const op = "write"
+	if err := s.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	return fail(op, name, s.put(ctx, name, bytes.NewReader(data)))
+}
+
+// RemoveFile is the fast path of backend.WholeFile: the delete of the
+// object under name, without looking for appended parts or keeping the
 // directory.
 func (s *Storage) RemoveFile(ctx context.Context, name string) error {
 	const op = "unlink"

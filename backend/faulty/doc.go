@@ -1,7 +1,9 @@
 // Package faulty wraps a backend.Storage to inject faults: fail the Nth call
 // (of every method or of chosen ones), fail from the Nth call on, fail at
 // random with a seed, short writes, ENOSPC once a byte budget is spent, EIO
-// on Sync, and a hook for any other policy.
+// on Sync, and a hook for any other policy. It is one interceptor on
+// backend.Intercept, so every call is covered, those on writers, readers and
+// locks too.
 //
 // A failed call does not reach the inner store (the Close and Unlock calls
 // excepted: they always release), so a test can check both that the error

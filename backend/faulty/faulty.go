@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"iter"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -19,7 +18,7 @@ var ErrInjected = errors.New("injected fault")
 // Storage is a backend.Storage that forwards to an inner one and fails calls
 // as its rules say. Safe for concurrent use if the inner store is.
 type Storage struct {
-	inner backend.Storage
+	*backend.Intercepted
 
 	mu     sync.Mutex
 	rules  []*rule
@@ -112,13 +111,16 @@ func WithHook(hook func(op, name string) error) Option {
 }
 
 var (
-	_ backend.Storage = (*Storage)(nil)
-	_ backend.Crasher = (*Storage)(nil)
+	_ backend.Storage   = (*Storage)(nil)
+	_ backend.Crasher   = (*Storage)(nil)
+	_ backend.WriteOnce = (*Storage)(nil)
+	_ backend.WholeFile = (*Storage)(nil)
 )
 
 // New wraps inner with the given faults.
 func New(inner backend.Storage, opts ...Option) *Storage {
-	s := &Storage{inner: inner, space: -1}
+	s := &Storage{space: -1}
+	s.Intercepted = backend.Intercept(inner, s.intercept)
 	s.Inject(opts...)
 	return s
 }
@@ -146,9 +148,6 @@ func (s *Storage) Faults() int {
 	defer s.mu.Unlock()
 	return s.faults
 }
-
-// Inner returns the wrapped store.
-func (s *Storage) Inner() backend.Storage { return s.inner }
 
 // check counts a call and returns whether the fault is a short write, and
 // the fault to inject, if any.
@@ -201,127 +200,61 @@ func (s *Storage) noSpace(op, name string) error {
 	return backend.PathErr(op, name, syscall.ENOSPC)
 }
 
-// Capabilities passes the inner store's through.
-func (s *Storage) Capabilities() backend.Capabilities { return s.inner.Capabilities() }
-
-// Crash crashes the inner store when it can; it is not counted.
-func (s *Storage) Crash() {
-	if c, ok := s.inner.(backend.Crasher); ok {
-		c.Crash()
-	}
-}
-
-func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
-	if err := s.fail("EnsureDir", dir); err != nil {
-		return err
-	}
-	return s.inner.EnsureDir(ctx, dir)
-}
-
-func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
-	if err := s.fail("Stat", name); err != nil {
-		return backend.Info{}, err
-	}
-	return s.inner.Stat(ctx, name)
-}
-
-// List counts the call when iteration starts, as the inner store's work does.
-func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
-	return func(yield func(backend.Info, error) bool) {
-		if err := s.fail("List", dir); err != nil {
-			yield(backend.Info{}, err)
-			return
+// intercept fails the call as the rules, the hook and the space left say.
+// Capabilities and Crash are not counted. Close, Writer.Close,
+// Reader.Close and Unlocker.Unlock always reach the inner store (they
+// release), and then report an injected fault. Writes pass the part that
+// fits; WriteFrom's source fails with ENOSPC once the space is spent, so
+// the inner store sees a failing source mid-copy.
+func (s *Storage) intercept(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+	op, name := c.Op, c.Name
+	switch op {
+	case "Capabilities", "Crash":
+		return next(ctx)
+	case "Close", "Writer.Close", "Reader.Close", "Unlocker.Unlock":
+		if op == "Close" {
+			name = "."
 		}
-		for i, err := range s.inner.List(ctx, dir) {
-			if !yield(i, err) {
-				return
+		ferr := s.fail(op, name)
+		if err := next(ctx); err != nil {
+			return err
+		}
+		return ferr
+	case "Writer.Write":
+		short, err := s.check(op, name)
+		if err != nil && !short {
+			return err
+		}
+		n := len(c.Data)
+		if short {
+			n /= 2
+		}
+		if k := s.reserve(n); k < n {
+			n = k
+			if err == nil {
+				err = s.noSpace(op, name)
 			}
 		}
+		c.Data = c.Data[:n]
+		if werr := next(ctx); werr != nil {
+			return werr
+		}
+		return err
 	}
-}
-
-func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	if err := s.fail("ReadFile", name); err != nil {
-		return nil, err
-	}
-	return s.inner.ReadFile(ctx, name)
-}
-
-func (s *Storage) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	if err := s.fail("Open", name); err != nil {
-		return nil, err
-	}
-	rc, err := s.inner.Open(ctx, name)
-	return s.reader(name, rc, err)
-}
-
-func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	if err := s.fail("OpenRange", name); err != nil {
-		return nil, err
-	}
-	rc, err := s.inner.OpenRange(ctx, name, offset, length)
-	return s.reader(name, rc, err)
-}
-
-// reader wraps the result of an inner Open.
-func (s *Storage) reader(name string, rc io.ReadCloser, err error) (io.ReadCloser, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &reader{s: s, name: name, rc: rc}, nil
-}
-
-func (s *Storage) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
-	if err := s.fail("ReadPrefix", name); err != nil {
-		return nil, err
-	}
-	return s.inner.ReadPrefix(ctx, name, n)
-}
-
-// WriteFile passes nothing to the inner store when the data does not fit,
-// as a temp file that ran out of space is removed.
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	const op = "WriteFile"
 	if err := s.fail(op, name); err != nil {
 		return err
 	}
-	if s.reserve(len(data)) < len(data) {
-		return s.noSpace(op, name)
+	switch op {
+	case "WriteFile", "CreateFile", "PutFile":
+		// Nothing reaches the inner store when the data does not fit, as
+		// a temp file that ran out of space is removed.
+		if s.reserve(len(c.Data)) < len(c.Data) {
+			return s.noSpace(op, name)
+		}
+	case "WriteFrom":
+		c.Src = &spaceReader{s: s, name: name, r: c.Src}
 	}
-	return s.inner.WriteFile(ctx, name, data)
-}
-
-// CreateFile is WriteFile's write-once form (backend.WriteOnce), with the
-// inner store's fallback when it has none.
-func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
-	const op = "CreateFile"
-	if err := s.fail(op, name); err != nil {
-		return err
-	}
-	if s.reserve(len(data)) < len(data) {
-		return s.noSpace(op, name)
-	}
-	return backend.CreateFile(ctx, s.inner, name, data)
-}
-
-// OpenInfo is Open with the file's description (backend.WriteOnce).
-func (s *Storage) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
-	if err := s.fail("OpenInfo", name); err != nil {
-		return nil, backend.Info{}, err
-	}
-	rc, info, err := backend.OpenInfo(ctx, s.inner, name)
-	rc, err = s.reader(name, rc, err)
-	return rc, info, err
-}
-
-// WriteFrom hands the inner store a reader that fails with ENOSPC once the
-// space is spent, so the inner store sees a failing source mid-copy.
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	const op = "WriteFrom"
-	if err := s.fail(op, name); err != nil {
-		return 0, err
-	}
-	return s.inner.WriteFrom(ctx, name, &spaceReader{s: s, name: name, r: r})
+	return next(ctx)
 }
 
 type spaceReader struct {
@@ -348,131 +281,4 @@ func (r *spaceReader) Read(p []byte) (int, error) {
 		r.s.mu.Unlock()
 	}
 	return n, err
-}
-
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
-	if err := s.fail("OpenWriter", name); err != nil {
-		return nil, err
-	}
-	w, err := s.inner.OpenWriter(ctx, name, opt)
-	if err != nil {
-		return nil, err
-	}
-	return &writer{s: s, name: name, w: w}, nil
-}
-
-func (s *Storage) Rename(ctx context.Context, from, to string) error {
-	if err := s.fail("Rename", from); err != nil {
-		return err
-	}
-	return s.inner.Rename(ctx, from, to)
-}
-
-func (s *Storage) Unlink(ctx context.Context, name string) error {
-	if err := s.fail("Unlink", name); err != nil {
-		return err
-	}
-	return s.inner.Unlink(ctx, name)
-}
-
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	if err := s.fail("Lock", name); err != nil {
-		return nil, err
-	}
-	u, err := s.inner.Lock(ctx, name, wait)
-	if err != nil {
-		return nil, err
-	}
-	return &unlocker{s: s, name: name, u: u}, nil
-}
-
-// Close always closes the inner store, and then reports an injected fault.
-func (s *Storage) Close() error {
-	ferr := s.fail("Close", ".")
-	if err := s.inner.Close(); err != nil {
-		return err
-	}
-	return ferr
-}
-
-type writer struct {
-	s    *Storage
-	name string
-	w    backend.Writer
-}
-
-func (w *writer) Write(p []byte) (int, error) {
-	const op = "Writer.Write"
-	short, err := w.s.check(op, w.name)
-	if err != nil && !short {
-		return 0, err
-	}
-	n := len(p)
-	if short {
-		n /= 2
-	}
-	if k := w.s.reserve(n); k < n {
-		n = k
-		if err == nil {
-			err = w.s.noSpace(op, w.name)
-		}
-	}
-	m, werr := w.w.Write(p[:n])
-	if werr != nil {
-		return m, werr
-	}
-	return m, err
-}
-
-func (w *writer) Sync() error {
-	if err := w.s.fail("Writer.Sync", w.name); err != nil {
-		return err
-	}
-	return w.w.Sync()
-}
-
-// Close always closes the inner writer, and then reports an injected fault.
-func (w *writer) Close() error {
-	ferr := w.s.fail("Writer.Close", w.name)
-	if err := w.w.Close(); err != nil {
-		return err
-	}
-	return ferr
-}
-
-type reader struct {
-	s    *Storage
-	name string
-	rc   io.ReadCloser
-}
-
-func (r *reader) Read(p []byte) (int, error) {
-	if err := r.s.fail("Reader.Read", r.name); err != nil {
-		return 0, err
-	}
-	return r.rc.Read(p)
-}
-
-// Close always closes the inner reader, and then reports an injected fault.
-func (r *reader) Close() error {
-	ferr := r.s.fail("Reader.Close", r.name)
-	if err := r.rc.Close(); err != nil {
-		return err
-	}
-	return ferr
-}
-
-type unlocker struct {
-	s    *Storage
-	name string
-	u    backend.Unlocker
-}
-
-// Unlock always releases the inner lock, and then reports an injected fault.
-func (u *unlocker) Unlock() error {
-	ferr := u.s.fail("Unlocker.Unlock", u.name)
-	if err := u.u.Unlock(); err != nil {
-		return err
-	}
-	return ferr
 }

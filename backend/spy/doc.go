@@ -2,7 +2,8 @@
 // it, in order, with its names, byte counts and error. Tests use it to prove
 // what did or did not reach storage: a hostile path never gets there, a dry
 // run writes nothing, a no-op store makes no call at all (New(nil) fails
-// every call with backend.ErrNotSupported).
+// every call with backend.ErrNotSupported). It is one interceptor on
+// backend.Intercept.
 //
 // Ops are named after the methods, as in backend/faulty: "Capabilities",
 // "EnsureDir", "Stat", "List", "ReadFile", "Open", "OpenRange", "ReadPrefix",

@@ -35,7 +35,7 @@ func (c Call) String() string {
 }
 
 // mutating are the ops that can change what the store holds.
-var mutating = []string{"EnsureDir", "WriteFile", "CreateFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink"}
+var mutating = []string{"EnsureDir", "WriteFile", "CreateFile", "PutFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink", "RemoveFile"}
 
 // Mutates reports whether the call can change what the store holds. Locks,
 // syncs and closes do not count.
@@ -44,7 +44,7 @@ func (c Call) Mutates() bool { return slices.Contains(mutating, c.Op) }
 // Storage records the calls made through it. Safe for concurrent use if the
 // inner store is.
 type Storage struct {
-	inner backend.Storage
+	*backend.Intercepted
 
 	mu    sync.Mutex
 	calls []Call
@@ -52,8 +52,9 @@ type Storage struct {
 
 var (
 	_ backend.Storage   = (*Storage)(nil)
-	_ backend.WriteOnce = (*Storage)(nil)
 	_ backend.Crasher   = (*Storage)(nil)
+	_ backend.WriteOnce = (*Storage)(nil)
+	_ backend.WholeFile = (*Storage)(nil)
 )
 
 // New wraps inner. A nil inner fails every call but Capabilities and Close
@@ -62,7 +63,17 @@ func New(inner backend.Storage) *Storage {
 	if inner == nil {
 		inner = unsupported{}
 	}
-	return &Storage{inner: inner}
+	s := &Storage{}
+	s.Intercepted = backend.Intercept(inner, s.intercept)
+	return s
+}
+
+// intercept records each call when it returns (a List when its iteration
+// ends, with the number of entries yielded).
+func (s *Storage) intercept(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+	err := next(ctx)
+	s.record(Call{Op: c.Op, Name: c.Name, To: c.To, N: c.N, Err: err})
+	return err
 }
 
 // Calls returns a copy of the calls recorded so far, in the order they
@@ -109,208 +120,10 @@ func (s *Storage) Reset() {
 	s.calls = nil
 }
 
-// Inner returns the wrapped store.
-func (s *Storage) Inner() backend.Storage { return s.inner }
-
 func (s *Storage) record(c Call) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
-}
-
-func (s *Storage) Capabilities() backend.Capabilities {
-	c := s.inner.Capabilities()
-	s.record(Call{Op: "Capabilities"})
-	return c
-}
-
-// Crash crashes the inner store when it can, and is recorded either way.
-func (s *Storage) Crash() {
-	if c, ok := s.inner.(backend.Crasher); ok {
-		c.Crash()
-	}
-	s.record(Call{Op: "Crash"})
-}
-
-func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
-	err := s.inner.EnsureDir(ctx, dir)
-	s.record(Call{Op: "EnsureDir", Name: dir, Err: err})
-	return err
-}
-
-func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
-	info, err := s.inner.Stat(ctx, name)
-	s.record(Call{Op: "Stat", Name: name, Err: err})
-	return info, err
-}
-
-// List is recorded when its iteration ends, with the number of entries
-// yielded and the error that ended it, if any.
-func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
-	return func(yield func(backend.Info, error) bool) {
-		c := Call{Op: "List", Name: dir}
-		defer func() { s.record(c) }()
-		for info, err := range s.inner.List(ctx, dir) {
-			if err != nil {
-				c.Err = err
-			} else {
-				c.N++
-			}
-			if !yield(info, err) {
-				return
-			}
-		}
-	}
-}
-
-func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	data, err := s.inner.ReadFile(ctx, name)
-	s.record(Call{Op: "ReadFile", Name: name, N: int64(len(data)), Err: err})
-	return data, err
-}
-
-func (s *Storage) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	rc, err := s.inner.Open(ctx, name)
-	s.record(Call{Op: "Open", Name: name, Err: err})
-	return s.reader(name, rc, err)
-}
-
-func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	rc, err := s.inner.OpenRange(ctx, name, offset, length)
-	s.record(Call{Op: "OpenRange", Name: name, Err: err})
-	return s.reader(name, rc, err)
-}
-
-func (s *Storage) reader(name string, rc io.ReadCloser, err error) (io.ReadCloser, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &reader{s: s, name: name, rc: rc}, nil
-}
-
-func (s *Storage) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
-	data, err := s.inner.ReadPrefix(ctx, name, n)
-	s.record(Call{Op: "ReadPrefix", Name: name, N: int64(len(data)), Err: err})
-	return data, err
-}
-
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	err := s.inner.WriteFile(ctx, name, data)
-	s.record(Call{Op: "WriteFile", Name: name, N: int64(len(data)), Err: err})
-	return err
-}
-
-// CreateFile records the write-once fast path (backend.WriteOnce), or
-// WriteFile's fallback when the inner store has none.
-func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
-	err := backend.CreateFile(ctx, s.inner, name, data)
-	s.record(Call{Op: "CreateFile", Name: name, N: int64(len(data)), Err: err})
-	return err
-}
-
-// OpenInfo records the write-once fast path (backend.WriteOnce), or Stat
-// and Open when the inner store has none.
-func (s *Storage) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
-	rc, info, err := backend.OpenInfo(ctx, s.inner, name)
-	s.record(Call{Op: "OpenInfo", Name: name, Err: err})
-	rc, err = s.reader(name, rc, err)
-	return rc, info, err
-}
-
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	n, err := s.inner.WriteFrom(ctx, name, r)
-	s.record(Call{Op: "WriteFrom", Name: name, N: n, Err: err})
-	return n, err
-}
-
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
-	w, err := s.inner.OpenWriter(ctx, name, opt)
-	s.record(Call{Op: "OpenWriter", Name: name, Err: err})
-	if err != nil {
-		return nil, err
-	}
-	return &writer{s: s, name: name, w: w}, nil
-}
-
-func (s *Storage) Rename(ctx context.Context, from, to string) error {
-	err := s.inner.Rename(ctx, from, to)
-	s.record(Call{Op: "Rename", Name: from, To: to, Err: err})
-	return err
-}
-
-func (s *Storage) Unlink(ctx context.Context, name string) error {
-	err := s.inner.Unlink(ctx, name)
-	s.record(Call{Op: "Unlink", Name: name, Err: err})
-	return err
-}
-
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	u, err := s.inner.Lock(ctx, name, wait)
-	s.record(Call{Op: "Lock", Name: name, Err: err})
-	if err != nil {
-		return nil, err
-	}
-	return &unlocker{s: s, name: name, u: u}, nil
-}
-
-func (s *Storage) Close() error {
-	err := s.inner.Close()
-	s.record(Call{Op: "Close", Err: err})
-	return err
-}
-
-type writer struct {
-	s    *Storage
-	name string
-	w    backend.Writer
-}
-
-func (w *writer) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
-	w.s.record(Call{Op: "Writer.Write", Name: w.name, N: int64(n), Err: err})
-	return n, err
-}
-
-func (w *writer) Sync() error {
-	err := w.w.Sync()
-	w.s.record(Call{Op: "Writer.Sync", Name: w.name, Err: err})
-	return err
-}
-
-func (w *writer) Close() error {
-	err := w.w.Close()
-	w.s.record(Call{Op: "Writer.Close", Name: w.name, Err: err})
-	return err
-}
-
-type reader struct {
-	s    *Storage
-	name string
-	rc   io.ReadCloser
-}
-
-func (r *reader) Read(p []byte) (int, error) {
-	n, err := r.rc.Read(p)
-	r.s.record(Call{Op: "Reader.Read", Name: r.name, N: int64(n), Err: err})
-	return n, err
-}
-
-func (r *reader) Close() error {
-	err := r.rc.Close()
-	r.s.record(Call{Op: "Reader.Close", Name: r.name, Err: err})
-	return err
-}
-
-type unlocker struct {
-	s    *Storage
-	name string
-	u    backend.Unlocker
-}
-
-func (u *unlocker) Unlock() error {
-	err := u.u.Unlock()
-	u.s.record(Call{Op: "Unlocker.Unlock", Name: u.name, Err: err})
-	return err
 }
 
 // unsupported is the inner store of New(nil).

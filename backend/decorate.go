@@ -1,0 +1,197 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"syscall"
+	"time"
+)
+
+// Logged returns s with every call logged on l, written on Intercept: op,
+// name (and Rename's target), bytes or entries, duration and error. Calls
+// log at debug level; failures other than the end of a stream and a
+// missing name at warn level.
+func Logged(s Storage, l *slog.Logger) *Intercepted {
+	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
+		start := time.Now()
+		err := next(ctx)
+		level := slog.LevelDebug
+		if err != nil && err != io.EOF && !errors.Is(err, fs.ErrNotExist) {
+			level = slog.LevelWarn
+		}
+		if !l.Enabled(ctx, level) {
+			return err
+		}
+		attrs := []slog.Attr{slog.String("op", c.Op), slog.String("name", c.Name)}
+		if c.To != "" {
+			attrs = append(attrs, slog.String("to", c.To))
+		}
+		if c.N != 0 {
+			attrs = append(attrs, slog.Int64("n", c.N))
+		}
+		attrs = append(attrs, slog.Duration("took", time.Since(start)))
+		if err != nil {
+			attrs = append(attrs, slog.Any("err", err))
+		}
+		l.LogAttrs(ctx, level, "trove/backend", attrs...)
+		return err
+	})
+}
+
+// ErrTimeout is the error of a call that Retry's per-attempt deadline
+// ended. It wraps context.DeadlineExceeded.
+var ErrTimeout = fmt.Errorf("backend: call timed out: %w", context.DeadlineExceeded)
+
+// RetryOptions tune Retry.
+type RetryOptions struct {
+	// Attempts is how often a call is tried in all (at least 1).
+	Attempts int
+	// Backoff is the wait before the second attempt; it doubles after each,
+	// with full jitter, up to 5 s.
+	Backoff time.Duration
+	// Timeout bounds each attempt of a call that completes within the call
+	// (0: no bound). Calls that return a stream (Open, OpenRange, OpenInfo,
+	// OpenWriter, Lock) and the calls on streams are not bounded: their
+	// context lives on in the stream.
+	Timeout time.Duration
+	// Transient says whether an error is worth another attempt (nil:
+	// Transient with no status function).
+	Transient func(error) bool
+}
+
+// Retry returns s with the calls that are safe to repeat tried again when
+// they fail transiently, written on Intercept: lookups and reads (a List
+// only before it yielded an entry; a stream only at its opening), WriteFile
+// and EnsureDir (whole and idempotent), and WriteFrom from a source that
+// can seek back. Never a write-once create, an append, a rename or an
+// unlink, whose second attempt could report the first one's success as a
+// failure.
+func Retry(s Storage, o RetryOptions) *Intercepted {
+	o.Attempts = max(o.Attempts, 1)
+	if o.Transient == nil {
+		o.Transient = func(err error) bool { return Transient(err, nil) }
+	}
+	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
+		var rewind func() error
+		switch c.Op {
+		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "EnsureDir":
+		case "Open", "OpenRange", "OpenInfo":
+			return retry(ctx, o, 0, next) // the stream keeps the context
+		case "WriteFrom":
+			sk, ok := c.Src.(io.Seeker)
+			if !ok {
+				return next(ctx)
+			}
+			start, err := sk.Seek(0, io.SeekCurrent)
+			if err != nil {
+				return next(ctx)
+			}
+			rewind = func() error { _, err := sk.Seek(start, io.SeekStart); return err }
+		default:
+			return next(ctx)
+		}
+		return retry(ctx, o, o.Timeout, func(ctx context.Context) error {
+			if c.Op == "List" && c.N > 0 {
+				return errNoRetry
+			}
+			if rewind != nil {
+				if err := rewind(); err != nil {
+					return err
+				}
+			}
+			return next(ctx)
+		})
+	})
+}
+
+// errNoRetry stops retry: a List that already yielded cannot start over.
+var errNoRetry = errors.New("no retry")
+
+func retry(ctx context.Context, o RetryOptions, timeout time.Duration, f func(context.Context) error) error {
+	var last error
+	for try := 1; ; try++ {
+		err := attempt(ctx, timeout, f)
+		if errors.Is(err, errNoRetry) {
+			return last
+		}
+		last = err
+		if err == nil || try >= o.Attempts || ctx.Err() != nil || !o.Transient(err) {
+			return err
+		}
+		if Backoff(ctx, try, o.Backoff) != nil {
+			return err
+		}
+	}
+}
+
+func attempt(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
+	if timeout <= 0 {
+		return f(ctx)
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+// Backoff waits before attempt try+1: base doubled try-1 times, capped at
+// 5 s, with full jitter; ctx ending cuts it short with ctx's error.
+func Backoff(ctx context.Context, try int, base time.Duration) error {
+	d := min(base<<(try-1), 5*time.Second)
+	if d <= 0 || base<<(try-1) < 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Transient reports an error worth another attempt: a timed-out call
+// (ErrTimeout, a wrapped one too), a dropped or refused connection, a
+// stream cut short, or an HTTP answer of 408, 429 or 5xx (but 501), read
+// with status when given (0: none) or an HTTPStatusCode method.
+func Transient(err error, status func(error) int) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, ErrTimeout) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	// Numbers, not net/http's names: this package links no HTTP.
+	switch code := HTTPStatus(err, status); {
+	case code == 429, code == 408: // too many requests, request timeout
+		return true
+	case code >= 500 && code != 501: // but not implemented
+		return true
+	}
+	return false
+}
+
+// HTTPStatus is the HTTP status an error carries, 0 if none: status's
+// answer when it has one, else an HTTPStatusCode method's (S3's errors).
+func HTTPStatus(err error, status func(error) int) int {
+	if status != nil {
+		if code := status(err); code != 0 {
+			return code
+		}
+	}
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) {
+		return hs.HTTPStatusCode()
+	}
+	return 0
+}
