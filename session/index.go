@@ -268,8 +268,7 @@ func (s *Store) readIndex(ctx context.Context, dir string) *dirIndex {
 //	 <created ns>,<updated ns>,<messages>,<turns>,<input>,<output>,<total>,
 //	 <cost>,"<exit reason>","<parent id>","<agent name>","<first message>"]
 //
-// Positional arrays keep it small and quick to read.
-const idxFields = 21
+// Positional arrays (21 fields) keep it small and quick to read.
 
 func encodeIndex(idx *dirIndex) []byte {
 	var b []byte
