@@ -5,4 +5,7 @@
 //
 // Every string from the session goes through html/template, so stored
 // markup is shown, never run.
+//
+// Imports: the standard library and session/tree (the file format it
+// renders).
 package export

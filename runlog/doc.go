@@ -18,5 +18,6 @@
 // Summary condenses a run (duration, status, llm calls, tokens, tool calls,
 // errors) in a stable JSON shape (docs/runlog.md).
 //
-// Imports: the standard library, backend and cas only.
+// Imports: the standard library, backend, cas and internal/jsonl (the line
+// reader and appender it shares with session trees).
 package runlog
