@@ -67,7 +67,8 @@ type RetryOptions struct {
 // Retry returns s with the calls that are safe to repeat tried again when
 // they fail transiently, written on Intercept: lookups and reads (a List
 // only before it yielded an entry; a stream only at its opening), WriteFile
-// and EnsureDir (whole and idempotent), and WriteFrom from a source that
+// (PutFile too) and EnsureDir (whole and idempotent), and WriteFrom from a
+// source that
 // can seek back. Never a write-once create, an append, a rename or an
 // unlink, whose second attempt could report the first one's success as a
 // failure.

@@ -223,3 +223,49 @@ func TestLogged(t *testing.T) {
 		}
 	}
 }
+
+// wholeMem is mem with a WholeFile fast path that says it was taken.
+type wholeMem struct {
+	backend.Storage
+	took []string
+}
+
+func (w *wholeMem) PutFile(ctx context.Context, name string, data []byte) error {
+	w.took = append(w.took, "PutFile "+name)
+	return w.Storage.WriteFile(ctx, name, data)
+}
+
+func (w *wholeMem) RemoveFile(ctx context.Context, name string) error {
+	w.took = append(w.took, "RemoveFile "+name)
+	return w.Storage.Unlink(ctx, name)
+}
+
+// PutFile and RemoveFile reach the inner store's fast path through a
+// decorator (here Sub), and interceptors see them as WriteFile and Unlink.
+func TestInterceptWholeFile(t *testing.T) {
+	inner := &wholeMem{Storage: mem.New()}
+	var ops []string
+	s, err := backend.Sub(backend.Intercept(inner, func(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+		ops = append(ops, c.Op+" "+c.Name)
+		return next(ctx)
+	}), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := backend.PutFile(ctx, s, "f", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.RemoveFile(ctx, s, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.RemoveFile(ctx, s, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("RemoveFile of a removed file = %v", err)
+	}
+	if got := strings.Join(inner.took, ", "); got != "PutFile d/f, RemoveFile d/f, RemoveFile d/f" {
+		t.Fatalf("fast paths taken: %s", got)
+	}
+	if got := strings.Join(ops, ", "); got != "WriteFile d/f, Unlink d/f, Unlink d/f" {
+		t.Fatalf("ops seen: %s", got)
+	}
+}

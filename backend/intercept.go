@@ -45,8 +45,8 @@ type Interceptor func(ctx context.Context, c *Call, next func(context.Context) e
 
 // Intercept returns s with ic around every call: one forwarder on which
 // decorators (Sub, spy, faults, retries, logging) are written as a
-// function each. It implements WriteOnce (through CreateFile and OpenInfo on
-// s) and Crasher (crashing s when it can).
+// function each. It implements WriteOnce and WholeFile (through the
+// functions of those names on s) and Crasher (crashing s when it can).
 func Intercept(s Storage, ic Interceptor) *Intercepted {
 	return &Intercepted{inner: s, ic: ic}
 }
@@ -60,6 +60,7 @@ type Intercepted struct {
 var (
 	_ Storage   = (*Intercepted)(nil)
 	_ WriteOnce = (*Intercepted)(nil)
+	_ WholeFile = (*Intercepted)(nil)
 	_ Crasher   = (*Intercepted)(nil)
 )
 
@@ -229,6 +230,21 @@ func (x *Intercepted) WriteFrom(ctx context.Context, name string, r io.Reader) (
 func (x *Intercepted) CreateFile(ctx context.Context, name string, data []byte) error {
 	c := &Call{Op: "CreateFile", Name: name, Data: data, N: int64(len(data))}
 	return x.do(ctx, c, func(ctx context.Context) error { return CreateFile(ctx, x.inner, c.Name, c.Data) })
+}
+
+// PutFile is the inner store's PutFile (see the PutFile function). To
+// interceptors it is the op "WriteFile": the same whole, atomic write,
+// which the inner store makes in fewer requests.
+func (x *Intercepted) PutFile(ctx context.Context, name string, data []byte) error {
+	c := &Call{Op: "WriteFile", Name: name, Data: data, N: int64(len(data))}
+	return x.do(ctx, c, func(ctx context.Context) error { return PutFile(ctx, x.inner, c.Name, c.Data) })
+}
+
+// RemoveFile is the inner store's RemoveFile (see the RemoveFile
+// function). To interceptors it is the op "Unlink".
+func (x *Intercepted) RemoveFile(ctx context.Context, name string) error {
+	c := &Call{Op: "Unlink", Name: name}
+	return x.do(ctx, c, func(ctx context.Context) error { return RemoveFile(ctx, x.inner, c.Name) })
 }
 
 func (x *Intercepted) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {

@@ -54,6 +54,7 @@ var (
 	_ backend.Storage   = (*Storage)(nil)
 	_ backend.Crasher   = (*Storage)(nil)
 	_ backend.WriteOnce = (*Storage)(nil)
+	_ backend.WholeFile = (*Storage)(nil)
 )
 
 // New wraps inner. A nil inner fails every call but Capabilities and Close
