@@ -96,31 +96,35 @@ func Retry(s Storage, o RetryOptions) *Intercepted {
 		default:
 			return next(ctx)
 		}
+		first := true
 		return retry(ctx, o, o.Timeout, func(ctx context.Context) error {
-			if c.Op == "List" && c.N > 0 {
-				return errNoRetry
-			}
-			if rewind != nil {
+			if !first && rewind != nil {
 				if err := rewind(); err != nil {
 					return err
 				}
 			}
-			return next(ctx)
+			first = false
+			err := next(ctx)
+			if err != nil && c.Op == "List" && c.N > 0 {
+				err = final{err} // entries went out: it cannot start over
+			}
+			return err
 		})
 	})
 }
 
-// errNoRetry stops retry: a List that already yielded cannot start over.
-var errNoRetry = errors.New("no retry")
+// final marks an error that no further attempt may follow.
+type final struct{ error }
+
+func (f final) Unwrap() error { return f.error }
 
 func retry(ctx context.Context, o RetryOptions, timeout time.Duration, f func(context.Context) error) error {
-	var last error
 	for try := 1; ; try++ {
 		err := attempt(ctx, timeout, f)
-		if errors.Is(err, errNoRetry) {
-			return last
+		var fe final
+		if errors.As(err, &fe) {
+			return fe.error
 		}
-		last = err
 		if err == nil || try >= o.Attempts || ctx.Err() != nil || !o.Transient(err) {
 			return err
 		}
