@@ -54,10 +54,25 @@ type CheckReport struct {
 	Blobs       int // blobs verified
 	Refs        int // distinct refs resolved
 	Problems    []Problem
+
+	tick func() // one more file or blob read (CheckProgress)
 }
 
 // OK reports whether Check found nothing wrong.
 func (r CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// CheckOption tunes Check.
+type CheckOption func(*checkConfig)
+
+type checkConfig struct {
+	progress func(items int)
+}
+
+// CheckProgress hears how many files and blobs Check has read so far, as
+// it goes (for a progress display).
+func CheckProgress(f func(items int)) CheckOption {
+	return func(c *checkConfig) { c.progress = f }
+}
 
 // Check reads the whole store and changes nothing: every session file
 // loads (torn tails, corrupt lines, duplicate ids, dangling parents and
@@ -66,9 +81,19 @@ func (r CheckReport) OK() bool { return len(r.Problems) == 0 }
 // any of them holds names a blob that exists, and every blob verifies
 // against its digest. Problems are reported, not returned; the error is
 // for what stopped the check (a listing that failed, ctx).
-func (s *Store) Check(ctx context.Context) (CheckReport, error) {
+func (s *Store) Check(ctx context.Context, opts ...CheckOption) (CheckReport, error) {
+	var c checkConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	var rep CheckReport
 	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
+	done := 0
+	rep.tick = func() {
+		if done++; c.progress != nil {
+			c.progress(done)
+		}
+	}
 	if err := s.checkSessions(ctx, &rep, add); err != nil {
 		return rep, err
 	}
@@ -77,6 +102,7 @@ func (s *Store) Check(ctx context.Context) (CheckReport, error) {
 			return rep, err
 		}
 		rep.Checkpoints++
+		rep.tick()
 		if _, err := checkpoint.LoadManifest(ctx, s.st, s.blobs, name); err != nil {
 			add(Problem{Layer: LayerCheckpoints, File: name, Err: err})
 		}
@@ -88,6 +114,7 @@ func (s *Store) Check(ctx context.Context) (CheckReport, error) {
 		return rep, err
 	}
 	for ref, err := range s.blobs.Verify(ctx) {
+		rep.tick()
 		switch {
 		case err == nil:
 			rep.Blobs++
@@ -119,6 +146,7 @@ func (s *Store) checkSessions(ctx context.Context, rep *CheckReport, add func(Pr
 		switch base := backend.Base(name); {
 		case strings.Count(name, "/") == 2 && strings.HasSuffix(base, ".jsonl"):
 			rep.Sessions++
+			rep.tick()
 			// A torn last line is a write a kill cut short, never
 			// acknowledged: not damage. What was acknowledged and is gone
 			// shows against the sidecar's count below.
@@ -159,6 +187,7 @@ func (s *Store) checkSessions(ctx context.Context, rep *CheckReport, add func(Pr
 			}
 		case base == session.TranscriptFile:
 			rep.Transcripts++
+			rep.tick()
 			s.checkLines(ctx, LayerSessions, name, add)
 		case base == session.MetaFile:
 			data, err := s.st.ReadFile(ctx, name)
@@ -243,6 +272,7 @@ func (s *Store) checkRuns(ctx context.Context, rep *CheckReport, add func(Proble
 				continue
 			}
 			rep.Runs++
+			rep.tick()
 			if dir == runlog.StateDir {
 				data, err := s.st.ReadFile(ctx, fi.Name)
 				if err == nil && !json.Valid(data) {

@@ -13,8 +13,13 @@ import (
 type GCOption func(*gcConfig)
 
 type gcConfig struct {
-	cas []cas.GCOption
+	cas      []cas.GCOption
+	progress func(refs int)
 }
+
+// GCProgress hears how many root refs GC has marked so far, as it goes
+// (for a progress display).
+func GCProgress(f func(refs int)) GCOption { return func(c *gcConfig) { c.progress = f } }
 
 // GCDryRun makes GC report what it would free and change nothing.
 func GCDryRun() GCOption { return func(c *gcConfig) { c.cas = append(c.cas, cas.GCDryRun()) } }
@@ -82,6 +87,7 @@ func (s *Store) GC(ctx context.Context, opts ...GCOption) (GCReport, error) {
 	}
 	var rep GCReport
 	counts := map[string]map[cas.Ref]struct{}{}
+	marked := 0
 	roots := func(yield func(cas.Ref, error) bool) {
 		for _, l := range s.layers(ctx) {
 			seen := map[cas.Ref]struct{}{}
@@ -92,6 +98,9 @@ func (s *Store) GC(ctx context.Context, opts ...GCOption) (GCReport, error) {
 					return
 				}
 				seen[r.Ref] = struct{}{}
+				if marked++; c.progress != nil {
+					c.progress(marked)
+				}
 				if !yield(r.Ref, nil) {
 					return
 				}

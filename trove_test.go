@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,4 +132,46 @@ func Example() {
 	// Output:
 	// deleted 0
 	// problems 0
+}
+
+// GC and Check tell a progress display how far they are, counting up to
+// what their reports say.
+func TestProgress(t *testing.T) {
+	ctx := context.Background()
+	s, err := trove.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(i)}, 4096))
+		msg := fmt.Sprintf(`{"role":"user","content":[{"type":"image","data":%q,"mimeType":"image/png"}],"timestamp":1}`, img)
+		if err := h.AppendMessage(ctx, json.RawMessage(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []int
+	rep, err := s.GC(ctx, trove.GCProgress(func(n int) { seen = append(seen, n) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 || seen[len(seen)-1] < rep.Live || !slices.IsSorted(seen) {
+		t.Errorf("GC progress %v for %d live refs", seen, rep.Live)
+	}
+	seen = nil
+	check, err := s.Check(ctx, trove.CheckProgress(func(n int) { seen = append(seen, n) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := check.Sessions + check.Transcripts + check.Checkpoints + check.Runs + check.Blobs
+	if want == 0 || len(seen) != want || seen[len(seen)-1] != want {
+		t.Errorf("Check progress %v, report %+v", seen, check)
+	}
 }

@@ -66,10 +66,9 @@ type RetryOptions struct {
 
 // Retry returns s with the calls that are safe to repeat tried again when
 // they fail transiently, written on Intercept: lookups and reads (a List
-// only before it yielded an entry; a stream only at its opening), WriteFile
-// (PutFile too) and EnsureDir (whole and idempotent), and WriteFrom from a
-// source that
-// can seek back. Never a write-once create, an append, a rename or an
+// only before it yielded an entry; a stream only at its opening), WriteFile,
+// PutFile and EnsureDir (whole and idempotent), and WriteFrom from a
+// source that can seek back. Never a write-once create, an append, a rename or an
 // unlink, whose second attempt could report the first one's success as a
 // failure.
 func Retry(s Storage, o RetryOptions) *Intercepted {
@@ -80,7 +79,7 @@ func Retry(s Storage, o RetryOptions) *Intercepted {
 	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
 		var rewind func() error
 		switch c.Op {
-		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "EnsureDir":
+		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "PutFile", "EnsureDir":
 		case "Open", "OpenRange", "OpenInfo":
 			return retry(ctx, o, 0, next) // the stream keeps the context
 		case "WriteFrom":

@@ -11,7 +11,8 @@ import (
 type Call struct {
 	// Op is the method: "EnsureDir", "Stat", "List", "ReadFile", "Open",
 	// "OpenRange", "ReadPrefix", "WriteFile", "WriteFrom", "CreateFile",
-	// "OpenInfo", "OpenWriter", "Rename", "Unlink", "Lock", "Close",
+	// "PutFile", "RemoveFile", "OpenInfo", "OpenWriter", "Rename", "Unlink",
+	// "Lock", "Close",
 	// "Capabilities", "Crash", and on the values calls return
 	// "Writer.Write", "Writer.Sync", "Writer.Close", "Reader.Read",
 	// "Reader.Close", "Unlocker.Unlock".
@@ -20,7 +21,7 @@ type Call struct {
 	// Crash; a stream's file for the calls on it). An interceptor may
 	// rewrite Name and To before the call: the inner store gets the result.
 	Name, To string
-	// Data is what a WriteFile, CreateFile or Writer.Write writes; an
+	// Data is what a WriteFile, CreateFile, PutFile or Writer.Write writes; an
 	// interceptor may shorten it (a short write).
 	Data []byte
 	// Src is WriteFrom's source; an interceptor may wrap it.
@@ -45,8 +46,9 @@ type Interceptor func(ctx context.Context, c *Call, next func(context.Context) e
 
 // Intercept returns s with ic around every call: one forwarder on which
 // decorators (Sub, spy, faults, retries, logging) are written as a
-// function each. It implements WriteOnce and WholeFile (through the
-// functions of those names on s) and Crasher (crashing s when it can).
+// function each. It implements WriteOnce (through CreateFile and OpenInfo on
+// s), WholeFile (PutFile and RemoveFile) and Crasher (crashing s when it
+// can).
 func Intercept(s Storage, ic Interceptor) *Intercepted {
 	return &Intercepted{inner: s, ic: ic}
 }
@@ -232,18 +234,17 @@ func (x *Intercepted) CreateFile(ctx context.Context, name string, data []byte) 
 	return x.do(ctx, c, func(ctx context.Context) error { return CreateFile(ctx, x.inner, c.Name, c.Data) })
 }
 
-// PutFile is the inner store's PutFile (see the PutFile function). To
-// interceptors it is the op "WriteFile": the same whole, atomic write,
-// which the inner store makes in fewer requests.
+// PutFile is the inner store's whole-file write (see the PutFile
+// function), as the op "PutFile".
 func (x *Intercepted) PutFile(ctx context.Context, name string, data []byte) error {
-	c := &Call{Op: "WriteFile", Name: name, Data: data, N: int64(len(data))}
+	c := &Call{Op: "PutFile", Name: name, Data: data, N: int64(len(data))}
 	return x.do(ctx, c, func(ctx context.Context) error { return PutFile(ctx, x.inner, c.Name, c.Data) })
 }
 
-// RemoveFile is the inner store's RemoveFile (see the RemoveFile
-// function). To interceptors it is the op "Unlink".
+// RemoveFile is the inner store's whole-file removal (see the RemoveFile
+// function), as the op "RemoveFile".
 func (x *Intercepted) RemoveFile(ctx context.Context, name string) error {
-	c := &Call{Op: "Unlink", Name: name}
+	c := &Call{Op: "RemoveFile", Name: name}
 	return x.do(ctx, c, func(ctx context.Context) error { return RemoveFile(ctx, x.inner, c.Name) })
 }
 

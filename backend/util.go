@@ -96,6 +96,7 @@ var subOps = map[string]struct {
 	"ReadFile": {"read", false}, "ReadPrefix": {"read", false},
 	"Open": {"open", false}, "OpenRange": {"open", false}, "OpenInfo": {"open", false}, "OpenWriter": {"open", false},
 	"WriteFile": {"write", false}, "WriteFrom": {"write", false}, "CreateFile": {"write", false},
+	"PutFile": {"write", false}, "RemoveFile": {"unlink", false},
 	"Rename": {"rename", false}, "Unlink": {"unlink", false}, "Lock": {"lock", false},
 }
 

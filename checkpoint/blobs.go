@@ -34,26 +34,32 @@ func fastRef(s string) (cas.Algorithm, [32]byte, bool) {
 	default:
 		return 0, d, false
 	}
-	for i := range 32 {
-		hi, ok1 := unhex(s[12+2*i])
-		lo, ok2 := unhex(s[13+2*i])
-		if !ok1 || !ok2 {
-			return 0, d, false
-		}
-		d[i] = hi<<4 | lo
+	h := s[12:]
+	var bad byte
+	for i := range d {
+		hi, lo := unhex[h[2*i]], unhex[h[2*i+1]]
+		bad |= hi | lo
+		d[i] = hi<<4 | lo&0xf
+	}
+	if bad&0xf0 != 0 {
+		return 0, d, false
 	}
 	return algo, d, true
 }
 
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// unhex maps lowercase hex digits to their value, anything else to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // casBlobs is the blobStore of any cas.Blobs. Manifests hold refs as
 // their text, so refs cross here. A store that batches small blobs into

@@ -389,6 +389,9 @@ func (x *storeSuite) concurrent(t *testing.T) {
 	}
 	wg.Wait()
 	// A second writer of the same session is refused, never interleaved.
+	// (Flushed first: until then the writer may hold the appends and the
+	// file may not be there to find.)
+	must(t, h.Flush(ctx))
 	if h2, err := s.Load(ctx, h.ID()); !errors.Is(err, session.ErrLocked) || !errors.Is(err, backend.ErrLocked) {
 		if h2 != nil {
 			h2.Close(ctx)

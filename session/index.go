@@ -437,9 +437,32 @@ func (d *idxDecoder) number() []byte {
 }
 
 func (d *idxDecoder) int() int64 {
-	v, err := strconv.ParseInt(string(d.number()), 10, 64)
-	if err != nil && d.err == nil {
-		d.err = err
+	n := d.number()
+	// Digits by hand: ten thousand records hold a dozen numbers each.
+	neg := len(n) > 0 && n[0] == '-'
+	digits := n
+	if neg {
+		digits = n[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		v, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil && d.err == nil {
+			d.err = err
+		}
+		return v
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			if d.err == nil {
+				d.err = fmt.Errorf("%w: index number %q", tree.ErrCorrupt, n)
+			}
+			return 0
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
 	}
 	return v
 }

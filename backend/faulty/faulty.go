@@ -114,6 +114,7 @@ var (
 	_ backend.Storage   = (*Storage)(nil)
 	_ backend.Crasher   = (*Storage)(nil)
 	_ backend.WriteOnce = (*Storage)(nil)
+	_ backend.WholeFile = (*Storage)(nil)
 )
 
 // New wraps inner with the given faults.
@@ -244,7 +245,7 @@ func (s *Storage) intercept(ctx context.Context, c *backend.Call, next func(cont
 		return err
 	}
 	switch op {
-	case "WriteFile", "CreateFile":
+	case "WriteFile", "CreateFile", "PutFile":
 		// Nothing reaches the inner store when the data does not fit, as
 		// a temp file that ran out of space is removed.
 		if s.reserve(len(c.Data)) < len(c.Data) {

@@ -35,7 +35,7 @@ func (c Call) String() string {
 }
 
 // mutating are the ops that can change what the store holds.
-var mutating = []string{"EnsureDir", "WriteFile", "CreateFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink"}
+var mutating = []string{"EnsureDir", "WriteFile", "CreateFile", "PutFile", "WriteFrom", "OpenWriter", "Writer.Write", "Rename", "Unlink", "RemoveFile"}
 
 // Mutates reports whether the call can change what the store holds. Locks,
 // syncs and closes do not count.

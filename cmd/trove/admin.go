@@ -69,7 +69,8 @@ func newGCCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("grace") {
 				opts = append(opts, troveapi.GCGrace(grace))
 			}
-			b := a.progress(-1, "collecting garbage")
+			b := a.progress(-1, "collecting garbage: refs marked")
+			opts = append(opts, troveapi.GCProgress(func(n int) { b.set(n, -1) }))
 			rep, err := ts.GC(ctx, opts...)
 			b.done()
 			if err != nil {
@@ -141,8 +142,8 @@ func newFsckCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b := a.progress(-1, "checking the store")
-			rep, err := ts.Check(ctx)
+			b := a.progress(-1, "checking the store: files and blobs read")
+			rep, err := ts.Check(ctx, troveapi.CheckProgress(func(n int) { b.set(n, -1) }))
 			b.done()
 			if err != nil {
 				return err

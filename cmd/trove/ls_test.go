@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
 )
 
@@ -62,4 +65,56 @@ func TestParseSince(t *testing.T) {
 			t.Fatalf("%q accepted", bad)
 		}
 	}
+}
+
+// Every abbreviation `trove ls` prints opens its session with `trove show`:
+// 1,000 sessions made within one minute (uuid v7 ids share their first
+// digits), each with a prompt of its own.
+func TestShowTakesTheAbbreviationLsPrints(t *testing.T) {
+	root := t.TempDir()
+	ctx := t.Context()
+	st, err := fs.NewOS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	n := 0
+	s, err := session.OpenStore(ctx, st, session.WithInlineBlobs(), session.WithClock(func() time.Time { n++; return at.Add(time.Duration(n) * 50 * time.Millisecond) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AppendMessage(ctx, json.RawMessage(fmt.Sprintf(`{"role":"user","content":"prompt number %d","timestamp":1}`, i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	code, out, errOut := trove(t, "", "--store", root, "--json", "ls", "--all")
+	if code != exitOK {
+		t.Fatalf("ls: %d %s", code, errOut)
+	}
+	var listed []struct {
+		ID           string `json:"id"`
+		ShortID      string `json:"short_id"`
+		FirstMessage string `json:"first_message"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1000 {
+		t.Fatalf("ls --json: %d sessions, %v", len(listed), err)
+	}
+	longest := 0
+	for _, l := range listed {
+		longest = max(longest, len(l.ShortID))
+		code, out, errOut := trove(t, "", "--store", root, "show", l.ShortID)
+		if code != exitOK || !strings.Contains(out, l.FirstMessage) || !strings.Contains(out, l.ID) {
+			t.Fatalf("show %s (%s): %d %s\n%s", l.ShortID, l.ID, code, errOut, out)
+		}
+	}
+	t.Logf("1,000 sessions in a minute: abbreviations of at most %d characters, each opens its session", longest)
 }
