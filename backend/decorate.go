@@ -66,9 +66,9 @@ type RetryOptions struct {
 
 // Retry returns s with the calls that are safe to repeat tried again when
 // they fail transiently, written on Intercept: lookups and reads (a List
-// only before it yielded an entry; a stream only at its opening), WriteFile
-// and EnsureDir (whole and idempotent), and WriteFrom from a source that
-// can seek back. Never a write-once create, an append, a rename or an
+// only before it yielded an entry; a stream only at its opening), WriteFile,
+// PutFile and EnsureDir (whole and idempotent), and WriteFrom from a
+// source that can seek back. Never a write-once create, an append, a rename or an
 // unlink, whose second attempt could report the first one's success as a
 // failure.
 func Retry(s Storage, o RetryOptions) *Intercepted {
@@ -79,7 +79,7 @@ func Retry(s Storage, o RetryOptions) *Intercepted {
 	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
 		var rewind func() error
 		switch c.Op {
-		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "EnsureDir":
+		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "PutFile", "EnsureDir":
 		case "Open", "OpenRange", "OpenInfo":
 			return retry(ctx, o, 0, next) // the stream keeps the context
 		case "WriteFrom":
@@ -95,31 +95,35 @@ func Retry(s Storage, o RetryOptions) *Intercepted {
 		default:
 			return next(ctx)
 		}
+		first := true
 		return retry(ctx, o, o.Timeout, func(ctx context.Context) error {
-			if c.Op == "List" && c.N > 0 {
-				return errNoRetry
-			}
-			if rewind != nil {
+			if !first && rewind != nil {
 				if err := rewind(); err != nil {
 					return err
 				}
 			}
-			return next(ctx)
+			first = false
+			err := next(ctx)
+			if err != nil && c.Op == "List" && c.N > 0 {
+				err = final{err} // entries went out: it cannot start over
+			}
+			return err
 		})
 	})
 }
 
-// errNoRetry stops retry: a List that already yielded cannot start over.
-var errNoRetry = errors.New("no retry")
+// final marks an error that no further attempt may follow.
+type final struct{ error }
+
+func (f final) Unwrap() error { return f.error }
 
 func retry(ctx context.Context, o RetryOptions, timeout time.Duration, f func(context.Context) error) error {
-	var last error
 	for try := 1; ; try++ {
 		err := attempt(ctx, timeout, f)
-		if errors.Is(err, errNoRetry) {
-			return last
+		var fe final
+		if errors.As(err, &fe) {
+			return fe.error
 		}
-		last = err
 		if err == nil || try >= o.Attempts || ctx.Err() != nil || !o.Transient(err) {
 			return err
 		}

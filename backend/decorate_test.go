@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -119,6 +120,8 @@ type flaky struct {
 	fails int
 	err   error
 	calls int
+	// midway fails a List after its first entry
+	midway error
 }
 
 func (f *flaky) hit(op string) error {
@@ -152,6 +155,26 @@ func (f *flaky) WriteFrom(ctx context.Context, name string, r io.Reader) (int64,
 		return 0, err
 	}
 	return f.Storage.WriteFrom(ctx, name, r)
+}
+
+// List fails before its first entry, or with midway after it.
+func (f *flaky) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
+	return func(yield func(backend.Info, error) bool) {
+		if err := f.hit("List"); err != nil {
+			yield(backend.Info{}, err)
+			return
+		}
+		for info, err := range f.Storage.List(ctx, dir) {
+			if !yield(info, err) {
+				return
+			}
+			if f.midway != nil {
+				f.calls++
+				yield(backend.Info{}, f.midway)
+				return
+			}
+		}
+	}
 }
 
 func (f *flaky) Stat(ctx context.Context, name string) (backend.Info, error) {
@@ -197,6 +220,24 @@ func TestRetry(t *testing.T) {
 	if data, _ := f.Storage.ReadFile(ctx, "g"); string(data) != "whole" {
 		t.Fatalf("a retried WriteFrom wrote %q", data)
 	}
+	list := func(s backend.Storage) (n int, err error) {
+		for _, err := range s.List(ctx, ".") {
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	f, s = newFlaky("List", 1, syscall.ECONNRESET)
+	if n, err := list(s); n != 1 || err != nil || f.calls != 2 {
+		t.Fatalf("List after a reset = %d entries, %v after %d calls", n, err, f.calls)
+	}
+	f, s = newFlaky("List", 0, nil)
+	f.midway = syscall.ECONNRESET
+	if n, err := list(s); n != 1 || !errors.Is(err, syscall.ECONNRESET) || f.calls != 2 { // one List, one midway failure
+		t.Fatalf("List failing midway = %d entries, %v after %d calls; want no second try", n, err, f.calls)
+	}
 	f, s = newFlaky("Stat", 0, nil)
 	if _, err := s.Stat(ctx, "f"); !errors.Is(err, backend.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || f.calls != 3 {
 		t.Fatalf("Stat that never answers = %v after %d calls", err, f.calls)
@@ -221,5 +262,51 @@ func TestLogged(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// wholeMem is mem with a WholeFile fast path that says it was taken.
+type wholeMem struct {
+	backend.Storage
+	took []string
+}
+
+func (w *wholeMem) PutFile(ctx context.Context, name string, data []byte) error {
+	w.took = append(w.took, "PutFile "+name)
+	return w.Storage.WriteFile(ctx, name, data)
+}
+
+func (w *wholeMem) RemoveFile(ctx context.Context, name string) error {
+	w.took = append(w.took, "RemoveFile "+name)
+	return w.Storage.Unlink(ctx, name)
+}
+
+// PutFile and RemoveFile reach the inner store's fast path through
+// decorators (here Sub over an interceptor), named as themselves.
+func TestInterceptWholeFile(t *testing.T) {
+	inner := &wholeMem{Storage: mem.New()}
+	var ops []string
+	s, err := backend.Sub(backend.Intercept(inner, func(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+		ops = append(ops, c.Op+" "+c.Name)
+		return next(ctx)
+	}), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := backend.PutFile(ctx, s, "f", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.RemoveFile(ctx, s, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.RemoveFile(ctx, s, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("RemoveFile of a removed file = %v", err)
+	}
+	if got := strings.Join(inner.took, ", "); got != "PutFile d/f, RemoveFile d/f, RemoveFile d/f" {
+		t.Fatalf("fast paths taken: %s", got)
+	}
+	if got := strings.Join(ops, ", "); got != "PutFile d/f, RemoveFile d/f, RemoveFile d/f" {
+		t.Fatalf("ops seen: %s", got)
 	}
 }

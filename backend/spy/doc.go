@@ -8,7 +8,8 @@
 // Ops are named after the methods, as in backend/faulty: "Capabilities",
 // "EnsureDir", "Stat", "List", "ReadFile", "Open", "OpenRange", "ReadPrefix",
 // "WriteFile", "WriteFrom", "OpenWriter", "CreateFile", "OpenInfo" (the
-// backend.WriteOnce fast path), "Rename", "Unlink", "Lock",
+// backend.WriteOnce fast path), "PutFile", "RemoveFile" (backend.WholeFile),
+// "Rename", "Unlink", "Lock",
 // "Close", "Crash", and on the values they return "Writer.Write",
 // "Writer.Sync", "Writer.Close", "Reader.Read", "Reader.Close",
 // "Unlocker.Unlock".
