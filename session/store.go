@@ -798,9 +798,10 @@ func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error
 	host, _ := os.Hostname()
 	holder, _ := json.Marshal(LockHolder{Host: host, PID: os.Getpid(), Since: s.cfg.now().UTC()})
 	holder = append(holder, '\n')
-	if _, ok := s.st.(backend.WriteOnce); ok {
-		// An atomic create-if-absent: one request on a bucket.
-		err = s.st.(backend.WriteOnce).CreateFile(ctx, lease, holder)
+	if s.st.Capabilities().WriteOnce {
+		// A native create-if-absent, atomic: one request on a bucket.
+		// (The CreateFile fallback looks, then writes: not a lock.)
+		err = backend.CreateFile(ctx, s.st, lease, holder)
 	} else {
 		var w backend.Writer
 		if w, err = s.st.OpenWriter(ctx, lease, backend.WriterOptions{Exclusive: true}); err == nil {
