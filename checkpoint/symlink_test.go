@@ -27,25 +27,7 @@ func TestSymlinksRoundTrip(t *testing.T) {
 	// A 200 MB file (sparse: cheap to make and to store), restored within
 	// bounded memory.
 	const bigSize = 200 << 20
-	bigPath := filepath.Join(dir, "data/big.bin")
-	if err := os.MkdirAll(filepath.Dir(bigPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	patchBig := func(off int64, text string) {
-		t.Helper()
-		f, err := os.OpenFile(bigPath, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			if err = f.Truncate(bigSize); err == nil {
-				_, err = f.WriteAt([]byte(text), off)
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	patchBig := sparseFile(t, filepath.Join(dir, "data/big.bin"), bigSize)
 	patchBig(0, "head")
 	patchBig(bigSize-4, "tail")
 	for name, target := range map[string]string{"rel": "a.txt", "abs": "/etc/hostname", "dangling": "nowhere", "out": "../.."} {
@@ -177,25 +159,7 @@ func TestRewindUndo(t *testing.T) {
 	// A 200 MB file (sparse: cheap to make and to store), restored within
 	// bounded memory.
 	const bigSize = 200 << 20
-	bigPath := filepath.Join(dir, "data/big.bin")
-	if err := os.MkdirAll(filepath.Dir(bigPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	patchBig := func(off int64, text string) {
-		t.Helper()
-		f, err := os.OpenFile(bigPath, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			if err = f.Truncate(bigSize); err == nil {
-				_, err = f.WriteAt([]byte(text), off)
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	patchBig := sparseFile(t, filepath.Join(dir, "data/big.bin"), bigSize)
 	patchBig(0, "head")
 	patchBig(bigSize-4, "tail")
 	for name, target := range map[string]string{"rel": "a.txt", "abs": "/etc/hostname", "dangling": "nowhere", "out": "../.."} {
@@ -374,5 +338,29 @@ func TestAnyBlobs(t *testing.T) {
 	var nilStore *cas.Store
 	if _, err := checkpoint.New(st, nilStore, ws); err == nil {
 		t.Error("a nil store was taken")
+	}
+}
+
+// sparseFile makes path a sparse file of size bytes and returns a function
+// that writes text at an offset of it.
+func sparseFile(t *testing.T, path string, size int64) func(off int64, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func(off int64, text string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			if err = f.Truncate(size); err == nil {
+				_, err = f.WriteAt([]byte(text), off)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
