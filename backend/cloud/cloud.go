@@ -307,6 +307,12 @@ func (s *Storage) put(ctx context.Context, key string, r io.Reader) error {
 // ending) cancels the upload, so nothing partial becomes visible.
 func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
 	s.clearWay(key)
+	// key becomes a file: no longer known not to be one. (This, not a
+	// removal, is what can make a parent a file: the cache survives
+	// unlinks.)
+	s.mu.Lock()
+	delete(s.notFile, key)
+	s.mu.Unlock()
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ar := &abortReader{ctx: ctx, r: r, cancel: cancel, start: -1}

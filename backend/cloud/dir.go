@@ -179,7 +179,6 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 	if err := s.begin(ctx, op, name, false); err != nil {
 		return err
 	}
-	s.forgetDirs()
 	err := s.b.Delete(ctx, enc(name))
 	switch {
 	case err == nil:
@@ -253,7 +252,6 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 	if _, err := s.replace(ctx, op, to, src); err != nil {
 		return err
 	}
-	s.forgetDirs()
 	if err := s.b.Delete(ctx, enc(from)); err != nil && !isNotFound(err) {
 		return fail(op, from, err)
 	}

@@ -44,12 +44,6 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 	return nil
 }
 
-func (s *Storage) forgetDirs() {
-	s.mu.Lock()
-	clear(s.notFile)
-	s.mu.Unlock()
-}
-
 // replace makes r the content of name in one atomic step. A file without
 // segments is one object, replaced in place. A file with segments gets a
 // write base: an empty segment claims the next number (so a writer racing

@@ -73,6 +73,5 @@ func (s *Storage) RemoveFile(ctx context.Context, name string) error {
 	if err := s.begin(ctx, op, name, false); err != nil {
 		return err
 	}
-	s.forgetDirs()
 	return fail(op, name, s.b.Delete(ctx, enc(name)))
 }
