@@ -72,8 +72,8 @@ type entryResult struct {
 func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock = unlock
-	// A fresh session's sidecar files are new names: created write-once,
-	// one request each on a bucket.
+	// Sidecar files are written whole (one request each on a bucket); a
+	// fresh session's are new names, created write-once.
 	write := func(ctx context.Context, name string, data []byte) error {
 		return backend.PutFile(ctx, s.st, name, data)
 	}
