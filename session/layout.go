@@ -11,7 +11,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trovekit/trove/backend"
@@ -247,19 +246,10 @@ func readInfos(ctx context.Context, st backend.Storage, files []backend.Info, d 
 			}
 			batch := files[start:min(start+window, len(files))]
 			results := make([]result, len(batch))
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, conc)
-			for i, fi := range batch {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
-					info, err := readInfo(ctx, st, fi)
-					results[i] = result{info, err}
-				}()
-			}
-			wg.Wait()
+			parallel(len(batch), conc, func(i int) {
+				info, err := readInfo(ctx, st, batch[i])
+				results[i] = result{info, err}
+			})
 			for i, r := range results {
 				if r.err != nil {
 					if errors.Is(r.err, tree.ErrNoHeader) || errors.Is(r.err, fs.ErrNotExist) {
