@@ -107,7 +107,7 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 			meta.count(e)
 		}
 		meta.Model = cmpOr(meta.Model, srcMeta.Model)
-		err = s.writeMeta(ctx, meta)
+		err = s.writeMeta(ctx, meta, false)
 	}
 	if err != nil {
 		// Leave nothing: no half session.

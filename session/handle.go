@@ -72,21 +72,13 @@ type entryResult struct {
 func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock = unlock
-	// Sidecar files are written whole (one request each on a bucket); a
-	// fresh session's are new names, created write-once.
-	write := func(ctx context.Context, name string, data []byte) error {
-		return backend.PutFile(ctx, s.st, name, data)
-	}
 	if fresh {
-		write = func(ctx context.Context, name string, data []byte) error {
-			return backend.CreateFile(ctx, s.st, name, data)
-		}
-		if err := s.writeMetaWith(ctx, meta, write); err != nil {
+		if err := s.writeMeta(ctx, meta, true); err != nil {
 			h.Close(ctx)
 			return nil, err
 		}
 	}
-	if err := s.markOpen(ctx, sess.Name(), write); err != nil {
+	if err := s.markOpen(ctx, sess.Name(), fresh); err != nil {
 		h.Close(ctx)
 		return nil, err
 	}
@@ -447,7 +439,7 @@ func (h *Handle) syncMeta(ctx context.Context) {
 	edited := h.edited
 	h.dirty, h.edited = false, false
 	h.mu.Unlock()
-	if err := h.store.writeMeta(ctx, m); err != nil {
+	if err := h.store.writeMeta(ctx, m, false); err != nil {
 		h.latch(err)
 		return
 	}

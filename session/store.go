@@ -605,25 +605,29 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 	}
 	update(&m)
 	m.ID, m.Path = sess.Header().ID, name
-	if err := s.writeMeta(ctx, m); err != nil {
+	if err := s.writeMeta(ctx, m, false); err != nil {
 		return err
 	}
 	s.forget(ctx, name)
 	return nil
 }
 
-func (s *Store) writeMeta(ctx context.Context, m Metadata) error {
-	return s.writeMetaWith(ctx, m, func(ctx context.Context, name string, data []byte) error {
-		return backend.PutFile(ctx, s.st, name, data)
-	})
-}
-
-func (s *Store) writeMetaWith(ctx context.Context, m Metadata, write func(context.Context, string, []byte) error) error {
+func (s *Store) writeMeta(ctx context.Context, m Metadata, fresh bool) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return write(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'))
+	return s.putSidecar(ctx, backend.Join(SidecarDir(m.Path), MetaFile), append(data, '\n'), fresh)
+}
+
+// putSidecar writes a small file of a session's that is always written
+// whole (one request on a bucket); a fresh session's are new names,
+// created write-once.
+func (s *Store) putSidecar(ctx context.Context, name string, data []byte, fresh bool) error {
+	if fresh {
+		return backend.CreateFile(ctx, s.st, name, data)
+	}
+	return backend.PutFile(ctx, s.st, name, data)
 }
 
 // Metadata returns the metadata of the session ref: its sidecar, or what

@@ -154,9 +154,9 @@ func (a *Appender) Err() error { return a.err }
 // Opened reports whether the file has been opened for appending.
 func (a *Appender) Opened() bool { return a.w != nil }
 
-// Latch records err as the appender's first error and returns the latched
-// one: for failures of its owner's own that must stop later appends.
-func (a *Appender) Latch(err error) error {
+// latch records err as the appender's first error and returns the latched
+// one.
+func (a *Appender) latch(err error) error {
 	if a.err == nil && err != nil {
 		a.err = err
 	}
@@ -173,11 +173,11 @@ func (a *Appender) Write(ctx context.Context, lines []byte) error {
 	}
 	if a.w == nil {
 		if err := a.open(ctx); err != nil {
-			return a.Latch(err)
+			return a.latch(err)
 		}
 	}
 	if _, err := a.w.Write(lines); err != nil {
-		return a.Latch(err)
+		return a.latch(err)
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func (a *Appender) Sync() error {
 	if a.err != nil || a.w == nil {
 		return a.err
 	}
-	return a.Latch(a.w.Sync())
+	return a.latch(a.w.Sync())
 }
 
 // Close syncs and closes the file; it returns the latched error, if any.
@@ -217,7 +217,7 @@ func (a *Appender) Close() error {
 	}
 	err := a.Sync()
 	if cerr := a.w.Close(); err == nil && cerr != nil {
-		err = a.Latch(cerr)
+		err = a.latch(cerr)
 	}
 	a.w = nil
 	return err
