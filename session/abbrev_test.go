@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -63,6 +64,76 @@ func TestMatchID(t *testing.T) {
 	for ref, want := range map[string]bool{"01a2": true, "a3d6": true, "aa3d6": true, "3d6": false, "": true, "x": false, id: true, "bab0": false} {
 		if got := MatchID(id, ref); got != want {
 			t.Errorf("MatchID(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}
+
+// abbrevByCounting is the plain definition Abbrev must agree with: for
+// each length from MinAbbrev, count every id's suffix and prefix.
+func abbrevByCounting(ids []string) map[string]string {
+	out := map[string]string{}
+	maxLen := 0
+	for _, id := range ids {
+		maxLen = max(maxLen, len(id))
+	}
+	for n := MinAbbrev; n <= maxLen; n++ {
+		suffixes, prefixes := map[string]int{}, map[string]int{}
+		for _, id := range ids {
+			if len(id) >= n {
+				suffixes[id[len(id)-n:]]++
+				prefixes[id[:n]]++
+			}
+		}
+		for _, id := range ids {
+			if _, ok := out[id]; ok || len(id) < n {
+				continue
+			}
+			suf := id[len(id)-n:]
+			others := prefixes[suf]
+			if id[:n] == suf {
+				others--
+			}
+			if suffixes[suf] == 1 && others == 0 && n < len(id) {
+				out[id] = suf
+			}
+		}
+	}
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			out[id] = id
+		}
+	}
+	return out
+}
+
+func TestAbbrevAgreesWithCounting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab0-"
+	for round := range 2000 {
+		var ids []string
+		for range 1 + rng.IntN(12) {
+			b := make([]byte, 1+rng.IntN(9))
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			ids = append(ids, string(b))
+		}
+		if round%5 == 0 {
+			ids = append(ids, ids[0]) // a duplicate
+		}
+		got, want := Abbrev(ids), abbrevByCounting(ids)
+		for _, id := range ids {
+			if got[id] != want[id] {
+				t.Fatalf("ids %q: Abbrev(%q) = %q, want %q", ids, id, got[id], want[id])
+			}
+			// What it gives resolves to the id alone.
+			if a := got[id]; a != id {
+				for _, o := range ids {
+					if o != id && MatchID(o, a) {
+						t.Fatalf("ids %q: %q abbreviates %q and %q", ids, a, id, o)
+					}
+				}
+			}
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/internal/jsonscan"
@@ -67,6 +68,7 @@ type idxRec struct {
 	side int64 // the sidecar directory's time (0 where unknown): meta.json moved
 	skip bool  // not a session (no header): remembered so it is not reread
 	meta Metadata
+	dir  string // the cwd directory, set by listDir (not stored)
 }
 
 type dirIndex struct {
@@ -78,7 +80,7 @@ type dirIndex struct {
 // listDir returns the metadata of the sessions in one cwd directory, from
 // its index where that is current, rebuilding what is not. fi is the
 // directory's Info, read before anything in it.
-func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refresh bool) ([]Metadata, error) {
+func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refresh bool) ([]*idxRec, error) {
 	idx := s.readIndex(ctx, dir)
 	caps := s.st.Capabilities()
 	dirTimes := caps.Directories && caps.CrossProcess && !fi.ModTime.IsZero()
@@ -155,15 +157,12 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 			s.cfg.log.Warn("trove/session: could not write the listing index", "dir", dir, "err", err)
 		}
 	}
-	out := make([]Metadata, 0, len(idx.recs))
-	hash := backend.Base(dir)
+	out := make([]*idxRec, 0, len(idx.recs))
 	for _, r := range idx.recs {
-		if r.skip {
-			continue
+		if !r.skip {
+			r.dir = dir
+			out = append(out, r)
 		}
-		m := r.meta
-		m.Path, m.ProjectHash = dir+"/"+r.base, hash
-		out = append(out, m)
 	}
 	return out, nil
 }
@@ -254,7 +253,7 @@ func (s *Store) readIndex(ctx context.Context, dir string) *dirIndex {
 	if err != nil {
 		return idx
 	}
-	if err := decodeIndex(data, backend.Base(dir), idx); err != nil {
+	if err := decodeIndex(data, idx); err != nil {
 		s.cfg.log.Debug("trove/session: rebuilding a damaged listing index", "dir", dir, "err", err)
 		return &dirIndex{recs: map[string]*idxRec{}}
 	}
@@ -306,7 +305,9 @@ func encodeIndex(idx *dirIndex) []byte {
 	return b
 }
 
-func decodeIndex(data []byte, hash string, idx *dirIndex) error {
+// decodeIndex reads an index into idx. The records' strings share data's
+// memory, which the caller must leave unchanged.
+func decodeIndex(data []byte, idx *dirIndex) error {
 	line, rest, _ := bytes.Cut(data, []byte("\n"))
 	ms, ok := jsonscan.SplitObject(line)
 	if !ok {
@@ -323,9 +324,10 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 		}
 	}
 	var cwd string // shared by the records of a directory, mostly
-	// One string for the whole index: the records' strings are slices of
-	// it, not an allocation each.
-	text := string(rest)
+	// The records' strings are slices of the index, not an allocation
+	// each; the records one array.
+	text := unsafe.String(unsafe.SliceData(rest), len(rest))
+	recs := make([]idxRec, 0, bytes.Count(rest, []byte("\n"))+1)
 	off := 0
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
@@ -336,7 +338,8 @@ func decodeIndex(data []byte, hash string, idx *dirIndex) error {
 		d := idxDecoder{b: line, s: text[off : off+len(line)]}
 		off += len(line) + 1
 		d.expect('[')
-		r := &idxRec{base: d.str(), size: d.int(), mod: d.int(), side: d.int(), skip: d.int() != 0}
+		recs = append(recs, idxRec{base: d.str(), size: d.int(), mod: d.int(), side: d.int(), skip: d.int() != 0})
+		r := &recs[len(recs)-1]
 		m := &r.meta
 		m.ID = d.str()
 		if cs, ce, esc := d.span(); d.err == nil && (cwd == "" || d.s[cs:ce] != cwd || esc) {
@@ -521,47 +524,89 @@ type Query struct {
 // by id), from the listing index.
 func (s *Store) Query(ctx context.Context, q Query) iter.Seq2[Metadata, error] {
 	return func(yield func(Metadata, error) bool) {
-		all, err := s.collect(ctx, q.Cwd, q.Refresh)
+		list, err := s.Select(ctx, q)
 		if err != nil {
 			yield(Metadata{}, err)
 			return
 		}
-		match := strings.ToLower(q.Match)
-		// Sorted by position: moving indices, not metadata.
-		order := make([]int32, 0, len(all))
-		for i := range all {
-			m := &all[i]
-			if q.Cwd != "" && m.Cwd != q.Cwd {
-				continue // another cwd that encodes the same
-			}
-			if !q.Since.IsZero() && m.UpdatedAt.Before(q.Since) {
-				continue
-			}
-			if match != "" && !strings.Contains(strings.ToLower(m.Title), match) && !strings.Contains(strings.ToLower(m.FirstMessage), match) {
-				continue
-			}
-			order = append(order, int32(i))
-		}
-		slices.SortFunc(order, func(i, j int32) int {
-			a, b := &all[i], &all[j]
-			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(b.ID, a.ID)
-		})
-		if q.Limit > 0 && len(order) > q.Limit {
-			order = order[:q.Limit]
-		}
-		for _, i := range order {
-			if !yield(all[i], nil) {
+		for _, m := range list {
+			if !yield(m, nil) {
 				return
 			}
 		}
 	}
 }
 
+// Select returns what Query yields, as one slice: listing ten thousand
+// sessions then copies each record once.
+func (s *Store) Select(ctx context.Context, q Query) ([]Metadata, error) {
+	all, err := s.collect(ctx, q.Cwd, q.Refresh)
+	if err != nil {
+		return nil, err
+	}
+	match := strings.ToLower(q.Match)
+	keep := all[:0]
+	for _, r := range all {
+		m := &r.meta
+		if q.Cwd != "" && m.Cwd != q.Cwd {
+			continue // another cwd that encodes the same
+		}
+		if !q.Since.IsZero() && m.UpdatedAt.Before(q.Since) {
+			continue
+		}
+		if match != "" && !strings.Contains(strings.ToLower(m.Title), match) && !strings.Contains(strings.ToLower(m.FirstMessage), match) {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	// Sorted by a number first: comparing times costs more than the rest.
+	type item struct {
+		at int64
+		r  *idxRec
+	}
+	order := make([]item, len(keep))
+	for i, r := range keep {
+		order[i] = item{unixNano(r.meta.UpdatedAt), r}
+	}
+	slices.SortFunc(order, func(a, b item) int {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
+			return c
+		}
+		if c := b.r.meta.UpdatedAt.Compare(a.r.meta.UpdatedAt); c != 0 {
+			return c // outside what nanoseconds since 1970 hold
+		}
+		return cmp.Compare(b.r.meta.ID, a.r.meta.ID)
+	})
+	if q.Limit > 0 && len(order) > q.Limit {
+		order = order[:q.Limit]
+	}
+	for i, o := range order {
+		keep[i] = o.r
+	}
+	return metadataOf(keep[:len(order)]), nil
+}
+
+// metadataOf copies records out with their paths, which share one
+// allocation.
+func metadataOf(recs []*idxRec) []Metadata {
+	n := 0
+	for _, r := range recs {
+		n += len(r.dir) + 1 + len(r.base)
+	}
+	paths := make([]byte, 0, n)
+	out := make([]Metadata, len(recs))
+	for i, r := range recs {
+		start := len(paths)
+		paths = append(append(append(paths, r.dir...), '/'), r.base...)
+		out[i] = r.meta
+		out[i].Path = unsafe.String(&paths[start], len(paths)-start)
+		out[i].ProjectHash = backend.Base(r.dir)
+	}
+	return out
+}
+
 // collect reads the index of cwd's directory, or of every directory.
-func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]Metadata, error) {
+func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]*idxRec, error) {
 	if cwd != "" {
 		dir := CwdDir(cwd)
 		if !s.st.Capabilities().Directories {
@@ -590,7 +635,7 @@ func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]Metada
 			dirs = append(dirs, fi)
 		}
 	}
-	parts := make([][]Metadata, len(dirs))
+	parts := make([][]*idxRec, len(dirs))
 	errs := make([]error, len(dirs))
 	parallel(len(dirs), 4, func(i int) {
 		parts[i], errs[i] = s.listDir(ctx, dirs[i].Name, dirs[i], refresh)

@@ -35,7 +35,7 @@ func TestIndexRoundTrip(t *testing.T) {
 		}}
 	}
 	got := &dirIndex{recs: map[string]*idxRec{}}
-	if err := decodeIndex(encodeIndex(idx), "h", got); err != nil {
+	if err := decodeIndex(encodeIndex(idx), got); err != nil {
 		t.Fatal(err)
 	}
 	if got.dirMod != idx.dirMod || !reflect.DeepEqual(got.open, idx.open) || len(got.recs) != len(idx.recs) {
@@ -57,7 +57,7 @@ func FuzzDecodeIndex(f *testing.F) {
 	f.Add([]byte(`{"trove_index":1}` + "\n" + `["a.jsonl",1,2,3,0,"i","c","t","m",-1,1,2,3,4,5,6,0.5,"","","",""]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got := &dirIndex{recs: map[string]*idxRec{}}
-		if err := decodeIndex(data, "h", got); err != nil {
+		if err := decodeIndex(data, got); err != nil {
 			return
 		}
 		for base, r := range got.recs {

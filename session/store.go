@@ -373,14 +373,16 @@ func (s *Store) Find(ctx context.Context, ref string) (string, error) {
 		return "", err
 	}
 	ae := &AmbiguousError{Prefix: ref}
-	for _, m := range all {
-		if m.ID == ref {
-			return m.Path, nil
+	var match []*idxRec
+	for _, r := range all {
+		if r.meta.ID == ref {
+			return r.dir + "/" + r.base, nil
 		}
-		if MatchID(m.ID, ref) {
-			ae.Candidates = append(ae.Candidates, m)
+		if MatchID(r.meta.ID, ref) {
+			match = append(match, r)
 		}
 	}
+	ae.Candidates = metadataOf(match)
 	switch len(ae.Candidates) {
 	case 0:
 		return "", &fs.PathError{Op: "find", Path: ref, Err: fs.ErrNotExist}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ func TestListedJSONAsPrintJSON(t *testing.T) {
 		want = append(want, n)
 	}
 	wantJSON, _ := json.Marshal(want)
-	got := appendListed(nil, list, short)
+	got := listJSON(t, list, short)
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("ls --json is not JSON: %v\n%s", err, got)
@@ -47,9 +49,51 @@ func TestListedJSONAsPrintJSON(t *testing.T) {
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("ls --json:\n%s\nwant:\n%s", got, wantJSON)
 	}
-	if string(appendListed(nil, nil, nil)) != "[]\n" {
+	if string(listJSON(t, nil, nil)) != "[]\n" {
 		t.Fatal("an empty listing is not []")
 	}
+	// A long listing is written in chunks: one array, in order.
+	long := make([]session.Metadata, 2501)
+	for i := range long {
+		long[i] = list[i%2]
+		long[i].ID = fmt.Sprint(i)
+	}
+	var ids []struct{ ID string }
+	if err := json.Unmarshal(listJSON(t, long, short), &ids); err != nil || len(ids) != len(long) {
+		t.Fatalf("a listing of %d: %d sessions, %v", len(long), len(ids), err)
+	}
+	for i, m := range ids {
+		if m.ID != fmt.Sprint(i) {
+			t.Fatalf("session %d of the listing is %s", i, m.ID)
+		}
+	}
+}
+
+func listJSON(t *testing.T, list []session.Metadata, short map[string]string) []byte {
+	var b bytes.Buffer
+	if err := writeListed(&b, list, short); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A listing whose reader went away stops with the write error.
+func TestListedStopsAtAWriteError(t *testing.T) {
+	list := make([]session.Metadata, 5000)
+	w := &failAfter{n: 3}
+	if err := writeListed(w, list, nil); err == nil || w.n != 0 {
+		t.Fatalf("writeListed = %v after %d writes left", err, w.n)
+	}
+}
+
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if f.n == 0 {
+		return 0, io.ErrClosedPipe
+	}
+	f.n--
+	return len(b), nil
 }
 
 func TestParseSince(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -87,31 +88,24 @@ unique abbreviation, accepted wherever an id is.`,
 			if err != nil {
 				return err
 			}
-			list := []session.Metadata{}
-			for m, err := range s.Query(ctx, q) {
-				if err != nil {
-					return err
-				}
-				list = append(list, m)
+			list, err := s.Select(ctx, q)
+			if err != nil {
+				return err
 			}
 			// Abbreviations must be unique across the store, not the listing.
-			var ids []string
-			if q.Cwd == "" && q.Limit == 0 && q.Since.IsZero() && q.Match == "" {
-				for _, m := range list {
-					ids = append(ids, m.ID)
+			every := list
+			if q.Cwd != "" || q.Limit != 0 || !q.Since.IsZero() || q.Match != "" {
+				if every, err = s.Select(ctx, session.Query{}); err != nil {
+					return err
 				}
-			} else {
-				for m, err := range s.Query(ctx, session.Query{}) {
-					if err != nil {
-						return err
-					}
-					ids = append(ids, m.ID)
-				}
+			}
+			ids := make([]string, len(every))
+			for i, m := range every {
+				ids[i] = m.ID
 			}
 			short := session.Abbrev(ids)
 			if a.jsonOut {
-				_, err := a.stdout.Write(appendListed(make([]byte, 0, 1024*len(list)+16), list, short))
-				return err
+				return writeListed(a.stdout, list, short)
 			}
 			width := 4
 			for _, m := range list {
@@ -150,71 +144,103 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, errors.New("want a duration (36h), an RFC 3339 time or a date (2026-11-24)")
 }
 
-// appendListed writes `trove ls --json`: the sessions' metadata with their
-// short ids, keys in snake_case and sorted, times in UTC milliseconds, as
-// printJSON would, by hand: ten thousand sessions print in milliseconds.
-func appendListed(b []byte, list []session.Metadata, short map[string]string) []byte {
+// writeListed writes `trove ls --json`: an array of the sessions'
+// metadata with their short ids, one session per line, keys in snake_case
+// and sorted, times in UTC milliseconds, as printJSON would say it, by
+// hand: ten thousand sessions print in milliseconds. Two encoders take
+// turns at chunks of the list, written in order as they come, so a long
+// listing is never whole in memory.
+func writeListed(w io.Writer, list []session.Metadata, short map[string]string) error {
 	if len(list) == 0 {
-		return append(b, "[]\n"...)
+		_, err := io.WriteString(w, "[]\n")
+		return err
 	}
-	b = append(b, "[\n"...)
+	if _, err := io.WriteString(w, "[\n"); err != nil {
+		return err
+	}
+	const chunk, workers = 256, 2
+	n := (len(list) + chunk - 1) / chunk
+	stop := make(chan struct{})
+	defer close(stop)
+	var out, free [workers]chan []byte
+	for k := range workers {
+		out[k], free[k] = make(chan []byte, 1), make(chan []byte, 2)
+		free[k] <- nil
+		free[k] <- nil
+		go func() {
+			for i := k; i < n; i += workers {
+				var b []byte
+				select {
+				case b = <-free[k]:
+				case <-stop:
+					return
+				}
+				b = appendSessions(b[:0], list[i*chunk:min((i+1)*chunk, len(list))], short)
+				if i == n-1 {
+					b = append(b[:len(b)-2], '\n') // no comma after the last
+				}
+				select {
+				case out[k] <- b:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		b := <-out[i%workers]
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		free[i%workers] <- b
+	}
+	_, err := io.WriteString(w, "]\n")
+	return err
+}
+
+// appendSessions writes one JSON object per session, each followed by
+// ",\n".
+func appendSessions(b []byte, list []session.Metadata, short map[string]string) []byte {
 	str := func(b []byte, key, v string, omitEmpty bool) []byte {
 		if omitEmpty && v == "" {
 			return b
 		}
-		b = append(b, "    \""...)
 		b = append(b, key...)
-		b = append(b, "\": "...)
-		return append(jsonw.AppendString(b, v), ",\n"...)
+		return append(jsonw.AppendString(b, v), ',')
 	}
 	num := func(b []byte, key string, v int64) []byte {
-		b = append(b, "    \""...)
 		b = append(b, key...)
-		b = append(b, "\": "...)
-		return append(strconv.AppendInt(b, v, 10), ",\n"...)
+		return append(strconv.AppendInt(b, v, 10), ',')
 	}
-	tm := func(b []byte, key string, t time.Time) []byte {
-		b = append(b, "    \""...)
-		b = append(b, key...)
-		b = append(b, "\": \""...)
-		b = t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-		return append(b, "\",\n"...)
-	}
-	for i, m := range list {
-		b = append(b, "  {\n"...)
-		b = str(b, "agent_name", m.AgentName, true)
-		b = tm(b, "created_at", m.CreatedAt)
-		b = str(b, "cwd", m.Cwd, false)
-		b = str(b, "exit_reason", m.ExitReason, true)
-		b = str(b, "first_message", m.FirstMessage, true)
-		b = str(b, "id", m.ID, false)
-		b = num(b, "input_tokens", m.InputTokens)
-		b = num(b, "message_count", int64(m.MessageCount))
-		b = str(b, "model", m.Model, true)
-		b = num(b, "output_tokens", m.OutputTokens)
-		b = str(b, "parent_id", m.ParentID, true)
-		b = str(b, "path", m.Path, false)
-		b = str(b, "project_hash", m.ProjectHash, false)
-		b = str(b, "short_id", short[m.ID], false)
-		b = str(b, "title", m.Title, true)
-		b = append(b, "    \"total_cost_usd\": "...)
+	for _, m := range list {
+		b = append(b, '{')
+		b = str(b, `"agent_name":`, m.AgentName, true)
+		b = append(jsonw.AppendTime(append(b, `"created_at":`...), m.CreatedAt), ',')
+		b = str(b, `"cwd":`, m.Cwd, false)
+		b = str(b, `"exit_reason":`, m.ExitReason, true)
+		b = str(b, `"first_message":`, m.FirstMessage, true)
+		b = str(b, `"id":`, m.ID, false)
+		b = num(b, `"input_tokens":`, m.InputTokens)
+		b = num(b, `"message_count":`, int64(m.MessageCount))
+		b = str(b, `"model":`, m.Model, true)
+		b = num(b, `"output_tokens":`, m.OutputTokens)
+		b = str(b, `"parent_id":`, m.ParentID, true)
+		b = str(b, `"path":`, m.Path, false)
+		b = str(b, `"project_hash":`, m.ProjectHash, false)
+		b = str(b, `"short_id":`, short[m.ID], false)
+		b = str(b, `"title":`, m.Title, true)
+		b = append(b, `"total_cost_usd":`...)
 		if c := m.CostUSD; math.IsNaN(c) || math.IsInf(c, 0) {
 			b = append(b, '0')
 		} else {
 			b = strconv.AppendFloat(b, c, 'g', -1, 64)
 		}
-		b = append(b, ",\n"...)
-		b = num(b, "total_tokens", m.TotalTokens)
-		b = num(b, "turn_count", int64(m.TurnCount))
-		b = tm(b, "updated_at", m.UpdatedAt)
-		b = b[:len(b)-2] // the last member's comma
-		b = append(b, "\n  }"...)
-		if i < len(list)-1 {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
+		b = num(append(b, ','), `"total_tokens":`, m.TotalTokens)
+		b = num(b, `"turn_count":`, int64(m.TurnCount))
+		b = jsonw.AppendTime(append(b, `"updated_at":`...), m.UpdatedAt)
+		b = append(b, "},\n"...)
 	}
-	return append(b, "]\n"...)
+	return b
 }
 
 func firstNonEmpty(s ...string) string {

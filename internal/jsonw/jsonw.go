@@ -6,6 +6,7 @@ package jsonw
 
 import (
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,10 +16,7 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		// Copy a run of bytes that need no escape at once: most text is.
-		j := i
-		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
-			j++
-		}
+		j := safeRun(s, i)
 		b = append(b, s[i:j]...)
 		if i = j; i == len(s) {
 			break
@@ -53,4 +51,43 @@ func AppendString(b []byte, s string) []byte {
 		i += n
 	}
 	return append(b, '"')
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// safeRun returns the end of the run of bytes from i that need no escape:
+// ASCII from 0x20 on, neither '"' nor '\\'. It looks at 8 bytes at a time.
+func safeRun(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		// A byte below 0x20, a zero byte of q or bs, or a high bit.
+		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs|w)&highs != 0 {
+			break
+		}
+	}
+	for i < len(s) && s[i] >= 0x20 && s[i] < utf8.RuneSelf && s[i] != '"' && s[i] != '\\' {
+		i++
+	}
+	return i
+}
+
+// AppendTime appends t in UTC with milliseconds, as JSON strings of times
+// are written everywhere in trove: "2006-01-02T15:04:05.000Z".
+func AppendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return append(t.AppendFormat(append(b, '"'), "2006-01-02T15:04:05.000Z07:00"), '"')
+	}
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b, '"', byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
