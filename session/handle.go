@@ -11,29 +11,40 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/internal/jsonl"
-	"github.com/trovekit/trove/internal/jsonscan"
 	"github.com/trovekit/trove/session/tree"
 )
 
-// Handle is a session open for writing. Appends go to a background writer
-// through a bounded queue and return without waiting for the disk; the
-// writer appends whatever has queued up as one batch and makes it durable
-// with one sync (group commit). Flush waits until everything queued before
-// it is durable. The first write error is latched: every later call
-// returns it. A Handle is safe for concurrent use.
+// Handle is a session open for writing. An append is checked in the
+// caller's goroutine and queued; it returns without waiting for the disk.
+// A background writer takes the whole queue when it must (a Flush, an
+// entry whose id is asked for, 256 KiB held, the sync interval, a full
+// queue), appends it as one batch and makes it durable with one sync
+// (group commit): a message costs no wake-up of its own. Flush waits until
+// everything queued before it is durable. The first write error is
+// latched: every later call returns it. A Handle is safe for concurrent
+// use.
 type Handle struct {
 	store  *Store // nil for a NoopStore handle
 	sess   *tree.Session
 	unlock func()
 	ctx    context.Context // the writer's: the opener's values, never cancelled
-
-	sendMu sync.RWMutex // held to send; Close takes it to stop sends
-	closed bool
-	q      chan op
+	limit  int             // ops queued before a sender waits
+	timer  *time.Timer     // wakes the writer when held appends are due
+	wake   chan struct{}   // one pending wake-up of the writer
 	done   chan struct{}
 
-	synced  time.Time // the writer's last sync (the writer's own)
-	pending int       // bytes appended and not yet written (the writer's own)
+	qmu    sync.Mutex // guards the queue and what follows; taken before mu
+	queue  []op
+	spare  []op // the writer's last batch, reused
+	qbytes int  // message and transcript bytes queued
+	closed bool
+	armed  bool          // the timer runs
+	due    bool          // the timer fired: sync what is held
+	taken  chan struct{} // closed when the writer takes the queue
+
+	synced   time.Time // the writer's last sync (the writer's own)
+	pending  int       // bytes appended and not yet written (the writer's own)
+	unsynced bool      // written and not yet synced (the writer's own)
 
 	mu       sync.Mutex // guards what follows
 	meta     Metadata
@@ -56,7 +67,8 @@ const (
 
 type op struct {
 	kind   opKind
-	data   json.RawMessage
+	data   json.RawMessage // a transcript line
+	prep   *tree.Prepared  // a message
 	entry  tree.EntryData
 	reply  chan error
 	result chan entryResult // opEntry: the new entry's id, or why not
@@ -86,10 +98,33 @@ func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fre
 }
 
 func newHandle(ctx context.Context, s *Store, sess *tree.Session, meta Metadata, queue int) *Handle {
-	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx),
-		q: make(chan op, queue), done: make(chan struct{})}
+	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx), limit: max(queue, 1),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), taken: make(chan struct{})}
+	h.timer = time.AfterFunc(time.Hour, func() {
+		h.qmu.Lock()
+		h.armed, h.due = false, true
+		h.qmu.Unlock()
+		h.signal()
+	})
+	h.timer.Stop()
 	go h.run()
 	return h
+}
+
+// signal wakes the writer (once, however often it is called meanwhile).
+func (h *Handle) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// armLocked starts the timer for what is held, unless it runs (qmu held).
+func (h *Handle) armLocked(d time.Duration) {
+	if !h.armed {
+		h.armed = true
+		h.timer.Reset(max(d, 0))
+	}
 }
 
 // ID is the session id.
@@ -135,6 +170,7 @@ func (h *Handle) commit(ctx context.Context, force, sync bool) {
 		h.latch(err)
 	}
 	h.pending = 0
+	h.unsynced = !sync
 	if sync {
 		h.synced = time.Now()
 	}
@@ -155,12 +191,14 @@ func (h *Handle) Err() error {
 }
 
 // AppendMessage queues msg, an AgentMessage JSON object with a role, to be
-// appended at the leaf. It waits only while the queue is full.
+// appended at the leaf. A message that is not one (tree.ErrInvalid) is
+// refused here, the handle unharmed. It waits only while the queue is full.
 func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
-	if err := validMessage(msg); err != nil {
+	p, err := tree.PrepareMessage(msg)
+	if err != nil {
 		return backend.PathErr("append", h.Path(), err)
 	}
-	return h.send(ctx, op{kind: opMessage, data: msg})
+	return h.send(ctx, op{kind: opMessage, prep: p})
 }
 
 // Append appends an entry other than a message at the leaf (a compaction,
@@ -208,31 +246,57 @@ func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) erro
 	return h.send(ctx, op{kind: opTranscript, data: buf.Bytes()})
 }
 
-func validMessage(msg json.RawMessage) error {
-	ms, ok := jsonscan.SplitObject(msg)
-	if !ok {
-		return fmt.Errorf("%w: message is not a JSON object", tree.ErrInvalid)
-	}
-	if r, ok := ms.Str("role"); !ok || r == "" {
-		return fmt.Errorf("%w: message has no role", tree.ErrInvalid)
-	}
-	return nil
-}
-
+// send queues o. Messages and transcript lines are held for the writer;
+// anything else wakes it. It waits while the queue is full.
 func (h *Handle) send(ctx context.Context, o op) error {
 	if err := h.Err(); err != nil {
 		return err
 	}
-	h.sendMu.RLock()
-	defer h.sendMu.RUnlock()
-	if h.closed {
-		return backend.PathErr("append", h.Path(), tree.ErrClosed)
+	size := len(o.data)
+	if o.prep != nil {
+		size = o.prep.Size()
 	}
-	select {
-	case h.q <- o:
-		return nil
-	case <-ctx.Done():
-		return backend.PathErr("append", h.Path(), ctx.Err())
+	for {
+		h.qmu.Lock()
+		if h.closed {
+			h.qmu.Unlock()
+			return backend.PathErr("append", h.Path(), tree.ErrClosed)
+		}
+		if len(h.queue) < h.limit {
+			h.queue = append(h.queue, o)
+			h.qbytes += size
+			if o.prep != nil {
+				// Counted as queued, in queue order: Metadata is current.
+				h.mu.Lock()
+				h.meta.add(o.prep.Role(), o.prep.Usage(), o.prep.Message)
+				h.dirty = true
+				h.mu.Unlock()
+			}
+			every := h.syncEvery()
+			// The writer takes every 32nd message at once, framing
+			// what is queued while the caller goes on.
+			now := o.kind != opMessage && o.kind != opTranscript || h.qbytes >= writeEvery || every == 0 || len(h.queue)%32 == 0
+			if !now {
+				h.armLocked(every)
+			}
+			h.qmu.Unlock()
+			if now {
+				h.signal()
+			}
+			return nil
+		}
+		taken := h.taken
+		h.qmu.Unlock()
+		h.signal()
+		select {
+		case <-taken:
+		case <-h.done:
+			if err := h.Err(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return backend.PathErr("append", h.Path(), ctx.Err())
+		}
 	}
 }
 
@@ -255,13 +319,13 @@ func (h *Handle) Flush(ctx context.Context) error {
 // Close drains the queue, makes it durable, writes the metadata, closes
 // the files and releases the writer lock. It returns the latched error.
 func (h *Handle) Close(ctx context.Context) error {
-	h.sendMu.Lock()
-	first := !h.closed
-	h.closed = true
-	h.sendMu.Unlock()
-	if first {
-		h.q <- op{kind: opClose} // the writer drains, so this never waits long
+	h.qmu.Lock()
+	if !h.closed {
+		h.queue = append(h.queue, op{kind: opClose}) // past the limit: never waits
 	}
+	h.closed = true
+	h.qmu.Unlock()
+	h.signal()
 	select {
 	case <-h.done:
 	case <-ctx.Done():
@@ -272,45 +336,37 @@ func (h *Handle) Close(ctx context.Context) error {
 	return h.closeErr
 }
 
-// run is the background writer. Appends it holds unwritten (see process)
-// are written and synced when the sync interval runs out with no more work.
+// run is the background writer: it takes the whole queue each time it is
+// woken.
 func (h *Handle) run() {
 	defer close(h.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		var first op
-		if h.pending > 0 {
-			timer.Reset(max(h.syncEvery()-time.Since(h.synced), 0))
-			select {
-			case first = <-h.q:
-				timer.Stop()
-			case <-timer.C:
-				h.commit(h.ctx, false, true)
-				continue
-			}
-		} else {
-			first = <-h.q
-		}
-		batch := []op{first}
-	drain:
-		for len(batch) < cap(h.q) {
-			select {
-			case o := <-h.q:
-				batch = append(batch, o)
-			default:
-				break drain
-			}
-		}
-		if h.process(batch) {
+	for range h.wake {
+		h.qmu.Lock()
+		batch := h.queue
+		h.queue, h.spare = h.spare[:0], nil
+		h.qbytes = 0
+		due := h.due
+		h.due = false
+		close(h.taken)
+		h.taken = make(chan struct{})
+		h.qmu.Unlock()
+		if h.process(batch, due) {
+			h.timer.Stop()
 			return
 		}
+		clear(batch)
+		h.qmu.Lock()
+		h.spare = batch
+		if h.pending > 0 || h.unsynced {
+			h.armLocked(h.syncEvery() - time.Since(h.synced))
+		}
+		h.qmu.Unlock()
 	}
 }
 
-// process appends a batch, syncs once, and answers its flushes; it reports
-// whether the batch closed the handle.
-func (h *Handle) process(batch []op) (closed bool) {
+// process appends a batch, syncs once, and answers its flushes; due: the
+// sync interval ran out. It reports whether the batch closed the handle.
+func (h *Handle) process(batch []op, due bool) (closed bool) {
 	ctx := h.ctx
 	var trans bytes.Buffer
 	appended, added := false, 0
@@ -327,7 +383,7 @@ func (h *Handle) process(batch []op) (closed bool) {
 			var e *tree.Entry
 			var err error
 			if o.kind == opMessage {
-				e, err = h.sess.AppendMessage(ctx, o.data)
+				e, err = h.sess.Append(ctx, o.prep)
 			} else {
 				e, err = h.sess.Append(ctx, o.entry)
 			}
@@ -343,7 +399,9 @@ func (h *Handle) process(batch []op) (closed bool) {
 					o.result <- entryResult{err: h.err}
 				}
 			default:
-				h.meta.count(e)
+				if o.kind == opEntry {
+					h.meta.count(e) // messages were counted as queued
+				}
 				h.dirty, appended = true, true
 				added += len(e.JSON()) + 1
 				if o.result != nil {
@@ -376,11 +434,11 @@ func (h *Handle) process(batch []op) (closed bool) {
 		// A Flush or Close promises durability for everything before
 		// it, a prompt awaiting its first reply included.
 		h.commit(ctx, true, true)
-	case appended:
+	case appended || h.pending > 0 || h.unsynced:
 		// Held until a Flush, writeEvery bytes, or the sync interval
 		// (then written and synced): appends cost what the disk costs.
 		h.pending += added
-		if sync := time.Since(h.synced) >= h.syncEvery(); sync || h.pending >= writeEvery {
+		if sync := due || time.Since(h.synced) >= h.syncEvery(); sync || h.pending >= writeEvery {
 			h.commit(ctx, false, sync)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/internal/jsonl"
-	"github.com/trovekit/trove/internal/jsonscan"
 	"github.com/trovekit/trove/session/tree"
 )
 
@@ -65,40 +63,29 @@ type Metadata struct {
 
 // count adds one appended entry to the running totals.
 func (m *Metadata) count(e *tree.Entry) {
-	if e.Type() != tree.TypeMessage {
-		return
+	if e.Type() == tree.TypeMessage {
+		m.add(e.Role(), e.Usage(), func() json.RawMessage { return e.Field("message") })
 	}
+}
+
+// add counts one message of role with its totals; msg is asked for only
+// while the first user message is not known.
+func (m *Metadata) add(role string, u tree.Usage, msg func() json.RawMessage) {
 	m.MessageCount++
-	msg := e.Field("message")
-	ms, _ := jsonscan.SplitObject(msg)
-	switch e.Role() {
-	case "user":
+	if role == "user" {
 		m.TurnCount++
 		if m.FirstMessage == "" {
-			m.FirstMessage = firstLine(tree.MessageText(msg))
-		}
-	case "assistant":
-		if model, ok := ms.Str("model"); ok && model != "" {
-			m.Model = model
+			m.FirstMessage = firstLine(tree.MessageText(msg()))
 		}
 	}
 	// Usage is optional: a message without it counts as one.
-	um, ok := jsonscan.SplitObject(ms.Get("usage"))
-	if !ok {
-		return
+	if u.Model != "" {
+		m.Model = u.Model
 	}
-	num := func(ms jsonscan.Members, k string) float64 {
-		f, _ := strconv.ParseFloat(string(ms.Get(k)), 64)
-		return f
-	}
-	in, out := int64(num(um, "input")), int64(num(um, "output"))
-	m.InputTokens += in
-	m.OutputTokens += out
-	total := cmp.Or(int64(num(um, "totalTokens")), int64(num(um, "total_tokens")), in+out+int64(num(um, "cacheRead"))+int64(num(um, "cacheWrite")))
-	m.TotalTokens += total
-	if cm, ok := jsonscan.SplitObject(um.Get("cost")); ok {
-		m.CostUSD += num(cm, "total")
-	}
+	m.InputTokens += u.Input
+	m.OutputTokens += u.Output
+	m.TotalTokens += u.Total
+	m.CostUSD += u.Cost
 }
 
 // fresh recounts m from its file when the file changed after the sidecar
@@ -227,10 +214,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 // WithClock sets the clock for metadata times.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithSyncInterval bounds how long an append may wait for its sync when
-// no Flush asks for one (default 1 s): appends are written to the file as
-// the writer takes them, so a crash of this process loses none, and a
-// power loss none older than the interval. 0 syncs every batch.
+// WithSyncInterval bounds how long an append may wait for its write and
+// sync when no Flush asks for one (default 1 s): appends are held in
+// memory and written together (one write, one sync) at a Flush, at 256 KiB
+// or when the interval runs out, so a crash loses none older than the
+// interval, and none a Flush returned for. 0 writes and syncs every
+// append as the writer takes it.
 func WithSyncInterval(d time.Duration) Option {
 	return func(c *config) { c.syncEvery = max(d, 0) }
 }

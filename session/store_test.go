@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trovekit/trove/backend/backendtest"
 	"github.com/trovekit/trove/backend/mem"
@@ -113,6 +115,62 @@ func TestOpenSessionsPersist(t *testing.T) {
 	must(t, err)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages", len(msgs))
+	}
+}
+
+// A message that is not one is refused at once, in the caller, and the
+// handle goes on: nothing of it reaches the file, and Metadata counts the
+// messages that were taken.
+func TestHandleRefusesABadMessage(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	s := storeOn(t, st)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	must(t, h.AppendMessage(ctx, userMsg("q")))
+	for _, bad := range []string{`{"role":"user"`, `[]`, `{"content":"x"}`, `{"role":"assistant","usage":{"input":"3"}}`} {
+		if err := h.AppendMessage(ctx, json.RawMessage(bad)); !errors.Is(err, tree.ErrInvalid) {
+			t.Fatalf("%s: %v, want ErrInvalid", bad, err)
+		}
+	}
+	must(t, h.AppendMessage(ctx, assistantMsg("a")))
+	if m := h.Metadata(); m.MessageCount != 2 || m.TurnCount != 1 {
+		t.Fatalf("metadata counts %d messages, %d turns before a flush", m.MessageCount, m.TurnCount)
+	}
+	must(t, h.Close(ctx))
+	sess, err := tree.Open(ctx, st, h.Path(), tree.ReadOnly())
+	must(t, err)
+	if n := len(sess.Entries()); n != 2 {
+		t.Fatalf("%d entries in the file, want 2", n)
+	}
+}
+
+// Appends no Flush asks for are written and synced when the sync interval
+// runs out: on mem, a crash after that keeps them.
+func TestHeldAppendsSyncWithinTheInterval(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	s, err := session.OpenStore(ctx, st, session.WithInlineBlobs(), session.WithSyncInterval(20*time.Millisecond))
+	must(t, err)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	must(t, h.AppendMessage(ctx, userMsg("q")))
+	must(t, h.AppendMessage(ctx, assistantMsg("a")))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if data, err := st.ReadFile(ctx, h.Path()); err == nil && bytes.Count(data, []byte("\n")) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("appends not written 10 s after a 20 ms sync interval")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the timer's write
+	}
+	st.Crash()
+	data, err := st.ReadFile(ctx, h.Path())
+	if err != nil || bytes.Count(data, []byte("\n")) != 3 {
+		t.Fatalf("after a crash: %d lines, %v", bytes.Count(data, []byte("\n")), err)
 	}
 }
 

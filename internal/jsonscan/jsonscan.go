@@ -23,10 +23,11 @@ func (m Member) Name() string { return UnquoteKey(m.KeyRaw) }
 // Is reports whether the key Is key, without allocating.
 func (m Member) Is(key string) bool {
 	r := m.KeyRaw
-	if len(r) == len(key)+2 && string(r[1:len(r)-1]) == key {
-		return true
+	if len(r) == len(key)+2 {
+		return string(r[1:len(r)-1]) == key
 	}
-	return bytes.IndexByte(r, '\\') >= 0 && UnquoteKey(r) == key
+	// An escape makes a key longer than what it decodes to.
+	return len(r) > len(key)+2 && bytes.IndexByte(r, '\\') >= 0 && UnquoteKey(r) == key
 }
 
 // Members is an object split into its Members, in file order.
@@ -51,6 +52,12 @@ func (ms Members) Str(key string) (string, bool) {
 // SplitObject splits a JSON object into its members. b must be valid JSON
 // (checked by the caller); ok is false when b is not an object.
 func SplitObject(b []byte) (ms Members, ok bool) {
+	return SplitObjectInto(b, nil)
+}
+
+// SplitObjectInto is SplitObject appending to buf: with a buffer on the
+// caller's stack, splitting allocates nothing.
+func SplitObjectInto(b []byte, buf Members) (ms Members, ok bool) {
 	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false
@@ -59,7 +66,10 @@ func SplitObject(b []byte) (ms Members, ok bool) {
 	if i < len(b) && b[i] == '}' {
 		return Members{}, true
 	}
-	ms = make(Members, 0, 8)
+	ms = buf[:0]
+	if ms == nil {
+		ms = make(Members, 0, 8)
+	}
 	for i < len(b) {
 		if b[i] != '"' {
 			return nil, false
@@ -438,22 +448,36 @@ type validator struct {
 // ScanLine checks a line as scanJSON does and returns, for an object, its
 // members (appended to buf) and its message's raw role (nil when none).
 func ScanLine(b []byte, buf Members) (valid bool, top Members, role []byte) {
+	v, valid := scanRecording(b, buf)
+	return valid, v.top, v.role
+}
+
+// ScanObject checks b as Scan does and, when it is an object, returns its
+// members (appended to buf; nil when b is not an object): a message is
+// checked and split in one pass.
+func ScanObject(b []byte, buf Members) (valid, compact bool, top Members) {
+	v, valid := scanRecording(b, buf)
+	return valid, v.compact, v.top
+}
+
+// scanRecording checks b, recording the members of a top-level object
+// (v.top nil when b is not one, or is not valid).
+func scanRecording(b []byte, buf Members) (validator, bool) {
 	v := validator{b: b, compact: true, record: true, top: buf}
 	v.ws()
 	if !v.value(0) {
-		return false, nil, nil
+		return validator{}, false
 	}
 	v.ws()
 	if v.i != len(b) {
-		return false, nil, nil
+		return validator{}, false
 	}
 	if len(b) == 0 || b[SkipWS(b, 0)] != '{' {
-		return true, nil, nil // not an object: no members
-	}
-	if v.top == nil {
+		v.top, v.role = nil, nil // not an object: no members
+	} else if v.top == nil {
 		v.top = Members{}
 	}
-	return true, v.top, v.role
+	return v, true
 }
 
 func (v *validator) ws() {

@@ -79,15 +79,21 @@ func safeRun(s string, i int) int {
 // AppendTime appends t in UTC with milliseconds, as JSON strings of times
 // are written everywhere in trove: "2006-01-02T15:04:05.000Z".
 func AppendTime(b []byte, t time.Time) []byte {
+	return append(AppendTimeText(append(b, '"'), t), '"')
+}
+
+// AppendTimeText appends t as AppendTime does, without the quotes, as
+// t.UTC().Format("2006-01-02T15:04:05.000Z") would.
+func AppendTimeText(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	if y < 0 || y > 9999 {
-		return append(t.AppendFormat(append(b, '"'), "2006-01-02T15:04:05.000Z07:00"), '"')
+		return t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	}
 	h, mi, s := t.Clock()
 	ms := t.Nanosecond() / 1e6
-	return append(b, '"', byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+	return append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
 		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
-		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }

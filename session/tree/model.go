@@ -98,9 +98,10 @@ type Entry struct {
 
 	// view is the entry as callers see it, blob refs resolved. raw is the
 	// entry as stored, refs in place; nil until a new entry is persisted.
-	view []byte
-	raw  []byte
-	msg  []byte // the message object within view, when known (else nil)
+	view  []byte
+	raw   []byte
+	msg   []byte // the message object within view, when known (else nil)
+	usage *Usage // a message's totals, when known (appended entries)
 }
 
 // Type is the entry's "type" ("" when the line has none).
@@ -290,8 +291,7 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 		return nil, fmt.Errorf("entry type %q: %w", typ, ErrInvalid)
 	}
 	if m, ok := d.(*Message); ok {
-		b, _, _, err := encodeMessage(m.Message, id, parentID, ts)
-		return b, err
+		return encodeMessage(m.Message, id, parentID, ts)
 	}
 	var body []byte
 	if u, ok := d.(*Unknown); ok {
@@ -331,38 +331,20 @@ func encodeEntry(d EntryData, id, parentID, ts string) ([]byte, error) {
 
 // encodeMessage writes a message entry line in one pass over the message:
 // checked, compacted only when it is not already, an assistant's completed
-// (the writing contract), and framed as marshal would frame it. It returns
-// the line, the role and the message as it is in the line.
-func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role string, inLine []byte, err error) {
-	valid, compact := jsonscan.Scan(msg)
-	if !valid {
-		return nil, "", nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
+// (the writing contract), and framed as marshal would frame it.
+func encodeMessage(msg []byte, id, parentID, ts string) ([]byte, error) {
+	p, err := PrepareMessage(msg)
+	if err != nil {
+		return nil, err
 	}
-	if !compact {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, msg); err != nil {
-			return nil, "", nil, fmt.Errorf("message: %w: %w", ErrInvalid, err)
-		}
-		msg = buf.Bytes()
-	}
-	ms, ok := jsonscan.SplitObject(msg)
-	if !ok {
-		return nil, "", nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
-	}
-	role, ok = ms.Str("role")
-	if !ok {
-		return nil, "", nil, fmt.Errorf("message: no role: %w", ErrInvalid)
-	}
-	if role == "assistant" {
-		fixed, err := normalizeAssistant(ms)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		if fixed != nil {
-			msg = fixed
-		}
-	}
-	b := make([]byte, 0, len(msg)+len(id)+len(parentID)+len(ts)+64)
+	b, _ := frameMessage(p, id, parentID, ts)
+	return b, nil
+}
+
+// frameMessage writes the entry line of a prepared message and returns it
+// with the message as it is in the line.
+func frameMessage(p *Prepared, id, parentID, ts string) (line, inLine []byte) {
+	b := make([]byte, 0, p.Size()+len(id)+len(parentID)+len(ts)+64)
 	b = append(b, `{"type":"message","id":`...)
 	b = jsonw.AppendString(b, id)
 	b = append(b, `,"parentId":`...)
@@ -375,9 +357,9 @@ func encodeMessage(msg []byte, id, parentID, ts string) (line []byte, role strin
 	b = jsonw.AppendString(b, ts)
 	b = append(b, `,"message":`...)
 	start := len(b)
-	b = append(b, msg...)
+	b = p.appendMessage(b)
 	b = append(b, '}')
-	return b, role, b[start : len(b)-1], nil
+	return b, b[start : len(b)-1]
 }
 
 // newEntry indexes a JSON line (or a new entry) into an Entry. line is 0 for
@@ -485,7 +467,7 @@ func (e *Entry) fill(ms jsonscan.Members) {
 
 // FormatTime formats t as JavaScript's Date.toISOString does.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return string(jsonw.AppendTimeText(make([]byte, 0, 24), t))
 }
 
 // epochMillis converts a stored timestamp the way `new Date(ts).getTime()`

@@ -95,6 +95,7 @@ type Session struct {
 	cfg  config
 
 	mu           sync.Mutex
+	wbuf         []byte // persistLocked's, kept between writes
 	header       Header
 	headerRaw    []byte
 	entries      []*Entry
@@ -547,13 +548,18 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	id := s.newID(nil)
 	ts := FormatTime(s.cfg.now())
 	var e *Entry
-	if m, ok := d.(*Message); ok {
-		// Built as it is framed: the line is not split again.
-		b, role, msg, err := encodeMessage(m.Message, id, parent, ts)
-		if err != nil {
+	p, ok := d.(*Prepared)
+	if m, isMsg := d.(*Message); isMsg {
+		var err error
+		if p, err = PrepareMessage(m.Message); err != nil {
 			return nil, err
 		}
-		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: role, object: true, view: b, msg: msg}
+		ok = true
+	}
+	if ok {
+		// Built as it is framed: the line is not split again.
+		b, msg := frameMessage(p, id, parent, ts)
+		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: p.role, object: true, view: b, msg: msg, usage: &p.usage}
 	} else {
 		b, err := encodeEntry(d, id, parent, ts)
 		if err != nil {
@@ -652,7 +658,12 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	if err := ctx.Err(); err != nil {
 		return backend.PathErr("append", s.name, err)
 	}
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(s.wbuf[:0]) // io.Writers keep nothing: reused
+	defer func() {
+		if s.wbuf = nil; buf.Cap() <= 1<<20 {
+			s.wbuf = buf.Bytes()[:0]
+		}
+	}()
 	if s.w == nil {
 		switch {
 		case !s.fileExists:

@@ -28,10 +28,21 @@ var (
 const UnknownModel = "unknown"
 
 // normalizeAssistant returns an assistant message as spec 003 readers need
-// it: usage with every numeric member and cost (zeros where unknown, totals
-// summed), and api, provider and model as given or UnknownModel. Values the
-// caller gave are kept byte for byte; a value of the wrong type is refused.
+// it (assistantEdits applied), or nil when it needs no change.
 func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
+	edits, err := assistantEdits(ms)
+	if err != nil || len(edits) == 0 {
+		return nil, err
+	}
+	return jsonscan.EditObject(ms, edits...), nil
+}
+
+// assistantEdits returns what an assistant message needs for spec 003
+// readers: usage with every numeric member and cost (zeros where unknown,
+// totals summed), and api, provider and model as given or UnknownModel.
+// Values the caller gave are kept byte for byte; a value of the wrong type
+// is refused.
+func assistantEdits(ms jsonscan.Members) ([]jsonscan.Edit, error) {
 	var edits []jsonscan.Edit
 	for _, k := range []string{"api", "provider", "model"} {
 		v := ms.Get(k)
@@ -42,41 +53,31 @@ func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
 			return nil, fmt.Errorf("assistant message %s is not a string: %w", k, ErrInvalid)
 		}
 	}
-	usage, err := numbers(ms.Get("usage"), "usage", usageKeys, "totalTokens", func(um jsonscan.Members) ([]jsonscan.Edit, error) {
-		cost, err := numbers(um.Get("cost"), "usage.cost", costKeys, "total", nil)
-		if err != nil {
-			return nil, err
-		}
-		if cost != nil {
-			return []jsonscan.Edit{{Key: "cost", Val: cost}}, nil
-		}
-		return nil, nil
-	})
+	usage, err := numbers(ms.Get("usage"), "usage", usageKeys, "totalTokens", true)
 	if err != nil {
 		return nil, err
 	}
 	if usage != nil {
 		edits = append(edits, jsonscan.Edit{Key: "usage", Val: usage})
 	}
-	if len(edits) == 0 {
-		return nil, nil
-	}
-	return jsonscan.EditObject(ms, edits...), nil
+	return edits, nil
 }
 
 // numbers completes an object of numeric members: missing members are 0,
 // and total (when missing) is the sum of the others. It returns nil when v
-// needs no change. more may edit the object further.
-func numbers(v []byte, what string, keys []string, total string, more func(jsonscan.Members) ([]jsonscan.Edit, error)) ([]byte, error) {
+// needs no change. withCost completes its "cost" member too (usage).
+func numbers(v []byte, what string, keys []string, total string, withCost bool) ([]byte, error) {
 	if v == nil || jsonscan.IsNull(v) {
 		v = []byte("{}")
 	}
-	ms, ok := jsonscan.SplitObject(v)
+	var buf [8]jsonscan.Member
+	ms, ok := jsonscan.SplitObjectInto(v, buf[:0])
 	if !ok {
 		return nil, fmt.Errorf("assistant message %s is not an object: %w", what, ErrInvalid)
 	}
 	var edits []jsonscan.Edit
-	var sum float64
+	t := ms.Get(total)
+	sum, needSum := 0.0, t == nil || jsonscan.IsNull(t)
 	for _, k := range keys {
 		n := ms.Get(k)
 		if n == nil || jsonscan.IsNull(n) {
@@ -85,23 +86,28 @@ func numbers(v []byte, what string, keys []string, total string, more func(jsons
 			}
 			continue
 		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
+		if !isNumber(n) {
 			return nil, fmt.Errorf("assistant message %s.%s is not a number: %w", what, k, ErrInvalid)
 		}
-		if k != total {
+		if k != total && needSum {
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil {
+				return nil, fmt.Errorf("assistant message %s.%s is not a number: %w", what, k, ErrInvalid)
+			}
 			sum += f
 		}
 	}
-	if n := ms.Get(total); n == nil || jsonscan.IsNull(n) {
+	if needSum {
 		edits = append(edits, jsonscan.Edit{Key: total, Val: []byte(strconv.FormatFloat(sum, 'g', -1, 64))})
 	}
-	if more != nil {
-		extra, err := more(ms)
+	if withCost {
+		cost, err := numbers(ms.Get("cost"), "usage.cost", costKeys, "total", false)
 		if err != nil {
 			return nil, err
 		}
-		edits = append(edits, extra...)
+		if cost != nil {
+			edits = append(edits, jsonscan.Edit{Key: "cost", Val: cost})
+		}
 	}
 	if len(edits) == 0 && !jsonscan.IsNull(v) && string(v) != "{}" {
 		return nil, nil

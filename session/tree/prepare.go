@@ -1,0 +1,179 @@
+package tree
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/trovekit/trove/internal/jsonscan"
+)
+
+// Prepared is a message checked and completed for appending
+// (PrepareMessage): what a writer frames into an entry line without
+// looking at the message again. A Handle prepares in the caller's
+// goroutine, so the background writer only frames and writes.
+type Prepared struct {
+	msg   []byte // compact; with extra, completed (the writing contract)
+	extra []byte // members to add at the end of msg, each after a comma
+	role  string
+	usage Usage
+}
+
+// EntryType makes a Prepared message an entry to Append.
+func (*Prepared) EntryType() string { return TypeMessage }
+
+// Role is the message's role.
+func (p *Prepared) Role() string { return p.role }
+
+// Message is the message as it will be written.
+func (p *Prepared) Message() json.RawMessage {
+	if p.extra == nil {
+		return p.msg
+	}
+	return p.appendMessage(nil)
+}
+
+func (p *Prepared) appendMessage(b []byte) []byte {
+	if p.extra == nil {
+		return append(b, p.msg...)
+	}
+	b = append(b, p.msg[:len(p.msg)-1]...) // compact: the last byte is '}'
+	if len(p.msg) == 2 {
+		b = append(b, p.extra[1:]...) // {} takes no comma
+	} else {
+		b = append(b, p.extra...)
+	}
+	return append(b, '}')
+}
+
+// Size is the length of the message as it will be written.
+func (p *Prepared) Size() int { return len(p.msg) + len(p.extra) }
+
+// Usage is what the message adds to a session's totals.
+func (p *Prepared) Usage() Usage { return p.usage }
+
+// Usage is what a message adds to a session's totals, read as session
+// metadata counts it: tokens from usage (total as given in totalTokens or
+// total_tokens, else input+output+cacheRead+cacheWrite), cost from
+// usage.cost.total, and an assistant's model.
+type Usage struct {
+	Model                string // "" for other roles or none given
+	Input, Output, Total int64
+	Cost                 float64
+}
+
+// PrepareMessage checks msg (an AgentMessage JSON object with a role) and
+// completes it as the writing contract asks, in one pass over its bytes: a
+// message that is not a JSON object with a role is ErrInvalid.
+func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
+	valid, compact, ms := jsonscan.ScanObject(msg, make(jsonscan.Members, 0, 10))
+	if !valid {
+		return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
+	}
+	if ms == nil {
+		return nil, fmt.Errorf("message: not a JSON object: %w", ErrInvalid)
+	}
+	if !compact {
+		var b bytes.Buffer
+		if err := json.Compact(&b, msg); err != nil {
+			return nil, fmt.Errorf("message: %w: %w", ErrInvalid, err)
+		}
+		msg = b.Bytes()
+		ms, _ = jsonscan.SplitObject(msg)
+	}
+	role, ok := ms.Str("role")
+	if !ok || role == "" {
+		return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
+	}
+	p := &Prepared{msg: msg, role: role}
+	if role == "assistant" {
+		edits, err := assistantEdits(ms)
+		if err != nil {
+			return nil, err
+		}
+		if len(edits) > 0 {
+			p.msg, p.extra = applyEdits(msg, ms, edits)
+			// The totals are read from what is written.
+			for _, e := range edits {
+				switch e.Key {
+				case "usage":
+					ms = append(ms, jsonscan.Member{KeyRaw: []byte(`"usage"`), Val: e.Val})
+				case "model":
+					ms = append(ms, jsonscan.Member{KeyRaw: []byte(`"model"`), Val: e.Val})
+				}
+			}
+		}
+	}
+	p.usage = usageOf(role, ms)
+	return p, nil
+}
+
+// applyEdits applies edits to the compact object msg, as EditObject does:
+// where they only add members, as the members to append (extra), so that
+// the message is copied once, into its line.
+func applyEdits(msg []byte, ms jsonscan.Members, edits []jsonscan.Edit) (full, extra []byte) {
+	for _, e := range edits {
+		if e.Val == nil || ms.Get(e.Key) != nil {
+			return jsonscan.EditObject(ms, edits...), nil
+		}
+	}
+	for _, e := range edits {
+		extra = append(append(append(append(extra, ','), jsonscan.Quote(e.Key)...), ':'), e.Val...)
+	}
+	return msg, extra
+}
+
+// usageOf reads a message's totals from its members.
+func usageOf(role string, ms jsonscan.Members) Usage {
+	var u Usage
+	if role == "assistant" {
+		if m, ok := ms.Str("model"); ok {
+			u.Model = m
+		}
+	}
+	var buf [8]jsonscan.Member
+	um, ok := jsonscan.SplitObjectInto(ms.Get("usage"), buf[:0])
+	if !ok {
+		return u
+	}
+	u.Input, u.Output = int64(number(um.Get("input"))), int64(number(um.Get("output")))
+	u.Total = cmp.Or(int64(number(um.Get("totalTokens"))), int64(number(um.Get("total_tokens"))),
+		u.Input+u.Output+int64(number(um.Get("cacheRead")))+int64(number(um.Get("cacheWrite"))))
+	var cbuf [8]jsonscan.Member
+	if cm, ok := jsonscan.SplitObjectInto(um.Get("cost"), cbuf[:0]); ok {
+		u.Cost = number(cm.Get("total"))
+	}
+	return u
+}
+
+// number reads a JSON number (0 for anything else), small integers by
+// hand.
+func number(raw []byte) float64 {
+	if len(raw) > 0 && len(raw) < 16 {
+		var v int64
+		i := 0
+		for ; i < len(raw) && raw[i] >= '0' && raw[i] <= '9'; i++ {
+			v = v*10 + int64(raw[i]-'0')
+		}
+		if i == len(raw) {
+			return float64(v)
+		}
+	}
+	f, _ := strconv.ParseFloat(string(raw), 64)
+	return f
+}
+
+// Usage is what a message entry adds to a session's totals (zero for other
+// entries).
+func (e *Entry) Usage() Usage {
+	if e.usage != nil {
+		return *e.usage
+	}
+	if e.typ != TypeMessage {
+		return Usage{}
+	}
+	ms, _ := jsonscan.SplitObject(e.Field("message"))
+	return usageOf(e.role, ms)
+}

@@ -1,0 +1,64 @@
+package tree
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/trovekit/trove/internal/jsonscan"
+)
+
+// PrepareMessage writes what the plain path (split, then EditObject)
+// writes, byte for byte, and reads the totals of what it writes.
+func TestPrepareMessageAsEditObject(t *testing.T) {
+	for _, msg := range []string{
+		`{"role":"assistant","content":[],"api":"a","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"input":0.1,"output":0.2,"cacheRead":0,"cacheWrite":0,"total":0.3}}}`,
+		`{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"input":0.1,"output":0.2,"cacheRead":0,"cacheWrite":0,"total":0.3}}}`,
+		`{"role":"assistant","content":"x"}`,
+		`{"role":"assistant","model":null,"usage":{"input":5,"output":7}}`,
+		`{"role":"assistant","usage":{"input":5,"output":7,"cost":{"input":1.5}}}`,
+		`{"role":"assistant","api":"a","provider":"p","model":"m","usage":null}`,
+		`{ "role" : "assistant", "content" : [ ] }`,
+		`{"role":"assistant","usage":{"input":1e3,"output":-2,"totalTokens":0}}`,
+		`{"role":"user","content":"hi","usage":{"input":1,"output":2,"total_tokens":9,"cost":{"total":0.5}}}`,
+		`{"role":"toolResult","toolCallId":"t","content":[{"type":"text","text":"ok"}],"isError":false}`,
+	} {
+		p, err := PrepareMessage(json.RawMessage(msg))
+		if err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		var compact bytes.Buffer
+		json.Compact(&compact, []byte(msg))
+		ms, _ := jsonscan.SplitObject(compact.Bytes())
+		want := compact.Bytes()
+		if r, _ := ms.Str("role"); r == "assistant" {
+			if fixed, err := normalizeAssistant(ms); err != nil {
+				t.Fatal(err)
+			} else if fixed != nil {
+				want = fixed
+			}
+		}
+		if !bytes.Equal(p.Message(), want) {
+			t.Errorf("%s:\n got %s\nwant %s", msg, p.Message(), want)
+		}
+		wms, _ := jsonscan.SplitObject(want)
+		if u, w := p.Usage(), usageOf(p.Role(), wms); u != w {
+			t.Errorf("%s: usage %+v, read from what is written %+v", msg, u, w)
+		}
+		// And an entry loaded from the file reads the same totals.
+		e := newEntry([]byte(`{"type":"message","id":"a","parentId":null,"timestamp":"t","message":`+string(want)+`}`), 1)
+		if u := e.Usage(); u != p.Usage() {
+			t.Errorf("%s: loaded usage %+v, prepared %+v", msg, u, p.Usage())
+		}
+	}
+}
+
+func TestPrepareMessageRefuses(t *testing.T) {
+	for _, msg := range []string{``, `[]`, `"x"`, `{"role":"user"`, `{"content":"no role"}`, `{"role":""}`, `{"role":5}`,
+		`{"role":"assistant","model":5}`, `{"role":"assistant","usage":{"input":"5"}}`, `{"role":"assistant","usage":[]}`, `{"role":"user"} x`} {
+		if _, err := PrepareMessage(json.RawMessage(msg)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v, want ErrInvalid", msg, err)
+		}
+	}
+}
