@@ -18,23 +18,19 @@ import (
 // then takes a flock(2) on its own open file description, which excludes
 // other processes and other Storage values of this process alike; a waiting
 // Lock polls for that one.
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	const op = "lock"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
+func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	if err := s.ensureLockFile(name); err != nil {
-		return nil, s.fail(op, name, err)
+		return nil, classify(err)
 	}
 	if err := s.locks.acquire(ctx, name, wait); err != nil {
-		return nil, backend.PathErr(op, name, err)
+		return nil, err
 	}
 	l := &lock{s: s, name: name}
 	if s.os {
 		fl, err := s.flock(ctx, name, wait)
 		if err != nil {
 			s.locks.release(name)
-			return nil, s.fail(op, name, err)
+			return nil, classify(err)
 		}
 		l.fl = fl
 	}
@@ -43,7 +39,7 @@ func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unl
 
 // ensureLockFile creates the lock file through the tree, so it is never
 // created outside the root, and refuses a directory.
-func (s *Storage) ensureLockFile(name string) error {
+func (s *driver) ensureLockFile(name string) error {
 	fi, err := s.t.stat(name)
 	if notExist(err) {
 		if err := s.mkdirAll(backend.Dir(name)); err != nil {
@@ -73,7 +69,7 @@ func (s *Storage) ensureLockFile(name string) error {
 // locked file is then checked to be the one the root resolves name to: that
 // catches both a symlink swapped in to lead elsewhere and a lock file that
 // was replaced between open and lock.
-func (s *Storage) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
+func (s *driver) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
 	abs := filepath.Join(s.abs, filepath.FromSlash(name))
 	for {
 		// No O_CREATE: flock must not create anything the root did not.
@@ -110,25 +106,19 @@ func (s *Storage) flock(ctx context.Context, name string, wait bool) (*flock.Flo
 }
 
 type lock struct {
-	s    *Storage
+	s    *driver
 	name string
 	fl   *flock.Flock
-	once sync.Once
 }
 
-// Unlock releases the lock; later calls do nothing.
+// Unlock releases the lock (the portable layer calls it once).
 func (l *lock) Unlock() error {
 	var err error
-	l.once.Do(func() {
-		if l.fl != nil {
-			err = l.fl.Unlock()
-		}
-		l.s.locks.release(l.name)
-	})
-	if err != nil {
-		return backend.PathErr("unlock", l.name, err)
+	if l.fl != nil {
+		err = l.fl.Unlock()
 	}
-	return nil
+	l.s.locks.release(l.name)
+	return err
 }
 
 // localLocks excludes goroutines of one Storage without polling: a waiter
