@@ -28,8 +28,21 @@ const (
 	compactLive = 8                              // fan-out of an open writer's folds
 )
 
-// Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
+// Storage is a backend.Storage on a blob.Bucket: the portable layer over
+// the driver below. It is safe for concurrent use.
 type Storage struct {
+	*backend.Portable
+	d *driver
+}
+
+var (
+	_ backend.Storage   = (*Storage)(nil)
+	_ backend.WriteOnce = (*driver)(nil)
+	_ backend.WholeFile = (*driver)(nil)
+)
+
+// driver is the backend.Driver on a bucket.
+type driver struct {
 	b      bucket
 	log    *slog.Logger
 	closed atomic.Bool
@@ -126,7 +139,8 @@ func newStorage(b bucket, opts ...Option) *Storage {
 		opt(&o)
 	}
 	g := &guard{b: b, timeout: o.timeout, tries: o.tries, backoff: o.backoff, status: o.status}
-	return &Storage{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
+	d := &driver{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
+	return &Storage{Portable: backend.NewPortable(d), d: d}
 }
 
 // Connect is New, then one small listing, so that a bucket that does not
@@ -141,7 +155,7 @@ func Connect(ctx context.Context, b *blob.Bucket, opts ...Option) (*Storage, err
 		}
 		return nil, err
 	}
-	if _, _, err := st.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
+	if _, _, err := st.d.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
 		st.Close()
 		if isNotFound(err) {
 			return nil, fmt.Errorf("cloud: the bucket (or container) does not exist: %w: %w", fs.ErrNotExist, err)
@@ -164,7 +178,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 
 // Capabilities of a bucket: durable (but fileblob), shared by processes,
 // write-once creates; no native append, rename or locks.
-func (s *Storage) Capabilities() backend.Capabilities {
+func (s *driver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Durable:      s.opts.localDir == "", // fileblob never fsyncs
 		CrossProcess: true,
@@ -174,37 +188,10 @@ func (s *Storage) Capabilities() backend.Capabilities {
 	}
 }
 
-// Close closes the bucket. Later calls fail with ErrClosed.
-func (s *Storage) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+// Close closes the bucket.
+func (s *driver) Close() error {
+	s.closed.Store(true)
 	return s.b.Close()
-}
-
-// begin checks what every call checks before any request.
-func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
-	if s.closed.Load() {
-		return backend.PathErr(op, name, backend.ErrClosed)
-	}
-	check := backend.ValidPath
-	if dir {
-		check = backend.ValidDir
-	}
-	if err := check(name); err != nil {
-		return backend.PathErr(op, name, err)
-	}
-	if len(name) > s.opts.maxName {
-		return backend.PathErr(op, name, fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, s.opts.maxName))
-	}
-	if s.opts.maxElem < backend.MaxElemBytes {
-		for elem := range strings.SplitSeq(name, "/") {
-			if len(elem) > s.opts.maxElem {
-				return backend.PathErr(op, name, fmt.Errorf("%w: element longer than %d bytes", backend.ErrInvalidPath, s.opts.maxElem))
-			}
-		}
-	}
-	return backend.CtxErr(ctx, op, name)
 }
 
 // fail wraps a driver error with the sentinel its code means.
@@ -229,7 +216,7 @@ func fail(op, name string, err error) error {
 // because the object exists: FailedPrecondition on S3 and GCS, AlreadyExists
 // on others, and InvalidArgument on Azure, which is confirmed by looking,
 // since it also means a real bad request.
-func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
+func (s *driver) lostRace(ctx context.Context, key string, err error) bool {
 	switch gcerrors.Code(err) {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
@@ -246,7 +233,7 @@ func isNotFound(err error) bool {
 
 // replaced reports a read that met an object being replaced: every server
 // answers 416 for a range of an object that shrank since it was resolved.
-func (s *Storage) replaced(err error) bool {
+func (s *driver) replaced(err error) bool {
 	return httpStatus(err, s.opts.status) == http.StatusRequestedRangeNotSatisfiable
 }
 
@@ -290,7 +277,7 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 }
 
 // create uploads r as key unless key exists. lost reports that it did.
-func (s *Storage) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
+func (s *driver) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
 	unlock := s.keys.lock(key)
 	defer unlock()
 	err = s.upload(ctx, key, r, true)
@@ -298,14 +285,14 @@ func (s *Storage) create(ctx context.Context, key string, r io.Reader) (lost boo
 }
 
 // put uploads r as key, replacing it.
-func (s *Storage) put(ctx context.Context, key string, r io.Reader) error {
+func (s *driver) put(ctx context.Context, key string, r io.Reader) error {
 	return s.upload(ctx, key, r, false)
 }
 
 // upload writes r to key. Every write goes through Bucket.Upload, since a
 // failed azureblob NewWriter+Close panics; a reader that fails (or ctx
 // ending) cancels the upload, so nothing partial becomes visible.
-func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
+func (s *driver) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
 	s.clearWay(key)
 	// key becomes a file: no longer known not to be one. (This, not a
 	// removal, is what can make a parent a file: the cache survives

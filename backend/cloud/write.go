@@ -15,7 +15,7 @@ import (
 // checkPlace makes sure a file may live at name: no parent is a file and
 // name is not a directory. Parents known not to be files are cached; Unlink
 // and Rename clear the cache.
-func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
+func (s *driver) checkPlace(ctx context.Context, op, name string) error {
 	for _, p := range backend.Parents(name) {
 		s.mu.Lock()
 		ok := s.notFile[p]
@@ -50,7 +50,7 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 // for it fails instead of merging), the base object under that number holds
 // the new content and hides every lower number, and the objects it hides
 // are deleted after. Readers see the old file or the new one.
-func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
+func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return 0, fail(op, name, err)
@@ -117,21 +117,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteFile replaces name with data in one object write.
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	_, err := s.writeFrom(ctx, "write", name, bytes.NewReader(data))
-	return err
-}
-
 // WriteFrom replaces name with the content of r, streamed.
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	return s.writeFrom(ctx, "write", name, r)
-}
-
-func (s *Storage) writeFrom(ctx context.Context, op, name string, r io.Reader) (int64, error) {
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return 0, err
-	}
+func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+	const op = "write"
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return 0, err
 	}
@@ -139,11 +127,8 @@ func (s *Storage) writeFrom(ctx context.Context, op, name string, r io.Reader) (
 }
 
 // OpenWriter opens name for appending; see the package doc for the layout.
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
@@ -208,7 +193,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 // is new (fs.ErrExist when not), and a file this writer made has no older
 // writer to fence off, so no number is claimed and nothing is read back.
 // ok is false when there are segments to look at (the general path).
-func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
+func (s *driver) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
 	const op = "open"
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
@@ -229,7 +214,7 @@ func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writ
 
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
-	s     *Storage
+	s     *driver
 	ctx   context.Context
 	name  string
 	buf   []byte
@@ -240,7 +225,6 @@ type writer struct {
 	// bytes in the base and in the parts beyond it
 	baseBytes, segBytes int64
 	err                 error // first upload error, latched
-	closed              bool
 }
 
 // track takes the counts of a layout: the parts beyond the base, the
@@ -259,9 +243,6 @@ func (w *writer) track(l layout) {
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	if w.closed {
-		return 0, backend.PathErr("write", w.name, backend.ErrClosed)
-	}
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -274,12 +255,7 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *writer) Sync() error {
-	if w.closed {
-		return backend.PathErr("sync", w.name, backend.ErrClosed)
-	}
-	return w.flush()
-}
+func (w *writer) Sync() error { return w.flush() }
 
 // flush uploads the buffer as the next segment. A conditional create makes
 // a second writer that reached the same number fail instead of merging.
@@ -381,7 +357,7 @@ func (w *writer) fold() error {
 // from, into one tier of the next level holding the same bytes, then
 // deletes them. Two folds of one run write the same bytes, so the loser of
 // the conditional create has nothing to do.
-func (s *Storage) tier(ctx context.Context, name string, from uint64, run []part) (part, error) {
+func (s *driver) tier(ctx context.Context, name string, from uint64, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
 	t := part{key: tierKey(name, last.end, run[0].level+1, from), end: last.end, level: run[0].level + 1}
@@ -403,7 +379,7 @@ func (s *Storage) tier(ctx context.Context, name string, from uint64, run []part
 // partsReader reads whole parts one after the other; a part that is not
 // the size the layout said fails the read.
 type partsReader struct {
-	s     *Storage
+	s     *driver
 	ctx   context.Context
 	parts []part
 	cur   objReader
@@ -454,11 +430,7 @@ func (p *partsReader) Close() error {
 // WithCompactAt asked for that: otherwise the file stays as the open
 // writer's folds left it, a bounded number of parts.
 func (w *writer) Close() error {
-	if w.closed {
-		return nil
-	}
 	err := w.flush()
-	w.closed = true
 	w.buf = nil
 	if err != nil {
 		return err
@@ -475,7 +447,7 @@ func (w *writer) Close() error {
 // when another writer has taken a higher one, the file is not this
 // writer's to fold (its next Sync fails instead). It returns the base's
 // key and size ("" when there was nothing to fold).
-func (s *Storage) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
+func (s *driver) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return "", 0, fail("compact", name, err)
@@ -491,7 +463,7 @@ func (s *Storage) compact(ctx context.Context, name string, through uint64) (key
 // same bytes, then deletes everything it holds. Two compactions of one
 // state write the same bytes, so the loser of the conditional create has
 // nothing to do.
-func (s *Storage) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
+func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
 	const op = "compact"
 	if len(l.parts) < 2 {
 		return "", nil
