@@ -120,7 +120,8 @@ func (s *driver) Mkdir(ctx context.Context, dir string) error {
 	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
 }
 
-// checkParents is checkPlace without the is-a-directory check of name.
+// checkParents makes sure no parent of name is a file. Parents known not
+// to be files are cached: only a write can make one a file (see upload).
 func (s *driver) checkParents(ctx context.Context, op, name string) error {
 	for _, p := range backend.Parents(name) {
 		s.mu.Lock()

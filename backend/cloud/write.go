@@ -12,27 +12,11 @@ import (
 	"github.com/trovekit/trove/backend"
 )
 
-// checkPlace makes sure a file may live at name: no parent is a file and
-// name is not a directory. Parents known not to be files are cached; Unlink
-// and Rename clear the cache.
+// checkPlace makes sure a file may live at name: no parent is a file
+// (checkParents) and name is not a directory.
 func (s *driver) checkPlace(ctx context.Context, op, name string) error {
-	for _, p := range backend.Parents(name) {
-		s.mu.Lock()
-		ok := s.notFile[p]
-		s.mu.Unlock()
-		if ok {
-			continue
-		}
-		_, err := s.b.Attributes(ctx, enc(p))
-		if err == nil {
-			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
-		}
-		if !isNotFound(err) {
-			return fail(op, name, err)
-		}
-		s.mu.Lock()
-		s.notFile[p] = true
-		s.mu.Unlock()
+	if err := s.checkParents(ctx, op, name); err != nil {
+		return err
 	}
 	dir, err := s.isDir(ctx, name)
 	if err != nil {

@@ -43,7 +43,7 @@ type driver struct {
 	abs     string // absolute root on the OS, for flock
 	log     *slog.Logger
 	poll    time.Duration
-	locks   localLocks
+	locks   backend.LocalLocks
 	appendM sync.Mutex // emulates O_APPEND on Fs that only seek at open
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/gofrs/flock"
 	"github.com/trovekit/trove/backend"
@@ -22,14 +21,15 @@ func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlo
 	if err := s.ensureLockFile(name); err != nil {
 		return nil, classify(err)
 	}
-	if err := s.locks.acquire(ctx, name, wait); err != nil {
+	local, err := s.locks.Acquire(ctx, name, wait, nil)
+	if err != nil {
 		return nil, err
 	}
-	l := &lock{s: s, name: name}
+	l := &lock{local: local}
 	if s.os {
 		fl, err := s.flock(ctx, name, wait)
 		if err != nil {
-			s.locks.release(name)
+			_ = local.Unlock()
 			return nil, classify(err)
 		}
 		l.fl = fl
@@ -106,9 +106,8 @@ func (s *driver) flock(ctx context.Context, name string, wait bool) (*flock.Floc
 }
 
 type lock struct {
-	s    *driver
-	name string
-	fl   *flock.Flock
+	local backend.Unlocker
+	fl    *flock.Flock
 }
 
 // Unlock releases the lock (the portable layer calls it once).
@@ -117,46 +116,6 @@ func (l *lock) Unlock() error {
 	if l.fl != nil {
 		err = l.fl.Unlock()
 	}
-	l.s.locks.release(l.name)
+	_ = l.local.Unlock()
 	return err
-}
-
-// localLocks excludes goroutines of one Storage without polling: a waiter
-// blocks on the holder's channel, closed at release.
-type localLocks struct {
-	mu   sync.Mutex
-	held map[string]chan struct{}
-}
-
-func (ll *localLocks) acquire(ctx context.Context, name string, wait bool) error {
-	for {
-		ll.mu.Lock()
-		ch, busy := ll.held[name]
-		if !busy {
-			if ll.held == nil {
-				ll.held = make(map[string]chan struct{})
-			}
-			ll.held[name] = make(chan struct{})
-			ll.mu.Unlock()
-			return nil
-		}
-		ll.mu.Unlock()
-		if !wait {
-			return backend.ErrLocked
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (ll *localLocks) release(name string) {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	if ch, ok := ll.held[name]; ok {
-		close(ch)
-		delete(ll.held, name)
-	}
 }

@@ -32,8 +32,7 @@ type driver struct {
 	nodes map[string]*node // by full name; "." is the root
 	epoch uint64           // bumped by Crash: older writers are dead
 
-	lockMu sync.Mutex
-	locks  map[string]chan struct{} // held locks; closed on release
+	locks backend.LocalLocks
 }
 
 // node is a file or a directory.
@@ -63,7 +62,6 @@ func New(opts ...Option) *Storage {
 		now:   time.Now,
 		done:  make(chan struct{}),
 		nodes: map[string]*node{".": {dir: true, durable: true, kids: map[string]*node{}}},
-		locks: map[string]chan struct{}{},
 	}
 	for _, o := range opts {
 		o(s)

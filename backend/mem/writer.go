@@ -91,48 +91,10 @@ func (r *reader) Read(p []byte) (int, error) {
 
 func (r *reader) Close() error { return nil }
 
-// Lock is backend.Locker with locks held in this process only. Waiters
-// wait on the holder's channel, closed when the lock is released.
+// Lock is backend.Locker with locks held in this process only; Close
+// wakes the waiters.
 func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	for {
-		s.lockMu.Lock()
-		held, ok := s.locks[name]
-		if !ok {
-			ch := make(chan struct{})
-			s.locks[name] = ch
-			s.lockMu.Unlock()
-			return &unlocker{s: s, name: name, ch: ch}, nil
-		}
-		s.lockMu.Unlock()
-		if !wait {
-			return nil, backend.ErrLocked
-		}
-		select {
-		case <-held:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-s.done:
-			return nil, backend.ErrClosed
-		}
-	}
-}
-
-type unlocker struct {
-	s    *driver
-	name string
-	ch   chan struct{}
-}
-
-// Unlock releases the lock. Unlocking twice, or after a crash released the
-// lock, does nothing: whoever removes ch from the map closes it.
-func (u *unlocker) Unlock() error {
-	u.s.lockMu.Lock()
-	defer u.s.lockMu.Unlock()
-	if u.s.locks[u.name] == u.ch {
-		delete(u.s.locks, u.name)
-		close(u.ch)
-	}
-	return nil
+	return s.locks.Acquire(ctx, name, wait, s.done)
 }
 
 // crash is Storage.Crash.
@@ -160,12 +122,7 @@ func (s *driver) crash() {
 	}
 	s.mu.Unlock()
 
-	s.lockMu.Lock()
-	for name, ch := range s.locks {
-		delete(s.locks, name)
-		close(ch)
-	}
-	s.lockMu.Unlock()
+	s.locks.ReleaseAll()
 }
 
 // survivor is what a crash leaves of file n: its synced content, or with a
