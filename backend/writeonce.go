@@ -72,9 +72,11 @@ func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info,
 // delete alone, without the looks at the place and at appended parts that
 // WriteFile and Unlink make. PutFile replaces the file atomically and
 // durably, as WriteFile does; RemoveFile of a missing file is
-// fs.ErrNotExist. Neither checks that no parent is a file or that name is
-// not a directory, and on a store without directories of its own a
-// directory whose last file RemoveFile removes may vanish with it.
+// fs.ErrNotExist, or no error on a store whose delete does not say (S3,
+// where asking costs a request). Neither checks that no parent is a file
+// or that name is not a directory, and on a store without directories of
+// its own a directory whose last file RemoveFile removes may vanish with
+// it.
 type WholeFile interface {
 	PutFile(ctx context.Context, name string, data []byte) error
 	RemoveFile(ctx context.Context, name string) error

@@ -66,6 +66,16 @@ type options struct {
 	tries     int
 	backoff   time.Duration
 	status    func(error) int
+	del       func(ctx context.Context, key string) error
+}
+
+// WithDelete gives the Storage a delete of the bucket's keys that makes a
+// single request where the gocloud driver makes more: S3's looks at the
+// object before each delete, to report a missing one. del need not report
+// a missing key. The deletes that do not care (RemoveFile, and those of
+// stale parts) go through it. A provider package passes it (backend/open/s3).
+func WithDelete(del func(ctx context.Context, key string) error) Option {
+	return func(o *options) { o.del = del }
 }
 
 // WithTimeout bounds each bucket call (default DefaultTimeout; 0 or less:
@@ -137,6 +147,9 @@ func newStorage(b bucket, opts ...Option) *Storage {
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.del != nil {
+		b = blindDelete{bucket: b, del: o.del}
 	}
 	g := &guard{b: b, timeout: o.timeout, tries: o.tries, backoff: o.backoff, status: o.status}
 	d := &driver{b: g, log: o.log, opts: o, notFile: map[string]bool{}}

@@ -164,7 +164,7 @@ func (s *driver) Unlink(ctx context.Context, name string) error {
 		case len(page) > 1 || page[0].Key != name+"/"+dirMarker:
 			return backend.PathErr(op, name, backend.ErrNotEmpty)
 		}
-		if err := s.b.Delete(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
+		if err := s.b.Remove(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
 			return fail(op, name, err)
 		}
 	}
@@ -213,7 +213,7 @@ func (s *driver) Rename(ctx context.Context, from, to string) error {
 	if _, err := s.replace(ctx, op, to, src); err != nil {
 		return err
 	}
-	if err := s.b.Delete(ctx, enc(from)); err != nil && !isNotFound(err) {
+	if err := s.b.Remove(ctx, enc(from)); err != nil && !isNotFound(err) {
 		return fail(op, from, err)
 	}
 	s.dropAll(ctx, from)

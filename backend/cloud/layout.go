@@ -281,7 +281,7 @@ func chain(l *layout, name string, size int64, mod time.Time) {
 // deletes.
 func (s *driver) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
-		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
+		if err := s.b.Remove(ctx, enc(o.key)); err != nil && !isNotFound(err) {
 			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)
 		}
 	}

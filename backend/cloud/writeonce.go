@@ -58,8 +58,9 @@ func (s *driver) PutFile(ctx context.Context, name string, data []byte) error {
 
 // RemoveFile is the fast path of backend.WholeFile: the delete of the
 // object under name, without looking for appended parts or keeping the
-// directory.
+// directory. Through WithDelete's delete (S3) it is one request, and a
+// missing file is no error.
 func (s *driver) RemoveFile(ctx context.Context, name string) error {
 	const op = "unlink"
-	return fail(op, name, s.b.Delete(ctx, enc(name)))
+	return fail(op, name, s.b.Remove(ctx, enc(name)))
 }
