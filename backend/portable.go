@@ -25,7 +25,7 @@ import (
 // wrapping the sentinels (fs.ErrNotExist, ErrIsDir, ...); an *fs.PathError
 // it returns keeps its path (Rename naming its target, say) and gets the
 // op of the call. Optional fast paths are found by type assertion on the
-// driver: FileReader, FileWriter, Locker, WriteOnce, WholeFile.
+// driver: FileReader, FileWriter, Locker, WriteOnce, WholeFile, Compacter.
 type Driver interface {
 	// Capabilities are read once, when Portable is made.
 	Capabilities() Capabilities
@@ -79,6 +79,7 @@ var (
 	_ Storage   = (*Portable)(nil)
 	_ WriteOnce = (*Portable)(nil)
 	_ WholeFile = (*Portable)(nil)
+	_ Compacter = (*Portable)(nil)
 )
 
 // NewPortable returns the Storage over d.
@@ -416,6 +417,18 @@ func (p *Portable) RemoveFile(ctx context.Context, name string) error {
 		return p.fail(op, name, wf.RemoveFile(ctx, name))
 	}
 	return p.Unlink(ctx, name)
+}
+
+// Compact is the driver's Compacter, or else nothing (see Compact).
+func (p *Portable) Compact(ctx context.Context, name string) error {
+	const op = "compact"
+	if err := p.begin(ctx, op, name, false); err != nil {
+		return err
+	}
+	if c, ok := p.d.(Compacter); ok {
+		return p.fail(op, name, c.Compact(ctx, name))
+	}
+	return nil
 }
 
 // Close closes the driver once; later calls fail with ErrClosed. Readers,

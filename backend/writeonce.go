@@ -99,3 +99,23 @@ func RemoveFile(ctx context.Context, s Storage, name string) error {
 	}
 	return s.Unlink(ctx, name)
 }
+
+// Compacter is an optional call of stores that emulate appends (buckets):
+// Compact folds the parts an appended file is made of into fewer, so that
+// reading it stays a few requests, without fencing off a writer open on
+// it. Such a store's writers never fold at Sync, so a Sync costs the same
+// few requests however long the writer stays open; its next opener folds,
+// and an owner that keeps a writer open long calls Compact when it can
+// spare the requests (it reads and rewrites recent bytes).
+type Compacter interface {
+	Compact(ctx context.Context, name string) error
+}
+
+// Compact folds name's parts where s keeps files in parts (see Compacter),
+// and does nothing elsewhere.
+func Compact(ctx context.Context, s Storage, name string) error {
+	if c, ok := s.(Compacter); ok {
+		return c.Compact(ctx, name)
+	}
+	return nil
+}

@@ -25,7 +25,7 @@ const (
 	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
 	octets      = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
-	compactLive = 8                              // fan-out of an open writer's folds
+	compactLive = 8                              // fan-out of folds by default
 )
 
 // Storage is a backend.Storage on a blob.Bucket: the portable layer over
@@ -57,7 +57,7 @@ type driver struct {
 type options struct {
 	log       *slog.Logger
 	compactAt int // -1: Close folds nothing
-	compactOn int
+	compactOn int // 0: Syncs do not fold
 	segMax    int
 	maxName   int
 	maxElem   int
@@ -120,13 +120,15 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // bounded, and a fold at Close would read and rewrite the whole file.
 func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n, 0) } }
 
-// WithCompactOpen sets the fan-out n (default 8, at least 2) of the folds
-// an open writer makes at Sync: every n segments at the end of the file
-// become one tier object, every n tiers of a level one of the next level,
-// and once the parts beyond the base hold as many bytes as the base, all
-// of it becomes a new base. A Sync then costs its own bytes plus about
-// log_n(syncs since the base) copies of them, whatever the size of the
-// file, and a reader meets at most n-1 parts per level.
+// WithCompactOpen makes an open writer fold at Sync, with fan-out n (at
+// least 2; also the fan-out of the folds at open and of Compact, 8 without
+// it): every n segments at the end of the file become one tier object,
+// every n tiers of a level one of the next level, and once the parts
+// beyond the base hold as many bytes as the base, all of it becomes a new
+// base. A reader then meets at most n-1 parts per level, however long the
+// writer stays open, but one Sync in n pays for a fold. By default a Sync
+// is its segment and one look, always: the next opener folds, and
+// Compact does when called.
 func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 2) } }
 
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
@@ -142,7 +144,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactOn: compactLive, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {

@@ -169,6 +169,12 @@ func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.Writer
 	w.track(l)
 	w.fresh++ // the claim
 	w.live++
+	// The opener owns the file now (older writers fail at their next
+	// Sync): it folds what they left, so that the parts a reader meets
+	// stay few while Syncs never fold. Failure costs only reads.
+	if err := s.foldLayout(w.ctx, name, l, 0); err != nil {
+		s.log.Warn("trove/cloud: compaction at open failed; parts kept", "name", name, "err", err)
+	}
 	return w, nil
 }
 
@@ -264,14 +270,18 @@ func (w *writer) flush() error {
 	}
 	// A compaction or replacement by a writer that opened later may have
 	// deleted this number and hidden it under its base; it deleted the
-	// number below first (drop goes upwards), so look there.
-	if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
-		if isNotFound(err) {
-			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
-			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
+	// number below first (drop goes upwards), so look there. The file's
+	// own object is no such number: only a removal deletes it, and a
+	// writer on a removed file writes where nobody reads, as on a disk.
+	if w.prev != w.name {
+		if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
+			if isNotFound(err) {
+				w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
+				err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
+			}
+			w.err = fail("sync", w.name, err)
+			return w.err
 		}
-		w.err = fail("sync", w.name, err)
-		return w.err
 	}
 	w.prev = objKey(w.name, w.next, kindSeg)
 	w.next++
@@ -279,9 +289,9 @@ func (w *writer) flush() error {
 	w.fresh++
 	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
-	if w.fresh >= w.s.opts.compactOn {
-		// A writer that stays open keeps reads of its file cheap. Failure
-		// is not the writer's: the segments hold every byte.
+	if f := w.s.opts.compactOn; f > 0 && w.fresh >= f {
+		// A writer asked to fold as it goes (WithCompactOpen). Failure is
+		// not the writer's: the segments hold every byte.
 		if err := w.fold(); err != nil {
 			w.s.log.Warn("trove/cloud: compaction failed; segments kept", "name", w.name, "err", err)
 		}
@@ -326,7 +336,7 @@ func (w *writer) fold() error {
 		if level >= maxLevel || slices.ContainsFunc(run, func(p part) bool { return p.level != level }) {
 			return nil
 		}
-		t, err := w.s.tier(w.ctx, w.name, l.parts[n-f-1].end, run)
+		t, err := w.s.tier(w.ctx, w.name, l.parts[n-f-1].end, level+1, run)
 		if err != nil {
 			return err
 		}
@@ -341,10 +351,10 @@ func (w *writer) fold() error {
 // from, into one tier of the next level holding the same bytes, then
 // deletes them. Two folds of one run write the same bytes, so the loser of
 // the conditional create has nothing to do.
-func (s *driver) tier(ctx context.Context, name string, from uint64, run []part) (part, error) {
+func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
-	t := part{key: tierKey(name, last.end, run[0].level+1, from), end: last.end, level: run[0].level + 1}
+	t := part{key: tierKey(name, last.end, level, from), end: last.end, level: level}
 	rd := &partsReader{s: s, ctx: ctx, parts: run}
 	defer rd.Close()
 	lost, err := s.create(ctx, t.key, rd)
@@ -461,4 +471,80 @@ func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key 
 	}
 	s.drop(ctx, name, l.objs)
 	return key, nil
+}
+
+// Compact folds the parts of name (backend.Compacter) but the last one,
+// which may be the one an open writer looks at before its next segment:
+// it runs beside a writer without fencing it off.
+func (s *driver) Compact(ctx context.Context, name string) error {
+	l, err := s.resolve(ctx, name, true)
+	if err != nil {
+		return fail("compact", name, err)
+	}
+	return s.foldLayout(ctx, name, l, 1)
+}
+
+// foldLayout folds the parts of l beyond its base but the last keep, as an
+// open writer's folds at Sync would have (see writer.fold), in one pass:
+// into a new base once they hold as many bytes as the base, else into
+// tiers, each made from the parts it holds, so every byte is read once.
+func (s *driver) foldLayout(ctx context.Context, name string, l layout, keep int) error {
+	f := s.opts.compactOn
+	if f <= 0 {
+		f = compactLive
+	}
+	if len(l.parts)-keep <= 1 {
+		return nil
+	}
+	beyond := l.parts[1 : len(l.parts)-keep]
+	var size int64
+	for _, p := range beyond {
+		size += p.size
+	}
+	if len(beyond) >= f && size >= l.parts[0].size {
+		// The base and the parts up to the last kept, under the number of
+		// the last part it holds: numbers above it stay as they are.
+		through := beyond[len(beyond)-1].end
+		lt := layout{parts: l.parts[:len(l.parts)-keep], size: l.parts[0].size + size, last: through}
+		for _, o := range l.objs {
+			if o.n <= through {
+				lt.objs = append(lt.objs, o)
+			}
+		}
+		_, err := s.compactLayout(ctx, name, lt)
+		return err
+	}
+	// Parts pushed one by one, every f of one level at the top merged
+	// into one of the next level; only the merges left at the end are
+	// written, from the original parts.
+	type group struct {
+		level int
+		parts []part
+	}
+	var stack []group
+	for _, p := range beyond {
+		stack = append(stack, group{p.level, []part{p}})
+		for n := len(stack); n >= f; n = len(stack) {
+			top := stack[n-f:]
+			lv := top[0].level
+			if lv >= maxLevel || slices.ContainsFunc(top, func(g group) bool { return g.level != lv }) {
+				break
+			}
+			var merged []part
+			for _, g := range top {
+				merged = append(merged, g.parts...)
+			}
+			stack = append(stack[:n-f], group{lv + 1, merged})
+		}
+	}
+	at := l.parts[0].end
+	for _, g := range stack {
+		if len(g.parts) > 1 {
+			if _, err := s.tier(ctx, name, at, g.level, g.parts); err != nil {
+				return err
+			}
+		}
+		at = g.parts[len(g.parts)-1].end
+	}
+	return nil
 }
