@@ -74,16 +74,7 @@ func TestCompactBesideWriter(t *testing.T) {
 	}
 	write(3)
 	wantFile(t, st, "f", want.String())
-	if _, err := stale.Write([]byte("stale")); err != nil {
-		t.Fatal(err)
-	}
-	if err := stale.Sync(); !errors.Is(err, backend.ErrLocked) {
-		t.Fatalf("the stale writer's Sync = %v, want ErrLocked", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wantFile(t, st, "f", want.String())
+	wantFenced(t, st, stale, w, want.String())
 }
 
 // An opener folds what earlier writers left, so reads of a file written
