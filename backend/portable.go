@@ -25,7 +25,8 @@ import (
 // wrapping the sentinels (fs.ErrNotExist, ErrIsDir, ...); an *fs.PathError
 // it returns keeps its path (Rename naming its target, say) and gets the
 // op of the call. Optional fast paths are found by type assertion on the
-// driver: FileReader, FileWriter, Locker, WriteOnce, WholeFile, Compacter.
+// driver: FileReader, FileWriter, Renamer, Locker, WriteOnce, WholeFile,
+// Compacter.
 type Driver interface {
 	// Capabilities are read once, when Portable is made.
 	Capabilities() Capabilities
@@ -41,7 +42,6 @@ type Driver interface {
 	// OpenWriter returns a writer that Portable keeps from being used
 	// after its Close.
 	OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error)
-	Rename(ctx context.Context, from, to string) error
 	Unlink(ctx context.Context, name string) error
 	// Close is called once.
 	Close() error
@@ -57,6 +57,13 @@ type FileReader interface {
 // WriteFrom of the bytes.
 type FileWriter interface {
 	WriteFile(ctx context.Context, name string, data []byte) error
+}
+
+// Renamer is a Driver that moves files itself (atomically, where
+// Capabilities.AtomicRename says so); without it Rename copies the file
+// through OpenRange and WriteFrom, then unlinks the source.
+type Renamer interface {
+	Rename(ctx context.Context, from, to string) error
 }
 
 // Locker is a Driver that has locks; without it Lock is ErrNotSupported.
@@ -326,7 +333,23 @@ func (p *Portable) Rename(ctx context.Context, from, to string) error {
 	if err := p.begin(ctx, op, to, false); err != nil {
 		return err
 	}
-	return p.fail(op, from, p.d.Rename(ctx, from, to))
+	if r, ok := p.d.(Renamer); ok {
+		return p.fail(op, from, r.Rename(ctx, from, to))
+	}
+	// A copy in one write, then the source's removal: what a bucket
+	// offers. Opening the source first also tells a directory from a file.
+	rc, err := p.d.OpenRange(ctx, from, 0, -1)
+	if err != nil {
+		return p.fail(op, from, err)
+	}
+	defer rc.Close()
+	if from == to {
+		return nil
+	}
+	if _, err := p.d.WriteFrom(ctx, to, rc); err != nil {
+		return p.fail(op, to, err)
+	}
+	return p.fail(op, from, p.d.Unlink(ctx, from))
 }
 
 func (p *Portable) Unlink(ctx context.Context, name string) error {

@@ -70,14 +70,9 @@ func (d *fakeDriver) OpenWriter(context.Context, string, backend.WriterOptions) 
 	return nopWriter{}, nil
 }
 
-func (d *fakeDriver) Rename(_ context.Context, from, to string) error {
-	d.call("Rename")
-	return backend.PathErr("whatever", to, backend.ErrIsDir)
-}
-
 func (d *fakeDriver) Unlink(context.Context, string) error {
 	d.call("Unlink")
-	return errors.New("boom")
+	return backend.PathErr("whatever", "f", errors.New("boom"))
 }
 
 func (d *fakeDriver) Close() error { d.closes++; return nil }
@@ -146,8 +141,13 @@ func TestPortable(t *testing.T) {
 	if err := p.Unlink(ctx, "f"); !errors.As(err, &pe) || pe.Op != "unlink" || pe.Path != "f" {
 		t.Errorf("Unlink = %#v", err)
 	}
-	if err := p.Rename(ctx, "f", "g"); !errors.As(err, &pe) || pe.Op != "rename" || pe.Path != "g" || !errors.Is(err, backend.ErrIsDir) {
+	// Rename without a Renamer copies, then unlinks the source: the
+	// unlink's error names the source.
+	if err := p.Rename(ctx, "f", "g"); !errors.As(err, &pe) || pe.Op != "rename" || pe.Path != "f" {
 		t.Errorf("Rename = %#v", err)
+	}
+	if got, err := p.ReadFile(ctx, "g"); err != nil || string(got) != "hello" {
+		t.Errorf("renamed file: %q, %v", got, err)
 	}
 	if _, err := p.OpenRange(ctx, "nope", 0, 1); !errors.As(err, &pe) || pe.Op != "open" || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenRange of a missing file = %v", err)

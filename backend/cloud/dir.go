@@ -190,32 +190,3 @@ func (s *driver) keepDir(ctx context.Context, op, dir string) error {
 	}
 	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
 }
-
-// Rename copies from to to in one object write, then removes from.
-func (s *driver) Rename(ctx context.Context, from, to string) error {
-	const op = "rename"
-	src, err := s.openRange(ctx, op, from, 0, -1)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if dir, derr := s.isDir(ctx, from); derr == nil && dir {
-				return backend.PathErr(op, from, backend.ErrIsDir)
-			}
-		}
-		return err
-	}
-	defer src.Close()
-	if from == to {
-		return nil
-	}
-	if err := s.checkPlace(ctx, op, to); err != nil {
-		return err
-	}
-	if _, err := s.replace(ctx, op, to, src); err != nil {
-		return err
-	}
-	if err := s.b.Remove(ctx, enc(from)); err != nil && !isNotFound(err) {
-		return fail(op, from, err)
-	}
-	s.dropAll(ctx, from)
-	return s.keepDir(ctx, op, backend.Dir(from))
-}

@@ -52,6 +52,7 @@ var (
 	_ backend.FileReader = (*driver)(nil)
 	_ backend.FileWriter = (*driver)(nil)
 	_ backend.Locker     = (*driver)(nil)
+	_ backend.Renamer    = (*driver)(nil)
 )
 
 // Option configures New and NewOS.

@@ -54,6 +54,7 @@ var (
 	_ backend.Crasher    = (*Storage)(nil)
 	_ backend.FileReader = (*driver)(nil)
 	_ backend.Locker     = (*driver)(nil)
+	_ backend.Renamer    = (*driver)(nil)
 )
 
 // New returns an empty Storage.
