@@ -5,10 +5,19 @@
 // (in memory, with crash simulation) and backend/cloud (gocloud.dev/blob).
 // Package backend/open opens any of them from a URL.
 //
+// Each is a Driver, a few calls, under one portable layer, Portable, as
+// gocloud's blob.Bucket is over its driver.Bucket: the layer validates
+// names, refuses calls after Close, checks the context, names the op and
+// path in every error and derives the convenience methods (Open, ReadFile,
+// ReadPrefix, WriteFile), so no backend repeats them.
+//
 // Optional fast paths are found by type assertion: WriteOnce (a write-once
 // create and a read that also describes the file, one request each on a
-// bucket) for content-addressed files. The functions CreateFile and
-// OpenInfo use it where it is, and the general methods elsewhere.
+// bucket) for content-addressed files, WholeFile for small files written
+// whole, Compacter for stores that keep appended files in parts. The
+// functions CreateFile, OpenInfo, PutFile, RemoveFile and Compact use them
+// where they are, and the general methods elsewhere; Portable finds them
+// (and FileReader, FileWriter, Locker) on its driver the same way.
 //
 // Decorators are written once, on Intercept: an Interceptor runs around
 // every call, and every call on the writers, readers and locks calls

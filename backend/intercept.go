@@ -12,7 +12,7 @@ type Call struct {
 	// Op is the method: "EnsureDir", "Stat", "List", "ReadFile", "Open",
 	// "OpenRange", "ReadPrefix", "WriteFile", "WriteFrom", "CreateFile",
 	// "PutFile", "RemoveFile", "OpenInfo", "OpenWriter", "Rename", "Unlink",
-	// "Lock", "Close",
+	// "Lock", "Compact", "Close",
 	// "Capabilities", "Crash", and on the values calls return
 	// "Writer.Write", "Writer.Sync", "Writer.Close", "Reader.Read",
 	// "Reader.Close", "Unlocker.Unlock".
@@ -47,8 +47,8 @@ type Interceptor func(ctx context.Context, c *Call, next func(context.Context) e
 // Intercept returns s with ic around every call: one forwarder on which
 // decorators (Sub, spy, faults, retries, logging) are written as a
 // function each. It implements WriteOnce (through CreateFile and OpenInfo on
-// s), WholeFile (PutFile and RemoveFile) and Crasher (crashing s when it
-// can).
+// s), WholeFile (PutFile and RemoveFile), Compacter and Crasher
+// (crashing s when it can).
 func Intercept(s Storage, ic Interceptor) *Intercepted {
 	return &Intercepted{inner: s, ic: ic}
 }
@@ -64,6 +64,7 @@ var (
 	_ WriteOnce = (*Intercepted)(nil)
 	_ WholeFile = (*Intercepted)(nil)
 	_ Crasher   = (*Intercepted)(nil)
+	_ Compacter = (*Intercepted)(nil)
 )
 
 // Inner returns the wrapped store.
@@ -246,6 +247,13 @@ func (x *Intercepted) PutFile(ctx context.Context, name string, data []byte) err
 func (x *Intercepted) RemoveFile(ctx context.Context, name string) error {
 	c := &Call{Op: "RemoveFile", Name: name}
 	return x.do(ctx, c, func(ctx context.Context) error { return RemoveFile(ctx, x.inner, c.Name) })
+}
+
+// Compact is the inner store's (see the Compact function), as the op
+// "Compact".
+func (x *Intercepted) Compact(ctx context.Context, name string) error {
+	c := &Call{Op: "Compact", Name: name}
+	return x.do(ctx, c, func(ctx context.Context) error { return Compact(ctx, x.inner, c.Name) })
 }
 
 func (x *Intercepted) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {

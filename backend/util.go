@@ -98,6 +98,7 @@ var subOps = map[string]struct {
 	"WriteFile": {"write", false}, "WriteFrom": {"write", false}, "CreateFile": {"write", false},
 	"PutFile": {"write", false}, "RemoveFile": {"unlink", false},
 	"Rename": {"rename", false}, "Unlink": {"unlink", false}, "Lock": {"lock", false},
+	"Compact": {"compact", false},
 }
 
 // intercept maps names in and out: calls take the parent's names, and

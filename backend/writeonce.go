@@ -72,9 +72,11 @@ func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info,
 // delete alone, without the looks at the place and at appended parts that
 // WriteFile and Unlink make. PutFile replaces the file atomically and
 // durably, as WriteFile does; RemoveFile of a missing file is
-// fs.ErrNotExist. Neither checks that no parent is a file or that name is
-// not a directory, and on a store without directories of its own a
-// directory whose last file RemoveFile removes may vanish with it.
+// fs.ErrNotExist, or no error on a store whose delete does not say (S3,
+// where asking costs a request). Neither checks that no parent is a file
+// or that name is not a directory, and on a store without directories of
+// its own a directory whose last file RemoveFile removes may vanish with
+// it.
 type WholeFile interface {
 	PutFile(ctx context.Context, name string, data []byte) error
 	RemoveFile(ctx context.Context, name string) error
@@ -96,4 +98,24 @@ func RemoveFile(ctx context.Context, s Storage, name string) error {
 		return r.RemoveFile(ctx, name)
 	}
 	return s.Unlink(ctx, name)
+}
+
+// Compacter is an optional call of stores that emulate appends (buckets):
+// Compact folds the parts an appended file is made of into fewer, so that
+// reading it stays a few requests, without fencing off a writer open on
+// it. Such a store's writers never fold at Sync, so a Sync costs the same
+// few requests however long the writer stays open; its next opener folds,
+// and an owner that keeps a writer open long calls Compact when it can
+// spare the requests (it reads and rewrites recent bytes).
+type Compacter interface {
+	Compact(ctx context.Context, name string) error
+}
+
+// Compact folds name's parts where s keeps files in parts (see Compacter),
+// and does nothing elsewhere.
+func Compact(ctx context.Context, s Storage, name string) error {
+	if c, ok := s.(Compacter); ok {
+		return c.Compact(ctx, name)
+	}
+	return nil
 }

@@ -25,11 +25,24 @@ const (
 	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
 	octets      = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
-	compactLive = 8                              // fan-out of an open writer's folds
+	compactLive = 8                              // fan-out of folds by default
 )
 
-// Storage is a backend.Storage on a blob.Bucket. It is safe for concurrent use.
+// Storage is a backend.Storage on a blob.Bucket: the portable layer over
+// the driver below. It is safe for concurrent use.
 type Storage struct {
+	*backend.Portable
+	d *driver
+}
+
+var (
+	_ backend.Storage   = (*Storage)(nil)
+	_ backend.WriteOnce = (*driver)(nil)
+	_ backend.WholeFile = (*driver)(nil)
+)
+
+// driver is the backend.Driver on a bucket.
+type driver struct {
 	b      bucket
 	log    *slog.Logger
 	closed atomic.Bool
@@ -44,7 +57,7 @@ type Storage struct {
 type options struct {
 	log       *slog.Logger
 	compactAt int // -1: Close folds nothing
-	compactOn int
+	compactOn int // 0: Syncs do not fold
 	segMax    int
 	maxName   int
 	maxElem   int
@@ -53,6 +66,16 @@ type options struct {
 	tries     int
 	backoff   time.Duration
 	status    func(error) int
+	del       func(ctx context.Context, key string) error
+}
+
+// WithDelete gives the Storage a delete of the bucket's keys that makes a
+// single request where the gocloud driver makes more: S3's looks at the
+// object before each delete, to report a missing one. del need not report
+// a missing key. The deletes that do not care (RemoveFile, and those of
+// stale parts) go through it. A provider package passes it (backend/open/s3).
+func WithDelete(del func(ctx context.Context, key string) error) Option {
+	return func(o *options) { o.del = del }
 }
 
 // WithTimeout bounds each bucket call (default DefaultTimeout; 0 or less:
@@ -97,13 +120,15 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // bounded, and a fold at Close would read and rewrite the whole file.
 func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n, 0) } }
 
-// WithCompactOpen sets the fan-out n (default 8, at least 2) of the folds
-// an open writer makes at Sync: every n segments at the end of the file
-// become one tier object, every n tiers of a level one of the next level,
-// and once the parts beyond the base hold as many bytes as the base, all
-// of it becomes a new base. A Sync then costs its own bytes plus about
-// log_n(syncs since the base) copies of them, whatever the size of the
-// file, and a reader meets at most n-1 parts per level.
+// WithCompactOpen makes an open writer fold at Sync, with fan-out n (at
+// least 2; also the fan-out of the folds at open and of Compact, 8 without
+// it): every n segments at the end of the file become one tier object,
+// every n tiers of a level one of the next level, and once the parts
+// beyond the base hold as many bytes as the base, all of it becomes a new
+// base. A reader then meets at most n-1 parts per level, however long the
+// writer stays open, but one Sync in n pays for a fold. By default a Sync
+// is its segment and one look, always: the next opener folds, and
+// Compact does when called.
 func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 2) } }
 
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
@@ -119,14 +144,18 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactOn: compactLive, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.del != nil {
+		b = blindDelete{bucket: b, del: o.del}
+	}
 	g := &guard{b: b, timeout: o.timeout, tries: o.tries, backoff: o.backoff, status: o.status}
-	return &Storage{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
+	d := &driver{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
+	return &Storage{Portable: backend.NewPortable(d), d: d}
 }
 
 // Connect is New, then one small listing, so that a bucket that does not
@@ -141,7 +170,7 @@ func Connect(ctx context.Context, b *blob.Bucket, opts ...Option) (*Storage, err
 		}
 		return nil, err
 	}
-	if _, _, err := st.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
+	if _, _, err := st.d.b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
 		st.Close()
 		if isNotFound(err) {
 			return nil, fmt.Errorf("cloud: the bucket (or container) does not exist: %w: %w", fs.ErrNotExist, err)
@@ -164,7 +193,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 
 // Capabilities of a bucket: durable (but fileblob), shared by processes,
 // write-once creates; no native append, rename or locks.
-func (s *Storage) Capabilities() backend.Capabilities {
+func (s *driver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Durable:      s.opts.localDir == "", // fileblob never fsyncs
 		CrossProcess: true,
@@ -174,37 +203,10 @@ func (s *Storage) Capabilities() backend.Capabilities {
 	}
 }
 
-// Close closes the bucket. Later calls fail with ErrClosed.
-func (s *Storage) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+// Close closes the bucket.
+func (s *driver) Close() error {
+	s.closed.Store(true)
 	return s.b.Close()
-}
-
-// begin checks what every call checks before any request.
-func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
-	if s.closed.Load() {
-		return backend.PathErr(op, name, backend.ErrClosed)
-	}
-	check := backend.ValidPath
-	if dir {
-		check = backend.ValidDir
-	}
-	if err := check(name); err != nil {
-		return backend.PathErr(op, name, err)
-	}
-	if len(name) > s.opts.maxName {
-		return backend.PathErr(op, name, fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, s.opts.maxName))
-	}
-	if s.opts.maxElem < backend.MaxElemBytes {
-		for elem := range strings.SplitSeq(name, "/") {
-			if len(elem) > s.opts.maxElem {
-				return backend.PathErr(op, name, fmt.Errorf("%w: element longer than %d bytes", backend.ErrInvalidPath, s.opts.maxElem))
-			}
-		}
-	}
-	return backend.CtxErr(ctx, op, name)
 }
 
 // fail wraps a driver error with the sentinel its code means.
@@ -229,7 +231,7 @@ func fail(op, name string, err error) error {
 // because the object exists: FailedPrecondition on S3 and GCS, AlreadyExists
 // on others, and InvalidArgument on Azure, which is confirmed by looking,
 // since it also means a real bad request.
-func (s *Storage) lostRace(ctx context.Context, key string, err error) bool {
+func (s *driver) lostRace(ctx context.Context, key string, err error) bool {
 	switch gcerrors.Code(err) {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
@@ -246,7 +248,7 @@ func isNotFound(err error) bool {
 
 // replaced reports a read that met an object being replaced: every server
 // answers 416 for a range of an object that shrank since it was resolved.
-func (s *Storage) replaced(err error) bool {
+func (s *driver) replaced(err error) bool {
 	return httpStatus(err, s.opts.status) == http.StatusRequestedRangeNotSatisfiable
 }
 
@@ -290,7 +292,7 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 }
 
 // create uploads r as key unless key exists. lost reports that it did.
-func (s *Storage) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
+func (s *driver) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
 	unlock := s.keys.lock(key)
 	defer unlock()
 	err = s.upload(ctx, key, r, true)
@@ -298,14 +300,14 @@ func (s *Storage) create(ctx context.Context, key string, r io.Reader) (lost boo
 }
 
 // put uploads r as key, replacing it.
-func (s *Storage) put(ctx context.Context, key string, r io.Reader) error {
+func (s *driver) put(ctx context.Context, key string, r io.Reader) error {
 	return s.upload(ctx, key, r, false)
 }
 
 // upload writes r to key. Every write goes through Bucket.Upload, since a
 // failed azureblob NewWriter+Close panics; a reader that fails (or ctx
 // ending) cancels the upload, so nothing partial becomes visible.
-func (s *Storage) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
+func (s *driver) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
 	s.clearWay(key)
 	// key becomes a file: no longer known not to be one. (This, not a
 	// removal, is what can make a parent a file: the cache survives

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"slices"
 	"strings"
 	"syscall"
@@ -14,32 +13,12 @@ import (
 	"github.com/trovekit/trove/backend"
 )
 
-// List yields dir's children with logical sizes, sorted by name.
-func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
-	return func(yield func(backend.Info, error) bool) {
-		const op = "list"
-		if err := s.begin(ctx, op, dir, true); err != nil {
-			yield(backend.Info{}, err)
-			return
-		}
-		infos, err := s.list(ctx, dir)
-		if err != nil {
-			yield(backend.Info{}, err)
-			return
-		}
-		for _, in := range infos {
-			if err := ctx.Err(); err != nil {
-				yield(backend.Info{}, backend.PathErr(op, dir, err))
-				return
-			}
-			if !yield(in, nil) {
-				return
-			}
-		}
-	}
+// List returns dir's children with logical sizes.
+func (s *driver) List(ctx context.Context, dir string) ([]backend.Info, error) {
+	return s.list(ctx, dir)
 }
 
-func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) {
+func (s *driver) list(ctx context.Context, dir string) ([]backend.Info, error) {
 	const op = "list"
 	prefix := dirPrefix(dir)
 	objs, err := s.listKeys(ctx, prefix, true)
@@ -62,9 +41,6 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 			continue
 		}
 		name := backend.Join(dir, base)
-		if backend.ValidPath(name) != nil {
-			continue // not written through trove
-		}
 		if isDir {
 			if dirs[name] {
 				continue
@@ -97,14 +73,13 @@ func (s *Storage) list(ctx context.Context, dir string) ([]backend.Info, error) 
 		chain(&l, in.Name, in.Size, in.ModTime)
 		out[i].Size, out[i].ModTime = l.size, l.mod
 	}
-	slices.SortFunc(out, func(a, b backend.Info) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // dirSegments lists the segment objects of the files directly in dir, by
 // file name, each sorted: one listing (a page per thousand objects) for
 // the whole directory, where a listing per file would cost a request each.
-func (s *Storage) dirSegments(ctx context.Context, dir string) (map[string][]obj, error) {
+func (s *driver) dirSegments(ctx context.Context, dir string) (map[string][]obj, error) {
 	prefix := segDir + "/" + dirPrefix(dir)
 	los, err := s.listKeys(ctx, prefix, false)
 	if err != nil {
@@ -127,15 +102,9 @@ func (s *Storage) dirSegments(ctx context.Context, dir string) (map[string][]obj
 	return out, nil
 }
 
-// EnsureDir makes dir exist; an empty one keeps a hidden marker object.
-func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
+// Mkdir makes dir exist; an empty one keeps a hidden marker object.
+func (s *driver) Mkdir(ctx context.Context, dir string) error {
 	const op = "mkdir"
-	if err := s.begin(ctx, op, dir, true); err != nil {
-		return err
-	}
-	if dir == "." {
-		return nil
-	}
 	if err := s.checkParents(ctx, op, dir); err != nil {
 		return err
 	}
@@ -151,8 +120,9 @@ func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
 	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
 }
 
-// checkParents is checkPlace without the is-a-directory check of name.
-func (s *Storage) checkParents(ctx context.Context, op, name string) error {
+// checkParents makes sure no parent of name is a file. Parents known not
+// to be files are cached: only a write can make one a file (see upload).
+func (s *driver) checkParents(ctx context.Context, op, name string) error {
 	for _, p := range backend.Parents(name) {
 		s.mu.Lock()
 		ok := s.notFile[p]
@@ -174,11 +144,8 @@ func (s *Storage) checkParents(ctx context.Context, op, name string) error {
 
 // Unlink removes a file (base first, so a crash leaves only segments that
 // nothing reads) or an empty directory. The parent directory stays.
-func (s *Storage) Unlink(ctx context.Context, name string) error {
+func (s *driver) Unlink(ctx context.Context, name string) error {
 	const op = "unlink"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
 	err := s.b.Delete(ctx, enc(name))
 	switch {
 	case err == nil:
@@ -197,7 +164,7 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 		case len(page) > 1 || page[0].Key != name+"/"+dirMarker:
 			return backend.PathErr(op, name, backend.ErrNotEmpty)
 		}
-		if err := s.b.Delete(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
+		if err := s.b.Remove(ctx, enc(page[0].Key)); err != nil && !isNotFound(err) {
 			return fail(op, name, err)
 		}
 	}
@@ -205,7 +172,7 @@ func (s *Storage) Unlink(ctx context.Context, name string) error {
 }
 
 // dropAll deletes the segment directory of a file whose name object is gone.
-func (s *Storage) dropAll(ctx context.Context, name string) {
+func (s *driver) dropAll(ctx context.Context, name string) {
 	if objs, err := s.listObjs(ctx, name); err == nil {
 		s.drop(ctx, name, objs)
 	}
@@ -213,7 +180,7 @@ func (s *Storage) dropAll(ctx context.Context, name string) {
 
 // keepDir puts a marker in dir when its last child is gone, as a file
 // system keeps an emptied directory.
-func (s *Storage) keepDir(ctx context.Context, op, dir string) error {
+func (s *driver) keepDir(ctx context.Context, op, dir string) error {
 	if dir == "." {
 		return nil
 	}
@@ -222,48 +189,4 @@ func (s *Storage) keepDir(ctx context.Context, op, dir string) error {
 		return fail(op, dir, err)
 	}
 	return fail(op, dir, s.put(ctx, dir+"/"+dirMarker, bytes.NewReader(nil)))
-}
-
-// Rename copies from to to in one object write, then removes from.
-func (s *Storage) Rename(ctx context.Context, from, to string) error {
-	const op = "rename"
-	if err := s.begin(ctx, op, from, false); err != nil {
-		return err
-	}
-	if err := s.begin(ctx, op, to, false); err != nil {
-		return err
-	}
-	src, err := s.openRange(ctx, op, from, 0, -1)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if dir, derr := s.isDir(ctx, from); derr == nil && dir {
-				return backend.PathErr(op, from, backend.ErrIsDir)
-			}
-		}
-		return err
-	}
-	defer src.Close()
-	if from == to {
-		return nil
-	}
-	if err := s.checkPlace(ctx, op, to); err != nil {
-		return err
-	}
-	if _, err := s.replace(ctx, op, to, src); err != nil {
-		return err
-	}
-	if err := s.b.Delete(ctx, enc(from)); err != nil && !isNotFound(err) {
-		return fail(op, from, err)
-	}
-	s.dropAll(ctx, from)
-	return s.keepDir(ctx, op, backend.Dir(from))
-}
-
-// Lock is not offered: buckets have no locks. Second writers of one file are
-// detected at Sync instead (ErrLocked).
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	if err := s.begin(ctx, "lock", name, false); err != nil {
-		return nil, err
-	}
-	return nil, backend.PathErr("lock", name, backend.ErrNotSupported)
 }

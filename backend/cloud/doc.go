@@ -23,18 +23,22 @@
 //     (from, n]. A reader follows a chain from the base: at each number
 //     reached, the widest tier starting there, else the next segment;
 //     whatever a tier holds is skipped, deleted yet or not.
-//   - An open writer folds at Sync, as a log-structured merge does
-//     (WithCompactOpen, fan-out 8): every 8 segments at the end become a
-//     tier of level 1, every 8 tiers of a level one of the next level, and
-//     once the parts beyond the base hold as many bytes as the base, the
-//     whole file becomes a new compaction base. A Sync so costs its bytes
-//     and about log_8(syncs since the base) copies of them, whatever the
-//     size of the file, and a reader meets at most 7 parts per level. Only
-//     a writer that still holds the highest number folds, and a fold writes
-//     the same bytes, so a reader that meets one mid-read goes on at the
-//     same offset. Close folds nothing unless WithCompactAt asks. Stale
-//     objects are deleted after the fold or base exists, lowest first, so a
-//     reader or a crash between the steps sees each byte once.
+//   - A Sync is one segment and one look at the writer's previous one,
+//     whatever the file (the first Sync of a new file's creator: the
+//     segment alone): it never folds. Folds are a log-structured merge
+//     with fan-out 8: every 8 segments at the end become a tier of level
+//     1, every 8 tiers of a level one of the next level, and once the
+//     parts beyond the base hold as many bytes as the base, the whole file
+//     becomes a new compaction base; each byte is so copied about
+//     log_8(appends since the base) times, and a reader meets at most 7
+//     parts per level. They happen when a writer opens a file that has
+//     parts (it owns the file from its claim on), and at Compact, which
+//     leaves the last part, the one an open writer looks at, alone.
+//     WithCompactOpen makes a writer fold at Sync too. A fold writes the
+//     same bytes, so a reader that meets one mid-read goes on at the same
+//     offset. Close folds nothing unless WithCompactAt asks. Stale objects
+//     are deleted after the fold or base exists, lowest first, so a reader
+//     or a crash between the steps sees each byte once.
 //   - Rename is copy then delete (Capabilities.AtomicRename is false).
 //   - Directories are implied by names; an empty directory (EnsureDir, or the
 //     parent of the last file removed) keeps a hidden marker ".~dir".

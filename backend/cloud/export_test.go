@@ -32,6 +32,11 @@ func (c counted) Delete(ctx context.Context, key string) error {
 	return c.bucket.Delete(ctx, key)
 }
 
+func (c counted) Remove(ctx context.Context, key string) error {
+	c.t.Calls.Add(1)
+	return c.bucket.Remove(ctx, key)
+}
+
 func (c counted) ListPage(ctx context.Context, token []byte, size int, opts *blob.ListOptions) ([]*blob.ListObject, []byte, error) {
 	c.t.Calls.Add(1)
 	return c.bucket.ListPage(ctx, token, size, opts)

@@ -39,7 +39,7 @@ func OpenFileblob(dir string, opts ...Option) (*Storage, error) {
 
 // clearWay removes the empty directories fileblob left where key is to be
 // written; a directory holding any file stays, and the write then fails.
-func (s *Storage) clearWay(key string) {
+func (s *driver) clearWay(key string) {
 	if s.opts.localDir == "" {
 		return
 	}

@@ -29,6 +29,9 @@ type bucket interface {
 	NewRangeReader(ctx context.Context, key string, off, n int64, opts *blob.ReaderOptions) (objReader, error)
 	Upload(ctx context.Context, key string, r io.Reader, opts *blob.WriterOptions) error
 	Delete(ctx context.Context, key string) error
+	// Remove is Delete where it need not say that key was missing: through
+	// WithDelete's function when there is one.
+	Remove(ctx context.Context, key string) error
 	ListPage(ctx context.Context, token []byte, size int, opts *blob.ListOptions) ([]*blob.ListObject, []byte, error)
 	Close() error
 }
@@ -51,6 +54,17 @@ func (p plain) NewRangeReader(ctx context.Context, key string, off, n int64, opt
 	}
 	return r, nil
 }
+
+func (p plain) Remove(ctx context.Context, key string) error { return p.Delete(ctx, key) }
+
+// blindDelete removes through a delete of the provider's that makes one
+// request (see WithDelete).
+type blindDelete struct {
+	bucket
+	del func(ctx context.Context, key string) error
+}
+
+func (b blindDelete) Remove(ctx context.Context, key string) error { return b.del(ctx, key) }
 
 // guard gives every call of b a deadline (per chunk for streams) and
 // retries calls that failed transiently, when they are safe to repeat.
@@ -127,6 +141,10 @@ func (g *guard) Attributes(ctx context.Context, key string) (a *blob.Attributes,
 
 func (g *guard) Delete(ctx context.Context, key string) error {
 	return g.call(ctx, true, func(ctx context.Context) error { return g.b.Delete(ctx, key) })
+}
+
+func (g *guard) Remove(ctx context.Context, key string) error {
+	return g.call(ctx, true, func(ctx context.Context) error { return g.b.Remove(ctx, key) })
 }
 
 func (g *guard) ListPage(ctx context.Context, token []byte, size int, opts *blob.ListOptions) (page []*blob.ListObject, next []byte, err error) {

@@ -148,7 +148,7 @@ func TestNoRetry(t *testing.T) {
 		st := retrying(f)
 		defer st.Close()
 		before := f.count("upload")
-		lost, err := st.create(ctx, "k", bytes.NewReader([]byte("x")))
+		lost, err := st.d.create(ctx, "k", bytes.NewReader([]byte("x")))
 		if err == nil || lost || f.count("upload")-before != 1 {
 			t.Fatalf("create: lost %v, %v after %d uploads; want a failure after 1", lost, err, f.count("upload")-before)
 		}
@@ -236,10 +236,10 @@ func TestTimeout(t *testing.T) {
 	if s.calls != 3 {
 		t.Fatalf("%d listings, want 3 attempts", s.calls)
 	}
-	if err := st.b.Upload(ctx, "k", strings.NewReader("data"), nil); !errors.Is(err, ErrTimeout) {
+	if err := st.d.b.Upload(ctx, "k", strings.NewReader("data"), nil); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("upload: %v, want ErrTimeout", err)
 	}
-	r, err := st.b.NewRangeReader(ctx, "k", 0, -1, nil)
+	r, err := st.d.b.NewRangeReader(ctx, "k", 0, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestTimeout(t *testing.T) {
 	s.calls = 0
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := st.b.ListPage(cctx, nil, 1, nil); !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) || s.calls != 1 {
+	if _, _, err := st.d.b.ListPage(cctx, nil, 1, nil); !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) || s.calls != 1 {
 		t.Fatalf("cancelled ListPage: %v after %d calls", err, s.calls)
 	}
 }

@@ -114,7 +114,7 @@ type layout struct {
 // listKeys lists the keys below prefix (one level with delimited, the whole
 // tree without), as names. A listing that trips over an object vanishing
 // under it (fileblob lists a file, then fails to stat it) starts again.
-func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
+func (s *driver) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
 	opts := &blob.ListOptions{Prefix: enc(prefix)}
 	if delimited {
 		opts.Delimiter = "/"
@@ -145,7 +145,7 @@ func (s *Storage) listKeys(ctx context.Context, prefix string, delimited bool) (
 const listPageSize = 1000
 
 // listPage lists at most n keys below prefix, as names.
-func (s *Storage) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
+func (s *driver) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
 	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
 	for _, lo := range page {
 		lo.Key = dec(lo.Key)
@@ -183,7 +183,7 @@ func mapElems(p, suffix string, f func(string) string) string {
 }
 
 // listObjs lists name's segment directory in order.
-func (s *Storage) listObjs(ctx context.Context, name string) ([]obj, error) {
+func (s *driver) listObjs(ctx context.Context, name string) ([]obj, error) {
 	prefix := segPrefix(name)
 	los, err := s.listKeys(ctx, prefix, true)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Storage) listObjs(ctx context.Context, name string) ([]obj, error) {
 // listing; its existence and size are left to the read (sized false) or
 // asked for (sized true). The error is the driver's; the layout's objs are
 // filled even when the file does not exist, so leftovers can be removed.
-func (s *Storage) resolve(ctx context.Context, name string, sized bool) (layout, error) {
+func (s *driver) resolve(ctx context.Context, name string, sized bool) (layout, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return layout{}, err
@@ -279,9 +279,9 @@ func chain(l *layout, name string, size int64, mod time.Time) {
 // writer that finds its previous number gone knows its next may be hidden.
 // A failure only leaves garbage that readers skip and the next replacement
 // deletes.
-func (s *Storage) drop(ctx context.Context, name string, objs []obj) {
+func (s *driver) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
-		if err := s.b.Delete(ctx, enc(o.key)); err != nil && !isNotFound(err) {
+		if err := s.b.Remove(ctx, enc(o.key)); err != nil && !isNotFound(err) {
 			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)
 		}
 	}

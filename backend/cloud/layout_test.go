@@ -259,16 +259,7 @@ func TestCompactionWhileOpen(t *testing.T) {
 	if n := len(keys(t, b)); n > 16+2 { // at most 16n segments, a base, the name
 		t.Fatalf("an open writer that compacts left %d objects: %q", n, keys(t, b))
 	}
-	if _, err := stale.Write([]byte("stale")); err != nil {
-		t.Fatal(err)
-	}
-	if err := stale.Sync(); !errors.Is(err, backend.ErrLocked) {
-		t.Fatalf("the stale writer's Sync = %v, want ErrLocked", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wantFile(t, st, "f", want.String())
+	wantFenced(t, st, stale, w, want.String())
 }
 
 // A stale writer that closes with nothing to send folds nothing: the newer
@@ -422,4 +413,20 @@ func TestTierLeftoversSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, st, "f", want+"more\n")
+}
+
+// wantFenced checks that stale fails at its next Sync, then closes w and
+// checks that f holds want.
+func wantFenced(t *testing.T, st backend.Storage, stale, w backend.Writer, want string) {
+	t.Helper()
+	if _, err := stale.Write([]byte("stale")); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Sync(); !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("the stale writer's Sync = %v, want ErrLocked", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", want)
 }

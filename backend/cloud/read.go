@@ -5,13 +5,12 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"slices"
 
 	"github.com/trovekit/trove/backend"
 )
 
 // isDir reports whether some object lies below dir.
-func (s *Storage) isDir(ctx context.Context, dir string) (bool, error) {
+func (s *driver) isDir(ctx context.Context, dir string) (bool, error) {
 	if dir == "." {
 		return true, nil
 	}
@@ -23,11 +22,8 @@ func (s *Storage) isDir(ctx context.Context, dir string) (bool, error) {
 }
 
 // Stat describes a file (with its logical size) or a directory.
-func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
+func (s *driver) Stat(ctx context.Context, name string) (backend.Info, error) {
 	const op = "stat"
-	if err := s.begin(ctx, op, name, true); err != nil {
-		return backend.Info{}, err
-	}
 	if name == "." {
 		return backend.Info{Name: ".", IsDir: true}, nil
 	}
@@ -48,66 +44,12 @@ func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
 	return backend.Info{Name: name, IsDir: true}, nil
 }
 
-// ReadFile returns the whole logical file.
-func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	rc, err := s.openRange(ctx, "read", name, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
-}
-
-// Open streams the logical file.
-func (s *Storage) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.openRange(ctx, "open", name, 0, -1)
-}
-
 // OpenRange streams a range through range reads of the parts it covers.
-func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+func (s *driver) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	return s.openRange(ctx, "open", name, offset, length)
 }
 
-// ReadPrefix reads min(n, size) bytes; a long enough base costs one range read.
-func (s *Storage) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
-	if n < 0 {
-		if err := s.begin(ctx, "read", name, false); err != nil {
-			return nil, err
-		}
-		return nil, backend.PathErr("read", name, backend.ErrInvalidRange)
-	}
-	rc, err := s.openRange(ctx, "read", name, 0, int64(n))
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	buf := make([]byte, 0, min(n, 1<<20))
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(n-len(buf), 1<<20))
-		}
-		k, err := rc.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (s *Storage) openRange(ctx context.Context, op, name string, offset, length int64) (io.ReadCloser, error) {
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		return nil, backend.PathErr(op, name, backend.ErrInvalidRange)
-	}
+func (s *driver) openRange(ctx context.Context, op, name string, offset, length int64) (io.ReadCloser, error) {
 	need := int64(-1)
 	if length >= 0 && offset <= (1<<62)-length {
 		need = offset + length
@@ -139,7 +81,7 @@ const maxRetries = 8
 
 // reader reads [pos, end) of a logical file part by part.
 type reader struct {
-	s       *Storage
+	s       *driver
 	ctx     context.Context
 	op      string
 	name    string

@@ -46,7 +46,8 @@ func TestRequests(t *testing.T) {
 		w, err = st.OpenWriter(ctx, "a/s.jsonl", backend.WriterOptions{})
 		must(err)
 	})
-	for range 3 {
+	// Twenty Syncs, more than a fan-out of 8: a Sync never folds.
+	for range 20 {
 		row("Write and Sync", 2, func() {
 			_, err := w.Write([]byte("hello\n"))
 			must(err)
@@ -54,4 +55,29 @@ func TestRequests(t *testing.T) {
 		})
 	}
 	row("Close after Sync", 0, func() { must(w.Close()) })
+	// A read and a delete per part folded, one upload.
+	row("Compact of 21 parts", 2*21+3, func() { must(backend.Compact(ctx, st, "a/s.jsonl")) })
+
+	// A session's file: created exclusive, then written by its creator
+	// alone, whose first segment needs no look before it.
+	row("OpenWriter of a new file, exclusive", 3, func() {
+		var err error
+		w, err = st.OpenWriter(ctx, "a/t.jsonl", backend.WriterOptions{Exclusive: true})
+		must(err)
+	})
+	row("its first Write and Sync", 1, func() {
+		_, err := w.Write([]byte("hello\n"))
+		must(err)
+		must(w.Sync())
+	})
+	row("its second", 2, func() {
+		_, err := w.Write([]byte("hello\n"))
+		must(err)
+		must(w.Sync())
+	})
+	must(w.Close())
+	wf := st.(backend.WholeFile)
+	row("PutFile", 1, func() { must(wf.PutFile(ctx, "a/m.json", []byte("{}"))) })
+	row("RemoveFile", 1, func() { must(wf.RemoveFile(ctx, "a/m.json")) })
+	row("RemoveFile of a missing file", 1, func() { wf.RemoveFile(ctx, "a/m.json") })
 }

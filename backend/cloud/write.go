@@ -12,27 +12,11 @@ import (
 	"github.com/trovekit/trove/backend"
 )
 
-// checkPlace makes sure a file may live at name: no parent is a file and
-// name is not a directory. Parents known not to be files are cached; Unlink
-// and Rename clear the cache.
-func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
-	for _, p := range backend.Parents(name) {
-		s.mu.Lock()
-		ok := s.notFile[p]
-		s.mu.Unlock()
-		if ok {
-			continue
-		}
-		_, err := s.b.Attributes(ctx, enc(p))
-		if err == nil {
-			return backend.PathErr(op, name, fmt.Errorf("%w: %s is a file", backend.ErrNotDir, p))
-		}
-		if !isNotFound(err) {
-			return fail(op, name, err)
-		}
-		s.mu.Lock()
-		s.notFile[p] = true
-		s.mu.Unlock()
+// checkPlace makes sure a file may live at name: no parent is a file
+// (checkParents) and name is not a directory.
+func (s *driver) checkPlace(ctx context.Context, op, name string) error {
+	if err := s.checkParents(ctx, op, name); err != nil {
+		return err
 	}
 	dir, err := s.isDir(ctx, name)
 	if err != nil {
@@ -50,7 +34,7 @@ func (s *Storage) checkPlace(ctx context.Context, op, name string) error {
 // for it fails instead of merging), the base object under that number holds
 // the new content and hides every lower number, and the objects it hides
 // are deleted after. Readers see the old file or the new one.
-func (s *Storage) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
+func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return 0, fail(op, name, err)
@@ -117,21 +101,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteFile replaces name with data in one object write.
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	_, err := s.writeFrom(ctx, "write", name, bytes.NewReader(data))
-	return err
-}
-
 // WriteFrom replaces name with the content of r, streamed.
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	return s.writeFrom(ctx, "write", name, r)
-}
-
-func (s *Storage) writeFrom(ctx context.Context, op, name string, r io.Reader) (int64, error) {
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return 0, err
-	}
+func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+	const op = "write"
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return 0, err
 	}
@@ -139,11 +111,8 @@ func (s *Storage) writeFrom(ctx context.Context, op, name string, r io.Reader) (
 }
 
 // OpenWriter opens name for appending; see the package doc for the layout.
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
@@ -200,6 +169,12 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	w.track(l)
 	w.fresh++ // the claim
 	w.live++
+	// The opener owns the file now (older writers fail at their next
+	// Sync): it folds what they left, so that the parts a reader meets
+	// stay few while Syncs never fold. Failure costs only reads.
+	if err := s.foldLayout(w.ctx, name, l, 0); err != nil {
+		s.log.Warn("trove/cloud: compaction at open failed; parts kept", "name", name, "err", err)
+	}
 	return w, nil
 }
 
@@ -208,7 +183,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 // is new (fs.ErrExist when not), and a file this writer made has no older
 // writer to fence off, so no number is claimed and nothing is read back.
 // ok is false when there are segments to look at (the general path).
-func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
+func (s *driver) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
 	const op = "open"
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
@@ -229,7 +204,7 @@ func (s *Storage) createWriter(ctx context.Context, name string) (w backend.Writ
 
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
-	s     *Storage
+	s     *driver
 	ctx   context.Context
 	name  string
 	buf   []byte
@@ -240,7 +215,6 @@ type writer struct {
 	// bytes in the base and in the parts beyond it
 	baseBytes, segBytes int64
 	err                 error // first upload error, latched
-	closed              bool
 }
 
 // track takes the counts of a layout: the parts beyond the base, the
@@ -259,9 +233,6 @@ func (w *writer) track(l layout) {
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	if w.closed {
-		return 0, backend.PathErr("write", w.name, backend.ErrClosed)
-	}
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -274,12 +245,7 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *writer) Sync() error {
-	if w.closed {
-		return backend.PathErr("sync", w.name, backend.ErrClosed)
-	}
-	return w.flush()
-}
+func (w *writer) Sync() error { return w.flush() }
 
 // flush uploads the buffer as the next segment. A conditional create makes
 // a second writer that reached the same number fail instead of merging.
@@ -304,14 +270,18 @@ func (w *writer) flush() error {
 	}
 	// A compaction or replacement by a writer that opened later may have
 	// deleted this number and hidden it under its base; it deleted the
-	// number below first (drop goes upwards), so look there.
-	if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
-		if isNotFound(err) {
-			w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
-			err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
+	// number below first (drop goes upwards), so look there. The file's
+	// own object is no such number: only a removal deletes it, and a
+	// writer on a removed file writes where nobody reads, as on a disk.
+	if w.prev != w.name {
+		if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
+			if isNotFound(err) {
+				w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
+				err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
+			}
+			w.err = fail("sync", w.name, err)
+			return w.err
 		}
-		w.err = fail("sync", w.name, err)
-		return w.err
 	}
 	w.prev = objKey(w.name, w.next, kindSeg)
 	w.next++
@@ -319,9 +289,9 @@ func (w *writer) flush() error {
 	w.fresh++
 	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
-	if w.fresh >= w.s.opts.compactOn {
-		// A writer that stays open keeps reads of its file cheap. Failure
-		// is not the writer's: the segments hold every byte.
+	if f := w.s.opts.compactOn; f > 0 && w.fresh >= f {
+		// A writer asked to fold as it goes (WithCompactOpen). Failure is
+		// not the writer's: the segments hold every byte.
 		if err := w.fold(); err != nil {
 			w.s.log.Warn("trove/cloud: compaction failed; segments kept", "name", w.name, "err", err)
 		}
@@ -366,7 +336,7 @@ func (w *writer) fold() error {
 		if level >= maxLevel || slices.ContainsFunc(run, func(p part) bool { return p.level != level }) {
 			return nil
 		}
-		t, err := w.s.tier(w.ctx, w.name, l.parts[n-f-1].end, run)
+		t, err := w.s.tier(w.ctx, w.name, l.parts[n-f-1].end, level+1, run)
 		if err != nil {
 			return err
 		}
@@ -381,10 +351,10 @@ func (w *writer) fold() error {
 // from, into one tier of the next level holding the same bytes, then
 // deletes them. Two folds of one run write the same bytes, so the loser of
 // the conditional create has nothing to do.
-func (s *Storage) tier(ctx context.Context, name string, from uint64, run []part) (part, error) {
+func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
-	t := part{key: tierKey(name, last.end, run[0].level+1, from), end: last.end, level: run[0].level + 1}
+	t := part{key: tierKey(name, last.end, level, from), end: last.end, level: level}
 	rd := &partsReader{s: s, ctx: ctx, parts: run}
 	defer rd.Close()
 	lost, err := s.create(ctx, t.key, rd)
@@ -403,7 +373,7 @@ func (s *Storage) tier(ctx context.Context, name string, from uint64, run []part
 // partsReader reads whole parts one after the other; a part that is not
 // the size the layout said fails the read.
 type partsReader struct {
-	s     *Storage
+	s     *driver
 	ctx   context.Context
 	parts []part
 	cur   objReader
@@ -454,11 +424,7 @@ func (p *partsReader) Close() error {
 // WithCompactAt asked for that: otherwise the file stays as the open
 // writer's folds left it, a bounded number of parts.
 func (w *writer) Close() error {
-	if w.closed {
-		return nil
-	}
 	err := w.flush()
-	w.closed = true
 	w.buf = nil
 	if err != nil {
 		return err
@@ -475,7 +441,7 @@ func (w *writer) Close() error {
 // when another writer has taken a higher one, the file is not this
 // writer's to fold (its next Sync fails instead). It returns the base's
 // key and size ("" when there was nothing to fold).
-func (s *Storage) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
+func (s *driver) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return "", 0, fail("compact", name, err)
@@ -491,7 +457,7 @@ func (s *Storage) compact(ctx context.Context, name string, through uint64) (key
 // same bytes, then deletes everything it holds. Two compactions of one
 // state write the same bytes, so the loser of the conditional create has
 // nothing to do.
-func (s *Storage) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
+func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
 	const op = "compact"
 	if len(l.parts) < 2 {
 		return "", nil
@@ -505,4 +471,80 @@ func (s *Storage) compactLayout(ctx context.Context, name string, l layout) (key
 	}
 	s.drop(ctx, name, l.objs)
 	return key, nil
+}
+
+// Compact folds the parts of name (backend.Compacter) but the last one,
+// which may be the one an open writer looks at before its next segment:
+// it runs beside a writer without fencing it off.
+func (s *driver) Compact(ctx context.Context, name string) error {
+	l, err := s.resolve(ctx, name, true)
+	if err != nil {
+		return fail("compact", name, err)
+	}
+	return s.foldLayout(ctx, name, l, 1)
+}
+
+// foldLayout folds the parts of l beyond its base but the last keep, as an
+// open writer's folds at Sync would have (see writer.fold), in one pass:
+// into a new base once they hold as many bytes as the base, else into
+// tiers, each made from the parts it holds, so every byte is read once.
+func (s *driver) foldLayout(ctx context.Context, name string, l layout, keep int) error {
+	f := s.opts.compactOn
+	if f <= 0 {
+		f = compactLive
+	}
+	if len(l.parts)-keep <= 1 {
+		return nil
+	}
+	beyond := l.parts[1 : len(l.parts)-keep]
+	var size int64
+	for _, p := range beyond {
+		size += p.size
+	}
+	if len(beyond) >= f && size >= l.parts[0].size {
+		// The base and the parts up to the last kept, under the number of
+		// the last part it holds: numbers above it stay as they are.
+		through := beyond[len(beyond)-1].end
+		lt := layout{parts: l.parts[:len(l.parts)-keep], size: l.parts[0].size + size, last: through}
+		for _, o := range l.objs {
+			if o.n <= through {
+				lt.objs = append(lt.objs, o)
+			}
+		}
+		_, err := s.compactLayout(ctx, name, lt)
+		return err
+	}
+	// Parts pushed one by one, every f of one level at the top merged
+	// into one of the next level; only the merges left at the end are
+	// written, from the original parts.
+	type group struct {
+		level int
+		parts []part
+	}
+	var stack []group
+	for _, p := range beyond {
+		stack = append(stack, group{p.level, []part{p}})
+		for n := len(stack); n >= f; n = len(stack) {
+			top := stack[n-f:]
+			lv := top[0].level
+			if lv >= maxLevel || slices.ContainsFunc(top, func(g group) bool { return g.level != lv }) {
+				break
+			}
+			var merged []part
+			for _, g := range top {
+				merged = append(merged, g.parts...)
+			}
+			stack = append(stack[:n-f], group{lv + 1, merged})
+		}
+	}
+	at := l.parts[0].end
+	for _, g := range stack {
+		if len(g.parts) > 1 {
+			if _, err := s.tier(ctx, name, at, g.level, g.parts); err != nil {
+				return err
+			}
+		}
+		at = g.parts[len(g.parts)-1].end
+	}
+	return nil
 }

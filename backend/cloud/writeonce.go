@@ -12,11 +12,8 @@ import (
 
 // CreateFile is the write-once fast path (backend.WriteOnce): one
 // conditional upload, without looking at the place first.
-func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
+func (s *driver) CreateFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
 	lost, err := s.create(ctx, name, bytes.NewReader(data))
 	if lost {
 		return backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, err))
@@ -26,11 +23,8 @@ func (s *Storage) CreateFile(ctx context.Context, name string, data []byte) erro
 
 // OpenInfo is the write-once fast path (backend.WriteOnce): one read of
 // the object under name, which is the whole of a file never appended to.
-func (s *Storage) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+func (s *driver) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
 	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, backend.Info{}, err
-	}
 	rr, err := s.b.NewRangeReader(ctx, enc(name), 0, -1, nil)
 	if err != nil {
 		return nil, backend.Info{}, fail(op, name, err)
@@ -57,21 +51,16 @@ func (o *objFile) Close() error { return o.r.Close() }
 // PutFile is the fast path of backend.WholeFile: one upload replacing the
 // object under name (atomic on every bucket), without looking at the place
 // or for appended parts.
-func (s *Storage) PutFile(ctx context.Context, name string, data []byte) error {
+func (s *driver) PutFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
 	return fail(op, name, s.put(ctx, name, bytes.NewReader(data)))
 }
 
 // RemoveFile is the fast path of backend.WholeFile: the delete of the
 // object under name, without looking for appended parts or keeping the
-// directory.
-func (s *Storage) RemoveFile(ctx context.Context, name string) error {
+// directory. Through WithDelete's delete (S3) it is one request, and a
+// missing file is no error.
+func (s *driver) RemoveFile(ctx context.Context, name string) error {
 	const op = "unlink"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
-	return fail(op, name, s.b.Delete(ctx, enc(name)))
+	return fail(op, name, s.b.Remove(ctx, enc(name)))
 }

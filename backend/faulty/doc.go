@@ -15,7 +15,7 @@
 // Ops are named after the methods: "EnsureDir", "Stat", "List", "ReadFile",
 // "Open", "OpenRange", "ReadPrefix", "WriteFile", "WriteFrom", "OpenWriter",
 // "CreateFile", "OpenInfo" (the backend.WriteOnce fast path), "PutFile",
-// "RemoveFile" (backend.WholeFile),
+// "RemoveFile" (backend.WholeFile), "Compact" (backend.Compacter),
 // "Rename", "Unlink", "Lock", "Close", and on the values they return
 // "Writer.Write", "Writer.Sync", "Writer.Close", "Reader.Read",
 // "Reader.Close", "Unlocker.Unlock". Capabilities and Crash are not counted.

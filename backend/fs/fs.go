@@ -1,14 +1,12 @@
 package fs
 
 import (
-	"context"
 	"errors"
 	iofs "io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,19 +29,31 @@ const (
 	defaultLockPoll  = 5 * time.Millisecond
 )
 
-// Storage is a backend.Storage on a directory. It is safe for concurrent use.
+// Storage is a backend.Storage on a directory: the portable layer over the
+// driver below. It is safe for concurrent use.
 type Storage struct {
+	*backend.Portable
+	d *driver
+}
+
+// driver is the backend.Driver on a tree.
+type driver struct {
 	t       tree
 	os      bool   // t is an osTree: durable, cross-process
 	abs     string // absolute root on the OS, for flock
 	log     *slog.Logger
 	poll    time.Duration
-	closed  atomic.Bool
-	locks   localLocks
+	locks   backend.LocalLocks
 	appendM sync.Mutex // emulates O_APPEND on Fs that only seek at open
 }
 
-var _ backend.Storage = (*Storage)(nil)
+var (
+	_ backend.Storage    = (*Storage)(nil)
+	_ backend.FileReader = (*driver)(nil)
+	_ backend.FileWriter = (*driver)(nil)
+	_ backend.Locker     = (*driver)(nil)
+	_ backend.Renamer    = (*driver)(nil)
+)
 
 // Option configures New and NewOS.
 type Option func(*config)
@@ -135,11 +145,11 @@ func open(t tree, onOS bool, abs string, opts []Option) *Storage {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Storage{t: t, os: onOS, abs: abs, log: c.log, poll: c.poll}
+	d := &driver{t: t, os: onOS, abs: abs, log: c.log, poll: c.poll}
 	if c.staleTemp > 0 {
-		s.cleanTemps(time.Now().Add(-c.staleTemp))
+		d.cleanTemps(time.Now().Add(-c.staleTemp))
 	}
-	return s
+	return &Storage{Portable: backend.NewPortable(d), d: d}
 }
 
 // mkdirAllOS creates dir and its missing parents, fsyncing the parent of each
@@ -178,7 +188,7 @@ func syncPath(dir string) error {
 
 // cleanTemps removes temp files last touched before cutoff: leftovers of a
 // writer that crashed between creating its temp and renaming it.
-func (s *Storage) cleanTemps(cutoff time.Time) {
+func (s *driver) cleanTemps(cutoff time.Time) {
 	d, err := s.t.openFile(tempDir, os.O_RDONLY, 0)
 	if err != nil {
 		return // none yet
@@ -200,9 +210,9 @@ func (s *Storage) cleanTemps(cutoff time.Time) {
 
 // Root returns the root directory as given to New, or made absolute by NewOS.
 func (s *Storage) Root() string {
-	switch t := s.t.(type) {
+	switch t := s.d.t.(type) {
 	case osTree:
-		return s.abs
+		return s.d.abs
 	case aferoTree:
 		return t.base
 	}
@@ -210,7 +220,7 @@ func (s *Storage) Root() string {
 }
 
 // Capabilities reports full OS capabilities on the OS, in-process ones elsewhere.
-func (s *Storage) Capabilities() backend.Capabilities {
+func (s *driver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		AtomicRename: true,
 		NativeAppend: true,
@@ -226,40 +236,4 @@ func (s *Storage) Capabilities() backend.Capabilities {
 
 // Close releases the root. Open readers, writers and held locks stay valid
 // until closed or unlocked by their owners.
-func (s *Storage) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	if err := s.t.close(); err != nil {
-		return backend.PathErr("close", ".", err)
-	}
-	return nil
-}
-
-// begin checks what every operation checks before any I/O: the name, that
-// the Storage is open, and ctx.
-func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
-	check := backend.ValidPath
-	if dir {
-		check = backend.ValidDir
-	}
-	if err := check(name); err != nil {
-		return backend.PathErr(op, name, err)
-	}
-	if s.closed.Load() {
-		return backend.PathErr(op, name, backend.ErrClosed)
-	}
-	return backend.CtxErr(ctx, op, name)
-}
-
-// fail wraps an I/O error for op on name. An operation that raced with
-// Close gets ErrClosed rather than whatever the closed root said.
-func (s *Storage) fail(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if s.closed.Load() && !errors.Is(err, backend.ErrClosed) {
-		err = withSentinel(err, backend.ErrClosed)
-	}
-	return backend.PathErr(op, name, classify(err))
-}
+func (s *driver) Close() error { return classify(s.t.close()) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/gofrs/flock"
 	"github.com/trovekit/trove/backend"
@@ -18,23 +17,20 @@ import (
 // then takes a flock(2) on its own open file description, which excludes
 // other processes and other Storage values of this process alike; a waiting
 // Lock polls for that one.
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	const op = "lock"
-	if err := s.begin(ctx, op, name, false); err != nil {
+func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+	if err := s.ensureLockFile(name); err != nil {
+		return nil, classify(err)
+	}
+	local, err := s.locks.Acquire(ctx, name, wait, nil)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.ensureLockFile(name); err != nil {
-		return nil, s.fail(op, name, err)
-	}
-	if err := s.locks.acquire(ctx, name, wait); err != nil {
-		return nil, backend.PathErr(op, name, err)
-	}
-	l := &lock{s: s, name: name}
+	l := &lock{local: local}
 	if s.os {
 		fl, err := s.flock(ctx, name, wait)
 		if err != nil {
-			s.locks.release(name)
-			return nil, s.fail(op, name, err)
+			_ = local.Unlock()
+			return nil, classify(err)
 		}
 		l.fl = fl
 	}
@@ -43,7 +39,7 @@ func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unl
 
 // ensureLockFile creates the lock file through the tree, so it is never
 // created outside the root, and refuses a directory.
-func (s *Storage) ensureLockFile(name string) error {
+func (s *driver) ensureLockFile(name string) error {
 	fi, err := s.t.stat(name)
 	if notExist(err) {
 		if err := s.mkdirAll(backend.Dir(name)); err != nil {
@@ -73,7 +69,7 @@ func (s *Storage) ensureLockFile(name string) error {
 // locked file is then checked to be the one the root resolves name to: that
 // catches both a symlink swapped in to lead elsewhere and a lock file that
 // was replaced between open and lock.
-func (s *Storage) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
+func (s *driver) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
 	abs := filepath.Join(s.abs, filepath.FromSlash(name))
 	for {
 		// No O_CREATE: flock must not create anything the root did not.
@@ -110,63 +106,16 @@ func (s *Storage) flock(ctx context.Context, name string, wait bool) (*flock.Flo
 }
 
 type lock struct {
-	s    *Storage
-	name string
-	fl   *flock.Flock
-	once sync.Once
+	local backend.Unlocker
+	fl    *flock.Flock
 }
 
-// Unlock releases the lock; later calls do nothing.
+// Unlock releases the lock (the portable layer calls it once).
 func (l *lock) Unlock() error {
 	var err error
-	l.once.Do(func() {
-		if l.fl != nil {
-			err = l.fl.Unlock()
-		}
-		l.s.locks.release(l.name)
-	})
-	if err != nil {
-		return backend.PathErr("unlock", l.name, err)
+	if l.fl != nil {
+		err = l.fl.Unlock()
 	}
-	return nil
-}
-
-// localLocks excludes goroutines of one Storage without polling: a waiter
-// blocks on the holder's channel, closed at release.
-type localLocks struct {
-	mu   sync.Mutex
-	held map[string]chan struct{}
-}
-
-func (ll *localLocks) acquire(ctx context.Context, name string, wait bool) error {
-	for {
-		ll.mu.Lock()
-		ch, busy := ll.held[name]
-		if !busy {
-			if ll.held == nil {
-				ll.held = make(map[string]chan struct{})
-			}
-			ll.held[name] = make(chan struct{})
-			ll.mu.Unlock()
-			return nil
-		}
-		ll.mu.Unlock()
-		if !wait {
-			return backend.ErrLocked
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (ll *localLocks) release(name string) {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	if ch, ok := ll.held[name]; ok {
-		close(ch)
-		delete(ll.held, name)
-	}
+	_ = l.local.Unlock()
+	return err
 }

@@ -16,19 +16,13 @@ import (
 // copyChunk bounds how much is written between two looks at ctx.
 const copyChunk = 256 << 10
 
-// EnsureDir creates dir and its missing parents (0700), durably.
-func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
-	const op = "mkdir"
-	if err := s.begin(ctx, op, dir, true); err != nil {
-		return err
-	}
-	return s.fail(op, dir, s.mkdirAll(dir))
-}
+// Mkdir creates dir and its missing parents (0700), durably.
+func (s *driver) Mkdir(_ context.Context, dir string) error { return classify(s.mkdirAll(dir)) }
 
 // mkdirAll creates dir and its missing parents top down, fsyncing the parent
 // of each new directory so its entry survives a crash. It never relies on the
 // Fs to create parents: MemMapFs would happily create them under a file.
-func (s *Storage) mkdirAll(dir string) error {
+func (s *driver) mkdirAll(dir string) error {
 	if dir == "." {
 		return nil
 	}
@@ -75,7 +69,7 @@ func (s *Storage) mkdirAll(dir string) error {
 
 // syncDir fsyncs a directory so the entries created or renamed in it are
 // durable. Fs without durability get a cheap no-op Sync.
-func (s *Storage) syncDir(dir string) error {
+func (s *driver) syncDir(dir string) error {
 	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
@@ -88,7 +82,7 @@ func (s *Storage) syncDir(dir string) error {
 // a symlink out of the root. (Renaming over an in-root symlink replaces the
 // link, as rename(2) does.) It reports whether name exists, which proves its
 // parent does.
-func (s *Storage) checkTarget(name string) (exists bool, err error) {
+func (s *driver) checkTarget(name string) (exists bool, err error) {
 	fi, err := s.t.lstat(name)
 	switch {
 	case notExist(err):
@@ -106,7 +100,7 @@ func (s *Storage) checkTarget(name string) (exists bool, err error) {
 }
 
 // createTemp creates an empty temp file (0600) in the temp directory.
-func (s *Storage) createTemp() (afero.File, string, error) {
+func (s *driver) createTemp() (afero.File, string, error) {
 	for range 8 {
 		name := fmt.Sprintf("%s/%016x", tempDir, rand.Uint64())
 		f, err := s.t.openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
@@ -129,13 +123,10 @@ func (s *Storage) createTemp() (afero.File, string, error) {
 	return nil, "", errors.New("cannot create a unique temp file")
 }
 
-// WriteFile replaces name with data atomically and durably.
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
-	_, err := s.replace(ctx, op, name, func(f afero.File) (int64, error) {
+// WriteFile is the backend.FileWriter fast path: the bytes written as they
+// are, without a copy through a buffer.
+func (s *driver) WriteFile(ctx context.Context, name string, data []byte) error {
+	_, err := s.replace(ctx, name, func(f afero.File) (int64, error) {
 		var n int64
 		for len(data) > 0 {
 			if err := ctx.Err(); err != nil {
@@ -155,12 +146,8 @@ func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error
 
 // WriteFrom copies r to name atomically and durably, without buffering the
 // whole content. It does not close r.
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return 0, err
-	}
-	return s.replace(ctx, op, name, func(f afero.File) (int64, error) {
+func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+	return s.replace(ctx, name, func(f afero.File) (int64, error) {
 		buf := make([]byte, copyChunk)
 		var n int64
 		for {
@@ -188,20 +175,21 @@ func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int6
 // replace is the atomic write: temp file, fill, fsync, close, rename over
 // name, fsync name's directory. On any failure, including a cancelled ctx,
 // the temp is removed and name keeps its old content.
-func (s *Storage) replace(ctx context.Context, op, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
+func (s *driver) replace(ctx context.Context, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
+	defer func() { err = classify(err) }()
 	exists, err := s.checkTarget(name)
 	if err != nil {
-		return 0, s.fail(op, name, err)
+		return 0, err
 	}
 	dir := backend.Dir(name)
 	if !exists {
 		if err := s.mkdirAll(dir); err != nil {
-			return 0, s.fail(op, name, err)
+			return 0, err
 		}
 	}
 	f, tmp, err := s.createTemp()
 	if err != nil {
-		return 0, s.fail(op, name, err)
+		return 0, err
 	}
 	committed := false
 	defer func() {
@@ -213,36 +201,29 @@ func (s *Storage) replace(ctx context.Context, op, name string, fill func(afero.
 		}
 	}()
 	if n, err = fill(f); err != nil {
-		return n, s.fail(op, name, err)
+		return n, err
 	}
 	if err := f.Sync(); err != nil {
-		return n, s.fail(op, name, err)
+		return n, err
 	}
 	if err := f.Close(); err != nil {
-		return n, s.fail(op, name, err)
+		return n, err
 	}
 	if err := ctx.Err(); err != nil {
-		return n, s.fail(op, name, err) // last moment to keep the old content
+		return n, err // last moment to keep the old content
 	}
 	if err := s.t.rename(tmp, name); err != nil {
-		return n, s.fail(op, name, err)
+		return n, err
 	}
 	committed = true
-	if err := s.syncDir(dir); err != nil {
-		return n, s.fail(op, name, err)
-	}
-	return n, nil
+	return n, s.syncDir(dir)
 }
 
 // OpenWriter opens name for appending (0600, parents created).
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
-	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
+func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	f, created, err := s.openAppend(name, opt)
 	if err != nil {
-		return nil, s.fail(op, name, err)
+		return nil, classify(err)
 	}
 	// MemMapFs opens a directory for writing; refuse it like the OS does.
 	if fi, err := f.Stat(); err != nil || fi.IsDir() {
@@ -250,7 +231,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 		if err == nil {
 			err = isDir(name)
 		}
-		return nil, s.fail(op, name, err)
+		return nil, classify(err)
 	}
 	return &writer{s: s, name: name, f: f, created: created}, nil
 }
@@ -260,7 +241,7 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 // file is tried first, the common case for appends, and needs no look at the
 // parents; a create is exclusive so that a concurrent creator is noticed and
 // we retry as existing.
-func (s *Storage) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
+func (s *driver) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
 	flag := os.O_WRONLY | os.O_APPEND
 	if opt.Truncate && !opt.Exclusive {
 		flag |= os.O_TRUNC
@@ -286,20 +267,14 @@ func (s *Storage) openAppend(name string, opt backend.WriterOptions) (afero.File
 // writer appends to one file. Writes go straight to the file (no buffer), so
 // each Write is one append and readers see it at once.
 type writer struct {
-	s         *Storage
+	s         *driver
 	name      string
 	f         afero.File
 	created   bool // the directory entry still needs an fsync
-	closed    bool
 	dirSynced bool
 }
 
-var errWriterClosed = withSentinel(iofs.ErrClosed, backend.ErrClosed)
-
 func (w *writer) Write(p []byte) (int, error) {
-	if w.closed {
-		return 0, backend.PathErr("write", w.name, errWriterClosed)
-	}
 	var n int
 	var err error
 	if w.s.os {
@@ -313,60 +288,39 @@ func (w *writer) Write(p []byte) (int, error) {
 		}
 		w.s.appendM.Unlock()
 	}
-	if err != nil {
-		return n, backend.PathErr("write", w.name, classify(err))
-	}
-	return n, nil
+	return n, classify(err)
 }
 
 func (w *writer) Sync() error {
-	if w.closed {
-		return backend.PathErr("sync", w.name, errWriterClosed)
-	}
 	if err := w.f.Sync(); err != nil {
-		return backend.PathErr("sync", w.name, classify(err))
+		return classify(err)
 	}
 	if w.created && !w.dirSynced {
 		if err := w.s.syncDir(backend.Dir(w.name)); err != nil {
-			return backend.PathErr("sync", w.name, classify(err))
+			return classify(err)
 		}
 		w.dirSynced = true
 	}
 	return nil
 }
 
-func (w *writer) Close() error {
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	if err := w.f.Close(); err != nil {
-		return backend.PathErr("close", w.name, classify(err))
-	}
-	return nil
-}
+func (w *writer) Close() error { return classify(w.f.Close()) }
 
 // Rename moves the file from to to, replacing to atomically, and makes the
 // move durable. Directories are not renamed (ErrIsDir): the contract moves
 // files, and not every backend can move a tree.
-func (s *Storage) Rename(ctx context.Context, from, to string) error {
+func (s *driver) Rename(_ context.Context, from, to string) error {
 	const op = "rename"
-	if err := s.begin(ctx, op, from, false); err != nil {
-		return err
-	}
-	if err := backend.ValidPath(to); err != nil {
-		return backend.PathErr(op, to, err)
-	}
 	fi, err := s.t.lstat(from)
 	if err != nil {
-		return s.fail(op, from, missing(err))
+		return missing(err)
 	}
 	if fi.IsDir() {
-		return s.fail(op, from, isDir(from))
+		return isDir(from)
 	}
 	if fi.Mode()&iofs.ModeSymlink != 0 {
 		if _, err := s.t.stat(from); err != nil && !notExist(err) {
-			return s.fail(op, from, err)
+			return classify(err)
 		}
 	}
 	if from == to {
@@ -374,23 +328,21 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 	}
 	exists, err := s.checkTarget(to)
 	if err != nil {
-		return s.fail(op, to, err)
+		return backend.PathErr(op, to, classify(err))
 	}
 	if !exists {
 		if err := s.mkdirAll(backend.Dir(to)); err != nil {
-			return s.fail(op, to, err)
+			return backend.PathErr(op, to, classify(err))
 		}
 	}
 	if err := s.t.rename(from, to); err != nil {
-		return s.fail(op, from, missing(err))
+		return missing(err)
 	}
 	if err := s.syncDir(backend.Dir(to)); err != nil {
-		return s.fail(op, to, err)
+		return backend.PathErr(op, to, classify(err))
 	}
 	if backend.Dir(from) != backend.Dir(to) {
-		if err := s.syncDir(backend.Dir(from)); err != nil {
-			return s.fail(op, from, err)
-		}
+		return classify(s.syncDir(backend.Dir(from)))
 	}
 	return nil
 }
@@ -398,38 +350,34 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 // Unlink removes a file or an empty directory. The removal is not fsynced:
 // the contract does not promise a durable delete, and a file that reappears
 // after a power loss is harmless where a lost one would not be.
-func (s *Storage) Unlink(ctx context.Context, name string) error {
-	const op = "unlink"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
+func (s *driver) Unlink(_ context.Context, name string) error {
 	fi, err := s.t.lstat(name)
 	if err != nil {
-		return s.fail(op, name, missing(err))
+		return missing(err)
 	}
 	switch {
 	case fi.Mode()&iofs.ModeSymlink != 0:
 		// Removing the link itself touches nothing outside, but a link out
 		// of the root is refused like every other use of it.
 		if _, err := s.t.stat(name); err != nil && !notExist(err) {
-			return s.fail(op, name, err)
+			return classify(err)
 		}
 	case fi.IsDir() && !s.os:
 		// MemMapFs removes a non-empty directory and orphans its children.
 		if err := s.checkEmpty(name); err != nil {
-			return s.fail(op, name, err)
+			return classify(err)
 		}
 	}
 	if err := s.t.remove(name); err != nil {
 		if errors.Is(err, iofs.ErrExist) { // some systems say EEXIST for ENOTEMPTY
 			err = withSentinel(err, backend.ErrNotEmpty)
 		}
-		return s.fail(op, name, missing(err))
+		return missing(err)
 	}
 	return nil
 }
 
-func (s *Storage) checkEmpty(dir string) error {
+func (s *driver) checkEmpty(dir string) error {
 	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err

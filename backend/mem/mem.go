@@ -5,9 +5,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"iter"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +12,15 @@ import (
 	"github.com/trovekit/trove/backend"
 )
 
-// Storage is an in-memory backend.Storage that can simulate a crash.
+// Storage is an in-memory backend.Storage that can simulate a crash: the
+// portable layer over the driver below.
 type Storage struct {
+	*backend.Portable
+	d *driver
+}
+
+// driver is the in-memory backend.Driver.
+type driver struct {
 	now  func() time.Time
 	keep KeepFunc
 
@@ -28,8 +32,7 @@ type Storage struct {
 	nodes map[string]*node // by full name; "." is the root
 	epoch uint64           // bumped by Crash: older writers are dead
 
-	lockMu sync.Mutex
-	locks  map[string]chan struct{} // held locks; closed on release
+	locks backend.LocalLocks
 }
 
 // node is a file or a directory.
@@ -47,27 +50,33 @@ type node struct {
 }
 
 var (
-	_ backend.Storage = (*Storage)(nil)
-	_ backend.Crasher = (*Storage)(nil)
+	_ backend.Storage    = (*Storage)(nil)
+	_ backend.Crasher    = (*Storage)(nil)
+	_ backend.FileReader = (*driver)(nil)
+	_ backend.Locker     = (*driver)(nil)
+	_ backend.Renamer    = (*driver)(nil)
 )
 
 // New returns an empty Storage.
 func New(opts ...Option) *Storage {
-	s := &Storage{
+	s := &driver{
 		now:   time.Now,
 		done:  make(chan struct{}),
 		nodes: map[string]*node{".": {dir: true, durable: true, kids: map[string]*node{}}},
-		locks: map[string]chan struct{}{},
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	s.nodes["."].mod = s.now()
-	return s
+	return &Storage{Portable: backend.NewPortable(s), d: s}
 }
 
-// Capabilities implements backend.Storage.
-func (s *Storage) Capabilities() backend.Capabilities {
+// Crash implements backend.Crasher: every file reverts to its durable
+// content, entries never made durable disappear, open writers die and locks
+// are released. See the package documentation for the model.
+func (s *Storage) Crash() { s.d.crash() }
+
+func (s *driver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		AtomicRename: true,
 		NativeAppend: true,
@@ -79,21 +88,6 @@ func (s *Storage) Capabilities() backend.Capabilities {
 	}
 }
 
-// begin checks what every call checks first: the name, Close, then ctx.
-func (s *Storage) begin(ctx context.Context, op, name string, dir bool) error {
-	check := backend.ValidPath
-	if dir {
-		check = backend.ValidDir
-	}
-	if err := check(name); err != nil {
-		return backend.PathErr(op, name, err)
-	}
-	if s.closed.Load() {
-		return backend.PathErr(op, name, backend.ErrClosed)
-	}
-	return backend.CtxErr(ctx, op, name)
-}
-
 func info(name string, n *node) backend.Info {
 	return backend.Info{Name: name, Size: int64(len(n.data)), ModTime: n.mod, IsDir: n.dir}
 }
@@ -103,13 +97,13 @@ func info(name string, n *node) backend.Info {
 func clip(b []byte) []byte { return b[:len(b):len(b)] }
 
 // link puts n at name; the parent must exist. Callers hold mu.
-func (s *Storage) link(name string, n *node) {
+func (s *driver) link(name string, n *node) {
 	s.nodes[name] = n
 	s.nodes[backend.Dir(name)].kids[name] = n
 }
 
 // unlink removes name, tolerating a parent already gone (Crash). Callers hold mu.
-func (s *Storage) unlink(name string) {
+func (s *driver) unlink(name string) {
 	delete(s.nodes, name)
 	if p := s.nodes[backend.Dir(name)]; p != nil {
 		delete(p.kids, name)
@@ -118,10 +112,10 @@ func (s *Storage) unlink(name string) {
 
 // mkdirs creates the directories dirs (top down), failing before any change
 // when one of them is a file. Durable marks them durable. Callers hold mu.
-func (s *Storage) mkdirs(op, name string, dirs []string, durable bool) error {
+func (s *driver) mkdirs(dirs []string, durable bool) error {
 	for _, d := range dirs {
 		if n := s.nodes[d]; n != nil && !n.dir {
-			return backend.PathErr(op, name, backend.ErrNotDir)
+			return backend.ErrNotDir
 		}
 	}
 	for _, d := range dirs {
@@ -138,125 +132,73 @@ func (s *Storage) mkdirs(op, name string, dirs []string, durable bool) error {
 }
 
 // file returns the file called name. Callers hold mu.
-func (s *Storage) file(op, name string) (*node, error) {
+func (s *driver) file(name string) (*node, error) {
 	n := s.nodes[name]
 	switch {
 	case n == nil:
-		return nil, backend.PathErr(op, name, fs.ErrNotExist)
+		return nil, fs.ErrNotExist
 	case n.dir:
-		return nil, backend.PathErr(op, name, backend.ErrIsDir)
+		return nil, backend.ErrIsDir
 	}
 	return n, nil
 }
 
 // content returns the visible bytes of the file name, to be read without mu.
-func (s *Storage) content(op, name string) ([]byte, error) {
+func (s *driver) content(name string) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n, err := s.file(op, name)
+	n, err := s.file(name)
 	if err != nil {
 		return nil, err
 	}
 	return n.data, nil
 }
 
-// EnsureDir implements backend.Storage.
-func (s *Storage) EnsureDir(ctx context.Context, dir string) error {
-	const op = "mkdir"
-	if err := s.begin(ctx, op, dir, true); err != nil || dir == "." {
-		return err
-	}
+func (s *driver) Mkdir(_ context.Context, dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mkdirs(op, dir, append(backend.Parents(dir), dir), true)
+	return s.mkdirs(append(backend.Parents(dir), dir), true)
 }
 
-// Stat implements backend.Storage.
-func (s *Storage) Stat(ctx context.Context, name string) (backend.Info, error) {
-	const op = "stat"
-	if err := s.begin(ctx, op, name, true); err != nil {
-		return backend.Info{}, err
-	}
+func (s *driver) Stat(_ context.Context, name string) (backend.Info, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.nodes[name]
 	if n == nil {
-		return backend.Info{}, backend.PathErr(op, name, fs.ErrNotExist)
+		return backend.Info{}, fs.ErrNotExist
 	}
 	return info(name, n), nil
 }
 
-// List implements backend.Storage. It lists a snapshot taken when iteration
-// starts.
-func (s *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
-	const op = "list"
-	return func(yield func(backend.Info, error) bool) {
-		if err := s.begin(ctx, op, dir, true); err != nil {
-			yield(backend.Info{}, err)
-			return
-		}
-		s.mu.RLock()
-		n := s.nodes[dir]
-		var infos []backend.Info
-		var err error
-		switch {
-		case n == nil:
-			err = backend.PathErr(op, dir, fs.ErrNotExist)
-		case !n.dir:
-			err = backend.PathErr(op, dir, backend.ErrNotDir)
-		default:
-			infos = make([]backend.Info, 0, len(n.kids))
-			for name, kid := range n.kids {
-				infos = append(infos, info(name, kid))
-			}
-		}
-		s.mu.RUnlock()
-		if err != nil {
-			yield(backend.Info{}, err)
-			return
-		}
-		// Siblings share the prefix dir/, so full names sort as base names do.
-		slices.SortFunc(infos, func(a, b backend.Info) int { return strings.Compare(a.Name, b.Name) })
-		for _, i := range infos {
-			if err := backend.CtxErr(ctx, op, dir); err != nil {
-				yield(backend.Info{}, err)
-				return
-			}
-			if !yield(i, nil) {
-				return
-			}
-		}
+// List returns a snapshot of dir's children.
+func (s *driver) List(_ context.Context, dir string) ([]backend.Info, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := s.nodes[dir]
+	switch {
+	case n == nil:
+		return nil, fs.ErrNotExist
+	case !n.dir:
+		return nil, backend.ErrNotDir
 	}
+	infos := make([]backend.Info, 0, len(n.kids))
+	for name, kid := range n.kids {
+		infos = append(infos, info(name, kid))
+	}
+	return infos, nil
 }
 
-// ReadFile implements backend.Storage.
-func (s *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	const op = "read"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
-	data, err := s.content(op, name)
+// ReadFile is the backend.FileReader fast path: one copy of the bytes.
+func (s *driver) ReadFile(_ context.Context, name string) ([]byte, error) {
+	data, err := s.content(name)
 	if err != nil {
 		return nil, err
 	}
 	return append([]byte{}, data...), nil
 }
 
-// Open implements backend.Storage.
-func (s *Storage) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.OpenRange(ctx, name, 0, -1)
-}
-
-// OpenRange implements backend.Storage.
-func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		return nil, backend.PathErr(op, name, backend.ErrInvalidRange)
-	}
-	data, err := s.content(op, name)
+func (s *driver) OpenRange(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+	data, err := s.content(name)
 	if err != nil {
 		return nil, err
 	}
@@ -266,44 +208,15 @@ func (s *Storage) OpenRange(ctx context.Context, name string, offset, length int
 	if length >= 0 && length < size-offset {
 		end = offset + length
 	}
-	return &reader{s: s, ctx: ctx, name: name, data: data[offset:end]}, nil
+	return &reader{s: s, data: data[offset:end]}, nil
 }
 
-// ReadPrefix implements backend.Storage.
-func (s *Storage) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
-	const op = "read"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
-	if n < 0 {
-		return nil, backend.PathErr(op, name, backend.ErrInvalidRange)
-	}
-	data, err := s.content(op, name)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{}, data[:min(n, len(data))]...), nil
-}
-
-// WriteFile implements backend.Storage.
-func (s *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
-	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
-	return s.replace(ctx, op, name, append([]byte{}, data...))
-}
-
-// WriteFrom implements backend.Storage. It reads r to the end before
-// publishing anything, so a failed copy leaves the old content.
-func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
-	const op = "write"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return 0, err
-	}
+// WriteFrom reads r to the end before publishing anything, so a failed
+// copy leaves the old content.
+func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	data := make([]byte, 0, 512)
 	for {
-		if err := backend.CtxErr(ctx, op, name); err != nil {
+		if err := ctx.Err(); err != nil {
 			return int64(len(data)), err
 		}
 		if len(data) == cap(data) {
@@ -312,31 +225,31 @@ func (s *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int6
 		free := cap(data) - len(data)
 		m, err := r.Read(data[len(data):cap(data)])
 		if m < 0 || m > free {
-			return int64(len(data)), backend.PathErr(op, name, errors.New("reader returned an invalid count"))
+			return int64(len(data)), errors.New("reader returned an invalid count")
 		}
 		data = data[:len(data)+m]
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return int64(len(data)), backend.PathErr(op, name, err)
+			return int64(len(data)), err
 		}
 	}
-	return int64(len(data)), s.replace(ctx, op, name, data)
+	return int64(len(data)), s.replace(ctx, name, data)
 }
 
 // replace publishes data, owned by the store from now on, as name.
-func (s *Storage) replace(ctx context.Context, op, name string, data []byte) error {
+func (s *driver) replace(ctx context.Context, name string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Checked again under the lock: a write cancelled while copying must not land.
-	if err := backend.CtxErr(ctx, op, name); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if old := s.nodes[name]; old != nil && old.dir {
-		return backend.PathErr(op, name, backend.ErrIsDir)
+		return backend.ErrIsDir
 	}
-	if err := s.mkdirs(op, name, backend.Parents(name), true); err != nil {
+	if err := s.mkdirs(backend.Parents(name), true); err != nil {
 		return err
 	}
 	data = clip(data)
@@ -346,22 +259,17 @@ func (s *Storage) replace(ctx context.Context, op, name string, data []byte) err
 	return nil
 }
 
-// OpenWriter implements backend.Storage.
-func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
-	const op = "open"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
+func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[name]
 	switch {
 	case n != nil && opt.Exclusive:
-		return nil, backend.PathErr(op, name, fs.ErrExist)
+		return nil, fs.ErrExist
 	case n != nil && n.dir:
-		return nil, backend.PathErr(op, name, backend.ErrIsDir)
+		return nil, backend.ErrIsDir
 	case n == nil:
-		if err := s.mkdirs(op, name, backend.Parents(name), false); err != nil {
+		if err := s.mkdirs(backend.Parents(name), false); err != nil {
 			return nil, err
 		}
 		n = &node{mod: s.now()}
@@ -374,18 +282,11 @@ func (s *Storage) OpenWriter(ctx context.Context, name string, opt backend.Write
 	return &writer{s: s, n: n, name: name, epoch: s.epoch}, nil
 }
 
-// Rename implements backend.Storage. Only files can be renamed.
-func (s *Storage) Rename(ctx context.Context, from, to string) error {
-	const op = "rename"
-	if err := s.begin(ctx, op, from, false); err != nil {
-		return err
-	}
-	if err := s.begin(ctx, op, to, false); err != nil {
-		return err
-	}
+// Rename moves files only.
+func (s *driver) Rename(_ context.Context, from, to string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	src, err := s.file(op, from)
+	src, err := s.file(from)
 	if err != nil {
 		return err
 	}
@@ -393,10 +294,10 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 		return nil
 	}
 	if dst := s.nodes[to]; dst != nil && dst.dir {
-		return backend.PathErr(op, to, backend.ErrIsDir)
+		return backend.PathErr("rename", to, backend.ErrIsDir)
 	}
-	if err := s.mkdirs(op, to, backend.Parents(to), true); err != nil {
-		return err
+	if err := s.mkdirs(backend.Parents(to), true); err != nil {
+		return backend.PathErr("rename", to, err)
 	}
 	s.unlink(from)
 	s.link(to, src)
@@ -404,28 +305,23 @@ func (s *Storage) Rename(ctx context.Context, from, to string) error {
 	return nil
 }
 
-// Unlink implements backend.Storage.
-func (s *Storage) Unlink(ctx context.Context, name string) error {
-	const op = "unlink"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return err
-	}
+func (s *driver) Unlink(_ context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[name]
 	switch {
 	case n == nil:
-		return backend.PathErr(op, name, fs.ErrNotExist)
+		return fs.ErrNotExist
 	case n.dir && len(n.kids) > 0:
-		return backend.PathErr(op, name, backend.ErrNotEmpty)
+		return backend.ErrNotEmpty
 	}
 	s.unlink(name)
 	return nil
 }
 
-// Close implements backend.Storage. Every later call, including on open
-// writers and readers, fails with ErrClosed, and lock waiters give up.
-func (s *Storage) Close() error {
+// Close makes every later call on open writers and readers fail with
+// ErrClosed, and lock waiters give up.
+func (s *driver) Close() error {
 	s.closed.Store(true)
 	s.once.Do(func() { close(s.done) })
 	return nil

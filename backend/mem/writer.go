@@ -12,17 +12,17 @@ import (
 // writer appends to one node, which it keeps through renames; after the node
 // is unlinked or replaced it writes to a file nobody sees, as on POSIX.
 type writer struct {
-	s      *Storage
-	n      *node
-	name   string // where n was created; it stays there until renamed
-	epoch  uint64
-	closed bool
+	s     *driver
+	n     *node
+	name  string // where n was created; it stays there until renamed
+	epoch uint64
 }
 
-// check reports why the writer can no longer be used. Callers hold s.mu.
-func (w *writer) check(op string) error {
-	if w.closed || w.epoch != w.s.epoch || w.s.closed.Load() {
-		return backend.PathErr(op, w.name, backend.ErrClosed)
+// check reports why the writer can no longer be used: a crash or the
+// store's Close came first. Callers hold s.mu.
+func (w *writer) check() error {
+	if w.epoch != w.s.epoch || w.s.closed.Load() {
+		return backend.ErrClosed
 	}
 	return nil
 }
@@ -31,7 +31,7 @@ func (w *writer) check(op string) error {
 func (w *writer) Write(p []byte) (int, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
-	if err := w.check("write"); err != nil {
+	if err := w.check(); err != nil {
 		return 0, err
 	}
 	if len(p) > 0 {
@@ -46,7 +46,7 @@ func (w *writer) Write(p []byte) (int, error) {
 func (w *writer) Sync() error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
-	if err := w.check("sync"); err != nil {
+	if err := w.check(); err != nil {
 		return err
 	}
 	w.n.synced = clip(w.n.data)
@@ -61,35 +61,22 @@ func (w *writer) Sync() error {
 	return nil
 }
 
-// Close releases the writer; closing twice is not an error. It fails with
-// ErrClosed when a crash or Storage.Close came first.
+// Close fails with ErrClosed when a crash or the store's Close came first.
 func (w *writer) Close() error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	err := w.check("close")
-	w.closed = true
-	return err
+	return w.check()
 }
 
 // reader streams a slice taken at open time, which never changes.
 type reader struct {
-	s      *Storage
-	ctx    context.Context
-	name   string
-	data   []byte
-	closed bool
+	s    *driver
+	data []byte
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	const op = "read"
-	if r.closed || r.s.closed.Load() {
-		return 0, backend.PathErr(op, r.name, backend.ErrClosed)
-	}
-	if err := backend.CtxErr(r.ctx, op, r.name); err != nil {
-		return 0, err
+	if r.s.closed.Load() {
+		return 0, backend.ErrClosed
 	}
 	if len(r.data) == 0 {
 		if len(p) == 0 {
@@ -102,63 +89,16 @@ func (r *reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *reader) Close() error {
-	r.closed = true
-	return nil
+func (r *reader) Close() error { return nil }
+
+// Lock is backend.Locker with locks held in this process only; Close
+// wakes the waiters.
+func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+	return s.locks.Acquire(ctx, name, wait, s.done)
 }
 
-// Lock implements backend.Storage with locks held in this process only.
-// Waiters wait on the holder's channel, closed when the lock is released.
-func (s *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
-	const op = "lock"
-	if err := s.begin(ctx, op, name, false); err != nil {
-		return nil, err
-	}
-	for {
-		s.lockMu.Lock()
-		held, ok := s.locks[name]
-		if !ok {
-			ch := make(chan struct{})
-			s.locks[name] = ch
-			s.lockMu.Unlock()
-			return &unlocker{s: s, name: name, ch: ch}, nil
-		}
-		s.lockMu.Unlock()
-		if !wait {
-			return nil, backend.PathErr(op, name, backend.ErrLocked)
-		}
-		select {
-		case <-held:
-		case <-ctx.Done():
-			return nil, backend.PathErr(op, name, ctx.Err())
-		case <-s.done:
-			return nil, backend.PathErr(op, name, backend.ErrClosed)
-		}
-	}
-}
-
-type unlocker struct {
-	s    *Storage
-	name string
-	ch   chan struct{}
-}
-
-// Unlock releases the lock. Unlocking twice, or after a crash released the
-// lock, does nothing: whoever removes ch from the map closes it.
-func (u *unlocker) Unlock() error {
-	u.s.lockMu.Lock()
-	defer u.s.lockMu.Unlock()
-	if u.s.locks[u.name] == u.ch {
-		delete(u.s.locks, u.name)
-		close(u.ch)
-	}
-	return nil
-}
-
-// Crash implements backend.Crasher: every file reverts to its durable
-// content, entries never made durable disappear, open writers die and locks
-// are released. See the package documentation for the model.
-func (s *Storage) Crash() {
+// crash is Storage.Crash.
+func (s *driver) crash() {
 	if s.closed.Load() {
 		return
 	}
@@ -182,17 +122,12 @@ func (s *Storage) Crash() {
 	}
 	s.mu.Unlock()
 
-	s.lockMu.Lock()
-	for name, ch := range s.locks {
-		delete(s.locks, name)
-		close(ch)
-	}
-	s.lockMu.Unlock()
+	s.locks.ReleaseAll()
 }
 
 // survivor is what a crash leaves of file n: its synced content, or with a
 // KeepFunc a longer prefix of what was written.
-func (s *Storage) survivor(name string, n *node) []byte {
+func (s *driver) survivor(name string, n *node) []byte {
 	synced := clip(n.synced)
 	if s.keep == nil || len(n.data) <= len(synced) || !bytes.HasPrefix(n.data, synced) {
 		return synced

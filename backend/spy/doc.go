@@ -9,7 +9,7 @@
 // "EnsureDir", "Stat", "List", "ReadFile", "Open", "OpenRange", "ReadPrefix",
 // "WriteFile", "WriteFrom", "OpenWriter", "CreateFile", "OpenInfo" (the
 // backend.WriteOnce fast path), "PutFile", "RemoveFile" (backend.WholeFile),
-// "Rename", "Unlink", "Lock",
+// "Compact" (backend.Compacter), "Rename", "Unlink", "Lock",
 // "Close", "Crash", and on the values they return "Writer.Write",
 // "Writer.Sync", "Writer.Close", "Reader.Read", "Reader.Close",
 // "Unlocker.Unlock".

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud"
+	s3open "github.com/trovekit/trove/backend/open/s3"
 )
 
 // NewMemblob returns a fresh Storage on a memblob bucket.
@@ -91,6 +92,11 @@ func (s *S3) CreateBucket(tb testing.TB) string {
 
 // Open opens the bucket name, which need not exist, as Bucket does.
 func (s *S3) Open(tb testing.TB, name string) *blob.Bucket {
+	b, _ := s.open(tb, name)
+	return b
+}
+
+func (s *S3) open(tb testing.TB, name string) (*blob.Bucket, *s3.Client) {
 	client := s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.srv.URL),
@@ -101,11 +107,16 @@ func (s *S3) Open(tb testing.TB, name string) *blob.Bucket {
 	if err != nil {
 		tb.Fatalf("open bucket %s: %v", name, err)
 	}
-	return b
+	return b, client
 }
 
-// New returns a fresh Storage on a new bucket of this server.
-func (s *S3) New(tb testing.TB) backend.Storage { return wrap(tb, s.Bucket(tb)) }
+// New returns a fresh Storage on a new bucket of this server, with the
+// one-request delete backend/open gives S3 stores.
+func (s *S3) New(tb testing.TB) backend.Storage {
+	name := s.CreateBucket(tb)
+	b, client := s.open(tb, name)
+	return wrap(tb, b, cloud.WithDelete(s3open.Delete(b, client, name)))
+}
 
 func wrap(tb testing.TB, b *blob.Bucket, opts ...cloud.Option) backend.Storage {
 	st, err := cloud.New(b, opts...)

@@ -7,7 +7,10 @@ package s3
 import (
 	"context"
 	"net/url"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 
@@ -23,6 +26,25 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return cloud.Connect(ctx, b, localblob.Options(cfg)...)
+		opts := localblob.Options(cfg)
+		var client *s3.Client
+		if b.As(&client) {
+			opts = append(opts, cloud.WithDelete(Delete(b, client, u.Host)))
+		}
+		return cloud.Connect(ctx, b, opts...)
 	})
+}
+
+// Delete is a delete of b's keys (b is the s3blob bucket name in client)
+// in one request, for cloud.WithDelete: s3blob looks at the object before
+// each delete, to report a missing one, which S3 does not. A key that
+// s3blob would escape goes through b.Delete.
+func Delete(b *blob.Bucket, client *s3.Client, name string) func(ctx context.Context, key string) error {
+	return func(ctx context.Context, key string) error {
+		if strings.Contains(key, "../") || strings.Contains(key, "__0x") {
+			return b.Delete(ctx, key)
+		}
+		_, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: aws.String(key)})
+		return err
+	}
 }

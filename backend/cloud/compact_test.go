@@ -1,0 +1,106 @@
+package cloud_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+)
+
+// segObjects counts the objects of a file's segment directory.
+func segObjects(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, ".~seg/") {
+			n++
+		}
+	}
+	return n
+}
+
+// By default a writer never folds at Sync: each Sync adds one segment.
+// Compact, beside the open writer, folds all but the writer's last part;
+// the writer goes on syncing, a stale writer is still fenced off, and
+// every byte reads back in order.
+func TestCompactBesideWriter(t *testing.T) {
+	st, b := newRaw(t)
+	ctx := t.Context()
+	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	write := func(n int) {
+		t.Helper()
+		for range n {
+			rec := fmt.Sprintf("record %d\n", want.Len())
+			want.WriteString(rec)
+			if _, err := w.Write([]byte(rec)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+		}
+	}
+	write(100)
+	// Two claims, then one segment per Sync.
+	if got := segObjects(keys(t, b)); got != 102 {
+		t.Fatalf("100 syncs left %d segment objects, want 102 (no folds at Sync)", got)
+	}
+	if err := backend.Compact(ctx, st, "f"); err != nil {
+		t.Fatal(err)
+	}
+	// A base (the parts hold more than the empty name) and the last part.
+	if got := segObjects(keys(t, b)); got > 2 {
+		t.Fatalf("Compact left %d segment objects: %q", got, keys(t, b))
+	}
+	wantFile(t, st, "f", want.String())
+	write(30)
+	if err := backend.Compact(ctx, st, "f"); err != nil {
+		t.Fatal(err)
+	}
+	// The base, tiers of 8 of the 30 new segments (one level), the rest.
+	if got := segObjects(keys(t, b)); got > 1+3+8 {
+		t.Fatalf("the second Compact left %d segment objects: %q", got, keys(t, b))
+	}
+	write(3)
+	wantFile(t, st, "f", want.String())
+	wantFenced(t, st, stale, w, want.String())
+}
+
+// An opener folds what earlier writers left, so reads of a file written
+// in many short sessions stay a few requests.
+func TestOpenFolds(t *testing.T) {
+	st, b := newRaw(t)
+	var want strings.Builder
+	for i := range 40 {
+		rec := fmt.Sprintf("r%d\n", i)
+		want.WriteString(rec)
+		appendSynced(t, st, "f", rec)
+	}
+	// Each open claims a number and folds what came before: at most 7
+	// parts per level stay beyond the base.
+	if got := segObjects(keys(t, b)); got > 2*8 {
+		t.Fatalf("40 writers left %d segment objects: %q", got, keys(t, b))
+	}
+	wantFile(t, st, "f", want.String())
+	// Compact of a file written whole, and of a missing one.
+	if err := st.WriteFile(t.Context(), "g", []byte("g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.Compact(t.Context(), st, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.Compact(t.Context(), st, "nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Compact of a missing file = %v", err)
+	}
+}
