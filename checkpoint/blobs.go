@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/trovekit/trove/cas"
 )
@@ -71,7 +72,7 @@ type batcher interface{ NewBatch() *cas.Batch }
 
 func (c casBlobs) newBatch() blobBatch {
 	if b, ok := c.s.(batcher); ok {
-		return casBatch{b.NewBatch()}
+		return &rotatingBatch{s: b, cur: b.NewBatch()}
 	}
 	return directBatch(c)
 }
@@ -159,23 +160,98 @@ func (c casBlobs) sumLike(like string, data []byte) (string, error) {
 	return r.String(), nil
 }
 
-type casBatch struct{ b *cas.Batch }
+// rotatingBatch is a cas batch that hands each pack's worth of blobs to a
+// background flush and goes on with a fresh batch. A cas.Batch writes a
+// full pack (and fsyncs it) while holding its lock, which would stall every
+// worker of a first snapshot for each pack.
+type rotatingBatch struct {
+	s batcher
 
-func (c casBatch) put(ctx context.Context, data []byte) (string, error) {
-	r, err := c.b.Put(ctx, data)
+	mu      sync.Mutex
+	cur     *cas.Batch
+	size    int64 // bytes put into cur
+	flushes sync.WaitGroup
+	err     error // the first background flush's error
+}
+
+// rotateAt is the bytes put after which a batch is flushed in the
+// background: under cas's default pack size (4 MiB), so a batch rarely
+// fills a pack and flushes in the middle of a put.
+const rotateAt = 3 << 20
+
+// batch returns the batch for n more bytes, rotating the current one out
+// when full.
+func (r *rotatingBatch) batch(ctx context.Context, n int64) (*cas.Batch, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.size > 0 && r.size+n > rotateAt {
+		full := r.cur
+		r.cur, r.size = r.s.NewBatch(), 0
+		// The put's context may end with the caller's phase (storeFiles
+		// cancels its own); the pack is wanted by the final flush.
+		fctx := context.WithoutCancel(ctx)
+		r.flushes.Go(func() {
+			if err := full.Flush(fctx); err != nil {
+				r.mu.Lock()
+				if r.err == nil {
+					r.err = err
+				}
+				r.mu.Unlock()
+			}
+		})
+	}
+	r.size += n
+	return r.cur, nil
+}
+
+func (r *rotatingBatch) put(ctx context.Context, data []byte) (string, error) {
+	b, err := r.batch(ctx, int64(len(data)))
 	if err != nil {
 		return "", err
 	}
-	return r.String(), nil
+	ref, err := b.Put(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	return ref.String(), nil
 }
 
-func (c casBatch) putReader(ctx context.Context, r io.Reader) (string, int64, error) {
-	cr := &countingReader{r: r}
-	ref, err := c.b.PutReader(ctx, cr)
+func (r *rotatingBatch) putReader(ctx context.Context, rd io.Reader) (string, int64, error) {
+	b, err := r.batch(ctx, 0)
+	if err != nil {
+		return "", 0, err
+	}
+	cr := &countingReader{r: rd}
+	ref, err := b.PutReader(ctx, cr)
 	if err != nil {
 		return "", 0, err
 	}
 	return ref.String(), cr.n, nil
+}
+
+// flush waits for the background flushes and writes the current batch.
+func (r *rotatingBatch) flush(ctx context.Context) error {
+	r.flushes.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.size = 0
+	return r.cur.Flush(ctx)
+}
+
+// discard drops what is not written yet; a background flush under way
+// finishes (its blobs are orphans GC removes).
+func (r *rotatingBatch) discard() {
+	r.flushes.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur.Discard()
+	r.size = 0
 }
 
 // countingReader counts what it passes on.
@@ -189,6 +265,3 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
-
-func (c casBatch) flush(ctx context.Context) error { return c.b.Flush(ctx) }
-func (c casBatch) discard()                        { c.b.Discard() }
