@@ -72,7 +72,7 @@ type batcher interface{ NewBatch() *cas.Batch }
 
 func (c casBlobs) newBatch() blobBatch {
 	if b, ok := c.s.(batcher); ok {
-		return &rotatingBatch{s: b, cur: b.NewBatch()}
+		return &rotatingBatch{s: b, cur: &slot{b: b.NewBatch()}}
 	}
 	return directBatch(c)
 }
@@ -168,10 +168,17 @@ type rotatingBatch struct {
 	s batcher
 
 	mu      sync.Mutex
-	cur     *cas.Batch
-	size    int64 // bytes put into cur
+	cur     *slot
 	flushes sync.WaitGroup
 	err     error // the first background flush's error
+}
+
+// slot is one batch and the puts into it still under way: its flush waits
+// for them, or a blob put after the flush would stay pending for ever.
+type slot struct {
+	b      *cas.Batch
+	size   int64 // bytes put into b
+	active sync.WaitGroup
 }
 
 // rotateAt is the bytes put after which a batch is flushed in the
@@ -179,22 +186,23 @@ type rotatingBatch struct {
 // fills a pack and flushes in the middle of a put.
 const rotateAt = 3 << 20
 
-// batch returns the batch for n more bytes, rotating the current one out
-// when full.
-func (r *rotatingBatch) batch(ctx context.Context, n int64) (*cas.Batch, error) {
+// take returns the slot for a put of n more bytes, rotating the current
+// one out when full; the caller calls s.active.Done after its put.
+func (r *rotatingBatch) take(ctx context.Context, n int64) (*slot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
 		return nil, r.err
 	}
-	if r.size > 0 && r.size+n > rotateAt {
+	if r.cur.size > 0 && r.cur.size+n > rotateAt {
 		full := r.cur
-		r.cur, r.size = r.s.NewBatch(), 0
+		r.cur = &slot{b: r.s.NewBatch()}
 		// The put's context may end with the caller's phase (storeFiles
 		// cancels its own); the pack is wanted by the final flush.
 		fctx := context.WithoutCancel(ctx)
 		r.flushes.Go(func() {
-			if err := full.Flush(fctx); err != nil {
+			full.active.Wait()
+			if err := full.b.Flush(fctx); err != nil {
 				r.mu.Lock()
 				if r.err == nil {
 					r.err = err
@@ -203,16 +211,18 @@ func (r *rotatingBatch) batch(ctx context.Context, n int64) (*cas.Batch, error) 
 			}
 		})
 	}
-	r.size += n
+	r.cur.size += n
+	r.cur.active.Add(1)
 	return r.cur, nil
 }
 
 func (r *rotatingBatch) put(ctx context.Context, data []byte) (string, error) {
-	b, err := r.batch(ctx, int64(len(data)))
+	s, err := r.take(ctx, int64(len(data)))
 	if err != nil {
 		return "", err
 	}
-	ref, err := b.Put(ctx, data)
+	defer s.active.Done()
+	ref, err := s.b.Put(ctx, data)
 	if err != nil {
 		return "", err
 	}
@@ -220,12 +230,13 @@ func (r *rotatingBatch) put(ctx context.Context, data []byte) (string, error) {
 }
 
 func (r *rotatingBatch) putReader(ctx context.Context, rd io.Reader) (string, int64, error) {
-	b, err := r.batch(ctx, 0)
+	s, err := r.take(ctx, 0)
 	if err != nil {
 		return "", 0, err
 	}
+	defer s.active.Done()
 	cr := &countingReader{r: rd}
-	ref, err := b.PutReader(ctx, cr)
+	ref, err := s.b.PutReader(ctx, cr)
 	if err != nil {
 		return "", 0, err
 	}
@@ -240,8 +251,9 @@ func (r *rotatingBatch) flush(ctx context.Context) error {
 	if r.err != nil {
 		return r.err
 	}
-	r.size = 0
-	return r.cur.Flush(ctx)
+	r.cur.active.Wait()
+	r.cur.size = 0
+	return r.cur.b.Flush(ctx)
 }
 
 // discard drops what is not written yet; a background flush under way
@@ -250,8 +262,9 @@ func (r *rotatingBatch) discard() {
 	r.flushes.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cur.Discard()
-	r.size = 0
+	r.cur.active.Wait()
+	r.cur.b.Discard()
+	r.cur.size = 0
 }
 
 // countingReader counts what it passes on.
