@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,7 @@ type benchEnv struct {
 	ws    string
 	store *fs.Storage
 	text  []string
+	cpu   time.Duration
 }
 
 func newBenchEnv(b *testing.B, files int, mb int64) *benchEnv {
@@ -106,9 +108,21 @@ func newBenchEnv(b *testing.B, files int, mb int64) *benchEnv {
 	return e
 }
 
-// op runs f on a fresh Manager, as a fresh process would.
+// cpuTime is the user + system time of this process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// op runs f on a fresh Manager, as a fresh process would, adding its CPU
+// time to e.cpu: wall clock is noisy on a shared machine.
 func (e *benchEnv) op(b *testing.B, f func(m *checkpoint.Manager) error) {
 	b.Helper()
+	c0 := cpuTime()
+	defer func() { e.cpu += cpuTime() - c0 }()
 	pprof.Do(e.ctx, pprof.Labels("op", b.Name()), func(context.Context) {
 		m, err := checkpoint.OpenDir(e.ctx, e.store, e.ws)
 		if err != nil {
@@ -134,7 +148,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 		return e.text[:10]
 	}
 	round := 0
+	report := func(b *testing.B, cpu0 time.Duration) {
+		b.ReportMetric(float64(e.cpu-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+	}
 	b.Run("incremental", func(b *testing.B) {
+		defer report(b, e.cpu)
 		for b.Loop() {
 			b.StopTimer()
 			round++
@@ -144,9 +162,14 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 	})
 	b.Run("diff", func(b *testing.B) {
+		e.op(b, func(m *checkpoint.Manager) error {
+			_, err := m.Rewind(e.ctx, "cp0", false)
+			return err
+		})
 		round++
 		edit(b, e.ws, pick(), round)
 		e.createTree(b, fmt.Sprintf("cp%d", round))
+		defer report(b, e.cpu)
 		for b.Loop() {
 			e.op(b, func(m *checkpoint.Manager) error {
 				_, err := m.Rewind(e.ctx, "cp0", true)
@@ -155,11 +178,15 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 	})
 	b.Run("rewind", func(b *testing.B) {
+		var setup time.Duration
+		defer func() { report(b, e.cpu+setup) }()
 		for b.Loop() {
 			b.StopTimer()
 			round++
 			edit(b, e.ws, pick(), round)
+			c := e.cpu
 			e.createTree(b, fmt.Sprintf("cp%d", round))
+			setup -= e.cpu - c
 			b.StartTimer()
 			e.op(b, func(m *checkpoint.Manager) error {
 				_, err := m.Rewind(e.ctx, "cp0", false)

@@ -39,6 +39,7 @@ type blobStore interface {
 // costs nothing for content already stored; flush makes everything put so
 // far durable.
 type blobBatch interface {
+	// put stores data; it does not keep data once it returns.
 	put(ctx context.Context, data []byte) (string, error)
 	// putReader stores a stream, returning its ref and length.
 	putReader(ctx context.Context, r io.Reader) (string, int64, error)

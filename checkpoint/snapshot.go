@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -215,6 +216,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		tree.listings[d] = l
 	}
 	m.cache.dirs = tree.listings
+	// Paths this snapshot did not store (deleted, ignored since, or only
+	// named by a files checkpoint) would only grow the cache.
+	maps.DeleteFunc(m.cache.entries, func(_ string, e cacheEntry) bool { return e.verified != start.UnixNano() })
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -750,7 +754,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 }
 
 // walkers is how many directories a walk reads at once.
-const walkers = 8
+const walkers = 3
 
 // putStream stores the file of e through a stream and records its digest
 // and length.
