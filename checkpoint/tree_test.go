@@ -21,9 +21,12 @@ func (b *memBlobs) discard()                                                    
 func (b *memBlobs) newBatch() blobBatch                                         { return b }
 func (b *memBlobs) get(_ context.Context, ref string) ([]byte, error)           { return b.m[ref], nil }
 func (b *memBlobs) open(context.Context, string) (io.ReadCloser, error)         { panic("unused") }
-func (b *memBlobs) has(_ context.Context, ref string) (bool, error)             { _, ok := b.m[ref]; return ok, nil }
-func (b *memBlobs) sumLike(_ string, data []byte) (string, error)               { return sumRef(data), nil }
-func (b *memBlobs) sumLikeReader(string, io.Reader) (string, error)             { panic("unused") }
+func (b *memBlobs) has(_ context.Context, ref string) (bool, error) {
+	_, ok := b.m[ref]
+	return ok, nil
+}
+func (b *memBlobs) sumLike(_ string, data []byte) (string, error)   { return sumRef(data), nil }
+func (b *memBlobs) sumLikeReader(string, io.Reader) (string, error) { panic("unused") }
 
 // Trees round-trip whatever the entries: directories only passed through,
 // an absent path with absent paths below it (a files checkpoint), names
