@@ -495,24 +495,28 @@ func (m *Manager) removeStaleTemps(temps []treeEntry) {
 
 // keepTrees returns the trees of the new snapshot plus some of those the
 // cache held (older snapshots', which a rewind or diff to an earlier
-// checkpoint reads), up to a quarter of the new ones' bytes.
+// checkpoint reads), up to a quarter of the new ones' bytes: first those of
+// the snapshot before (after a rewind, the versions it restored), then
+// older ones.
 func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]byte {
-	clear(older)
 	var size int
 	for _, b := range cur {
 		size += len(b)
 	}
 	budget := max(64<<10, size/4)
-	for ref, b := range old {
-		if _, ok := cur[ref]; ok {
-			continue
+	kept := make(map[string]bool)
+	for _, pass := range []bool{false, true} {
+		for ref, b := range old {
+			if _, ok := cur[ref]; ok || older[ref] != pass || budget < len(b) {
+				continue
+			}
+			budget -= len(b)
+			cur[ref] = b
+			kept[ref] = true
 		}
-		if budget -= len(b); budget < 0 {
-			break
-		}
-		cur[ref] = b
-		older[ref] = true
 	}
+	clear(older)
+	maps.Copy(older, kept)
 	return cur
 }
 

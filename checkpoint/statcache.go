@@ -28,7 +28,7 @@ type statCache struct {
 	dirs map[string]dirCacheEntry
 	// trees holds the tree objects of the last tree snapshot by ref, so
 	// loading a checkpoint reads from cas only the trees that differ from
-	// it. Each is checked against its ref before use.
+	// it.
 	trees map[string][]byte
 	// older marks the trees of trees kept from snapshots before the last.
 	older map[string]bool
