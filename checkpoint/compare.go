@@ -304,11 +304,12 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	man, err := m.loadCached(ctx, id)
+	defer m.warmBlobs(ctx)()
+	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.plan(ctx, man)
+	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
 		return nil, err
 	}

@@ -75,12 +75,13 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	man, err := m.loadCached(ctx, id)
+	defer m.warmBlobs(ctx)()
+	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
 	t0 := time.Now()
-	p, err := m.plan(ctx, man)
+	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
@@ -138,8 +139,15 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	return res, nil
 }
 
-// plan compares the workspace with man and decides every operation.
-func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
+// plan compares the workspace with man and decides every operation;
+// loaded waits for man's entries (see loadForPlan), which the walk of a
+// tree checkpoint needs only for .gitignore files.
+func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) (*plan, error) {
+	if man.Kind != KindTree {
+		if err := loaded(); err != nil {
+			return nil, err
+		}
+	}
 	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
 	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
 
@@ -185,7 +193,10 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 			}
 		}
 	case KindTree:
-		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man))
+		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man, loaded))
+		if lerr := loaded(); lerr != nil {
+			return nil, lerr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -328,8 +339,11 @@ func likeRef(man *Manifest) string {
 
 // manifestGitignore reads .gitignore files as the checkpoint holds them, so
 // a rewind judges "created since" by the rules the snapshot used.
-func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
+func (m *Manager) manifestGitignore(man *Manifest, loaded func() error) gitignoreFunc {
 	return func(ctx context.Context, dir string, _ []dirEntry) ([]byte, error) {
+		if err := loaded(); err != nil {
+			return nil, err
+		}
 		name := ".gitignore"
 		if dir != "." {
 			name = dir + "/.gitignore"

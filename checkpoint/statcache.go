@@ -145,10 +145,9 @@ func (c *statCache) encode() []byte {
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
 	}
-	dirs := slices.Sorted(maps.Keys(c.dirs))
-	b = binary.AppendUvarint(b, uint64(len(dirs)))
-	for _, d := range dirs {
-		e := c.dirs[d]
+	// Directories and trees in map order: nothing needs them sorted.
+	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
+	for d, e := range c.dirs {
 		b = appendStr(b, d)
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, c.last.verified-e.verified)
@@ -157,11 +156,11 @@ func (c *statCache) encode() []byte {
 			b = appendStr(b, n)
 		}
 	}
-	refs := slices.Sorted(maps.Keys(c.trees))
-	b = binary.AppendUvarint(b, uint64(len(refs)))
-	for _, r := range refs {
+	b = binary.AppendUvarint(b, uint64(len(c.trees)))
+	for r, t := range c.trees {
 		b = appendCacheRef(b, r)
-		b = appendStr(b, string(c.trees[r]))
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
 		b = appendBool(b, c.older[r])
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
