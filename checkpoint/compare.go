@@ -207,7 +207,6 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 	if err := l.resolve(ctx, path, b); err != nil {
 		return nil, err
 	}
-	c := &change{path: path, a: a, b: b}
 	if a.kind == b.kind {
 		switch a.kind {
 		case TypeDir:
@@ -216,15 +215,15 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			if a.target == b.target {
 				return nil, nil
 			}
-			return c, nil
+			return &change{path: path, a: a, b: b}, nil
 		case TypeFile:
 			if a.digest == b.digest {
 				if a.mode == b.mode {
 					return nil, nil
 				}
-				c.modeOnly = true
-				return c, nil
+				return &change{path: path, a: a, b: b, modeOnly: true}, nil
 			}
+			c := &change{path: path, a: a, b: b}
 			if big(a) || big(b) {
 				c.binary = true // too big to diff by lines: changed, no counts
 				return c, l.verify(ctx, path, a, b)
@@ -239,11 +238,12 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			release(a, b)
 			return c, nil
 		}
-		return c, nil
+		return &change{path: path, a: a, b: b}, nil
 	}
 	if a.kind == TypeDir && !b.exists() || b.kind == TypeDir && !a.exists() {
 		return nil, nil // a directory alone is not a file change
 	}
+	c := &change{path: path, a: a, b: b}
 	for _, p := range []*pstate{a, b} {
 		if p.kind != TypeFile {
 			continue
@@ -304,11 +304,12 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	man, err := m.loadCached(ctx, id)
+	defer m.warmBlobs(ctx)()
+	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.plan(ctx, man)
+	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
 		return nil, err
 	}

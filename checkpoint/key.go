@@ -64,6 +64,9 @@ func WorkspaceKey(absDir string) string {
 // it must be relative and clean (no "", "." or ".." element, no leading or
 // doubled '/'), valid UTF-8, without NUL or backslash.
 func validRel(p string) error {
+	if plainRel(p) {
+		return nil
+	}
 	switch {
 	case p == "":
 		return fmt.Errorf("%w: empty path", ErrUnsafePath)
@@ -87,4 +90,31 @@ func validRel(p string) error {
 		return fmt.Errorf("%w: %q is not clean", ErrUnsafePath, p)
 	}
 	return nil
+}
+
+// plainRel is a fast yes for the common path: printable ASCII with no
+// backslash, elements neither empty nor "." nor "..", no drive letter.
+// Anything else takes validRel's full checks.
+func plainRel(p string) bool {
+	if p == "" || len(p) >= 2 && p[1] == ':' {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) {
+			c := p[i]
+			if c < 0x20 || c >= 0x7f || c == '\\' {
+				return false
+			}
+			if c != '/' {
+				continue
+			}
+		}
+		switch p[start:i] {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }

@@ -39,6 +39,7 @@ type blobStore interface {
 // costs nothing for content already stored; flush makes everything put so
 // far durable.
 type blobBatch interface {
+	// put stores data; it does not keep data once it returns.
 	put(ctx context.Context, data []byte) (string, error)
 	// putReader stores a stream, returning its ref and length.
 	putReader(ctx context.Context, r io.Reader) (string, int64, error)
@@ -221,22 +222,65 @@ func (m *Manager) loadCached(ctx context.Context, id string) (*Manifest, error) 
 }
 
 func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) (*Manifest, error) {
-	t0 := time.Now()
 	man, err := m.loadHeader(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if man.Version == ManifestVersion {
-		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
-			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
-		}
+	if err := m.loadBody(ctx, man, known); err != nil {
+		return nil, err
 	}
-	if err := man.validate(id); err != nil {
-		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
-	}
-	m.cfg.log.Debug("checkpoint: manifest loaded", "id", id, "trees", len(man.trees), "took", time.Since(t0))
 	return man, nil
 }
+
+// loadBody fills in the entries of a manifest loadHeader read (from its
+// trees, version 2) and validates it.
+func (m *Manager) loadBody(ctx context.Context, man *Manifest, known map[string][]byte) error {
+	t0 := time.Now()
+	if man.Version == ManifestVersion {
+		var err error
+		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
+			return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+		}
+	}
+	if err := man.validate(man.ID); err != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	m.cfg.log.Debug("checkpoint: manifest loaded", "id", man.ID, "trees", len(man.trees), "took", time.Since(t0))
+	return nil
+}
+
+// loadForPlan reads the header of checkpoint id and returns it with a
+// function that waits for its entries, loaded in the background meanwhile
+// (from the stat cache's trees, under m.mu): a plan walks the workspace
+// while they load.
+func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func() error, error) {
+	man, err := m.loadHeader(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if man.ID != id {
+		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, clip(man.ID))
+	}
+	known := m.loadCache(ctx).trees
+	done := make(chan error, 1)
+	go func() { done <- m.loadBody(ctx, man, known) }()
+	return man, sync.OnceValue(func() error { return <-done }), nil
+}
+
+// warmBlobs has the blob store load its pack indexes in the background (a
+// process's first lookup reads them all) while the caller reads the stat
+// cache and walks the workspace; the returned function waits for it.
+func (m *Manager) warmBlobs(ctx context.Context) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = m.blobs.has(ctx, emptyRef)
+	}()
+	return func() { <-done }
+}
+
+// emptyRef is the ref of no bytes, a blob any store may hold.
+const emptyRef = "blob:sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // loadHeader reads the manifest file of id: all of a version 1 manifest,
 // the header and tree ref of a version 2 one.

@@ -75,12 +75,13 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	man, err := m.loadCached(ctx, id)
+	defer m.warmBlobs(ctx)()
+	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
 	t0 := time.Now()
-	p, err := m.plan(ctx, man)
+	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
@@ -138,15 +139,28 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	return res, nil
 }
 
-// plan compares the workspace with man and decides every operation.
-func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
+// plan compares the workspace with man and decides every operation;
+// loaded waits for man's entries (see loadForPlan), which the walk of a
+// tree checkpoint needs only for .gitignore files.
+func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) (*plan, error) {
+	if man.Kind != KindTree {
+		if err := loaded(); err != nil {
+			return nil, err
+		}
+	}
 	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
 	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
 
-	have := make(map[string]*pstate)
+	// items pairs every path with what the workspace has there (h, nil for
+	// nothing) and the checkpoint's entry (e, nil for none), sorted by path.
+	type item struct {
+		path string
+		h    *pstate
+		e    *Entry
+	}
+	var items []item
 	keep := make(map[string]bool) // paths rewind leaves alone: ignored, skipped
-	var paths []string
-	// parentOf records, for a files checkpoint, a non-directory parent.
+	// blockedBy records, for a files checkpoint, a non-directory parent.
 	type blocked struct {
 		state parentState
 		dir   string
@@ -158,29 +172,31 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 		pc := parentCheck{ws: m.ws}
 		for i := range man.Files {
 			e := &man.Files[i]
-			paths = append(paths, e.Path)
 			state, dir, err := pc.check(e.Path)
 			if err != nil {
 				return nil, err
 			}
 			if state != parentsOK {
 				blockedBy[e.Path] = blocked{state, dir}
-				have[e.Path] = &pstate{ws: true}
+				items = append(items, item{e.Path, &pstate{ws: true}, e})
 				continue
 			}
 			st, err := m.ws.lstat(e.Path)
 			switch {
 			case isAbsent(err):
-				have[e.Path] = &pstate{ws: true}
+				items = append(items, item{e.Path, &pstate{ws: true}, e})
 			case err != nil:
 				return nil, err
 			default:
 				s := wsStateOf(st)
-				have[e.Path] = &s
+				items = append(items, item{e.Path, &s, e})
 			}
 		}
 	case KindTree:
-		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man))
+		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man, loaded))
+		if lerr := loaded(); lerr != nil {
+			return nil, lerr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -192,33 +208,39 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 		for _, s := range man.Skipped {
 			skipped[s.Path] = true
 		}
-		for _, te := range t.entries {
-			s := wsStateOf(te.st)
-			inMan := man.find(te.path) != nil
+		// Both lists are sorted by path: merge them, one state each.
+		hs := make([]pstate, len(t.entries))
+		items = make([]item, 0, max(len(t.entries), len(man.Files))+16)
+		files := man.Files
+		for i, te := range t.entries {
+			for len(files) > 0 && files[0].Path < te.path {
+				items = append(items, item{files[0].Path, nil, &files[0]})
+				files = files[1:]
+			}
+			var e *Entry
+			if len(files) > 0 && files[0].Path == te.path {
+				e = &files[0]
+				files = files[1:]
+			}
+			hs[i] = wsStateOf(te.st)
+			s := &hs[i]
 			switch {
-			case skipped[te.path] && !inMan:
+			case e == nil && skipped[te.path]:
 				keep[te.path] = true // never restored, never deleted
 				continue
-			case !inMan && s.kind == "other":
+			case e == nil && s.kind == "other":
 				keep[te.path] = true // a snapshot would skip it too
 				continue
-			case !inMan && s.kind == TypeFile && man.MaxFileSize > 0 && te.st.size > man.MaxFileSize:
+			case e == nil && s.kind == TypeFile && man.MaxFileSize > 0 && te.st.size > man.MaxFileSize:
 				keep[te.path] = true
 				continue
 			}
-			have[te.path] = &s
-			paths = append(paths, te.path)
+			items = append(items, item{te.path, s, e})
 		}
-		for i := range man.Files {
-			if _, ok := have[man.Files[i].Path]; !ok {
-				have[man.Files[i].Path] = &pstate{ws: true}
-				paths = append(paths, man.Files[i].Path)
-			}
+		for i := range files {
+			items = append(items, item{files[i].Path, nil, &files[i]})
 		}
 	}
-	sort.Strings(paths)
-	paths = compactStrings(paths)
-
 	// keptBelow: directories holding something rewind leaves alone.
 	keptBelow := make(map[string]bool)
 	for k := range keep {
@@ -232,10 +254,12 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 		}
 	}
 	replaced := map[string]bool{}
-	for _, path := range paths {
-		e := man.find(path)
+	for _, it := range items {
+		path, e, h := it.path, it.e, it.h
+		if h == nil {
+			h = &pstate{ws: true} // nothing there
+		}
 		want := stateOf(e)
-		h := have[path]
 		if b, ok := blockedBy[path]; ok && want.exists() {
 			switch b.state {
 			case parentSymlink:
@@ -249,9 +273,11 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 				conflict(fmt.Errorf("%w: %q must be a directory to restore %q, and is a file the checkpoint does not cover", ErrConflict, b.dir, path))
 			}
 		}
-		for _, anc := range parentsOf(path) {
-			if keep[anc] && want.exists() {
-				conflict(fmt.Errorf("%w: %q is ignored but must be a directory to restore %q", ErrConflict, anc, path))
+		if len(keep) > 0 && want.exists() {
+			for i := range len(path) {
+				if path[i] == '/' && keep[path[:i]] {
+					conflict(fmt.Errorf("%w: %q is ignored but must be a directory to restore %q", ErrConflict, path[:i], path))
+				}
 			}
 		}
 		c, err := p.loader.compare(ctx, path, h, &want)
@@ -289,16 +315,6 @@ func (m *Manager) plan(ctx context.Context, man *Manifest) (*plan, error) {
 	return p, nil
 }
 
-func compactStrings(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // parentsOf returns the ancestors of p, top down.
 func parentsOf(p string) []string {
 	var out []string
@@ -323,8 +339,11 @@ func likeRef(man *Manifest) string {
 
 // manifestGitignore reads .gitignore files as the checkpoint holds them, so
 // a rewind judges "created since" by the rules the snapshot used.
-func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
+func (m *Manager) manifestGitignore(man *Manifest, loaded func() error) gitignoreFunc {
 	return func(ctx context.Context, dir string, _ []dirEntry) ([]byte, error) {
+		if err := loaded(); err != nil {
+			return nil, err
+		}
 		name := ".gitignore"
 		if dir != "." {
 			name = dir + "/.gitignore"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -148,6 +149,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.warmBlobs(ctx)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
 	if !cc.noDefaults {
@@ -215,6 +217,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		tree.listings[d] = l
 	}
 	m.cache.dirs = tree.listings
+	// Paths this snapshot did not store (deleted, ignored since, or only
+	// named by a files checkpoint) would only grow the cache.
+	maps.DeleteFunc(m.cache.entries, func(_ string, e cacheEntry) bool { return e.verified != start.UnixNano() })
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -491,24 +496,28 @@ func (m *Manager) removeStaleTemps(temps []treeEntry) {
 
 // keepTrees returns the trees of the new snapshot plus some of those the
 // cache held (older snapshots', which a rewind or diff to an earlier
-// checkpoint reads), up to a quarter of the new ones' bytes.
+// checkpoint reads), up to a quarter of the new ones' bytes: first those of
+// the snapshot before (after a rewind, the versions it restored), then
+// older ones.
 func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]byte {
-	clear(older)
 	var size int
 	for _, b := range cur {
 		size += len(b)
 	}
 	budget := max(64<<10, size/4)
-	for ref, b := range old {
-		if _, ok := cur[ref]; ok {
-			continue
+	kept := make(map[string]bool)
+	for _, pass := range []bool{false, true} {
+		for ref, b := range old {
+			if _, ok := cur[ref]; ok || older[ref] != pass || budget < len(b) {
+				continue
+			}
+			budget -= len(b)
+			cur[ref] = b
+			kept[ref] = true
 		}
-		if budget -= len(b); budget < 0 {
-			break
-		}
-		cur[ref] = b
-		older[ref] = true
 	}
+	clear(older)
+	maps.Copy(older, kept)
 	return cur
 }
 
@@ -750,7 +759,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 }
 
 // walkers is how many directories a walk reads at once.
-const walkers = 8
+const walkers = 3
 
 // putStream stores the file of e through a stream and records its digest
 // and length.

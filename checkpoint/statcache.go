@@ -2,10 +2,10 @@ package checkpoint
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"maps"
 	"slices"
@@ -28,7 +28,7 @@ type statCache struct {
 	dirs map[string]dirCacheEntry
 	// trees holds the tree objects of the last tree snapshot by ref, so
 	// loading a checkpoint reads from cas only the trees that differ from
-	// it. Each is checked against its ref before use.
+	// it.
 	trees map[string][]byte
 	// older marks the trees of trees kept from snapshots before the last.
 	older map[string]bool
@@ -56,11 +56,9 @@ type cacheEntry struct {
 	verified    int64  // ns: when the snapshot that last hashed or checked it started
 }
 
-// cacheMagic starts the file; the rest is the body (entries, listings,
-// trees, sha256 of them) compressed with S2. Paths and stats compress well,
-// and the cache is as big as a manifest of the tree: on a store holding
-// many checkpoints of one tree it is a fair part of the bytes.
-const cacheMagic = "trove-statcache-6\n"
+// cacheMagic starts the file; the rest is the body (last snapshot,
+// entries, listings, trees, CRC-32C of them) compressed with S2.
+const cacheMagic = "trove-statcache-7\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -124,7 +122,9 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 }
 
 // encode writes the cache: magic, then compressed: count, entries sorted
-// by path, listings, and a sha256 of everything before it.
+// by path (verified as the distance back from the last snapshot's start,
+// one byte for nearly all), listings, trees, the last snapshot, and a
+// CRC-32C of everything before it.
 func (c *statCache) encode() []byte {
 	paths := slices.Sorted(maps.Keys(c.entries))
 	size := 64 + len(paths)*100 + len(c.dirs)*80
@@ -132,48 +132,51 @@ func (c *statCache) encode() []byte {
 		size += len(t) + 40
 	}
 	b := make([]byte, 0, size)
+	b = appendStr(b, c.last.id)
+	b = appendCacheRef(b, c.last.tree)
+	b = binary.AppendVarint(b, c.last.verified)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		e := c.entries[p]
 		b = appendStr(b, p)
 		b = appendStat(b, e.st)
-		b = binary.AppendVarint(b, e.verified)
+		b = binary.AppendVarint(b, c.last.verified-e.verified)
 		b = appendCacheRef(b, e.ref)
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
 	}
-	dirs := slices.Sorted(maps.Keys(c.dirs))
-	b = binary.AppendUvarint(b, uint64(len(dirs)))
-	for _, d := range dirs {
-		e := c.dirs[d]
+	// Directories and trees in map order: nothing needs them sorted.
+	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
+	for d, e := range c.dirs {
 		b = appendStr(b, d)
 		b = appendStat(b, e.st)
-		b = binary.AppendVarint(b, e.verified)
+		b = binary.AppendVarint(b, c.last.verified-e.verified)
 		b = binary.AppendUvarint(b, uint64(len(e.names)))
 		for _, n := range e.names {
 			b = appendStr(b, n)
 		}
 	}
-	refs := slices.Sorted(maps.Keys(c.trees))
-	b = binary.AppendUvarint(b, uint64(len(refs)))
-	for _, r := range refs {
+	b = binary.AppendUvarint(b, uint64(len(c.trees)))
+	for r, t := range c.trees {
 		b = appendCacheRef(b, r)
-		b = appendStr(b, string(c.trees[r]))
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
 		b = appendBool(b, c.older[r])
 	}
-	b = appendStr(b, c.last.id)
-	b = appendCacheRef(b, c.last.tree)
-	b = binary.AppendVarint(b, c.last.verified)
-	sum := sha256.Sum256(b)
-	b = append(b, sum[:]...)
-	// S2 (snappy's successor, from the zstd module): a few times faster
-	// than zstd's fastest level both ways, for ~15% more bytes; the cache
-	// is written by every snapshot and read by every operation.
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	// S2 (snappy's successor, from the zstd module) at its fastest: the
+	// cache is written by every snapshot and read by every operation, and
+	// most of its bytes are digests that do not compress anyway.
 	out := make([]byte, len(cacheMagic)+s2.MaxEncodedLen(len(b)))
 	copy(out, cacheMagic)
-	enc := s2.EncodeBetter(out[len(cacheMagic):], b)
+	enc := s2.Encode(out[len(cacheMagic):], b)
 	return out[:len(cacheMagic)+len(enc)]
 }
+
+// castagnoli is the CRC-32C table (hardware on amd64 and arm64). The cache
+// only needs damage detected: a wrong entry costs a rehash at most, and
+// whoever can write the store can write manifests too.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // appendCacheRef writes a ref as a flag byte and, when set, its algorithm
 // byte and digest (the tree objects' form); "" is one zero byte.
@@ -213,28 +216,29 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, fmt.Errorf("%w: length %d: %v", errBadCache, size, err)
 	}
 	body, err := s2.Decode(nil, data[len(cacheMagic):])
-	if err != nil || len(body) < sha256.Size {
+	if err != nil || len(body) < 4 {
 		return nil, fmt.Errorf("%w: %v", errBadCache, err)
 	}
-	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+	body, sum := body[:len(body)-4], binary.LittleEndian.Uint32(body[len(body)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
 	r := &reader{b: body, s: string(body)}
+	last := lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, n), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool)}
+	c := &statCache{entries: make(map[string]cacheEntry, n), trees: make(map[string][]byte), older: make(map[string]bool), last: last}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		p := r.str()
 		var e cacheEntry
 		e.st = r.stat()
-		e.verified = r.varint()
+		e.verified = last.verified - r.varint()
 		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
 		// The checksum guards against damage; refs are checked again where a
 		// manifest is loaded.
-		if r.err == nil && validRel(p) == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
+		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
 			c.entries[p] = e
 		}
 	}
@@ -242,11 +246,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if nd > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
+	c.dirs = make(map[string]dirCacheEntry, nd)
 	for i := uint64(0); i < nd && r.err == nil; i++ {
 		d := r.str()
 		var e dirCacheEntry
 		e.st = r.stat()
-		e.verified = r.varint()
+		e.verified = last.verified - r.varint()
 		nn := r.uvarint()
 		if nn > uint64(len(r.b)) {
 			return nil, errBadCache
@@ -268,7 +273,6 @@ func decodeStatCache(data []byte) (*statCache, error) {
 			c.older[ref] = true
 		}
 	}
-	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
 	}

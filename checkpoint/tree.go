@@ -57,58 +57,89 @@ type tnode struct {
 // through batch and returns the root's ref and every tree's ref; keep, when
 // not nil, gets every tree object by ref.
 func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte) (string, []string, error) {
-	root := &tnode{}
-	nodes := map[string]*tnode{"": root}
-	var node func(p string) *tnode
-	node = func(p string) *tnode {
-		if n, ok := nodes[p]; ok {
+	// One node per entry, allocated at once; directories are found by path
+	// in a map of directories only. Siblings come in name order, since
+	// files is sorted by path, except directories a files checkpoint only
+	// passes through, added when first needed (sorted below).
+	nodes := make([]tnode, len(files)+1)
+	root := &nodes[len(files)]
+	dirs := make(map[string]*tnode, len(files)/4+1)
+	dirs[""] = root
+	var dirOf func(p string) *tnode
+	dirOf = func(p string) *tnode {
+		if n, ok := dirs[p]; ok {
 			return n
 		}
-		dir, name := "", p
+		parent, name := "", p
 		if i := strings.LastIndexByte(p, '/'); i >= 0 {
-			dir, name = p[:i], p[i+1:]
+			parent, name = p[:i], p[i+1:]
 		}
-		parent := node(dir)
 		n := &tnode{name: name}
-		parent.kids = append(parent.kids, n)
-		nodes[p] = n
+		pn := dirOf(parent)
+		pn.kids = append(pn.kids, n)
+		dirs[p] = n
 		return n
 	}
 	for i := range files {
-		node(files[i].Path).entry = &files[i]
+		p := files[i].Path
+		parent, name := "", p
+		if j := strings.LastIndexByte(p, '/'); j >= 0 {
+			parent, name = p[:j], p[j+1:]
+		}
+		if n, ok := dirs[p]; ok {
+			n.entry = &files[i] // a directory passed through before its entry
+			continue
+		}
+		n := &nodes[i]
+		n.name, n.entry = name, &files[i]
+		pn := dirOf(parent)
+		pn.kids = append(pn.kids, n)
+		// Only a directory (or an absent path, in a files checkpoint) can
+		// have entries below it (validate refuses the rest).
+		if !files[i].Exists || files[i].typ() == TypeDir {
+			dirs[p] = n
+		}
 	}
 	var refs []string
+	var buf []byte
 	var put func(n *tnode) (string, error)
 	put = func(n *tnode) (string, error) {
-		slices.SortFunc(n.kids, func(a, b *tnode) int { return strings.Compare(a.name, b.name) })
-		b := append(make([]byte, 0, 16+len(n.kids)*80), treeMagic...)
-		b = binary.AppendUvarint(b, uint64(len(n.kids)))
-		for _, k := range n.kids {
-			sub := ""
+		if !slices.IsSortedFunc(n.kids, cmpNode) {
+			slices.SortFunc(n.kids, cmpNode)
+		}
+		subs := make([]string, len(n.kids))
+		for i, k := range n.kids {
 			if len(k.kids) > 0 {
 				var err error
-				if sub, err = put(k); err != nil {
+				if subs[i], err = put(k); err != nil {
 					return "", err
 				}
 			}
+		}
+		b := append(buf[:0], treeMagic...)
+		b = binary.AppendUvarint(b, uint64(len(n.kids)))
+		for i, k := range n.kids {
 			var err error
-			if b, err = appendNode(b, k, sub); err != nil {
+			if b, err = appendNode(b, k, subs[i]); err != nil {
 				return "", err
 			}
 		}
+		buf = b
 		ref, err := batch.put(ctx, b)
 		if err != nil {
 			return "", err
 		}
 		refs = append(refs, ref)
 		if keep != nil {
-			keep[ref] = b
+			keep[ref] = slices.Clone(b)
 		}
 		return ref, nil
 	}
 	ref, err := put(root)
 	return ref, refs, err
 }
+
+func cmpNode(a, b *tnode) int { return strings.Compare(a.name, b.name) }
 
 func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 	b = appendStr(b, k.name)
@@ -278,7 +309,7 @@ func decodeTree(data []byte) ([]treeChild, error) {
 // loadTrees reads the tree objects below root and returns their entries
 // (sorted by path) and the refs of the trees read. A subtree stored once
 // but used twice is read once. A tree found in known (the stat cache's,
-// may be nil) whose bytes hash to its ref is not read from cas.
+// may be nil) is not read from cas.
 func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
 	decoded := map[string][]treeChild{}
 	var refs []string
@@ -293,12 +324,9 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			// The stat cache's trees were hashed when they were stored and
+			// the cache's checksum catches damage since.
 			data, ok := known[ref]
-			if ok {
-				if sum, err := blobs.sumLike(ref, data); err != nil || sum != ref {
-					ok = false
-				}
-			}
 			if !ok {
 				var err error
 				if data, err = blobs.get(ctx, ref); err != nil {

@@ -1,0 +1,104 @@
+package checkpoint
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// memBlobs keeps blobs in a map, named by their sha256.
+type memBlobs struct{ m map[string][]byte }
+
+func (b *memBlobs) put(_ context.Context, data []byte) (string, error) {
+	ref := sumRef(data)
+	b.m[ref] = slices.Clone(data)
+	return ref, nil
+}
+func (b *memBlobs) putReader(context.Context, io.Reader) (string, int64, error) { panic("unused") }
+func (b *memBlobs) flush(context.Context) error                                 { return nil }
+func (b *memBlobs) discard()                                                    {}
+func (b *memBlobs) newBatch() blobBatch                                         { return b }
+func (b *memBlobs) get(_ context.Context, ref string) ([]byte, error)           { return b.m[ref], nil }
+func (b *memBlobs) open(context.Context, string) (io.ReadCloser, error)         { panic("unused") }
+func (b *memBlobs) has(_ context.Context, ref string) (bool, error) {
+	_, ok := b.m[ref]
+	return ok, nil
+}
+func (b *memBlobs) sumLike(_ string, data []byte) (string, error)   { return sumRef(data), nil }
+func (b *memBlobs) sumLikeReader(string, io.Reader) (string, error) { panic("unused") }
+
+// Trees round-trip whatever the entries: directories only passed through,
+// an absent path with absent paths below it (a files checkpoint), names
+// that sort between a directory and its children.
+func TestTreesRoundTrip(t *testing.T) {
+	d := sumRef([]byte("x"))
+	files := []Entry{
+		{Path: "a", Exists: false},
+		{Path: "a.txt", Exists: true, Digest: d, Size: 1, Mode: 0o644},
+		{Path: "a/b", Exists: false},
+		{Path: "dir", Exists: true, Type: TypeDir, Mode: 0o755},
+		{Path: "dir.go", Exists: true, Digest: d, Size: 1, Mode: 0o600},
+		{Path: "dir/sub/deep/f", Exists: true, Digest: d, Size: 1, Mode: 0o644},
+		{Path: "dir/z", Exists: true, Type: TypeSymlink, Target: "../a.txt"},
+		{Path: "only/passed/through", Exists: true, Digest: d, Size: 1, Mode: 0o644},
+	}
+	b := &memBlobs{m: map[string][]byte{}}
+	root, refs, err := putTrees(t.Context(), b, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, loaded, err := loadTrees(t.Context(), b, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, files) {
+		t.Fatalf("got %+v\nwant %+v", got, files)
+	}
+	slices.Sort(refs)
+	slices.Sort(loaded)
+	if !slices.Equal(refs, loaded) {
+		t.Errorf("put trees %v, loaded %v", refs, loaded)
+	}
+}
+
+// plainRel never accepts what validRel's full checks refuse.
+func TestPlainRelAgrees(t *testing.T) {
+	full := func(p string) error {
+		// validRel without its fast path.
+		if p == "" || p[0] == '/' || strings.ContainsAny(p, "\x00\\") || len(p) >= 2 && p[1] == ':' || !utf8.ValidString(p) {
+			return ErrUnsafePath
+		}
+		for elem := range strings.SplitSeq(p, "/") {
+			if elem == "" || elem == "." || elem == ".." {
+				return ErrUnsafePath
+			}
+		}
+		if path.Clean(p) != p {
+			return ErrUnsafePath
+		}
+		return nil
+	}
+	cases := []string{"", "/", "a", "a/b", "/a", "a/", "a//b", ".", "..", "./a", "a/.", "a/..", "a/../b", "...", ".a", "a.", "c:", "c:/x", "ac:", "a\\b", "a\x00b", "é", "a b", "a\tb", "a/b/c.txt"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "ab./\\:\x00 é"
+	for range 20000 {
+		b := make([]byte, rng.IntN(8))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, p := range cases {
+		if plainRel(p) && full(p) != nil {
+			t.Errorf("plainRel accepts %q", p)
+		}
+		if (validRel(p) == nil) != (full(p) == nil) {
+			t.Errorf("validRel(%q) = %v", p, validRel(p))
+		}
+	}
+}
