@@ -15,43 +15,47 @@ import (
 )
 
 // Handle is a session open for writing. An append is checked in the
-// caller's goroutine and queued; it returns without waiting for the disk.
-// A background writer takes the whole queue when it must (a Flush, an
-// entry whose id is asked for, 256 KiB held, the sync interval, a full
-// queue), appends it as one batch and makes it durable with one sync
-// (group commit): a message costs no wake-up of its own. Flush waits until
-// everything queued before it is durable. The first write error is
+// caller's goroutine and queued; it returns without waiting for the disk,
+// and without waking anything. The queue is taken whole, framed into entry
+// lines, written with one write and made durable with one sync (group
+// commit) by whoever needs it: Flush, Append and Close in their caller's
+// goroutine (no hand-off to wait for), a background writer when 256 KiB
+// are held, the queue is full or the sync interval runs out. Flush returns
+// once everything queued before it is durable. The first write error is
 // latched: every later call returns it. A Handle is safe for concurrent
 // use.
 type Handle struct {
 	store  *Store // nil for a NoopStore handle
 	sess   *tree.Session
 	unlock func()
-	ctx    context.Context // the writer's: the opener's values, never cancelled
+	ctx    context.Context // for writes: the opener's values, never cancelled
 	limit  int             // ops queued before a sender waits
 	timer  *time.Timer     // wakes the writer when held appends are due
-	wake   chan struct{}   // one pending wake-up of the writer
-	done   chan struct{}
+	wake   chan struct{}   // one pending wake-up of the background writer
+	stop   chan struct{}   // closed at Close: the background writer ends
+	done   chan struct{}   // closed when the handle is closed
 
 	qmu    sync.Mutex // guards the queue and what follows; taken before mu
 	queue  []op
-	spare  []op // the writer's last batch, reused
+	spare  []op // the last batch, reused
 	qbytes int  // message and transcript bytes queued
 	closed bool
 	armed  bool          // the timer runs
 	due    bool          // the timer fired: sync what is held
-	taken  chan struct{} // closed when the writer takes the queue
+	taken  chan struct{} // closed when the queue is taken
 
-	synced   time.Time // the writer's last sync (the writer's own)
-	pending  int       // bytes appended and not yet written (the writer's own)
-	unsynced bool      // written and not yet synced (the writer's own)
+	wmu      sync.Mutex // held to take and write the queue; taken before qmu
+	finished bool       // Close ran
+	synced   time.Time  // the last sync
+	pending  int        // bytes appended and not yet written
+	unsynced bool       // written and not yet synced
 
 	mu       sync.Mutex // guards what follows
 	meta     Metadata
 	dirty    bool // meta changed since it was written
 	edited   bool // UpdateMetadata changed it: written at the next Flush
 	err      error
-	trans    *jsonl.Appender // transcript.jsonl, only the writer goroutine writes
+	trans    *jsonl.Appender // transcript.jsonl, written under wmu
 	closeErr error
 }
 
@@ -59,24 +63,13 @@ type opKind int
 
 const (
 	opMessage opKind = iota
-	opEntry
 	opTranscript
-	opFlush
-	opClose
 )
 
 type op struct {
-	kind   opKind
-	data   json.RawMessage // a transcript line
-	prep   *tree.Prepared  // a message
-	entry  tree.EntryData
-	reply  chan error
-	result chan entryResult // opEntry: the new entry's id, or why not
-}
-
-type entryResult struct {
-	id  string
-	err error
+	kind opKind
+	data json.RawMessage // a transcript line
+	prep *tree.Prepared  // a message
 }
 
 // open starts the writer of a loaded or created session, whose writer
@@ -99,7 +92,7 @@ func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fre
 
 func newHandle(ctx context.Context, s *Store, sess *tree.Session, meta Metadata, queue int) *Handle {
 	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx), limit: max(queue, 1),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), taken: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), taken: make(chan struct{})}
 	h.timer = time.AfterFunc(time.Hour, func() {
 		h.qmu.Lock()
 		h.armed, h.due = false, true
@@ -202,35 +195,45 @@ func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
 }
 
 // Append appends an entry other than a message at the leaf (a compaction,
-// a label, a model or thinking-level change, a custom entry, ...) and
-// returns its id once the writer has taken it; it is durable with the next
-// Flush. An entry the tree refuses (tree.ErrInvalid: a compaction or label
-// naming no entry) is returned without stopping later appends.
+// a label, a model or thinking-level change, a custom entry, ...), after
+// the messages queued before it, and returns its id; it is durable with
+// the next Flush. An entry the tree refuses (tree.ErrInvalid: a
+// compaction or label naming no entry) is returned without stopping later
+// appends.
 func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
 	if d == nil {
 		return "", backend.PathErr("append", h.Path(), fmt.Errorf("%w: nil entry", tree.ErrInvalid))
 	}
-	res := make(chan entryResult, 1)
-	if err := h.send(ctx, op{kind: opEntry, entry: d, result: res}); err != nil {
+	if err := ctx.Err(); err != nil {
+		return "", backend.PathErr("append", h.Path(), err)
+	}
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.finished {
+		return "", backend.PathErr("append", h.Path(), tree.ErrClosed)
+	}
+	h.drainLocked(false)
+	if err := h.Err(); err != nil {
 		return "", err
 	}
-	select {
-	case r := <-res:
-		return r.id, r.err
-	case <-h.done:
-		// The writer stopped (a latched error): no result comes.
-		select {
-		case r := <-res:
-			return r.id, r.err
-		default:
-		}
-		if err := h.Err(); err != nil {
-			return "", err
-		}
-		return "", backend.PathErr("append", h.Path(), tree.ErrClosed)
-	case <-ctx.Done():
-		return "", backend.PathErr("append", h.Path(), ctx.Err())
+	e, err := h.sess.Append(h.ctx, d)
+	switch {
+	case err != nil && errors.Is(err, tree.ErrInvalid):
+		// Refused before anything was written: later appends go on.
+		return "", err
+	case err != nil:
+		h.latch(err)
+		return "", h.Err()
 	}
+	h.mu.Lock()
+	h.meta.count(e)
+	h.dirty = true
+	h.mu.Unlock()
+	h.pending += len(e.JSON()) + 1
+	h.qmu.Lock()
+	h.armLocked(h.syncEvery() - time.Since(h.synced))
+	h.qmu.Unlock()
+	return e.ID(), nil
 }
 
 // AppendTranscript queues one SDK message for the transcript stream beside
@@ -246,8 +249,8 @@ func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) erro
 	return h.send(ctx, op{kind: opTranscript, data: buf.Bytes()})
 }
 
-// send queues o. Messages and transcript lines are held for the writer;
-// anything else wakes it. It waits while the queue is full.
+// send queues o, held for a Flush or the writer. It waits while the queue
+// is full.
 func (h *Handle) send(ctx context.Context, o op) error {
 	if err := h.Err(); err != nil {
 		return err
@@ -273,9 +276,7 @@ func (h *Handle) send(ctx context.Context, o op) error {
 				h.mu.Unlock()
 			}
 			every := h.syncEvery()
-			// The writer takes every 32nd message at once, framing
-			// what is queued while the caller goes on.
-			now := o.kind != opMessage && o.kind != opTranscript || h.qbytes >= writeEvery || every == 0 || len(h.queue)%32 == 0
+			now := h.qbytes >= writeEvery || every == 0
 			if !now {
 				h.armLocked(every)
 			}
@@ -291,9 +292,6 @@ func (h *Handle) send(ctx context.Context, o op) error {
 		select {
 		case <-taken:
 		case <-h.done:
-			if err := h.Err(); err != nil {
-				return err
-			}
 		case <-ctx.Done():
 			return backend.PathErr("append", h.Path(), ctx.Err())
 		}
@@ -304,159 +302,123 @@ func (h *Handle) send(ctx context.Context, o op) error {
 // The sidecar's counts are written at Close (listings count on from the
 // file meanwhile); what UpdateMetadata changed is written here too.
 func (h *Handle) Flush(ctx context.Context) error {
-	reply := make(chan error, 1)
-	if err := h.send(ctx, op{kind: opFlush, reply: reply}); err != nil {
-		return err
+	if err := ctx.Err(); err != nil {
+		return backend.PathErr("flush", h.Path(), err)
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return backend.PathErr("flush", h.Path(), ctx.Err())
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.finished {
+		if err := h.Err(); err != nil {
+			return err
+		}
+		return backend.PathErr("flush", h.Path(), tree.ErrClosed)
 	}
+	h.drainLocked(true)
+	return h.Err()
 }
 
-// Close drains the queue, makes it durable, writes the metadata, closes
-// the files and releases the writer lock. It returns the latched error.
+// Close writes what is queued, makes it durable, writes the metadata,
+// closes the files and releases the writer lock. It returns the latched
+// error.
 func (h *Handle) Close(ctx context.Context) error {
 	h.qmu.Lock()
-	if !h.closed {
-		h.queue = append(h.queue, op{kind: opClose}) // past the limit: never waits
-	}
 	h.closed = true
 	h.qmu.Unlock()
-	h.signal()
-	select {
-	case <-h.done:
-	case <-ctx.Done():
-		return backend.PathErr("close", h.Path(), ctx.Err())
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if !h.finished {
+		h.drainLocked(true)
+		h.timer.Stop()
+		h.syncMeta(h.ctx)
+		h.finish(h.ctx)
+		h.finished = true
+		close(h.stop)
+		close(h.done)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closeErr
 }
 
-// run is the background writer: it takes the whole queue each time it is
-// woken.
+// run is the background writer: it takes the queue when woken (the sync
+// interval, 256 KiB held, a full queue).
 func (h *Handle) run() {
-	defer close(h.done)
-	for range h.wake {
-		h.qmu.Lock()
-		batch := h.queue
-		h.queue, h.spare = h.spare[:0], nil
-		h.qbytes = 0
-		due := h.due
-		h.due = false
-		close(h.taken)
-		h.taken = make(chan struct{})
-		h.qmu.Unlock()
-		if h.process(batch, due) {
-			h.timer.Stop()
+	for {
+		select {
+		case <-h.wake:
+		case <-h.stop:
 			return
 		}
-		clear(batch)
-		h.qmu.Lock()
-		h.spare = batch
-		if h.pending > 0 || h.unsynced {
-			h.armLocked(h.syncEvery() - time.Since(h.synced))
+		h.wmu.Lock()
+		if !h.finished {
+			h.drainLocked(false)
 		}
-		h.qmu.Unlock()
+		h.wmu.Unlock()
 	}
 }
 
-// process appends a batch, syncs once, and answers its flushes; due: the
-// sync interval ran out. It reports whether the batch closed the handle.
-func (h *Handle) process(batch []op, due bool) (closed bool) {
+// drainLocked takes the queue, appends it to the tree and writes it: with
+// flush, written and synced, a prompt awaiting its first reply included;
+// else when the interval ran out (synced) or 256 KiB are held (wmu held).
+func (h *Handle) drainLocked(flush bool) {
+	h.qmu.Lock()
+	batch := h.queue
+	h.queue, h.spare = h.spare[:0], nil
+	h.qbytes = 0
+	due := h.due
+	h.due = false
+	close(h.taken)
+	h.taken = make(chan struct{})
+	h.qmu.Unlock()
+
 	ctx := h.ctx
 	var trans bytes.Buffer
-	appended, added := false, 0
 	h.sess.Hold(true)
 	for _, o := range batch {
 		switch o.kind {
-		case opMessage, opEntry:
-			if err := h.Err(); err != nil {
-				if o.result != nil {
-					o.result <- entryResult{err: err}
-				}
+		case opMessage:
+			if h.Err() != nil {
 				continue
 			}
-			var e *tree.Entry
-			var err error
-			if o.kind == opMessage {
-				e, err = h.sess.Append(ctx, o.prep)
-			} else {
-				e, err = h.sess.Append(ctx, o.entry)
+			e, err := h.sess.Append(ctx, o.prep)
+			if err != nil {
+				h.latch(err)
+				continue
 			}
-			h.mu.Lock()
-			switch {
-			case err != nil && o.kind == opEntry && errors.Is(err, tree.ErrInvalid):
-				// Refused before anything was written: the caller
-				// hears of it, later appends go on.
-				o.result <- entryResult{err: err}
-			case err != nil:
-				h.latchLocked(err)
-				if o.result != nil {
-					o.result <- entryResult{err: h.err}
-				}
-			default:
-				if o.kind == opEntry {
-					h.meta.count(e) // messages were counted as queued
-				}
-				h.dirty, appended = true, true
-				added += len(e.JSON()) + 1
-				if o.result != nil {
-					o.result <- entryResult{id: e.ID()}
-				}
-			}
-			h.mu.Unlock()
+			h.pending += len(e.JSON()) + 1
 		case opTranscript:
 			trans.Write(o.data)
 			trans.WriteByte('\n')
-		case opFlush, opClose:
-			if o.kind == opClose {
-				closed = true
-			}
 		}
 	}
 	h.sess.Hold(false)
 	if trans.Len() > 0 && h.Err() == nil {
 		h.writeTranscript(ctx, trans.Bytes())
 	}
-	flushed := closed
-	for _, o := range batch {
-		if o.kind == opFlush {
-			flushed = true
-		}
-	}
 	switch {
 	case h.Err() != nil:
-	case flushed:
-		// A Flush or Close promises durability for everything before
-		// it, a prompt awaiting its first reply included.
+	case flush:
 		h.commit(ctx, true, true)
-	case appended || h.pending > 0 || h.unsynced:
+		h.mu.Lock()
+		edited := h.edited
+		h.mu.Unlock()
+		if edited {
+			h.syncMeta(ctx)
+		}
+	case h.pending > 0 || h.unsynced:
 		// Held until a Flush, writeEvery bytes, or the sync interval
 		// (then written and synced): appends cost what the disk costs.
-		h.pending += added
 		if sync := due || time.Since(h.synced) >= h.syncEvery(); sync || h.pending >= writeEvery {
 			h.commit(ctx, false, sync)
 		}
 	}
-	h.mu.Lock()
-	needMeta := closed || flushed && h.edited
-	h.mu.Unlock()
-	if needMeta {
-		h.syncMeta(ctx)
+	clear(batch)
+	h.qmu.Lock()
+	h.spare = batch
+	if h.pending > 0 || h.unsynced {
+		h.armLocked(h.syncEvery() - time.Since(h.synced))
 	}
-	if closed {
-		h.finish(ctx)
-	}
-	for _, o := range batch {
-		if o.reply != nil {
-			o.reply <- h.Err()
-		}
-	}
-	return closed
+	h.qmu.Unlock()
 }
 
 func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {

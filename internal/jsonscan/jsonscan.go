@@ -26,8 +26,12 @@ func (m Member) Is(key string) bool {
 	if len(r) == len(key)+2 {
 		return string(r[1:len(r)-1]) == key
 	}
-	// An escape makes a key longer than what it decodes to.
-	return len(r) > len(key)+2 && bytes.IndexByte(r, '\\') >= 0 && UnquoteKey(r) == key
+	// An escape makes a key longer than what it decodes to; one that
+	// starts unlike key and not with an escape is another key.
+	if len(r) <= len(key)+2 || key == "" || r[1] != key[0] && r[1] != '\\' {
+		return false
+	}
+	return bytes.IndexByte(r, '\\') >= 0 && UnquoteKey(r) == key
 }
 
 // Members is an object split into its Members, in file order.

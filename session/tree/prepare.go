@@ -83,7 +83,7 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 		msg = b.Bytes()
 		ms, _ = jsonscan.SplitObject(msg)
 	}
-	role, ok := ms.Str("role")
+	role, ok := commonString(ms.Get("role"))
 	if !ok || role == "" {
 		return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
 	}
