@@ -279,8 +279,11 @@ func (w *writer) flush() error {
 	// writer on a removed file writes where nobody reads, as on a disk.
 	if w.prev != w.name {
 		if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
+			// The new segment stays: hidden under a newer base, it is
+			// garbage the next fold deletes, and where an opener's fold
+			// (which may delete the look's target) already counted it as
+			// the file's, deleting it would lose bytes.
 			if isNotFound(err) {
-				w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
 				err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
 			}
 			w.err = fail("sync", w.name, err)
