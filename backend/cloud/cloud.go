@@ -21,11 +21,12 @@ import (
 )
 
 const (
-	segDir      = backend.ReservedPrefix + "seg" // top-level tree of segments
-	dirMarker   = backend.ReservedPrefix + "dir" // keeps an empty directory
-	octets      = "application/octet-stream"     // every object: no sniffing
-	segMaxBytes = 8 << 20                        // a writer uploads a segment at least this often
-	compactLive = 8                              // fan-out of folds by default
+	segDir       = backend.ReservedPrefix + "seg" // top-level tree of segments
+	dirMarker    = backend.ReservedPrefix + "dir" // keeps an empty directory
+	octets       = "application/octet-stream"     // every object: no sniffing
+	segMaxBytes  = 8 << 20                        // a writer uploads a segment at least this often
+	compactLive  = 8                              // fan-out of folds by default
+	compactEvery = 64                             // syncs between an open writer's background folds
 )
 
 // Storage is a backend.Storage on a blob.Bucket: the portable layer over
@@ -55,18 +56,19 @@ type driver struct {
 }
 
 type options struct {
-	log       *slog.Logger
-	compactAt int // -1: Close folds nothing
-	compactOn int // 0: Syncs do not fold
-	segMax    int
-	maxName   int
-	maxElem   int
-	localDir  string // a fileblob bucket's directory
-	timeout   time.Duration
-	tries     int
-	backoff   time.Duration
-	status    func(error) int
-	del       func(ctx context.Context, key string) error
+	log          *slog.Logger
+	compactAt    int // -1: Close folds nothing
+	compactOn    int // 0: Syncs do not fold
+	compactEvery int
+	segMax       int
+	maxName      int
+	maxElem      int
+	localDir     string // a fileblob bucket's directory
+	timeout      time.Duration
+	tries        int
+	backoff      time.Duration
+	status       func(error) int
+	del          func(ctx context.Context, key string) error
 }
 
 // WithDelete gives the Storage a delete of the bucket's keys that makes a
@@ -131,6 +133,15 @@ func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n
 // Compact does when called.
 func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 2) } }
 
+// WithCompactEvery makes an open writer start Compact in the background
+// every n Syncs (default 64; 0: never), unless it folds at Sync
+// (WithCompactOpen). The Sync that starts it does not wait, and later ones
+// make their own two requests beside it (the fold leaves the writer's last
+// part alone); Close waits for it. So reads of a file a writer keeps open
+// for long stay a few requests per level, and a short-lived writer's
+// requests are only its own.
+func WithCompactEvery(n int) Option { return func(o *options) { o.compactEvery = max(n, 0) } }
+
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
 // segment without waiting for Sync.
 func WithSegmentBytes(n int) Option { return func(o *options) { o.segMax = max(n, 1) } }
@@ -144,7 +155,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactEvery: compactEvery, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 )
 
 // segObjects counts the objects of a file's segment directory.
@@ -21,12 +23,12 @@ func segObjects(keys []string) int {
 	return n
 }
 
-// By default a writer never folds at Sync: each Sync adds one segment.
-// Compact, beside the open writer, folds all but the writer's last part;
+// Without background folds a writer never folds: each Sync adds one
+// segment. Compact, beside the open writer, folds all but its last parts;
 // the writer goes on syncing, a stale writer is still fenced off, and
 // every byte reads back in order.
 func TestCompactBesideWriter(t *testing.T) {
-	st, b := newRaw(t)
+	st, b := newRaw(t, cloud.WithCompactEvery(0))
 	ctx := t.Context()
 	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
 	if err != nil {
@@ -59,8 +61,8 @@ func TestCompactBesideWriter(t *testing.T) {
 	if err := backend.Compact(ctx, st, "f"); err != nil {
 		t.Fatal(err)
 	}
-	// A base (the parts hold more than the empty name) and the last part.
-	if got := segObjects(keys(t, b)); got > 2 {
+	// A base (the parts hold more than the empty name), the last two.
+	if got := segObjects(keys(t, b)); got > 3 {
 		t.Fatalf("Compact left %d segment objects: %q", got, keys(t, b))
 	}
 	wantFile(t, st, "f", want.String())
@@ -69,7 +71,7 @@ func TestCompactBesideWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The base, tiers of 8 of the 30 new segments (one level), the rest.
-	if got := segObjects(keys(t, b)); got > 1+3+8 {
+	if got := segObjects(keys(t, b)); got > 1+3+8+1 {
 		t.Fatalf("the second Compact left %d segment objects: %q", got, keys(t, b))
 	}
 	write(3)
@@ -102,5 +104,41 @@ func TestOpenFolds(t *testing.T) {
 	}
 	if err := backend.Compact(t.Context(), st, "nope"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Compact of a missing file = %v", err)
+	}
+}
+
+// A writer that stays open folds in the background every n Syncs: the
+// Syncs go on beside the folds, a stale writer is still fenced off, and
+// Close waits for the last fold. (How much a fold finds depends on how
+// many Syncs ran beside it; the first, started after 16, finds them.)
+func TestBackgroundCompaction(t *testing.T) {
+	st, b := newRaw(t, cloud.WithCompactEvery(16))
+	ctx := t.Context()
+	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i := range 300 {
+		rec := fmt.Sprintf("record %d\n", i)
+		want.WriteString(rec)
+		if _, err := w.Write([]byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatalf("Sync %d beside a background fold: %v", i, err)
+		}
+	}
+	wantFenced(t, st, stale, w, want.String())
+	got := keys(t, b)
+	// The first fold made a base of the (empty) name and at least 14
+	// segments; later bases replace it.
+	if !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, "c") }) || segObjects(got) > 302-14 {
+		t.Fatalf("300 syncs with background folds left %d segment objects: %q", segObjects(got), got)
 	}
 }

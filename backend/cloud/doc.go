@@ -32,9 +32,11 @@
 //     becomes a new compaction base; each byte is so copied about
 //     log_8(appends since the base) times, and a reader meets at most 7
 //     parts per level. They happen when a writer opens a file that has
-//     parts (it owns the file from its claim on), and at Compact, which
-//     leaves the last part, the one an open writer looks at, alone.
-//     WithCompactOpen makes a writer fold at Sync too. A fold writes the
+//     parts (it owns the file from its claim on), at Compact, which
+//     leaves the last two parts, those an open writer looks at, alone, and
+//     in the background of a writer that stays open (a Compact every 64
+//     Syncs, WithCompactEvery), so reads stay cheap however long it
+//     writes. WithCompactOpen makes a writer fold at Sync instead. A fold writes the
 //     same bytes, so a reader that meets one mid-read goes on at the same
 //     offset. Close folds nothing unless WithCompactAt asks. Stale objects
 //     are deleted after the fold or base exists, lowest first, so a reader

@@ -215,6 +215,10 @@ type writer struct {
 	// bytes in the base and in the parts beyond it
 	baseBytes, segBytes int64
 	err                 error // first upload error, latched
+	// The background fold (WithCompactEvery): closed when the last one
+	// started ends; syncs since it started.
+	folding chan struct{}
+	since   int
 }
 
 // track takes the counts of a layout: the parts beyond the base, the
@@ -275,8 +279,11 @@ func (w *writer) flush() error {
 	// writer on a removed file writes where nobody reads, as on a disk.
 	if w.prev != w.name {
 		if _, err := w.s.b.Attributes(w.ctx, enc(w.prev)); err != nil {
+			// The new segment stays: hidden under a newer base, it is
+			// garbage the next fold deletes, and where an opener's fold
+			// (which may delete the look's target) already counted it as
+			// the file's, deleting it would lose bytes.
 			if isNotFound(err) {
-				w.s.drop(w.ctx, w.name, []obj{{key: objKey(w.name, w.next, kindSeg)}})
 				err = fmt.Errorf("%w: another writer compacted, replaced or removed the file", backend.ErrLocked)
 			}
 			w.err = fail("sync", w.name, err)
@@ -289,6 +296,10 @@ func (w *writer) flush() error {
 	w.fresh++
 	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
+	w.since++
+	if every := w.s.opts.compactEvery; every > 0 && w.s.opts.compactOn == 0 && w.since >= every && !w.isFolding() {
+		w.foldBehind()
+	}
 	if f := w.s.opts.compactOn; f > 0 && w.fresh >= f {
 		// A writer asked to fold as it goes (WithCompactOpen). Failure is
 		// not the writer's: the segments hold every byte.
@@ -297,6 +308,35 @@ func (w *writer) flush() error {
 		}
 	}
 	return nil
+}
+
+// foldBehind starts Compact in the background: it leaves alone the
+// parts this writer's Syncs look at, so the Syncs go on beside
+// it at their two requests and reads of a file open for long stay cheap.
+// Failure is not the writer's: the segments hold every byte.
+func (w *writer) foldBehind() {
+	w.since = 0
+	done := make(chan struct{})
+	w.folding = done
+	go func() {
+		defer close(done)
+		if err := w.s.Compact(w.ctx, w.name); err != nil {
+			w.s.log.Warn("trove/cloud: background compaction failed; parts kept", "name", w.name, "err", err)
+		}
+	}()
+}
+
+// isFolding reports whether a background fold is still running.
+func (w *writer) isFolding() bool {
+	if w.folding == nil {
+		return false
+	}
+	select {
+	case <-w.folding:
+		return false
+	default:
+		return true
+	}
 }
 
 // fold keeps the file a bounded number of parts at a bounded cost per
@@ -426,6 +466,9 @@ func (p *partsReader) Close() error {
 func (w *writer) Close() error {
 	err := w.flush()
 	w.buf = nil
+	if w.folding != nil {
+		<-w.folding // nothing of the writer's outlives it
+	}
 	if err != nil {
 		return err
 	}
@@ -473,15 +516,16 @@ func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key 
 	return key, nil
 }
 
-// Compact folds the parts of name (backend.Compacter) but the last one,
-// which may be the one an open writer looks at before its next segment:
-// it runs beside a writer without fencing it off.
+// Compact folds the parts of name (backend.Compacter) but the last two:
+// an open writer looks at its last segment but one, or its last, before
+// it counts a new one as synced (the new one may already be listed), so
+// Compact runs beside a writer without fencing it off.
 func (s *driver) Compact(ctx context.Context, name string) error {
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return fail("compact", name, err)
 	}
-	return s.foldLayout(ctx, name, l, 1)
+	return s.foldLayout(ctx, name, l, 2)
 }
 
 // foldLayout folds the parts of l beyond its base but the last keep, as an
