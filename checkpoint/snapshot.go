@@ -115,7 +115,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 				if !utf8.ValidString(target) {
 					return nil, fmt.Errorf("checkpoint %q: %w: symlink %q has a target that is not UTF-8", id, backend.ErrNotSupported, p)
 				}
-				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)}
+				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target}
 			case st.isRegular():
 				e = fileEntry(p, st)
 				files = append(files, len(man.Files))
@@ -192,7 +192,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "target"})
 				continue
 			}
-			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)})
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target})
 			sts = append(sts, st)
 		case st.isRegular():
 			if limit >= 0 && st.size > limit {
@@ -239,8 +239,11 @@ func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time)
 	}
 }
 
+// fileEntry records no mtime: a rewind does not restore it, and with it a
+// directory whose files were rewound (same bytes, new mtimes) would get a
+// new tree object instead of sharing the one it had.
 func fileEntry(p string, st fileStat) Entry {
-	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm()), MTime: mtimeOf(st)}
+	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm())}
 }
 
 func sortSkipped(s []Skipped) {
@@ -447,9 +450,6 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	cache := m.loadCache(ctx)
 	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
 	root, trees, err := putTrees(ctx, sink, man.Files, kept)
-	if err == nil {
-		err = batch.flush(ctx)
-	}
 	if err != nil {
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
@@ -459,14 +459,20 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
 		m.cache.last = lastSnapshot{id: man.ID, tree: root, verified: start}
 	}
-	data := man.appendJSON(make([]byte, 0, 1024), false)
+	// The cache is saved while the pack is written: should that fail, the
+	// cache names a snapshot whose manifest is missing (see lastKept), so
+	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
 		wg.Go(func() { m.saveCache(ctx) })
 	}
-	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
-	wg.Wait()
-	if err != nil {
+	defer wg.Wait()
+	if err := batch.flush(ctx); err != nil {
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	data := man.appendJSON(make([]byte, 0, 1024), false)
+	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
 	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
