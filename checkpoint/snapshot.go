@@ -657,7 +657,8 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		}
 		var ents []dirEntry
 		var err error
-		if names, ok := cache.listing(j.dir, j.st, m.cfg.racy); ok && useListings {
+		names, cached := cache.listing(j.dir, j.st, m.cfg.racy)
+		if cached && useListings {
 			ents, err = m.ws.statNames(j.dir, names)
 		} else {
 			ents, err = m.ws.readDir(j.dir)
@@ -668,11 +669,16 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			}
 			return err
 		}
-		names := make([]string, len(ents))
-		for i, e := range ents {
-			names[i] = e.name
+		// Listings are kept sorted, so a cached one needs no sort.
+		if !slices.IsSortedFunc(ents, cmpDirEntry) {
+			slices.SortFunc(ents, cmpDirEntry)
 		}
-		sort.Slice(ents, func(a, b int) bool { return ents[a].name < ents[b].name })
+		if !cached || !useListings || len(names) != len(ents) {
+			names = make([]string, len(ents))
+			for i, e := range ents {
+				names[i] = e.name
+			}
+		}
 		ig := j.ig
 		text, err := gi(ctx, j.dir, ents)
 		if err != nil {
@@ -759,10 +765,12 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	if first != nil {
 		return tree{}, first
 	}
-	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].path < t.entries[j].path })
-	sort.Strings(t.ignored)
+	slices.SortFunc(t.entries, func(a, b treeEntry) int { return strings.Compare(a.path, b.path) })
+	slices.Sort(t.ignored)
 	return t, nil
 }
+
+func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
 
 // walkers is how many directories a walk reads at once.
 const walkers = 3
