@@ -215,6 +215,13 @@ func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, dat
 		if prev.delta != "" {
 			base = prev.base
 		}
+		if digest == base {
+			// Back to the whole version (a rewind): stored whole as it
+			// was, so the entry, and its tree, are the same as before.
+			ref, err := batch.put(ctx, data)
+			e.Digest = ref
+			return err
+		}
 		if sameAlgo(base, digest) {
 			if b, err := m.blobs.get(ctx, base); err == nil && len(b) <= deltaMax {
 				if d := encodeDelta(b, data); len(d) < len(data)/2 {

@@ -73,7 +73,7 @@ type Entry struct {
 	Digest string    `json:"digest,omitempty"` // blob ref of a file's content
 	Size   int64     `json:"size,omitempty"`
 	Mode   Mode      `json:"mode,omitempty"`   // permission bits
-	MTime  time.Time `json:"mtime,omitzero"`   // informational; rewind does not restore it
+	MTime  time.Time `json:"mtime,omitzero"`   // informational, older checkpoints only (no longer recorded); rewind does not restore it
 	Target string    `json:"target,omitempty"` // a symlink's target
 	// A file stored as a delta: Digest names the content, which is not a
 	// blob of its own; Delta turns the whole blob Base into it.

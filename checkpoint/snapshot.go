@@ -115,7 +115,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 				if !utf8.ValidString(target) {
 					return nil, fmt.Errorf("checkpoint %q: %w: symlink %q has a target that is not UTF-8", id, backend.ErrNotSupported, p)
 				}
-				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)}
+				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target}
 			case st.isRegular():
 				e = fileEntry(p, st)
 				files = append(files, len(man.Files))
@@ -192,7 +192,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "target"})
 				continue
 			}
-			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target, MTime: mtimeOf(st)})
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target})
 			sts = append(sts, st)
 		case st.isRegular():
 			if limit >= 0 && st.size > limit {
@@ -239,8 +239,11 @@ func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time)
 	}
 }
 
+// fileEntry records no mtime: a rewind does not restore it, and with it a
+// directory whose files were rewound (same bytes, new mtimes) would get a
+// new tree object instead of sharing the one it had.
 func fileEntry(p string, st fileStat) Entry {
-	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm()), MTime: mtimeOf(st)}
+	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm())}
 }
 
 func sortSkipped(s []Skipped) {
@@ -447,9 +450,6 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	cache := m.loadCache(ctx)
 	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
 	root, trees, err := putTrees(ctx, sink, man.Files, kept)
-	if err == nil {
-		err = batch.flush(ctx)
-	}
 	if err != nil {
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
@@ -459,14 +459,20 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
 		m.cache.last = lastSnapshot{id: man.ID, tree: root, verified: start}
 	}
-	data := man.appendJSON(make([]byte, 0, 1024), false)
+	// The cache is saved while the pack is written: should that fail, the
+	// cache names a snapshot whose manifest is missing (see lastKept), so
+	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
 		wg.Go(func() { m.saveCache(ctx) })
 	}
-	err = m.store.WriteFile(ctx, m.manifestName(man.ID), data)
-	wg.Wait()
-	if err != nil {
+	defer wg.Wait()
+	if err := batch.flush(ctx); err != nil {
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	data := man.appendJSON(make([]byte, 0, 1024), false)
+	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
 	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
@@ -651,7 +657,8 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		}
 		var ents []dirEntry
 		var err error
-		if names, ok := cache.listing(j.dir, j.st, m.cfg.racy); ok && useListings {
+		names, cached := cache.listing(j.dir, j.st, m.cfg.racy)
+		if cached && useListings {
 			ents, err = m.ws.statNames(j.dir, names)
 		} else {
 			ents, err = m.ws.readDir(j.dir)
@@ -662,11 +669,16 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			}
 			return err
 		}
-		names := make([]string, len(ents))
-		for i, e := range ents {
-			names[i] = e.name
+		// Listings are kept sorted, so a cached one needs no sort.
+		if !slices.IsSortedFunc(ents, cmpDirEntry) {
+			slices.SortFunc(ents, cmpDirEntry)
 		}
-		sort.Slice(ents, func(a, b int) bool { return ents[a].name < ents[b].name })
+		if !cached || !useListings || len(names) != len(ents) {
+			names = make([]string, len(ents))
+			for i, e := range ents {
+				names[i] = e.name
+			}
+		}
 		ig := j.ig
 		text, err := gi(ctx, j.dir, ents)
 		if err != nil {
@@ -753,10 +765,12 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	if first != nil {
 		return tree{}, first
 	}
-	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].path < t.entries[j].path })
-	sort.Strings(t.ignored)
+	slices.SortFunc(t.entries, func(a, b treeEntry) int { return strings.Compare(a.path, b.path) })
+	slices.Sort(t.ignored)
 	return t, nil
 }
+
+func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
 
 // walkers is how many directories a walk reads at once.
 const walkers = 3

@@ -433,7 +433,7 @@ func cpManifestFields(t *testing.T, nb newStorage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"session":"sess-9"`, `"message":"user-msg-3"`, `"path":"a.txt"`, `"exists":true`, `"mode":"0640"`, `"size":4`, `"digest":"blob:sha256:`, `"mtime":"`, `"path":"missing","exists":false`} {
+	for _, want := range []string{`"session":"sess-9"`, `"message":"user-msg-3"`, `"path":"a.txt"`, `"exists":true`, `"mode":"0640"`, `"size":4`, `"digest":"blob:sha256:`, `"path":"missing","exists":false`} {
 		if !bytes.Contains(full, []byte(want)) {
 			t.Errorf("loaded manifest lacks %s: %s", want, full)
 		}
