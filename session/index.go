@@ -400,16 +400,21 @@ func (d *idxDecoder) span() (start, end int, escaped bool) {
 		return 0, 0, false
 	}
 	start = d.i + 1
-	for j := start; j < len(d.b); j++ {
-		switch d.b[j] {
-		case '\\':
-			j++
-			escaped = true
-		case '"':
-			d.i = j + 1
-			d.sep()
-			return start, j, escaped
+	for j := start; j < len(d.b); {
+		// The next quote, then whether an escape came before it.
+		q := bytes.IndexByte(d.b[j:], '"')
+		if q < 0 {
+			break
 		}
+		q += j
+		bs := bytes.IndexByte(d.b[j:q], '\\')
+		if bs < 0 {
+			d.i = q + 1
+			d.sep()
+			return start, q, escaped
+		}
+		escaped = true
+		j += bs + 2 // past the escape and the byte it escapes
 	}
 	d.fail()
 	return 0, 0, false
