@@ -216,7 +216,9 @@ func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
 	if err := h.Err(); err != nil {
 		return "", err
 	}
+	h.sess.Hold(true) // written with the next batch, as messages are
 	e, err := h.sess.Append(h.ctx, d)
+	h.sess.Hold(false)
 	switch {
 	case err != nil && errors.Is(err, tree.ErrInvalid):
 		// Refused before anything was written: later appends go on.
@@ -294,6 +296,9 @@ func (h *Handle) send(ctx context.Context, o op) error {
 		case <-h.done:
 		case <-ctx.Done():
 			return backend.PathErr("append", h.Path(), ctx.Err())
+		}
+		if err := h.Err(); err != nil {
+			return err
 		}
 	}
 }
