@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +172,53 @@ func TestHeldAppendsSyncWithinTheInterval(t *testing.T) {
 	data, err := st.ReadFile(ctx, h.Path())
 	if err != nil || bytes.Count(data, []byte("\n")) != 3 {
 		t.Fatalf("after a crash: %d lines, %v", bytes.Count(data, []byte("\n")), err)
+	}
+}
+
+// A full queue makes senders wait for the writer, never drops: with room
+// for two, four goroutines append 200 messages and every one is written.
+func TestFullQueueWaitsNeverDrops(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	s, err := session.OpenStore(ctx, st, session.WithInlineBlobs(), session.WithQueue(2), session.WithSyncInterval(time.Hour))
+	must(t, err)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if err := h.AppendMessage(ctx, userMsg(fmt.Sprintf("g%d-%d", g, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if m := h.Metadata(); m.MessageCount != 200 {
+		t.Fatalf("metadata counts %d messages", m.MessageCount)
+	}
+	must(t, h.Close(ctx))
+	sess, err := tree.Open(ctx, st, h.Path(), tree.ReadOnly())
+	must(t, err)
+	seen := map[string]bool{}
+	for _, e := range sess.Entries() {
+		seen[tree.MessageText(e.Field("message"))] = true
+	}
+	for g := range 4 {
+		for i := range 50 {
+			if !seen[fmt.Sprintf("g%d-%d", g, i)] {
+				t.Fatalf("g%d-%d was dropped (%d entries)", g, i, len(sess.Entries()))
+			}
+		}
 	}
 }
 
