@@ -268,19 +268,21 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 }
 
 // warmBlobs has the blob store load its pack indexes in the background (a
-// process's first lookup reads them all) while the caller reads the stat
-// cache and walks the workspace; the returned function waits for it.
-func (m *Manager) warmBlobs(ctx context.Context) func() {
+// process's first lookup reads them all) while the caller walks the
+// workspace; the returned function waits for it. ref should be stored (a
+// tree the operation reads anyway): a missing one costs a second listing
+// of the indexes. "" warms nothing.
+func (m *Manager) warmBlobs(ctx context.Context, ref string) func() {
+	if ref == "" {
+		return func() {}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = m.blobs.has(ctx, emptyRef)
+		_, _ = m.blobs.has(ctx, ref)
 	}()
 	return func() { <-done }
 }
-
-// emptyRef is the ref of no bytes, a blob any store may hold.
-const emptyRef = "blob:sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // loadHeader reads the manifest file of id: all of a version 1 manifest,
 // the header and tree ref of a version 2 one.

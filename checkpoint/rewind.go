@@ -75,11 +75,11 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	defer m.warmBlobs(ctx)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
+	defer m.warmBlobs(ctx, man.Tree)()
 	t0 := time.Now()
 	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
@@ -149,7 +149,6 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 		}
 	}
 	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
-	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
 
 	// items pairs every path with what the workspace has there (h, nil for
 	// nothing) and the checkpoint's entry (e, nil for none), sorted by path.
@@ -241,6 +240,9 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			items = append(items, item{files[i].Path, nil, &files[i]})
 		}
 	}
+	// man's entries are loaded by now (loaded was waited for).
+	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
+
 	// keptBelow: directories holding something rewind leaves alone.
 	keptBelow := make(map[string]bool)
 	for k := range keep {

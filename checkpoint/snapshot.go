@@ -149,7 +149,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer m.warmBlobs(ctx)()
+	defer m.warmBlobs(ctx, m.loadCache(ctx).last.tree)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
 	if !cc.noDefaults {
@@ -171,8 +171,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
 	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
-	var files []int
-	var sts []fileStat // parallel to man.Files
+	files := make([]int, 0, len(tree.entries))
+	sts := make([]fileStat, 0, len(tree.entries)) // parallel to man.Files
+	man.Files = make([]Entry, 0, len(tree.entries))
 	for _, te := range tree.entries {
 		st := te.st
 		switch {
@@ -644,7 +645,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	cache := m.loadCache(ctx)
 	useListings := m.ws.dirMtimes()
 	var (
-		t       = tree{listings: map[string]dirCacheEntry{}}
+		t       = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
 		queue   = []job{{".", rootSt, base}}

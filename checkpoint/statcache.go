@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -223,7 +224,8 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	r := &reader{b: body, s: string(body)}
+	// body is ours and never written again: its strings can share it.
+	r := &reader{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
 	last := lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {

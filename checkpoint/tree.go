@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/trovekit/trove/cas"
 )
@@ -244,12 +245,14 @@ func decodeTree(data []byte) ([]treeChild, error) {
 		return nil, fmt.Errorf("%w: not a tree object", ErrCorrupt)
 	}
 	body := data[len(treeMagic):]
-	r := &reader{b: body, s: string(body)}
+	// Tree bytes are never written once read: names can share them.
+	r := &reader{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.b))
 	}
 	out := make([]treeChild, 0, n)
+	ents := make([]Entry, 0, n) // one allocation for the entries of all children
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		c := treeChild{name: r.str()}
 		if len(r.b) == 0 {
@@ -259,7 +262,8 @@ func decodeTree(data []byte) ([]treeChild, error) {
 		flags := r.b[0]
 		r.b = r.b[1:]
 		if flags&tfEntry != 0 {
-			e := &Entry{Path: c.name, Exists: flags&tfExists != 0}
+			ents = append(ents, Entry{Path: c.name, Exists: flags&tfExists != 0})
+			e := &ents[len(ents)-1]
 			if e.Exists {
 				if len(r.b) == 0 {
 					r.err = errBadCache

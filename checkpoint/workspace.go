@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"io"
 	"io/fs"
-	"time"
 )
 
 // Workspace is the directory tree checkpoints snapshot and rewind: the
@@ -78,8 +77,6 @@ func statOf(fi fs.FileInfo) fileStat {
 	sysStat(fi, &st)
 	return st
 }
-
-func mtimeOf(st fileStat) time.Time { return time.Unix(0, st.mtime).UTC() }
 
 // statNamesWith is statNames on top of lstat.
 func statNamesWith(lstat func(string) (fileStat, error), dir string, names []string) ([]dirEntry, error) {

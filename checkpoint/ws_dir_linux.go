@@ -86,18 +86,24 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bo
 		return nil, false, nil
 	}
 	out := make([]dirEntry, 0, len(names))
+	// One NUL-terminated path buffer for the whole directory: the stat pass
+	// is most of an incremental snapshot, and a string per name (and its
+	// C copy) was a fair part of it.
+	var buf []byte
+	if dir != "." {
+		buf = append(buf, dir...)
+		buf = append(buf, '/')
+	}
+	prefix := len(buf)
 	for _, n := range names {
-		rel := n
-		if dir != "." {
-			rel = dir + "/" + n
-		}
+		buf = append(append(buf[:prefix], n...), 0)
 		var st unix.Stat_t
-		err := unix.Fstatat(w.rootfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+		err := lstatAt(w.rootfd, buf, &st)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue
 		}
 		if err != nil {
-			return nil, true, &fs.PathError{Op: "lstat", Path: rel, Err: err}
+			return nil, true, &fs.PathError{Op: "lstat", Path: string(buf[:len(buf)-1]), Err: err}
 		}
 		out = append(out, dirEntry{name: n, st: statFromUnix(&st)})
 	}
