@@ -19,7 +19,7 @@ import (
 // rest once: it validates names (ValidPath, ValidDir, and the driver's
 // Capabilities limits), refuses calls after Close, checks ctx before each
 // call, names the op and path in every error, and derives Open, ReadFile,
-// ReadPrefix and WriteFile.
+// ReadPrefix, WriteFile and (as a copy, then an unlink) Rename.
 //
 // So a driver sees only valid names and only while open. It returns errors
 // wrapping the sentinels (fs.ErrNotExist, ErrIsDir, ...); an *fs.PathError
@@ -73,9 +73,9 @@ type Locker interface {
 }
 
 // Portable is the Storage over a Driver (see Driver). It implements
-// WriteOnce and WholeFile, through the driver's fast paths where it has
-// them and else as the CreateFile, OpenInfo, PutFile and RemoveFile
-// functions do.
+// WriteOnce, WholeFile and Compacter, through the driver's fast paths
+// where it has them and else as the CreateFile, OpenInfo, PutFile,
+// RemoveFile and Compact functions do.
 type Portable struct {
 	d      Driver
 	caps   Capabilities

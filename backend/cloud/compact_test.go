@@ -30,15 +30,7 @@ func segObjects(keys []string) int {
 func TestCompactBesideWriter(t *testing.T) {
 	st, b := newRaw(t, cloud.WithCompactEvery(0))
 	ctx := t.Context()
-	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stale.Close()
-	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale, w := twoWriters(t, st)
 	var want strings.Builder
 	write := func(n int) {
 		t.Helper()
@@ -113,16 +105,7 @@ func TestOpenFolds(t *testing.T) {
 // many Syncs ran beside it; the first, started after 16, finds them.)
 func TestBackgroundCompaction(t *testing.T) {
 	st, b := newRaw(t, cloud.WithCompactEvery(16))
-	ctx := t.Context()
-	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stale.Close()
-	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale, w := twoWriters(t, st)
 	var want strings.Builder
 	for i := range 300 {
 		rec := fmt.Sprintf("record %d\n", i)

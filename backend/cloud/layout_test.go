@@ -235,16 +235,7 @@ func TestStaleWriterAfterCompaction(t *testing.T) {
 // trip its own staleness check, and still catch a stale writer.
 func TestCompactionWhileOpen(t *testing.T) {
 	st, b := newRaw(t, cloud.WithCompactOpen(1), cloud.WithCompactAt(1000))
-	ctx := t.Context()
-	stale, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stale.Close()
-	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale, w := twoWriters(t, st)
 	var want strings.Builder
 	for i := range 20 {
 		rec := strings.Repeat(string(rune('a'+i)), 10+i)
@@ -429,4 +420,20 @@ func wantFenced(t *testing.T, st backend.Storage, stale, w backend.Writer, want 
 		t.Fatal(err)
 	}
 	wantFile(t, st, "f", want)
+}
+
+// twoWriters opens a writer on f, then a second one that makes the first
+// stale; the stale one is closed when the test ends.
+func twoWriters(t *testing.T, st backend.Storage) (stale, w backend.Writer) {
+	t.Helper()
+	stale, err := st.OpenWriter(t.Context(), "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stale.Close() })
+	w, err = st.OpenWriter(t.Context(), "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stale, w
 }

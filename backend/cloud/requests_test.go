@@ -81,3 +81,52 @@ func TestRequests(t *testing.T) {
 	row("RemoveFile", 1, func() { must(wf.RemoveFile(ctx, "a/m.json")) })
 	row("RemoveFile of a missing file", 1, func() { wf.RemoveFile(ctx, "a/m.json") })
 }
+
+// The calls a session makes, counted on the GCS fake: the same goals as on
+// S3 (GCS deletes without a look first by itself).
+func TestRequestsGCS(t *testing.T) {
+	c := cloudtest.NewCounter()
+	st := cloudtest.StartGCS(t, c.Wrap).New(t)
+	ctx := t.Context()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := func(what string, max int, fn func()) {
+		t.Helper()
+		t.Logf("%-32s %v", what, c.AtMost(t, what, max, fn))
+	}
+	wo := st.(backend.WriteOnce)
+	wf := st.(backend.WholeFile)
+	row("CreateFile", 1, func() { must(wo.CreateFile(ctx, "s/meta.json", []byte("{}"))) })
+	row("OpenInfo", 1, func() {
+		rc, _, err := wo.OpenInfo(ctx, "s/meta.json")
+		must(err)
+		rc.Close()
+	})
+	var w backend.Writer
+	// The parent s is looked at once (a file there would be in the way);
+	// the store remembers it is none.
+	row("OpenWriter of a new file, exclusive, in a new directory", 4, func() {
+		var err error
+		w, err = st.OpenWriter(ctx, "s/t.jsonl", backend.WriterOptions{Exclusive: true})
+		must(err)
+	})
+	row("its first Write and Sync", 1, func() {
+		_, err := w.Write([]byte("hello\n"))
+		must(err)
+		must(w.Sync())
+	})
+	for range 10 {
+		row("Write and Sync", 2, func() {
+			_, err := w.Write([]byte("hello\n"))
+			must(err)
+			must(w.Sync())
+		})
+	}
+	row("Close after Sync", 0, func() { must(w.Close()) })
+	row("PutFile", 1, func() { must(wf.PutFile(ctx, "s/meta.json", []byte("{}"))) })
+	row("RemoveFile", 1, func() { must(wf.RemoveFile(ctx, "s/meta.json")) })
+}

@@ -505,7 +505,9 @@ func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key 
 	if len(l.parts) < 2 {
 		return "", nil
 	}
-	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: -1}
+	// need bounds the read at l's bytes even if it must resolve the file
+	// again: bytes appended since l belong to numbers above the base's.
+	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: l.size}
 	defer rd.Close()
 	key = objKey(name, l.last, kindCompact)
 	lost, err := s.create(ctx, key, rd)

@@ -21,7 +21,9 @@
 // Each server has Bucket(tb), a fresh bucket (container) opened with an
 // explicitly built client whose HTTP transport dials that server only (no
 // process environment, so tests stay independent), and New(tb), a Storage on
-// one. S3 and GCS take handler wrappers that see every request first.
+// one (on S3 with the one-request delete backend/open/s3 gives, as a store
+// opened by URL has). S3 and GCS take handler wrappers that see every
+// request first.
 //
 // Counter is such a wrapper that counts requests by method (a bucket GET is
 // "LIST"), for tests that prove how many requests an operation costs:
@@ -51,5 +53,5 @@
 // Imports: gocloud.dev (blob, memblob, fileblob, s3blob, gcsblob, azureblob),
 // the AWS SDK, cloud.google.com/go/storage and google.golang.org/api, the
 // Azure SDK (azcore, azblob), gofakes3, fake-gcs-server, backend,
-// backend/cloud.
+// backend/cloud, backend/open/s3.
 package cloudtest
