@@ -344,7 +344,9 @@ func encodeMessage(msg []byte, id, parentID, ts string) ([]byte, error) {
 // frameMessage writes the entry line of a prepared message and returns it
 // with the message as it is in the line.
 func frameMessage(p *Prepared, id, parentID, ts string) (line, inLine []byte) {
-	b := make([]byte, 0, p.Size()+len(id)+len(parentID)+len(ts)+64)
+	// The framing is 66 bytes and 6 quotes; escapes in id or timestamp
+	// (never in trove's own) would only grow the slice.
+	b := make([]byte, 0, p.Size()+len(id)+len(parentID)+len(ts)+80)
 	b = append(b, `{"type":"message","id":`...)
 	b = jsonw.AppendString(b, id)
 	b = append(b, `,"parentId":`...)
