@@ -284,6 +284,31 @@ func TestTruncationAndTransientFields(t *testing.T) {
 	}
 }
 
+// A short message's transient fields are dropped too, their keys written
+// plainly or escaped.
+func TestShortTransientFieldsDropped(t *testing.T) {
+	st := newMem(t)
+	s, err := tree.Create(st, "s.jsonl", tree.Header{})
+	must(t, err)
+	var ids []string
+	for _, msg := range []string{
+		`{"role":"user","content":[{"type":"toolCall","id":"1","name":"x","arguments":{},"partialJson":"{"}]}`,
+		`{"role":"user","content":[{"type":"toolCall","id":"1","name":"x","arguments":{},"partial\u004Ason":"{"}]}`,
+		`{"role":"user","content":"x","jsonlEvents":["e"]}`,
+	} {
+		e, err := s.AppendMessage(ctx, json.RawMessage(msg))
+		must(t, err)
+		ids = append(ids, e.ID())
+	}
+	must(t, s.Flush(ctx))
+	must(t, s.Close(ctx))
+	for _, id := range ids {
+		if line := fileLine(t, st, "s.jsonl", id); strings.Contains(line, "partialJson") || strings.Contains(line, "u004Ason") || strings.Contains(line, "jsonlEvents") {
+			t.Errorf("a transient field written: %s", line)
+		}
+	}
+}
+
 // failingBlobs fails every Put: the error must latch like a write error.
 type failingBlobs struct{}
 

@@ -447,12 +447,18 @@ type validator struct {
 	top       Members
 	inMessage bool
 	role      []byte
+
+	// With watch set, seen tells whether a key of watch (quoted), or a
+	// key with an escape, appeared at any depth.
+	watch []string
+	seen  bool
+	esc   bool // the last string held an escape
 }
 
 // ScanLine checks a line as scanJSON does and returns, for an object, its
 // members (appended to buf) and its message's raw role (nil when none).
 func ScanLine(b []byte, buf Members) (valid bool, top Members, role []byte) {
-	v, valid := scanRecording(b, buf)
+	v, valid := scanRecording(b, buf, nil)
 	return valid, v.top, v.role
 }
 
@@ -460,14 +466,31 @@ func ScanLine(b []byte, buf Members) (valid bool, top Members, role []byte) {
 // members (appended to buf; nil when b is not an object): a message is
 // checked and split in one pass.
 func ScanObject(b []byte, buf Members) (valid, compact bool, top Members) {
-	v, valid := scanRecording(b, buf)
+	v, valid := scanRecording(b, buf, nil)
 	return valid, v.compact, v.top
+}
+
+// ScanObjectKeys is ScanObject that also reports whether any of the keys
+// of watch (raw, quoted: `"data"`), at any depth, or a key with an escape
+// (which might decode to one) is in b.
+func ScanObjectKeys(b []byte, buf Members, watch ...string) (valid, compact bool, top Members, seen bool) {
+	v, valid := scanRecording(b, buf, watch)
+	return valid, v.compact, v.top, v.seen
+}
+
+func watched(key []byte, watch []string) bool {
+	for _, w := range watch {
+		if len(key) == len(w) && string(key) == w {
+			return true
+		}
+	}
+	return false
 }
 
 // scanRecording checks b, recording the members of a top-level object
 // (v.top nil when b is not one, or is not valid).
-func scanRecording(b []byte, buf Members) (validator, bool) {
-	v := validator{b: b, compact: true, record: true, top: buf}
+func scanRecording(b []byte, buf Members, watch []string) (validator, bool) {
+	v := validator{b: b, compact: true, record: true, top: buf, watch: watch}
 	v.ws()
 	if !v.value(0) {
 		return validator{}, false
@@ -515,10 +538,14 @@ func (v *validator) value(depth int) bool {
 		}
 		for {
 			ks := v.i
+			v.esc = false
 			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
 				return false
 			}
 			key := v.b[ks:v.i]
+			if v.watch != nil && !v.seen {
+				v.seen = v.esc || watched(key, v.watch)
+			}
 			v.ws()
 			if v.i >= len(v.b) || v.b[v.i] != ':' {
 				return false
@@ -620,6 +647,7 @@ func (v *validator) str() bool {
 			v.i = i + 1
 			return true
 		case c == '\\':
+			v.esc = true
 			if i+1 >= len(v.b) {
 				return false
 			}

@@ -58,3 +58,22 @@ func FuzzScanLine(f *testing.F) {
 		}
 	})
 }
+
+func TestScanObjectKeysSeesWatchedKeys(t *testing.T) {
+	watch := []string{`"data"`, `"partialJson"`}
+	for _, c := range []struct {
+		in   string
+		seen bool
+	}{
+		{`{"role":"user","content":"data partialJson"}`, false},
+		{`{"role":"user","content":[{"type":"image","data":"AAAA"}]}`, true},
+		{`{"a":{"b":[{"partialJson":"{"}]}}`, true},
+		{`{"a":{"b":[{"partial\u004Ason":"{"}]}}`, true}, // an escaped key may be one
+		{`{"a":"\u0041","datum":1}`, false},              // an escape in a value is not
+	} {
+		valid, _, top, seen := ScanObjectKeys([]byte(c.in), nil, watch...)
+		if !valid || top == nil || seen != c.seen {
+			t.Errorf("%s: valid %v, seen %v, want %v", c.in, valid, seen, c.seen)
+		}
+	}
+}

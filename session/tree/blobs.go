@@ -83,14 +83,22 @@ func mayNeedPrepare(b []byte, toolMax int) bool {
 	if len(b) >= BlobThreshold && bytes.Contains(b, []byte(`"image"`)) {
 		return true
 	}
-	if len(b) > MaxPersistChars || (toolMax > 0 && len(b) > toolMax) {
+	if tooLong(b, toolMax) {
 		return true
 	}
 	return bytes.Contains(b, []byte("partialJson")) || bytes.Contains(b, []byte("jsonlEvents"))
 }
 
-func (p *preparer) entry(b []byte) ([]byte, error) {
-	if !mayNeedPrepare(b, p.toolMax) {
+// tooLong reports an entry long enough to hold a string to cut or a tool
+// output to store apart.
+func tooLong(b []byte, toolMax int) bool {
+	return len(b) > MaxPersistChars || (toolMax > 0 && len(b) > toolMax)
+}
+
+// entry returns b as it is stored; walk: b is known to hold a key the
+// preparer acts on (else mayNeedPrepare decides).
+func (p *preparer) entry(b []byte, walk bool) ([]byte, error) {
+	if !walk && !mayNeedPrepare(b, p.toolMax) {
 		return b, nil
 	}
 	out, _ := p.value(b, "", false, 0)

@@ -100,9 +100,19 @@ type Entry struct {
 	// entry as stored, refs in place; nil until a new entry is persisted.
 	view  []byte
 	raw   []byte
-	msg   []byte // the message object within view, when known (else nil)
-	usage *Usage // a message's totals, when known (appended entries)
+	msg   []byte   // the message object within view, when known (else nil)
+	usage *Usage   // a message's totals, when known (appended entries)
+	keys  keysSeen // an appended message's keys the preparer acts on
 }
+
+// keysSeen is what PrepareMessage saw of the keys the preparer acts on.
+type keysSeen uint8
+
+const (
+	keysUnknown keysSeen = iota // not looked at: mayNeedPrepare decides
+	keysNone                    // none: written as it is
+	keysSome                    // some, or an escaped key: walked
+)
 
 // Type is the entry's "type" ("" when the line has none).
 func (e *Entry) Type() string { return e.typ }

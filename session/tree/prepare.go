@@ -19,6 +19,14 @@ type Prepared struct {
 	extra []byte // members to add at the end of msg, each after a comma
 	role  string
 	usage Usage
+	plain bool // no key the preparer acts on (see mayNeedPrepare)
+}
+
+func (p *Prepared) keys() keysSeen {
+	if p.plain {
+		return keysNone
+	}
+	return keysSome
 }
 
 // EntryType makes a Prepared message an entry to Append.
@@ -68,7 +76,9 @@ type Usage struct {
 // completes it as the writing contract asks, in one pass over its bytes: a
 // message that is not a JSON object with a role is ErrInvalid.
 func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
-	valid, compact, ms := jsonscan.ScanObject(msg, make(jsonscan.Members, 0, 10))
+	// The keys of what is stored apart or dropped (image data, transient
+	// fields): a message without any is written as it is, unread again.
+	valid, compact, ms, special := jsonscan.ScanObjectKeys(msg, make(jsonscan.Members, 0, 10), `"data"`, `"partialJson"`, `"jsonlEvents"`)
 	if !valid {
 		return nil, fmt.Errorf("message: not valid JSON: %w", ErrInvalid)
 	}
@@ -87,7 +97,7 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 	if !ok || role == "" {
 		return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
 	}
-	p := &Prepared{msg: msg, role: role}
+	p := &Prepared{msg: msg, role: role, plain: !special}
 	if role == "assistant" {
 		edits, err := assistantEdits(ms)
 		if err != nil {

@@ -559,7 +559,7 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	if ok {
 		// Built as it is framed: the line is not split again.
 		b, msg := frameMessage(p, id, parent, ts)
-		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: p.role, object: true, view: b, msg: msg, usage: &p.usage}
+		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: p.role, object: true, view: b, msg: msg, usage: &p.usage, keys: p.keys()}
 	} else {
 		b, err := encodeEntry(d, id, parent, ts)
 		if err != nil {
@@ -710,8 +710,12 @@ func (s *Session) rawLocked(ctx context.Context, e *Entry) ([]byte, error) {
 	if e.raw != nil {
 		return e.raw, nil
 	}
+	if e.keys == keysNone && !tooLong(e.view, s.cfg.toolMax) {
+		e.raw = e.view // nothing to store apart, drop or cut
+		return e.raw, nil
+	}
 	p := preparer{ctx: ctx, blobs: s.cfg.blobs, toolMax: s.cfg.toolMax}
-	raw, err := p.entry(e.view)
+	raw, err := p.entry(e.view, e.keys == keysSome)
 	if err != nil {
 		return nil, err
 	}
