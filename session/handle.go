@@ -184,10 +184,12 @@ func (h *Handle) Err() error {
 }
 
 // AppendMessage queues msg, an AgentMessage JSON object with a role, to be
-// appended at the leaf. A message that is not one (tree.ErrInvalid) is
-// refused here, the handle unharmed. It waits only while the queue is full.
+// appended at the leaf; msg is copied, so the caller may reuse it. A
+// message that is not one (tree.ErrInvalid) is refused here, the handle
+// unharmed. It waits only while the queue is full.
 func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
-	p, err := tree.PrepareMessage(msg)
+	// Held until written: the caller may reuse its buffer at once.
+	p, err := tree.PrepareMessage(bytes.Clone(msg))
 	if err != nil {
 		return backend.PathErr("append", h.Path(), err)
 	}

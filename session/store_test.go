@@ -222,6 +222,25 @@ func TestFullQueueWaitsNeverDrops(t *testing.T) {
 	}
 }
 
+// An appended message is the caller's no more: reusing its buffer before
+// the message is written changes nothing.
+func TestAppendCopiesTheMessage(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	s := storeOn(t, st)
+	h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	buf := []byte(`{"role":"user","content":"first"}`)
+	must(t, h.AppendMessage(ctx, buf))
+	copy(buf, `{"role":"user","content":"XXXXX"}`)
+	must(t, h.Close(ctx))
+	data, err := st.ReadFile(ctx, h.Path())
+	must(t, err)
+	if !bytes.Contains(data, []byte(`"content":"first"`)) || bytes.Contains(data, []byte("XXXXX")) {
+		t.Fatalf("the file holds what the buffer became:\n%s", data)
+	}
+}
+
 // A Handle appends entries other than messages through its writer; one the
 // tree refuses is returned and later appends go on.
 func TestHandleAppendEntry(t *testing.T) {
