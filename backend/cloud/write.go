@@ -389,7 +389,7 @@ func (w *writer) fold() error {
 
 // tier folds run, consecutive parts of one level starting after the number
 // from, into one tier of the next level holding the same bytes, then
-// deletes them. Two folds of one run write the same bytes, so the loser of
+// deletes them but a claim numbered from+1. Two folds of one run write the same bytes, so the loser of
 // the conditional create has nothing to do.
 func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
@@ -401,10 +401,19 @@ func (s *driver) tier(ctx context.Context, name string, from uint64, level int, 
 	if err != nil && !lost {
 		return part{}, fail(op, name, err)
 	}
-	objs := make([]obj, len(run))
+	var objs []obj
 	for i, p := range run {
 		t.size += p.size
-		objs[i] = obj{key: p.key}
+		// A claim (an empty segment: a writer never uploads one) first
+		// in the run stays, skipped by readers as the tier holds it and
+		// deleted by the next base: it fenced off the writer whose last
+		// number is from, which would otherwise take the number again,
+		// find its own last part still there and report bytes the tier
+		// hides. A number any writer takes after its own last is never
+		// empty, and a tier first in the run kept its claim when made.
+		if i > 0 || p.level > 0 || p.size != 0 {
+			objs = append(objs, obj{key: p.key})
+		}
 	}
 	s.drop(ctx, name, objs)
 	return t, nil
