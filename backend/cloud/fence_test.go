@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -27,7 +28,6 @@ func syncRec(t *testing.T, w backend.Writer, rec string) {
 func TestStaleWriterAfterUnlinkAndRecreate(t *testing.T) {
 	for _, newSyncs := range []int{0, 1, 2, 3} {
 		t.Run(fmt.Sprint(newSyncs), func(t *testing.T) {
-			t.Skip("known gap: not fixed yet")
 			st, _ := newRaw(t, cloud.WithCompactEvery(0))
 			ctx := t.Context()
 			a, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
@@ -110,4 +110,70 @@ func TestStaleWriterAtTierStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, st, "f", want+"last\n")
+}
+
+// Unlink leaves a claim above an appended file's numbers: a writer still
+// open fails at its next Sync, and a file made again under the name, by
+// any call, holds only its own bytes.
+func TestUnlinkFencesWriter(t *testing.T) {
+	st, _ := newRaw(t, cloud.WithCompactEvery(0))
+	ctx := t.Context()
+	a, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	syncRec(t, a, "a1\n")
+	if err := st.Unlink(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write([]byte("late\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(); !errors.Is(err, backend.ErrLocked) {
+		t.Fatalf("Sync after Unlink = %v, want ErrLocked", err)
+	}
+	if _, err := st.Stat(ctx, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat after Unlink = %v, want not exist", err)
+	}
+	if err := st.WriteFile(ctx, "f", []byte("whole\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", "whole\n")
+	appendSynced(t, st, "f", "more\n")
+	wantFile(t, st, "f", "whole\nmore\n")
+	if err := st.Unlink(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.Storage(st).(backend.WholeFile).PutFile(ctx, "f", []byte("put\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, st, "f", "put\n")
+}
+
+// A writer that made its file exclusively and has not synced yet looks at
+// nothing before its first segment (one request), so if the file is
+// unlinked and made again meanwhile, its first segment joins the new file.
+func TestUnsyncedCreatorAfterUnlinkAndRecreate(t *testing.T) {
+	t.Skip("known gap: a creator's first Sync takes number 1 without a look, and Unlink of a file without segments leaves no claim to fence it")
+	st, _ := newRaw(t, cloud.WithCompactEvery(0))
+	ctx := t.Context()
+	a, err := st.OpenWriter(ctx, "f", backend.WriterOptions{Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := st.Unlink(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteFile(ctx, "f", []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write([]byte("stale\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(); !errors.Is(err, backend.ErrLocked) && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the unlinked file's creator's first Sync = %v, want ErrLocked", err)
+	}
+	wantFile(t, st, "f", "new\n")
 }
