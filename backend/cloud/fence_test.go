@@ -149,6 +149,22 @@ func TestUnlinkFencesWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, st, "f", "put\n")
+	if err := st.Unlink(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	// The claim left is no file: an exclusive open makes one, once.
+	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{Exclusive: true})
+	if err != nil {
+		t.Fatalf("an exclusive open after Unlink: %v", err)
+	}
+	syncRec(t, w, "x\n")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.OpenWriter(ctx, "f", backend.WriterOptions{Exclusive: true}); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("a second exclusive open = %v, want ErrExist", err)
+	}
+	wantFile(t, st, "f", "x\n")
 }
 
 // A writer that made its file exclusively and has not synced yet looks at

@@ -84,8 +84,9 @@ func (s *driver) claim(ctx context.Context, name string, n uint64) (uint64, erro
 // unlinked file, before the name of a new file exists: a writer of the
 // old file may still take the number after its last, and a new file that
 // numbered from 1 again would read that segment as its own once its
-// numbers passed below it. No base is needed when the name exists by
-// now: its creator hid them the same way.
+// numbers passed below it. When the name exists by now, its maker hid
+// them already (or, writing the name whole, took them as its content): a
+// base would hide its bytes instead.
 func (s *driver) hideLeftovers(ctx context.Context, op, name string, objs []obj) error {
 	n, err := s.claim(ctx, name, objs[len(objs)-1].n+1)
 	if err != nil {
