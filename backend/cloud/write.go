@@ -426,8 +426,8 @@ func (w *writer) fold() error {
 
 // tier folds run, consecutive parts of one level starting after the number
 // from, into one tier of the next level holding the same bytes, then
-// deletes them but a claim numbered from+1. Two folds of one run write the same bytes, so the loser of
-// the conditional create has nothing to do.
+// deletes them but a claim numbered from+1. Two folds of one run write the
+// same bytes, so the loser of the conditional create has nothing to do.
 func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
