@@ -171,11 +171,28 @@ func (s *driver) Unlink(ctx context.Context, name string) error {
 	return s.keepDir(ctx, op, backend.Dir(name))
 }
 
-// dropAll deletes the segment directory of a file whose name object is gone.
+// dropAll deletes the segment directory of a file whose name object is
+// gone but for a claim above everything in it, which reads as nothing: a
+// writer of the file still open fails at its next Sync on it or on its
+// deleted last part, and a new file of the name numbers above it, so no
+// segment of that writer can join the new file. A failed claim leaves
+// everything (readers skip it; a new file hides it the same way).
 func (s *driver) dropAll(ctx context.Context, name string) {
-	if objs, err := s.listObjs(ctx, name); err == nil {
-		s.drop(ctx, name, objs)
+	objs, err := s.listObjs(ctx, name)
+	if err != nil || len(objs) == 0 {
+		return
 	}
+	from := objs[len(objs)-1].n + 1
+	n, err := s.claim(ctx, name, from)
+	if err != nil {
+		s.log.Warn("trove/cloud: leaving an unlinked file's segments", "name", name, "err", err)
+		return
+	}
+	// The numbers the claim found taken were a writer's late segments.
+	for m := from; m < n; m++ {
+		objs = append(objs, obj{n: m, key: objKey(name, m, kindSeg)})
+	}
+	s.drop(ctx, name, objs)
 }
 
 // keepDir puts a marker in dir when its last child is gone, as a file

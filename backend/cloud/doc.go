@@ -22,7 +22,15 @@
 //   - A tier object ".~<n>t<level><from>" holds the bytes of the numbers
 //     (from, n]. A reader follows a chain from the base: at each number
 //     reached, the widest tier starting there, else the next segment;
-//     whatever a tier holds is skipped, deleted yet or not.
+//     whatever a tier holds is skipped, deleted yet or not. A claim (an
+//     empty segment) first in a tier's run is not deleted with the rest:
+//     the writer whose last number is the tier's start would take that
+//     number again and find its own last part in place.
+//   - Unlink deletes the name, claims a number above the file's and then
+//     deletes all below it; that claim stays, so a writer of the unlinked
+//     file fails at its next Sync. A file made again over such leftovers
+//     gets an empty write base above them before its name exists, so its
+//     numbers never start again below a late segment of an old writer.
 //   - A Sync is one segment and one look at the writer's previous one,
 //     whatever the file (the first Sync of a new file's creator: the
 //     segment alone): it never folds. Folds are a log-structured merge

@@ -44,16 +44,9 @@ func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int
 		err := s.put(ctx, name, cr)
 		return cr.n, fail(op, name, err)
 	}
-	n := objs[len(objs)-1].n + 1
-	for try := 0; ; try++ {
-		lost, err := s.create(ctx, objKey(name, n, kindSeg), bytes.NewReader(nil))
-		if err == nil {
-			break
-		}
-		if !lost || try >= maxRetries {
-			return 0, fail(op, name, err)
-		}
-		n++
+	n, err := s.claim(ctx, name, objs[len(objs)-1].n+1)
+	if err != nil {
+		return 0, fail(op, name, err)
 	}
 	if err := s.put(ctx, objKey(name, n, kindWrite), cr); err != nil {
 		return cr.n, fail(op, name, err)
@@ -69,6 +62,42 @@ func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int
 	}
 	s.drop(ctx, name, objs)
 	return cr.n, nil
+}
+
+// claim creates an empty segment at the first number from n on that no
+// other writer took: a writer racing for that number then fails instead of
+// merging. It returns the number claimed.
+func (s *driver) claim(ctx context.Context, name string, n uint64) (uint64, error) {
+	for try := 0; ; try++ {
+		lost, err := s.create(ctx, objKey(name, n, kindSeg), bytes.NewReader(nil))
+		if err == nil {
+			return n, nil
+		}
+		if !lost || try >= maxRetries {
+			return 0, err
+		}
+		n++
+	}
+}
+
+// hideLeftovers puts an empty write base above objs, the leftovers of an
+// unlinked file, before the name of a new file exists: a writer of the
+// old file may still take the number after its last, and a new file that
+// numbered from 1 again would read that segment as its own once its
+// numbers passed below it. When the name exists by now, its maker hid
+// them already (or, writing the name whole, took them as its content): a
+// base would hide its bytes instead.
+func (s *driver) hideLeftovers(ctx context.Context, op, name string, objs []obj) error {
+	n, err := s.claim(ctx, name, objs[len(objs)-1].n+1)
+	if err != nil {
+		return fail(op, name, err)
+	}
+	if _, err := s.b.Attributes(ctx, enc(name)); err == nil {
+		return nil
+	} else if !isNotFound(err) {
+		return fail(op, name, err)
+	}
+	return fail(op, name, s.put(ctx, objKey(name, n, kindWrite), bytes.NewReader(nil)))
 }
 
 type countingReader struct {
@@ -135,10 +164,15 @@ func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.Writer
 	case err != nil && !isNotFound(err):
 		return nil, fail(op, name, err)
 	case err != nil:
-		// Leftovers of an unlinked file (a crash between its deletes)
-		// would read as content: remove them, then create the file; only
-		// one creator wins.
-		s.drop(ctx, name, l.objs)
+		// Leftovers of an unlinked file (the claim Unlink leaves, a
+		// crash between its deletes, a late segment of its writer) would
+		// read as content: hide them, then create the file (only one
+		// creator wins), then remove them.
+		if len(l.objs) > 0 {
+			if err := s.hideLeftovers(ctx, op, name, l.objs); err != nil {
+				return nil, err
+			}
+		}
 		lost, cerr := s.create(ctx, name, bytes.NewReader(nil))
 		if cerr != nil && (!lost || opt.Exclusive) {
 			if lost {
@@ -149,8 +183,11 @@ func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.Writer
 		if cerr == nil && len(l.objs) == 0 {
 			// This writer made the file, over nothing: it is empty.
 			l = layout{plain: true, parts: []part{{key: name}}, size: 0}
-		} else if l, err = s.resolve(ctx, name, true); err != nil {
-			return nil, fail(op, name, err)
+		} else {
+			s.drop(ctx, name, l.objs)
+			if l, err = s.resolve(ctx, name, true); err != nil {
+				return nil, fail(op, name, err)
+			}
 		}
 	}
 	// Claim the next number with an empty segment. A writer still holding
@@ -389,8 +426,8 @@ func (w *writer) fold() error {
 
 // tier folds run, consecutive parts of one level starting after the number
 // from, into one tier of the next level holding the same bytes, then
-// deletes them. Two folds of one run write the same bytes, so the loser of
-// the conditional create has nothing to do.
+// deletes them but a claim numbered from+1. Two folds of one run write the
+// same bytes, so the loser of the conditional create has nothing to do.
 func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
@@ -401,10 +438,19 @@ func (s *driver) tier(ctx context.Context, name string, from uint64, level int, 
 	if err != nil && !lost {
 		return part{}, fail(op, name, err)
 	}
-	objs := make([]obj, len(run))
+	var objs []obj
 	for i, p := range run {
 		t.size += p.size
-		objs[i] = obj{key: p.key}
+		// A claim (an empty segment: a writer never uploads one) first
+		// in the run stays, skipped by readers as the tier holds it and
+		// deleted by the next base: it fenced off the writer whose last
+		// number is from, which would otherwise take the number again,
+		// find its own last part still there and report bytes the tier
+		// hides. A number any writer takes after its own last is never
+		// empty, and a tier first in the run kept its claim when made.
+		if i > 0 || p.level > 0 || p.size != 0 {
+			objs = append(objs, obj{key: p.key})
+		}
 	}
 	s.drop(ctx, name, objs)
 	return t, nil
