@@ -165,12 +165,13 @@ func (c *statCache) encode() []byte {
 		b = appendBool(b, c.older[r])
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	// S2 (snappy's successor, from the zstd module) at its fastest: the
-	// cache is written by every snapshot and read by every operation, and
-	// most of its bytes are digests that do not compress anyway.
+	// S2 (snappy's successor, from the zstd module): a few times faster
+	// than zstd's fastest level both ways. Its "better" mode costs about a
+	// millisecond more per 5,000 files than the fastest and saves a third
+	// of the bytes, which count in the store's size.
 	out := make([]byte, len(cacheMagic)+s2.MaxEncodedLen(len(b)))
 	copy(out, cacheMagic)
-	enc := s2.Encode(out[len(cacheMagic):], b)
+	enc := s2.EncodeBetter(out[len(cacheMagic):], b)
 	return out[:len(cacheMagic)+len(enc)]
 }
 
