@@ -8,7 +8,7 @@
 // files edited between each, against the git repository after git gc. It
 // prints one table with the ratio git/trove per operation and the sizes.
 //
-// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3]
+// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
 // [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
 package main
 
@@ -40,7 +40,7 @@ import (
 func main() {
 	files := flag.Int("files", 5000, "files in the tree")
 	mb := flag.Int("mb", 100, "approximate total size in MB")
-	rounds := flag.Int("rounds", 3, "rounds of change, snapshot, diff, rewind (the median is reported)")
+	rounds := flag.Int("rounds", 5, "rounds of change, snapshot, diff, rewind (the median is reported)")
 	keep := flag.Bool("keep", false, "keep the temporary directory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
 	verbose := flag.Bool("v", false, "log trove's debug timings")
