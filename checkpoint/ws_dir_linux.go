@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"errors"
 	"io/fs"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -96,6 +97,9 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bo
 	}
 	prefix := len(buf)
 	for _, n := range names {
+		if strings.IndexByte(n, 0) >= 0 {
+			continue // no such name on disk (a damaged cache): never a shorter path
+		}
 		buf = append(append(buf[:prefix], n...), 0)
 		var st unix.Stat_t
 		err := lstatAt(w.rootfd, buf, &st)
