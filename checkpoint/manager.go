@@ -241,6 +241,7 @@ func (m *Manager) loadBody(ctx context.Context, man *Manifest, known map[string]
 		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 		}
+		man.fromTrees = true
 	}
 	if err := man.validate(man.ID); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
