@@ -311,8 +311,13 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 		}
 		mu.Unlock()
 	}
+	// A cas batch copies what it is put, so a worker reads every file into
+	// one buffer (a first snapshot reads the whole tree); another store
+	// may keep what it is given.
+	_, reuse := batch.(*rotatingBatch)
 	for range min(m.cfg.workers, len(jobs)) {
 		wg.Go(func() {
+			var buf []byte
 			for i := range next {
 				e := &man.Files[i]
 				if sts[i].size > diffMax && (limit < 0 || sts[i].size <= limit) {
@@ -324,7 +329,10 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 					}
 					continue
 				}
-				data, err := m.ws.readFile(e.Path, limit)
+				data, err := m.ws.readFile(e.Path, limit, buf)
+				if reuse && cap(data) <= 1<<20 {
+					buf = data[:0]
+				}
 				switch {
 				case isAbsent(err):
 					*e = Entry{Path: e.Path}
@@ -602,7 +610,7 @@ type gitignoreFunc func(ctx context.Context, dir string, ents []dirEntry) ([]byt
 func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEntry) ([]byte, error) {
 	for _, e := range ents {
 		if e.name == ".gitignore" && e.st.isRegular() {
-			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20)
+			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20, nil)
 			if isAbsent(err) || errors.Is(err, errTooBig) {
 				return nil, nil
 			}
