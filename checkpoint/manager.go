@@ -378,6 +378,10 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	if m.cache != nil {
 		return m.cache
 	}
+	t0 := time.Now()
+	defer func() {
+		m.cfg.log.Debug("checkpoint: stat cache loaded", "entries", len(m.cache.entries), "trees", len(m.cache.trees), "took", time.Since(t0))
+	}()
 	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
