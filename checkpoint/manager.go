@@ -400,14 +400,10 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	return m.cache
 }
 
-// saveCache writes the stat cache. It is advisory and carries its own
+// writeCache writes the stat cache. It is advisory and carries its own
 // checksum, so it is written in place without fsync: a torn or lost copy
 // is detected on load and only costs a rehash.
-func (m *Manager) saveCache(ctx context.Context) {
-	if m.cache == nil {
-		return
-	}
-	data := m.cache.encode()
+func (m *Manager) writeCache(ctx context.Context, data []byte) {
 	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
 	if err == nil {
 		_, err = w.Write(data)

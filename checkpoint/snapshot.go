@@ -457,9 +457,19 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		kept = map[string][]byte{}
 	}
 	cache := m.loadCache(ctx)
+	// The cache's entries and listings are final: they are encoded while
+	// the trees are built (which touches only its trees and last).
+	var head chan cacheHead
+	if save {
+		head = make(chan cacheHead, 1)
+		go func() { head <- cache.encodeHead(start) }()
+	}
 	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
 	root, trees, err := putTrees(ctx, sink, man.Files, kept)
 	if err != nil {
+		if save {
+			<-head
+		}
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
@@ -473,7 +483,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
-		wg.Go(func() { m.saveCache(ctx) })
+		wg.Go(func() { m.writeCache(ctx, cache.encodeTail(<-head)) })
 	}
 	defer wg.Wait()
 	if err := batch.flush(ctx); err != nil {
