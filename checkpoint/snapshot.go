@@ -446,6 +446,9 @@ func (k knownTrees) put(ctx context.Context, b []byte) (string, error) {
 	return k.blobBatch.put(ctx, b)
 }
 
+// inlineMax is the most entries a files checkpoint lists inline.
+const inlineMax = 64
+
 // writeManifest stores the tree objects of man through batch, flushes it
 // (so the blobs it names are durable before it), and writes the manifest
 // atomically and, with save, beside it the stat cache, which keeps the trees
@@ -464,8 +467,19 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		head = make(chan cacheHead, 1)
 		go func() { head <- cache.encodeHead(start) }()
 	}
-	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
-	root, trees, err := putTrees(ctx, sink, man.Files, kept)
+	var root string
+	var trees []string
+	var err error
+	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
+		// A few named files (a rewind's undo, an agent's checkpoint before
+		// an edit) are listed in the manifest itself, version 1: a tree
+		// object per directory on their paths would cost more bytes, and a
+		// pack and its fsyncs even when their content is stored already.
+		man.Version = manifestV1
+	} else {
+		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
+		root, trees, err = putTrees(ctx, sink, man.Files, kept)
+	}
 	if err != nil {
 		if save {
 			<-head
@@ -490,7 +504,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
-	data := man.appendJSON(make([]byte, 0, 1024), false)
+	data := man.appendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
 	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
