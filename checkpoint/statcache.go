@@ -58,7 +58,7 @@ type cacheEntry struct {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-8\n"
+const cacheMagic = "trove-statcache-9\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -127,16 +127,20 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 // last snapshot) after: magic, uvarint length of the first block, first
 // block, second block. Decoded, the first is a base time, the entries
 // sorted by path (verified as the distance back from the base, one byte for
-// nearly all) and the listings; the second the trees, the last snapshot and
-// a CRC-32C of both parts before it.
+// nearly all) without their refs, and the listings; the second the trees,
+// the entries' refs in the same order (beside the trees, which hold the
+// same digests, so they compress against them), the last snapshot and a
+// CRC-32C of both parts before it.
 
 // encode writes the whole cache.
 func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
 
-// cacheHead is the first part, compressed, and the CRC-32C of its bytes.
+// cacheHead is the first part, compressed, the CRC-32C of its bytes, and
+// the order its entries were written in.
 type cacheHead struct {
 	block []byte
 	crc   uint32
+	paths []string
 }
 
 // encodeHead encodes the entries and listings, verified times relative to
@@ -151,9 +155,6 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 		b = appendStr(b, p)
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
-		b = appendCacheRef(b, e.ref)
-		b = appendCacheRef(b, e.base)
-		b = appendCacheRef(b, e.delta)
 	}
 	// Directories and trees in map order: nothing needs them sorted.
 	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
@@ -166,7 +167,7 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 			b = appendStr(b, n)
 		}
 	}
-	return cacheHead{block: compressCache(b), crc: crc32.Checksum(b, castagnoli)}
+	return cacheHead{block: compressCache(b), crc: crc32.Checksum(b, castagnoli), paths: paths}
 }
 
 // encodeTail encodes the trees and the last snapshot after head and
@@ -183,6 +184,12 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = binary.AppendUvarint(b, uint64(len(t)))
 		b = append(b, t...)
 		b = appendBool(b, c.older[r])
+	}
+	for _, p := range head.paths {
+		e := c.entries[p]
+		b = appendCacheRef(b, e.ref)
+		b = appendCacheRef(b, e.base)
+		b = appendCacheRef(b, e.delta)
 	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
@@ -268,17 +275,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, errBadCache
 	}
 	c := &statCache{entries: make(map[string]cacheEntry, ne), trees: make(map[string][]byte), older: make(map[string]bool)}
+	paths := make([]string, 0, ne)
+	ents := make([]cacheEntry, 0, ne)
 	for i := uint64(0); i < ne && r.err == nil; i++ {
-		p := r.str()
+		paths = append(paths, r.str())
 		var e cacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
-		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
-		// The checksum guards against damage; refs are checked again where a
-		// manifest is loaded.
-		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
-			c.entries[p] = e
-		}
+		ents = append(ents, e)
 	}
 	nd := r.uvarint()
 	if nd > uint64(len(r.b)) {
@@ -313,6 +317,15 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		c.trees[ref] = r.bytes()
 		if r.bool() {
 			c.older[ref] = true
+		}
+	}
+	for i := range ents {
+		e := &ents[i]
+		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
+		// The checksum guards against damage; refs are checked again where a
+		// manifest is loaded.
+		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
+			c.entries[paths[i]] = *e
 		}
 	}
 	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
