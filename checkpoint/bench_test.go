@@ -117,8 +117,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// op runs f on a fresh Manager, as a fresh process would, adding its CPU
-// time to e.cpu: wall clock is noisy on a shared machine.
+// op runs f on a fresh Manager, as a fresh process would, under the pprof
+// label op=<benchmark name>, adding its CPU time to e.cpu: wall clock is
+// noisy on a shared machine.
 func (e *benchEnv) op(b *testing.B, f func(m *checkpoint.Manager) error) {
 	b.Helper()
 	c0 := cpuTime()

@@ -244,6 +244,7 @@ func (r *rotatingBatch) putReader(ctx context.Context, rd io.Reader) (string, in
 }
 
 // flush waits for the background flushes and writes the current batch.
+// No put may run meanwhile (a rotation then would not be waited for).
 func (r *rotatingBatch) flush(ctx context.Context) error {
 	r.flushes.Wait()
 	r.mu.Lock()

@@ -175,7 +175,7 @@ func (l *loader) load(ctx context.Context, path string, p *pstate) error {
 	var data []byte
 	var err error
 	if p.ws {
-		data, err = l.m.ws.readFile(path, -1)
+		data, err = l.m.ws.readFile(path, -1, nil)
 	} else {
 		data, err = l.m.content(ctx, p.digest, p.base, p.delta)
 		if err != nil {

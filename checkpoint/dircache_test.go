@@ -89,7 +89,7 @@ func TestDirListingCache(t *testing.T) {
 	}
 	// The cache survives a new Manager.
 	settle()
-	m.saveCache(ctx)
+	m.writeCache(ctx, m.cache.encode())
 	m2, err := newManager(st, casBlobs{blobs}, ws)
 	if err != nil {
 		t.Fatal(err)

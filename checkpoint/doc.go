@@ -13,7 +13,8 @@
 // API, so unchanged content costs nothing and content a session holds too is
 // stored once. Each checkpoint is one small JSON manifest naming a tree of
 // content-addressed directory objects (tree.go), so unchanged directories
-// are shared between checkpoints, and an edited file is stored as a delta
+// are shared between checkpoints (one of a few named files lists them
+// inline, the version 1 form), and an edited file is stored as a delta
 // against its earlier version (delta.go); Roots lists every blob either
 // needs, for GC and fsck. Version 1 manifests are still read. A
 // stat cache makes a second snapshot of a large tree read only the files

@@ -367,3 +367,39 @@ func TestOldTreesNotRewritten(t *testing.T) {
 		t.Errorf("an unchanged snapshot a day later wrote %d bytes of blobs", after-before)
 	}
 }
+
+// A rewind judges what was created since by the checkpoint's .gitignore
+// files, not the workspace's: both the walk that took the workspace's
+// rules and found them changed and a later rewind agree.
+func TestRewindUsesCheckpointGitignore(t *testing.T) {
+	e := newFormatEnv(t)
+	e.write(".gitignore", "*.log\n", 0o644)
+	e.write("sub/.gitignore", "", 0o644)
+	e.write("sub/a.go", "a\n", 0o644)
+	e.create("cp")
+	// Now logs count and temporaries do not, in the workspace's rules.
+	e.write(".gitignore", "*.tmp\n", 0o644)
+	e.write("sub/.gitignore", "*.go\n", 0o644)
+	e.write("new.log", "n\n", 0o644)
+	e.write("x.tmp", "x\n", 0o644)
+	e.write("sub/b.go", "b\n", 0o644)
+	res := e.rewind("cp")
+	if want := []string{".gitignore", "sub/.gitignore", "sub/b.go", "x.tmp"}; !slices.Equal(res.FilesChanged, want) {
+		t.Fatalf("FilesChanged %v, want %v", res.FilesChanged, want)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "new.log")); err != nil {
+		t.Errorf("new.log, ignored by the checkpoint's rules, was removed: %v", err)
+	}
+	for _, p := range []string{"x.tmp", "sub/b.go"} {
+		if _, err := os.Stat(filepath.Join(e.dir, p)); !os.IsNotExist(err) {
+			t.Errorf("%s, created since under the checkpoint's rules, is still there", p)
+		}
+	}
+	if got := e.read(".gitignore"); got != "*.log\n" {
+		t.Errorf(".gitignore %q after the rewind", got)
+	}
+	// Same rules again: nothing to do.
+	if res := e.rewind("cp"); len(res.FilesChanged) != 0 {
+		t.Errorf("second rewind changed %v", res.FilesChanged)
+	}
+}

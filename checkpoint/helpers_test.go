@@ -35,9 +35,9 @@ func (c *countingWS) reset() {
 	c.mu.Unlock()
 }
 
-func (c *countingWS) readFile(name string, limit int64) ([]byte, error) {
+func (c *countingWS) readFile(name string, limit int64, buf []byte) ([]byte, error) {
 	c.note(&c.reads, name)
-	return c.Workspace.readFile(name, limit)
+	return c.Workspace.readFile(name, limit, buf)
 }
 
 func (c *countingWS) mkdir(name string, perm fs.FileMode) error {

@@ -241,6 +241,7 @@ func (m *Manager) loadBody(ctx context.Context, man *Manifest, known map[string]
 		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 		}
+		man.fromTrees = true
 	}
 	if err := man.validate(man.ID); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
@@ -377,6 +378,10 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	if m.cache != nil {
 		return m.cache
 	}
+	t0 := time.Now()
+	defer func() {
+		m.cfg.log.Debug("checkpoint: stat cache loaded", "entries", len(m.cache.entries), "trees", len(m.cache.trees), "took", time.Since(t0))
+	}()
 	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -395,14 +400,10 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	return m.cache
 }
 
-// saveCache writes the stat cache. It is advisory and carries its own
+// writeCache writes the stat cache. It is advisory and carries its own
 // checksum, so it is written in place without fsync: a torn or lost copy
 // is detected on load and only costs a rehash.
-func (m *Manager) saveCache(ctx context.Context) {
-	if m.cache == nil {
-		return
-	}
-	data := m.cache.encode()
+func (m *Manager) writeCache(ctx context.Context, data []byte) {
 	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
 	if err == nil {
 		_, err = w.Write(data)

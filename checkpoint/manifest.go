@@ -63,6 +63,9 @@ type Manifest struct {
 	// trees holds the refs of every tree object Tree names, once stored
 	// or loaded: blobs the checkpoint needs besides file content.
 	trees []string
+	// fromTrees: Files were decoded from tree objects, which checked each
+	// name, ref and nesting as it went (see loadTrees).
+	fromTrees bool
 }
 
 // Entry is one path of a checkpoint.
@@ -134,14 +137,23 @@ func (m *Manifest) validate(id string) error {
 		return fmt.Errorf("%w: unknown kind %q", ErrCorrupt, m.Kind)
 	}
 	// nonDir holds paths that are files or symlinks: nothing may live below.
-	nonDir := make(map[string]bool, len(m.Files))
+	var nonDir map[string]bool
+	if !m.fromTrees {
+		nonDir = make(map[string]bool, len(m.Files))
+	}
 	for i := range m.Files {
 		e := &m.Files[i]
-		if err := validRel(e.Path); err != nil {
-			return fmt.Errorf("manifest entry %d: %w", i, err)
-		}
 		if i > 0 && m.Files[i-1].Path >= e.Path {
 			return fmt.Errorf("%w: entries not sorted or duplicated at %q", ErrCorrupt, e.Path)
+		}
+		if m.fromTrees {
+			if e.Exists && e.typ() == TypeSymlink && (e.Target == "" || strings.ContainsRune(e.Target, 0)) {
+				return fmt.Errorf("%w: %q: bad symlink target", ErrCorrupt, e.Path)
+			}
+			continue
+		}
+		if err := validRel(e.Path); err != nil {
+			return fmt.Errorf("manifest entry %d: %w", i, err)
 		}
 		if e.Digest != "" && !validRef(e.Digest) {
 			// Whatever the entry, a ref GC and fsck would read must parse.

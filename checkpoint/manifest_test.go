@@ -27,6 +27,7 @@ type plainManifest struct {
 	Files         []Entry   `json:"files"`
 	Skipped       []Skipped `json:"skipped,omitempty"`
 	trees         []string
+	fromTrees     bool
 }
 
 func sampleManifest() *Manifest {

@@ -192,12 +192,26 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			}
 		}
 	case KindTree:
-		t, err := m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man, loaded))
+		// The walk takes the workspace's .gitignore files while the
+		// checkpoint's entries load; it is redone with the checkpoint's
+		// own when one differs (the rules a snapshot used decide what
+		// counts as created since).
+		seen := &seenGitignores{files: map[string][]byte{}}
+		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore))
 		if lerr := loaded(); lerr != nil {
 			return nil, lerr
 		}
 		if err != nil {
 			return nil, err
+		}
+		same, err := m.sameGitignores(man, t, seen.files)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man)); err != nil {
+				return nil, err
+			}
 		}
 		p.temps = t.temps
 		for _, ig := range t.ignored {
@@ -341,11 +355,8 @@ func likeRef(man *Manifest) string {
 
 // manifestGitignore reads .gitignore files as the checkpoint holds them, so
 // a rewind judges "created since" by the rules the snapshot used.
-func (m *Manager) manifestGitignore(man *Manifest, loaded func() error) gitignoreFunc {
+func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
 	return func(ctx context.Context, dir string, _ []dirEntry) ([]byte, error) {
-		if err := loaded(); err != nil {
-			return nil, err
-		}
 		name := ".gitignore"
 		if dir != "." {
 			name = dir + "/.gitignore"
@@ -360,6 +371,54 @@ func (m *Manager) manifestGitignore(man *Manifest, loaded func() error) gitignor
 		}
 		return data, nil
 	}
+}
+
+// seenGitignores records the .gitignore content a walk used, by directory.
+type seenGitignores struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
+	return func(ctx context.Context, dir string, ents []dirEntry) ([]byte, error) {
+		data, err := gi(ctx, dir, ents)
+		if err == nil {
+			s.mu.Lock()
+			s.files[dir] = data
+			s.mu.Unlock()
+		}
+		return data, err
+	}
+}
+
+// sameGitignores reports whether every directory the walk t read has the
+// .gitignore in man that it had in the workspace (seen), so the walk's
+// rules were man's. A directory the walk did not read was ignored by rules
+// that were the same, or is gone: man's .gitignore there changes nothing.
+func (m *Manager) sameGitignores(man *Manifest, t tree, seen map[string][]byte) (bool, error) {
+	for dir := range t.listings {
+		name := ".gitignore"
+		if dir != "." {
+			name = dir + "/.gitignore"
+		}
+		e := man.find(name)
+		mine := e != nil && e.Exists && e.typ() == TypeFile
+		ws := seen[dir]
+		if mine != (ws != nil) {
+			return false, nil
+		}
+		if !mine {
+			continue
+		}
+		sum, err := m.blobs.sumLike(e.Digest, ws)
+		if err != nil {
+			return false, err
+		}
+		if sum != e.Digest {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // apply carries out a plan. Before each change it checks again, with

@@ -311,8 +311,13 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 		}
 		mu.Unlock()
 	}
+	// A cas batch copies what it is put, so a worker reads every file into
+	// one buffer (a first snapshot reads the whole tree); another store
+	// may keep what it is given.
+	_, reuse := batch.(*rotatingBatch)
 	for range min(m.cfg.workers, len(jobs)) {
 		wg.Go(func() {
+			var buf []byte
 			for i := range next {
 				e := &man.Files[i]
 				if sts[i].size > diffMax && (limit < 0 || sts[i].size <= limit) {
@@ -324,7 +329,10 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 					}
 					continue
 				}
-				data, err := m.ws.readFile(e.Path, limit)
+				data, err := m.ws.readFile(e.Path, limit, buf)
+				if reuse && cap(data) <= 1<<20 {
+					buf = data[:0]
+				}
 				switch {
 				case isAbsent(err):
 					*e = Entry{Path: e.Path}
@@ -438,6 +446,9 @@ func (k knownTrees) put(ctx context.Context, b []byte) (string, error) {
 	return k.blobBatch.put(ctx, b)
 }
 
+// inlineMax is the most entries a files checkpoint lists inline.
+const inlineMax = 64
+
 // writeManifest stores the tree objects of man through batch, flushes it
 // (so the blobs it names are durable before it), and writes the manifest
 // atomically and, with save, beside it the stat cache, which keeps the trees
@@ -449,9 +460,30 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		kept = map[string][]byte{}
 	}
 	cache := m.loadCache(ctx)
-	sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
-	root, trees, err := putTrees(ctx, sink, man.Files, kept)
+	// The cache's entries and listings are final: they are encoded while
+	// the trees are built (which touches only its trees and last).
+	var head chan cacheHead
+	if save {
+		head = make(chan cacheHead, 1)
+		go func() { head <- cache.encodeHead(start) }()
+	}
+	var root string
+	var trees []string
+	var err error
+	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
+		// A few named files (a rewind's undo, an agent's checkpoint before
+		// an edit) are listed in the manifest itself, version 1: a tree
+		// object per directory on their paths would cost more bytes, and a
+		// pack and its fsyncs even when their content is stored already.
+		man.Version = manifestV1
+	} else {
+		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
+		root, trees, err = putTrees(ctx, sink, man.Files, kept)
+	}
 	if err != nil {
+		if save {
+			<-head
+		}
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
@@ -465,14 +497,14 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
-		wg.Go(func() { m.saveCache(ctx) })
+		wg.Go(func() { m.writeCache(ctx, cache.encodeTail(<-head)) })
 	}
 	defer wg.Wait()
 	if err := batch.flush(ctx); err != nil {
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
-	data := man.appendJSON(make([]byte, 0, 1024), false)
+	data := man.appendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
 	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
@@ -602,7 +634,7 @@ type gitignoreFunc func(ctx context.Context, dir string, ents []dirEntry) ([]byt
 func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEntry) ([]byte, error) {
 	for _, e := range ents {
 		if e.name == ".gitignore" && e.st.isRegular() {
-			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20)
+			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20, nil)
 			if isAbsent(err) || errors.Is(err, errTooBig) {
 				return nil, nil
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/trovekit/trove/cas"
@@ -315,60 +316,112 @@ func decodeTree(data []byte) ([]treeChild, error) {
 // but used twice is read once. A tree found in known (the stat cache's,
 // may be nil) is not read from cas.
 func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
-	decoded := map[string][]treeChild{}
+	type decodedTree struct {
+		kids []treeChild
+		n    int // entries at and below it, -1 until counted
+	}
+	decoded := map[string]*decodedTree{}
 	var refs []string
-	var files []Entry
-	var walk func(ref, prefix string, depth int) error
-	walk = func(ref, prefix string, depth int) error {
+	// First every tree is read, checked and counted, then the entries are
+	// built into one slice of the right length.
+	var read func(ref, prefix string, depth int) (int, error)
+	read = func(ref, prefix string, depth int) (int, error) {
 		if depth > treeMaxDepth {
-			return fmt.Errorf("%w: trees nested deeper than %d", ErrCorrupt, treeMaxDepth)
+			return 0, fmt.Errorf("%w: trees nested deeper than %d", ErrCorrupt, treeMaxDepth)
 		}
-		kids, ok := decoded[ref]
+		t, ok := decoded[ref]
+		if ok {
+			if t.n < 0 {
+				return 0, fmt.Errorf("%w: tree %s contains itself", ErrCorrupt, ref)
+			}
+			return t.n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		// The stat cache's trees were hashed when they were stored and
+		// the cache's checksum catches damage since.
+		data, ok := known[ref]
 		if !ok {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			// The stat cache's trees were hashed when they were stored and
-			// the cache's checksum catches damage since.
-			data, ok := known[ref]
-			if !ok {
-				var err error
-				if data, err = blobs.get(ctx, ref); err != nil {
-					return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
-				}
-			}
 			var err error
-			if kids, err = decodeTree(data); err != nil {
-				return fmt.Errorf("tree %s of %q: %w", ref, prefix, err)
+			if data, err = blobs.get(ctx, ref); err != nil {
+				return 0, fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
 			}
-			decoded[ref] = kids
-			refs = append(refs, ref)
 		}
-		for _, k := range kids {
+		kids, err := decodeTree(data)
+		if err != nil {
+			return 0, fmt.Errorf("tree %s of %q: %w", ref, prefix, err)
+		}
+		t = &decodedTree{kids: kids, n: -1}
+		decoded[ref] = t
+		refs = append(refs, ref)
+		n := 0
+		for i, k := range kids {
+			if !validName(k.name, depth == 0) {
+				return 0, fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, prefix, clip(k.name))
+			}
+			// Once each, in order: a name cannot be a file here and a
+			// directory of entries in a second child.
+			if i > 0 && kids[i-1].name >= k.name {
+				return 0, fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, prefix, clip(k.name))
+			}
+			if k.entry != nil {
+				n++
+			}
+			if k.sub == "" {
+				continue
+			}
+			if e := k.entry; e != nil && e.Exists && e.typ() != TypeDir {
+				return 0, fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, prefix+k.name)
+			}
+			m, err := read(k.sub, prefix+k.name+"/", depth+1)
+			if err != nil {
+				return 0, err
+			}
+			n += m
+		}
+		if n > treeMaxEntries {
+			return 0, fmt.Errorf("%w: more than %d entries", ErrCorrupt, treeMaxEntries)
+		}
+		t.n = n
+		return n, nil
+	}
+	total, err := read(root, "", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := make([]Entry, 0, total)
+	var build func(ref, prefix string)
+	build = func(ref, prefix string) {
+		for _, k := range decoded[ref].kids {
 			p := prefix + k.name
 			if k.entry != nil {
-				if len(files) >= treeMaxEntries {
-					return fmt.Errorf("%w: more than %d entries", ErrCorrupt, treeMaxEntries)
-				}
 				e := *k.entry
 				e.Path = p
 				files = append(files, e)
 			}
 			if k.sub != "" {
-				if err := walk(k.sub, p+"/", depth+1); err != nil {
-					return err
-				}
+				build(k.sub, p+"/")
 			}
 		}
-		return nil
 	}
-	if err := walk(root, "", 0); err != nil {
-		return nil, nil, err
-	}
+	build(root, "")
 	if !slices.IsSortedFunc(files, cmpPath) {
 		slices.SortFunc(files, cmpPath)
 	}
 	return files, refs, nil
+}
+
+// validName reports whether name can be one element of a workspace path
+// (at the root: not a drive letter either), as validRel checks paths.
+func validName(name string, root bool) bool {
+	switch {
+	case name == "", name == ".", name == "..", strings.ContainsAny(name, "/\\\x00"), !utf8.ValidString(name):
+		return false
+	case root && len(name) >= 2 && name[1] == ':':
+		return false
+	}
+	return true
 }
 
 func cmpPath(a, b Entry) int { return strings.Compare(a.Path, b.Path) }

@@ -102,3 +102,44 @@ func TestPlainRelAgrees(t *testing.T) {
 		}
 	}
 }
+
+// Trees that would put a path below a file, or hold a name that is not one
+// path element, do not load.
+func TestHostileTreesRefused(t *testing.T) {
+	d := sumRef([]byte("x"))
+	b := &memBlobs{m: map[string][]byte{}}
+	sub, _, err := putTrees(t.Context(), b, []Entry{{Path: "x", Exists: true, Digest: d, Size: 1, Mode: 0o644}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := &Entry{Exists: true, Digest: d, Size: 1, Mode: 0o644}
+	put := func(kids ...treeChild) string {
+		buf := append([]byte(treeMagic), byte(len(kids)))
+		for _, k := range kids {
+			var err error
+			if buf, err = appendNode(buf, &tnode{name: k.name, entry: k.entry}, k.sub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ref, _ := b.put(t.Context(), buf)
+		return ref
+	}
+	for name, root := range map[string]string{
+		"file with entries below":  put(treeChild{name: "a", entry: file, sub: sub}),
+		"file and directory a":     put(treeChild{name: "a", entry: file}, treeChild{name: "a", sub: sub}),
+		"name with a slash":        put(treeChild{name: "a/b", entry: file}),
+		"dot-dot":                  put(treeChild{name: "..", sub: sub}),
+		"drive letter at the root": put(treeChild{name: "c:", entry: file}),
+		"names out of order":       put(treeChild{name: "b", entry: file}, treeChild{name: "a", entry: file}),
+		"backslash":                put(treeChild{name: `a\b`, entry: file}),
+	} {
+		if _, _, err := loadTrees(t.Context(), b, root, nil); err == nil {
+			t.Errorf("%s: loaded", name)
+		}
+	}
+	// A drive-letter-like name below the root is an ordinary name.
+	ok := put(treeChild{name: "d", entry: &Entry{Exists: true, Type: TypeDir, Mode: 0o755}, sub: put(treeChild{name: "c:", entry: file})})
+	if files, _, err := loadTrees(t.Context(), b, ok, nil); err != nil || len(files) != 2 || files[1].Path != "d/c:" {
+		t.Errorf("d/c: = %+v, %v", files, err)
+	}
+}

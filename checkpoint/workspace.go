@@ -20,8 +20,8 @@ type Workspace interface {
 	// out those that are gone: readDir for a listing known from the cache.
 	statNames(dir string, names []string) ([]dirEntry, error)
 	// readFile reads name, refusing (errTooBig) more than limit bytes
-	// when limit >= 0.
-	readFile(name string, limit int64) ([]byte, error)
+	// when limit >= 0, into buf's storage when it is big enough.
+	readFile(name string, limit int64, buf []byte) ([]byte, error)
 	// open streams a regular file.
 	open(name string) (io.ReadCloser, error)
 	readlink(name string) (string, error)

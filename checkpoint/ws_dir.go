@@ -96,13 +96,16 @@ func (w *dirWorkspace) statNames(dir string, names []string) ([]dirEntry, error)
 	return statNamesWith(w.lstat, dir, names)
 }
 
-func (w *dirWorkspace) readFile(name string, limit int64) ([]byte, error) {
-	f, err := w.root.Open(osName(name))
+func (w *dirWorkspace) readFile(name string, limit int64, buf []byte) ([]byte, error) {
+	f, ok, err := w.openFast(name)
+	if !ok {
+		f, err = w.root.Open(osName(name))
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readLimited(f, name, limit)
+	return readLimited(f, name, limit, buf)
 }
 
 // readLimited reads f whole, refusing more than limit bytes (limit < 0: no
@@ -110,7 +113,7 @@ func (w *dirWorkspace) readFile(name string, limit int64) ([]byte, error) {
 func readLimited(f interface {
 	io.Reader
 	Stat() (fs.FileInfo, error)
-}, name string, limit int64) ([]byte, error) {
+}, name string, limit int64, buf []byte) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -122,7 +125,10 @@ func readLimited(f interface {
 	if limit >= 0 && size > limit {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errTooBig}
 	}
-	buf := make([]byte, 0, size+1) // +1: see EOF without growing
+	if int64(cap(buf)) < size+1 {
+		buf = make([]byte, 0, size+1) // +1: see EOF without growing
+	}
+	buf = buf[:0]
 	for {
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -2,6 +2,8 @@
 
 package checkpoint
 
+import "os"
+
 func openRootFD(string) int { return -1 }
 func closeRootFD(int)       {}
 
@@ -10,3 +12,5 @@ func (w *dirWorkspace) readDirFast(string) ([]dirEntry, bool, error) { return ni
 func (w *dirWorkspace) statNamesFast(string, []string) ([]dirEntry, bool, error) {
 	return nil, false, nil
 }
+
+func (w *dirWorkspace) openFast(string) (*os.File, bool, error) { return nil, false, nil }

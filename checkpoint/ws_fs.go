@@ -94,13 +94,13 @@ func (w *fsWorkspace) statNames(dir string, names []string) ([]dirEntry, error) 
 	return statNamesWith(w.lstat, dir, names)
 }
 
-func (w *fsWorkspace) readFile(rel string, limit int64) ([]byte, error) {
+func (w *fsWorkspace) readFile(rel string, limit int64, buf []byte) ([]byte, error) {
 	f, err := w.fs.Open(w.name(rel))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readLimited(f, rel, limit)
+	return readLimited(f, rel, limit, buf)
 }
 
 func (w *fsWorkspace) readlink(rel string) (string, error) {

@@ -419,10 +419,23 @@ func cpManifestFields(t *testing.T, nb newStorage) {
 	if err != nil {
 		t.Fatalf("manifest not at %s/cp-1.json: %v", e.m.Dir(), err)
 	}
-	// The stored manifest is small: its entries are in tree objects.
-	for _, want := range []string{`"version":2`, `"session":"sess-9"`, `"message":"user-msg-3"`, `"tree":"blob:sha256:`} {
+	// A few named files are listed in the manifest itself (version 1); a
+	// tree's entries are in tree objects (version 2, below).
+	for _, want := range []string{`"version":1`, `"session":"sess-9"`, `"message":"user-msg-3"`, `"path":"a.txt"`} {
 		if !bytes.Contains(raw, []byte(want)) {
 			t.Errorf("manifest lacks %s: %s", want, raw)
+		}
+	}
+	if _, err := e.m.CreateTree(e.ctx, "tree-1"); err != nil {
+		t.Fatal(err)
+	}
+	rawTree, err := e.spy.Inner().ReadFile(e.ctx, e.m.Dir()+"/tree-1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"version":2`, `"tree":"blob:sha256:`} {
+		if !bytes.Contains(rawTree, []byte(want)) || bytes.Contains(rawTree, []byte(`"files"`)) {
+			t.Errorf("tree manifest lacks %s or lists its files: %s", want, rawTree)
 		}
 	}
 	loaded, err := e.m.Load(e.ctx, "cp-1")
@@ -451,8 +464,8 @@ func cpManifestFields(t *testing.T, nb newStorage) {
 			manifests++
 		}
 	}
-	if manifests != 1 {
-		t.Fatalf("%d manifest objects, want 1", manifests)
+	if manifests != 2 {
+		t.Fatalf("%d manifest objects, want 2", manifests)
 	}
 	if n := e.spy.Count("WriteFile"); n == 0 {
 		t.Fatal("the manifest was not written with WriteFile (atomic replace)")

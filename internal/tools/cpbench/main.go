@@ -8,7 +8,7 @@
 // files edited between each, against the git repository after git gc. It
 // prints one table with the ratio git/trove per operation and the sizes.
 //
-// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 3]
+// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
 // [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
 package main
 
@@ -40,7 +40,7 @@ import (
 func main() {
 	files := flag.Int("files", 5000, "files in the tree")
 	mb := flag.Int("mb", 100, "approximate total size in MB")
-	rounds := flag.Int("rounds", 3, "rounds of change, snapshot, diff, rewind (the median is reported)")
+	rounds := flag.Int("rounds", 5, "rounds of change, snapshot, diff, rewind (the median is reported)")
 	keep := flag.Bool("keep", false, "keep the temporary directory")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
 	verbose := flag.Bool("v", false, "log trove's debug timings")
@@ -110,17 +110,23 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 	// A fresh Manager for every operation, as a fresh git process: nothing
 	// is carried over in memory, the stat cache is read from the store.
 	var lastCPU time.Duration // CPU time of the last operation
-	troveOp := func(f func(m *checkpoint.Manager) error) (time.Duration, error) {
+	// Each operation runs under a pprof label (op=<row>), so -cpuprofile
+	// can be read per row: go tool pprof -tagfocus op=diff ...
+	troveOp := func(name string, f func(m *checkpoint.Manager) error) (d time.Duration, err error) {
 		c0 := selfCPU()
 		defer func() { lastCPU = selfCPU() - c0 }()
-		t0 := time.Now()
-		m, err := checkpoint.OpenDir(ctx, store, wsTrove, checkpoint.WithLogger(logger))
-		if err != nil {
-			return 0, err
-		}
-		err = f(m)
-		m.Close()
-		return time.Since(t0), err
+		pprof.Do(ctx, pprof.Labels("op", name), func(ctx context.Context) {
+			t0 := time.Now()
+			var m *checkpoint.Manager
+			m, err = checkpoint.OpenDir(ctx, store, wsTrove, checkpoint.WithLogger(logger))
+			if err != nil {
+				return
+			}
+			err = f(m)
+			m.Close()
+			d = time.Since(t0)
+		})
+		return d, err
 	}
 	git := func(args ...string) error {
 		cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir, "--work-tree=" + wsGit}, args...)...)
@@ -158,7 +164,7 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 	diff := &result{name: "dry-run diff (10 files)", target: 1}
 	rewind := &result{name: "rewind of 10 files", target: 2}
 
-	d, err := troveOp(func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
+	d, err := troveOp("first", func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
 	if err != nil {
 		return err
 	}
@@ -194,7 +200,7 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 			}
 		}
 		id := fmt.Sprintf("cp%d", r+1)
-		d, err := troveOp(func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
+		d, err := troveOp("incremental", func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
 		if err != nil {
 			return err
 		}
@@ -206,7 +212,7 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 		incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, lastCPU)
 
 		var troveRes *checkpoint.RewindFilesResult
-		d, err = troveOp(func(m *checkpoint.Manager) error {
+		d, err = troveOp("diff", func(m *checkpoint.Manager) error {
 			var err error
 			troveRes, err = m.Rewind(ctx, "cp0", true)
 			return err
@@ -224,7 +230,7 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 		}
 		diff.git, diff.gitCPU = append(diff.git, d), append(diff.gitCPU, lastCPU)
 
-		d, err = troveOp(func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
+		d, err = troveOp("rewind", func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
 		if err != nil {
 			return err
 		}
