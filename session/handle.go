@@ -189,7 +189,7 @@ func (h *Handle) Err() error {
 // unharmed. It waits only while the queue is full.
 func (h *Handle) AppendMessage(ctx context.Context, msg json.RawMessage) error {
 	// Held until written: the caller may reuse its buffer at once.
-	p, err := tree.PrepareMessage(bytes.Clone(msg))
+	p, err := tree.PrepareMessageCopy(msg)
 	if err != nil {
 		return backend.PathErr("append", h.Path(), err)
 	}

@@ -352,11 +352,46 @@ func encodeMessage(msg []byte, id, parentID, ts string) ([]byte, error) {
 }
 
 // frameMessage writes the entry line of a prepared message and returns it
-// with the message as it is in the line.
+// with the message as it is in the line. A message PrepareMessageCopy
+// made is framed in its own buffer, with no copy; it is framed once.
 func frameMessage(p *Prepared, id, parentID, ts string) (line, inLine []byte) {
-	// The framing is 66 bytes and 6 quotes; escapes in id or timestamp
-	// (never in trove's own) would only grow the slice.
-	b := make([]byte, 0, p.Size()+len(id)+len(parentID)+len(ts)+80)
+	var pre [128]byte
+	prefix := appendPrefix(pre[:0], id, parentID, ts)
+	if p.own && p.head >= len(prefix) {
+		// The line ends with the message's members, the members to add
+		// and two closing braces, where the buffer has room for them.
+		end := p.head + len(p.msg) - 1 // the message's closing brace
+		tail := len(p.extra) + 2
+		if len(p.msg) == 2 && len(p.extra) > 0 {
+			tail-- // {} takes no comma
+		}
+		if end+tail <= cap(p.buf) {
+			start := p.head - len(prefix)
+			copy(p.buf[start:], prefix)
+			b := p.buf[:end]
+			switch {
+			case len(p.extra) == 0:
+			case len(p.msg) == 2:
+				b = append(b, p.extra[1:]...)
+			default:
+				b = append(b, p.extra...)
+			}
+			b = append(b, '}', '}')
+			p.own = false
+			p.msg, p.extra = b[p.head:len(b)-1], nil // as it is in the line
+			return b[start:], p.msg
+		}
+	}
+	b := make([]byte, 0, len(prefix)+p.Size()+1)
+	b = append(b, prefix...)
+	start := len(b)
+	b = p.appendMessage(b)
+	b = append(b, '}')
+	return b, b[start : len(b)-1]
+}
+
+// appendPrefix writes what comes before the message in its entry line.
+func appendPrefix(b []byte, id, parentID, ts string) []byte {
 	b = append(b, `{"type":"message","id":`...)
 	b = jsonw.AppendString(b, id)
 	b = append(b, `,"parentId":`...)
@@ -367,11 +402,7 @@ func frameMessage(p *Prepared, id, parentID, ts string) (line, inLine []byte) {
 	}
 	b = append(b, `,"timestamp":`...)
 	b = jsonw.AppendString(b, ts)
-	b = append(b, `,"message":`...)
-	start := len(b)
-	b = p.appendMessage(b)
-	b = append(b, '}')
-	return b, b[start : len(b)-1]
+	return append(b, `,"message":`...)
 }
 
 // newEntry indexes a JSON line (or a new entry) into an Entry. line is 0 for

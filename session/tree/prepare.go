@@ -20,6 +20,36 @@ type Prepared struct {
 	role  string
 	usage Usage
 	plain bool // no key the preparer acts on (see mayNeedPrepare)
+
+	// own: msg is buf[head:head+len(msg)], a buffer of the message's own
+	// (PrepareMessageCopy) with room to frame its line in place.
+	own  bool
+	buf  []byte
+	head int
+}
+
+// frameRoom is the room PrepareMessageCopy leaves before a message, for
+// the start of its entry line (a prefix of 99 bytes with trove's ids),
+// and after it, for the members the writing contract adds.
+const (
+	frameHead = 112
+	frameTail = 96
+)
+
+// PrepareMessageCopy is PrepareMessage on a copy of msg, which the caller
+// may then reuse at once; the copy has room for the message's entry line,
+// which is framed in it.
+func PrepareMessageCopy(msg json.RawMessage) (*Prepared, error) {
+	buf := make([]byte, frameHead, frameHead+len(msg)+frameTail)
+	buf = append(buf, msg...)
+	p, err := PrepareMessage(buf[frameHead:])
+	if err != nil {
+		return nil, err
+	}
+	if len(p.msg) == len(msg) && len(p.msg) > 0 && &p.msg[0] == &buf[frameHead] {
+		p.own, p.buf, p.head = true, buf[:cap(buf)], frameHead
+	}
+	return p, nil
 }
 
 func (p *Prepared) keys() keysSeen {

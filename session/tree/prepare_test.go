@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/trovekit/trove/internal/jsonscan"
@@ -59,6 +60,40 @@ func TestPrepareMessageRefuses(t *testing.T) {
 		`{"role":"assistant","model":5}`, `{"role":"assistant","usage":{"input":"5"}}`, `{"role":"assistant","usage":[]}`, `{"role":"user"} x`} {
 		if _, err := PrepareMessage(json.RawMessage(msg)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%q: %v, want ErrInvalid", msg, err)
+		}
+	}
+}
+
+// A message prepared in a copy of its own is framed in that copy: the
+// same line as framed apart, for short and long ids, added members or none.
+func TestFrameInPlaceAsApart(t *testing.T) {
+	long := strings.Repeat("p", 200)
+	for _, msg := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"assistant","content":"x"}`,
+		`{"role":"assistant","content":"x","api":"a","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"input":0.1,"output":0.2,"cacheRead":0,"cacheWrite":0,"total":0.3}}}`,
+		`{ "role" : "user" }`,
+		`{"role":"assistant","usage":{"input":5}}`,
+	} {
+		for _, parent := range []string{"", "abcd1234", long} {
+			apart, err := PrepareMessage(json.RawMessage(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := []byte(msg)
+			own, err := PrepareMessageCopy(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(buf, strings.Repeat("#", len(buf))) // the caller reuses its buffer
+			wantLine, wantMsg := frameMessage(apart, "e1e2e3e4", parent, "2026-11-24T10:00:00.000Z")
+			line, inLine := frameMessage(own, "e1e2e3e4", parent, "2026-11-24T10:00:00.000Z")
+			if !bytes.Equal(line, wantLine) || !bytes.Equal(inLine, wantMsg) || !bytes.Equal(own.Message(), wantMsg) {
+				t.Errorf("%s, parent %.10q:\n got %s\nwant %s", msg, parent, line, wantLine)
+			}
+			if !json.Valid(line) {
+				t.Errorf("%s: not JSON: %s", msg, line)
+			}
 		}
 	}
 }
