@@ -123,13 +123,20 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 		msg = b.Bytes()
 		ms, _ = jsonscan.SplitObject(msg)
 	}
-	role, ok := commonString(ms.Get("role"))
+	var f topFields
+	if special {
+		// An escaped key may be any of them: looked up as JSON.parse would.
+		f = topFields{ms.Get("role"), ms.Get("api"), ms.Get("provider"), ms.Get("model"), ms.Get("usage")}
+	} else {
+		f.pick(ms)
+	}
+	role, ok := commonString(f.role)
 	if !ok || role == "" {
 		return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
 	}
 	p := &Prepared{msg: msg, role: role, plain: !special}
 	if role == "assistant" {
-		edits, err := assistantEdits(ms)
+		edits, err := assistantEditsOf(f.api, f.provider, f.model, f.usage)
 		if err != nil {
 			return nil, err
 		}
@@ -139,15 +146,37 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 			for _, e := range edits {
 				switch e.Key {
 				case "usage":
-					ms = append(ms, jsonscan.Member{KeyRaw: []byte(`"usage"`), Val: e.Val})
+					f.usage = e.Val
 				case "model":
-					ms = append(ms, jsonscan.Member{KeyRaw: []byte(`"model"`), Val: e.Val})
+					f.model = e.Val
 				}
 			}
 		}
 	}
-	p.usage = usageOf(role, ms)
+	p.usage = usageFrom(role, f.model, f.usage)
 	return p, nil
+}
+
+// topFields are the members of a message PrepareMessage looks at.
+type topFields struct{ role, api, provider, model, usage []byte }
+
+// pick reads them in one pass over keys without escapes; the last of a
+// duplicate key wins, as in JSON.parse.
+func (f *topFields) pick(ms jsonscan.Members) {
+	for _, m := range ms {
+		switch string(m.KeyRaw) {
+		case `"role"`:
+			f.role = m.Val
+		case `"api"`:
+			f.api = m.Val
+		case `"provider"`:
+			f.provider = m.Val
+		case `"model"`:
+			f.model = m.Val
+		case `"usage"`:
+			f.usage = m.Val
+		}
+	}
 }
 
 // applyEdits applies edits to the compact object msg, as EditObject does:
@@ -167,14 +196,19 @@ func applyEdits(msg []byte, ms jsonscan.Members, edits []jsonscan.Edit) (full, e
 
 // usageOf reads a message's totals from its members.
 func usageOf(role string, ms jsonscan.Members) Usage {
+	return usageFrom(role, ms.Get("model"), ms.Get("usage"))
+}
+
+// usageFrom reads a message's totals from its model and usage values.
+func usageFrom(role string, model, usage []byte) Usage {
 	var u Usage
 	if role == "assistant" {
-		if m, ok := ms.Str("model"); ok {
+		if m, ok := jsonscan.String(model); ok {
 			u.Model = m
 		}
 	}
 	var buf [8]jsonscan.Member
-	um, ok := jsonscan.SplitObjectInto(ms.Get("usage"), buf[:0])
+	um, ok := jsonscan.SplitObjectInto(usage, buf[:0])
 	if !ok {
 		return u
 	}

@@ -43,9 +43,18 @@ func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
 // Values the caller gave are kept byte for byte; a value of the wrong type
 // is refused.
 func assistantEdits(ms jsonscan.Members) ([]jsonscan.Edit, error) {
+	return assistantEditsOf(ms.Get("api"), ms.Get("provider"), ms.Get("model"), ms.Get("usage"))
+}
+
+// assistantEditsOf is assistantEdits given the raw values of the members
+// it looks at (nil where absent).
+func assistantEditsOf(api, provider, model, usage []byte) ([]jsonscan.Edit, error) {
 	var edits []jsonscan.Edit
-	for _, k := range []string{"api", "provider", "model"} {
-		v := ms.Get(k)
+	for _, m := range [...]struct {
+		k string
+		v []byte
+	}{{"api", api}, {"provider", provider}, {"model", model}} {
+		k, v := m.k, m.v
 		switch {
 		case v == nil || jsonscan.IsNull(v):
 			edits = append(edits, jsonscan.Edit{Key: k, Val: jsonscan.Quote(UnknownModel)})
@@ -53,12 +62,12 @@ func assistantEdits(ms jsonscan.Members) ([]jsonscan.Edit, error) {
 			return nil, fmt.Errorf("assistant message %s is not a string: %w", k, ErrInvalid)
 		}
 	}
-	usage, err := numbers(ms.Get("usage"), "usage", usageKeys, "totalTokens", true)
+	fixed, err := numbers(usage, "usage", usageKeys, "totalTokens", true)
 	if err != nil {
 		return nil, err
 	}
-	if usage != nil {
-		edits = append(edits, jsonscan.Edit{Key: "usage", Val: usage})
+	if fixed != nil {
+		edits = append(edits, jsonscan.Edit{Key: "usage", Val: fixed})
 	}
 	return edits, nil
 }
