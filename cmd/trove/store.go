@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,11 +112,13 @@ unique abbreviation, accepted wherever an id is.`,
 			for _, m := range list {
 				width = max(width, len(short[m.ID]))
 			}
+			// One write per 64 KiB, not per session.
+			w := bufio.NewWriterSize(a.stdout, 64<<10)
 			for _, m := range list {
-				a.printf("%-*s  %s  %4d msgs  %s  %s\n", width, short[m.ID], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
+				fmt.Fprintf(w, "%-*s  %s  %4d msgs  %s  %s\n", width, short[m.ID], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
 					clean(m.Cwd, 80), clean(firstNonEmpty(m.Title, m.FirstMessage), 100))
 			}
-			return nil
+			return w.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&cwd, "cwd", "", "sessions of this working directory")
