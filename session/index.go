@@ -451,14 +451,15 @@ func (d *idxDecoder) int() int64 {
 	if neg {
 		digits = n[1:]
 	}
-	if len(digits) == 0 || len(digits) > 18 {
+	if len(digits) == 0 || len(digits) > 19 {
 		v, err := strconv.ParseInt(string(n), 10, 64)
 		if err != nil && d.err == nil {
 			d.err = err
 		}
 		return v
 	}
-	var v int64
+	// Nanosecond times are 19 digits: in a uint64 they cannot overflow.
+	var v uint64
 	for _, c := range digits {
 		if c < '0' || c > '9' {
 			if d.err == nil {
@@ -466,12 +467,18 @@ func (d *idxDecoder) int() int64 {
 			}
 			return 0
 		}
-		v = v*10 + int64(c-'0')
+		v = v*10 + uint64(c-'0')
 	}
-	if neg {
-		v = -v
+	switch {
+	case neg && v <= 1<<63:
+		return int64(-v)
+	case !neg && v < 1<<63:
+		return int64(v)
 	}
-	return v
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: index number %q out of range", tree.ErrCorrupt, n)
+	}
+	return 0
 }
 
 func (d *idxDecoder) float() float64 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -66,4 +67,21 @@ func FuzzDecodeIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Index numbers read by hand agree with strconv at the edges of int64.
+func TestIndexIntEdges(t *testing.T) {
+	for _, n := range []string{"0", "-0", "9223372036854775807", "-9223372036854775808", "1793491260000000000", "-1", "12"} {
+		want, _ := strconv.ParseInt(n, 10, 64)
+		d := idxDecoder{b: []byte(n + "]")}
+		if got := d.int(); got != want || d.err != nil {
+			t.Errorf("%s: %d, %v; want %d", n, got, d.err, want)
+		}
+	}
+	for _, n := range []string{"9223372036854775808", "-9223372036854775809", "99999999999999999999", "1x", "-"} {
+		d := idxDecoder{b: []byte(n + "]")}
+		if d.int(); d.err == nil {
+			t.Errorf("%s read without an error", n)
+		}
+	}
 }
