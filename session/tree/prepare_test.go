@@ -97,3 +97,44 @@ func TestFrameInPlaceAsApart(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the bytes, PrepareMessage refuses them with ErrInvalid or
+// returns a message whose entry line is valid JSON holding it, framed the
+// same in place and apart, and the same the other way (no panic).
+func FuzzPrepareMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"assistant","content":"x","usage":{"input":1}}`,
+		`{"role":"assistant","api":"a","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"total":0.3}}}`,
+		`{ "r\u006fle" : "assistant" , "usage" : null }`,
+		`{"role":"user","content":[{"type":"image","data":"AAAA"}],"partialJson":"{"}`,
+		`{"role":"assistant","model":5}`, `[]`, `{"role":"user"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		apart, err := PrepareMessage(bytes.Clone(msg))
+		own, err2 := PrepareMessageCopy(msg)
+		if (err == nil) != (err2 == nil) {
+			t.Fatalf("PrepareMessage %v, PrepareMessageCopy %v", err, err2)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("refused without ErrInvalid: %v", err)
+			}
+			return
+		}
+		line, inLine := frameMessage(apart, "e1e2e3e4", "abcd1234", "2026-11-24T10:00:00.000Z")
+		line2, _ := frameMessage(own, "e1e2e3e4", "abcd1234", "2026-11-24T10:00:00.000Z")
+		if !bytes.Equal(line, line2) {
+			t.Fatalf("framed in place:\n%s\napart:\n%s", line2, line)
+		}
+		if !json.Valid(line) || !json.Valid(inLine) {
+			t.Fatalf("not JSON: %s", line)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(inLine, &m); err != nil || m["role"] == nil {
+			t.Fatalf("the message in its line has no role: %s", inLine)
+		}
+	})
+}
