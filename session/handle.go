@@ -32,8 +32,7 @@ type Handle struct {
 	limit  int             // ops queued before a sender waits
 	timer  *time.Timer     // wakes the writer when held appends are due
 	wake   chan struct{}   // one pending wake-up of the background writer
-	stop   chan struct{}   // closed at Close: the background writer ends
-	done   chan struct{}   // closed when the handle is closed
+	done   chan struct{}   // closed at Close: senders stop waiting, the writer ends
 
 	qmu    sync.Mutex // guards the queue and what follows; taken before mu
 	queue  []op
@@ -92,7 +91,7 @@ func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fre
 
 func newHandle(ctx context.Context, s *Store, sess *tree.Session, meta Metadata, queue int) *Handle {
 	h := &Handle{store: s, sess: sess, meta: meta, ctx: context.WithoutCancel(ctx), limit: max(queue, 1),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), taken: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), taken: make(chan struct{})}
 	h.timer = time.AfterFunc(time.Hour, func() {
 		h.qmu.Lock()
 		h.armed, h.due = false, true
@@ -222,7 +221,7 @@ func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
 	e, err := h.sess.Append(h.ctx, d)
 	h.sess.Hold(false)
 	switch {
-	case err != nil && errors.Is(err, tree.ErrInvalid):
+	case errors.Is(err, tree.ErrInvalid):
 		// Refused before anything was written: later appends go on.
 		return "", err
 	case err != nil:
@@ -234,9 +233,7 @@ func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
 	h.dirty = true
 	h.mu.Unlock()
 	h.pending += len(e.JSON()) + 1
-	h.qmu.Lock()
-	h.armLocked(h.syncEvery() - time.Since(h.synced))
-	h.qmu.Unlock()
+	h.armHeld()
 	return e.ID(), nil
 }
 
@@ -339,7 +336,6 @@ func (h *Handle) Close(ctx context.Context) error {
 		h.syncMeta(h.ctx)
 		h.finish(h.ctx)
 		h.finished = true
-		close(h.stop)
 		close(h.done)
 	}
 	h.mu.Lock()
@@ -353,7 +349,7 @@ func (h *Handle) run() {
 	for {
 		select {
 		case <-h.wake:
-		case <-h.stop:
+		case <-h.done:
 			return
 		}
 		h.wmu.Lock()
@@ -422,10 +418,18 @@ func (h *Handle) drainLocked(flush bool) {
 	clear(batch)
 	h.qmu.Lock()
 	h.spare = batch
-	if h.pending > 0 || h.unsynced {
-		h.armLocked(h.syncEvery() - time.Since(h.synced))
-	}
 	h.qmu.Unlock()
+	h.armHeld()
+}
+
+// armHeld starts the timer when appends are held unwritten or unsynced
+// (wmu held), so the sync interval bounds them.
+func (h *Handle) armHeld() {
+	if h.pending > 0 || h.unsynced {
+		h.qmu.Lock()
+		h.armLocked(h.syncEvery() - time.Since(h.synced))
+		h.qmu.Unlock()
+	}
 }
 
 func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {

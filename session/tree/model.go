@@ -368,15 +368,7 @@ func frameMessage(p *Prepared, id, parentID, ts string) (line, inLine []byte) {
 		if end+tail <= cap(p.buf) {
 			start := p.head - len(prefix)
 			copy(p.buf[start:], prefix)
-			b := p.buf[:end]
-			switch {
-			case len(p.extra) == 0:
-			case len(p.msg) == 2:
-				b = append(b, p.extra[1:]...)
-			default:
-				b = append(b, p.extra...)
-			}
-			b = append(b, '}', '}')
+			b := append(p.appendExtra(p.buf[:end]), '}', '}')
 			p.own = false
 			p.msg, p.extra = b[p.head:len(b)-1], nil // as it is in the line
 			return b[start:], p.msg

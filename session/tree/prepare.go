@@ -19,7 +19,7 @@ type Prepared struct {
 	extra []byte // members to add at the end of msg, each after a comma
 	role  string
 	usage Usage
-	plain bool // no key the preparer acts on (see mayNeedPrepare)
+	keys  keysSeen // keysNone or keysSome: the preparer's keys it holds
 
 	// own: msg is buf[head:head+len(msg)], a buffer of the message's own
 	// (PrepareMessageCopy) with room to frame its line in place.
@@ -28,9 +28,9 @@ type Prepared struct {
 	head int
 }
 
-// frameRoom is the room PrepareMessageCopy leaves before a message, for
-// the start of its entry line (a prefix of 99 bytes with trove's ids),
-// and after it, for the members the writing contract adds.
+// frameHead and frameTail are the room PrepareMessageCopy leaves before
+// a message, for the start of its entry line (a prefix of 99 bytes with
+// trove's ids), and after it, for the members the writing contract adds.
 const (
 	frameHead = 112
 	frameTail = 96
@@ -52,13 +52,6 @@ func PrepareMessageCopy(msg json.RawMessage) (*Prepared, error) {
 	return p, nil
 }
 
-func (p *Prepared) keys() keysSeen {
-	if p.plain {
-		return keysNone
-	}
-	return keysSome
-}
-
 // EntryType makes a Prepared message an entry to Append.
 func (*Prepared) EntryType() string { return TypeMessage }
 
@@ -78,12 +71,15 @@ func (p *Prepared) appendMessage(b []byte) []byte {
 		return append(b, p.msg...)
 	}
 	b = append(b, p.msg[:len(p.msg)-1]...) // compact: the last byte is '}'
-	if len(p.msg) == 2 {
-		b = append(b, p.extra[1:]...) // {} takes no comma
-	} else {
-		b = append(b, p.extra...)
+	return append(p.appendExtra(b), '}')
+}
+
+// appendExtra appends the members to add, after the message's own.
+func (p *Prepared) appendExtra(b []byte) []byte {
+	if len(p.msg) == 2 && len(p.extra) > 0 {
+		return append(b, p.extra[1:]...) // {} takes no comma
 	}
-	return append(b, '}')
+	return append(b, p.extra...)
 }
 
 // Size is the length of the message as it will be written.
@@ -134,7 +130,10 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 	if !ok || role == "" {
 		return nil, fmt.Errorf("message: no role: %w", ErrInvalid)
 	}
-	p := &Prepared{msg: msg, role: role, plain: !special}
+	p := &Prepared{msg: msg, role: role, keys: keysNone}
+	if special {
+		p.keys = keysSome
+	}
 	if role == "assistant" {
 		edits, err := assistantEditsOf(f.api, f.provider, f.model, f.usage)
 		if err != nil {

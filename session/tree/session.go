@@ -559,7 +559,7 @@ func (s *Session) appendLocked(ctx context.Context, d EntryData) (*Entry, error)
 	if ok {
 		// Built as it is framed: the line is not split again.
 		b, msg := frameMessage(p, id, parent, ts)
-		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: p.role, object: true, view: b, msg: msg, usage: &p.usage, keys: p.keys()}
+		e = &Entry{typ: TypeMessage, id: id, parentID: parent, timestamp: ts, role: p.role, object: true, view: b, msg: msg, usage: &p.usage, keys: p.keys}
 	} else {
 		b, err := encodeEntry(d, id, parent, ts)
 		if err != nil {
