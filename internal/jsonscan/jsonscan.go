@@ -635,7 +635,7 @@ func (v *validator) str() bool {
 	for i < len(v.b) {
 		// Eight bytes at a time while none ends the string, escapes or is
 		// a control character: most of a message is such runs.
-		for i+8 <= len(v.b) && !special8(binary.LittleEndian.Uint64(v.b[i:])) {
+		for i+8 <= len(v.b) && !Special8(binary.LittleEndian.Uint64(v.b[i:])) {
 			i += 8
 		}
 		if i >= len(v.b) {
@@ -676,9 +676,10 @@ func (v *validator) str() bool {
 	return false
 }
 
-// special8 reports whether any of the eight bytes in x is '"', '\\' or
-// below 0x20 (bytes of multibyte UTF-8 are never flagged).
-func special8(x uint64) bool {
+// Special8 reports whether any of the eight bytes in x (little endian) is
+// '"', '\\' or below 0x20 (bytes of multibyte UTF-8 are never flagged):
+// a run of string bytes to copy or skip eight at a time.
+func Special8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	less := (x - ones*0x20) & ^x & highs
 	quote := x ^ (ones * '"')

@@ -1,13 +1,15 @@
 // Package jsonw appends JSON by hand where encoding/json's reflection
 // costs more than the data: the session listing index and `trove ls
-// --json` write thousands of flat records at a time. It imports nothing of
-// trove.
+// --json` write thousands of flat records at a time. Of trove it imports
+// internal/jsonscan only (the word test of string bytes both use).
 package jsonw
 
 import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // AppendString appends s as a JSON string, invalid UTF-8 replaced and
@@ -53,21 +55,14 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
 // safeRun returns the end of the run of bytes from i that need no escape:
 // ASCII from 0x20 on, neither '"' nor '\\'. It looks at 8 bytes at a time.
 func safeRun(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		// A byte below 0x20, a zero byte of q or bs, or a high bit.
-		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs|w)&highs != 0 {
-			break
+		if jsonscan.Special8(w) || w&0x8080808080808080 != 0 {
+			break // a byte to escape, or one of multibyte UTF-8 to check
 		}
 	}
 	for i < len(s) && s[i] >= 0x20 && s[i] < utf8.RuneSelf && s[i] != '"' && s[i] != '\\' {
