@@ -584,10 +584,7 @@ func (s *Store) Select(ctx context.Context, q Query) ([]Metadata, error) {
 		if c := cmp.Compare(b.at, a.at); c != 0 {
 			return c
 		}
-		if c := b.r.meta.UpdatedAt.Compare(a.r.meta.UpdatedAt); c != 0 {
-			return c // outside what nanoseconds since 1970 hold
-		}
-		return cmp.Compare(b.r.meta.ID, a.r.meta.ID)
+		return newestFirst(&a.r.meta, &b.r.meta) // times nanoseconds do not hold, ties
 	})
 	if q.Limit > 0 && len(order) > q.Limit {
 		order = order[:q.Limit]
@@ -596,6 +593,15 @@ func (s *Store) Select(ctx context.Context, q Query) ([]Metadata, error) {
 		keep[i] = o.r
 	}
 	return metadataOf(keep[:len(order)]), nil
+}
+
+// newestFirst orders sessions most recently updated first, ties by id
+// (descending): the order of every listing.
+func newestFirst(a, b *Metadata) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
 }
 
 // metadataOf copies records out with their paths, which share one

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -378,12 +377,7 @@ func (s *Store) Find(ctx context.Context, ref string) (string, error) {
 	case 1:
 		return ae.Candidates[0].Path, nil
 	}
-	slices.SortFunc(ae.Candidates, func(a, b Metadata) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
+	slices.SortFunc(ae.Candidates, func(a, b Metadata) int { return newestFirst(&a, &b) })
 	return "", ae
 }
 
