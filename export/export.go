@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/trovekit/trove/session/tree"
 )
@@ -19,11 +20,15 @@ var css string
 //go:embed page.tmpl
 var pageTmpl string
 
-// tmpl holds the page templates; the viewer (trove serve) renders sessions
-// through HTML too, so a session looks the same there and in a file.
-var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"css": func() template.CSS { return template.CSS(css) },
-}).Parse(pageTmpl))
+// pageTemplates holds the page templates; the viewer (trove serve) renders
+// sessions through HTML too, so a session looks the same there and in a
+// file. Parsed at first use: parsing costs milliseconds that every run of
+// the trove command would pay at start otherwise.
+var pageTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"css": func() template.CSS { return template.CSS(css) },
+	}).Parse(pageTmpl))
+})
 
 // Option tunes an export.
 type Option func(*config)
@@ -63,7 +68,7 @@ func HTML(ctx context.Context, w io.Writer, sess *tree.Session, opts ...Option) 
 	p.Embedded = c.viewer
 	p.Links = c.links
 	bw := bufio.NewWriter(w)
-	if err := tmpl.ExecuteTemplate(bw, "export", p); err != nil {
+	if err := pageTemplates().ExecuteTemplate(bw, "export", p); err != nil {
 		return fmt.Errorf("export html: %w", err)
 	}
 	return bw.Flush()

@@ -35,8 +35,8 @@ func TestAbbrevResolvesEverySession(t *testing.T) {
 	}
 	ab := Abbrev(ids)
 	longest := 0
-	for _, id := range ids {
-		a := ab[id]
+	for i, id := range ids {
+		a := ab[i]
 		longest = max(longest, len(a))
 		if len(a) < MinAbbrev {
 			t.Fatalf("abbreviation %q of %s is shorter than %d", a, id, MinAbbrev)
@@ -108,11 +108,16 @@ func abbrevByCounting(ids []string) map[string]string {
 
 func TestAbbrevAgreesWithCounting(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "ab0-"
-	for round := range 2000 {
+	for round := range 4000 {
+		// Short ids of a few letters, and long ones of two bytes (one a
+		// NUL) that share tails past the 16 bytes compared as numbers.
+		alphabet, long := "ab0-", 9
+		if round%2 == 1 {
+			alphabet, long = "a\x00", 24
+		}
 		var ids []string
 		for range 1 + rng.IntN(12) {
-			b := make([]byte, 1+rng.IntN(9))
+			b := make([]byte, 1+rng.IntN(long))
 			for i := range b {
 				b[i] = alphabet[rng.IntN(len(alphabet))]
 			}
@@ -122,12 +127,12 @@ func TestAbbrevAgreesWithCounting(t *testing.T) {
 			ids = append(ids, ids[0]) // a duplicate
 		}
 		got, want := Abbrev(ids), abbrevByCounting(ids)
-		for _, id := range ids {
-			if got[id] != want[id] {
-				t.Fatalf("ids %q: Abbrev(%q) = %q, want %q", ids, id, got[id], want[id])
+		for i, id := range ids {
+			if got[i] != want[id] {
+				t.Fatalf("ids %q: Abbrev(%q) = %q, want %q", ids, id, got[i], want[id])
 			}
 			// What it gives resolves to the id alone.
-			if a := got[id]; a != id {
+			if a := got[i]; a != id {
 				for _, o := range ids {
 					if o != id && MatchID(o, a) {
 						t.Fatalf("ids %q: %q abbreviates %q and %q", ids, a, id, o)

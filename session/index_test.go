@@ -139,10 +139,10 @@ func TestIndexResolvesAbbreviations(t *testing.T) {
 		ids = append(ids, h.ID())
 	}
 	short := session.Abbrev(ids)
-	for _, id := range ids {
-		m, err := s.Metadata(ctx, short[id])
+	for i, id := range ids {
+		m, err := s.Metadata(ctx, short[i])
 		if err != nil || m.ID != id {
-			t.Fatalf("%s (for %s): %v %s", short[id], id, err, m.ID)
+			t.Fatalf("%s (for %s): %v %s", short[i], id, err, m.ID)
 		}
 	}
 }

@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/session/tree"
@@ -383,48 +384,49 @@ func MatchID(id, ref string) bool {
 	return strings.HasPrefix(id, ref) || (len(ref) >= MinAbbrev && strings.HasSuffix(id, ref))
 }
 
-// Abbrev maps each id to its shortest abbreviation that MatchID resolves to
-// it alone among ids: a suffix of at least MinAbbrev characters (the id
-// itself when no shorter one is unique). It sorts instead of counting every
-// suffix length in maps: 10,000 ids take a millisecond.
-func Abbrev(ids []string) map[string]string {
-	out := make(map[string]string, len(ids))
+// Abbrev gives, for each of ids in order, its shortest abbreviation that
+// MatchID resolves to it alone among ids: a suffix of at least MinAbbrev
+// characters (the id itself when no shorter one is unique, as for a
+// duplicate). It sorts instead of counting every suffix length in maps:
+// 10,000 ids take about a millisecond.
+func Abbrev(ids []string) []string {
 	// A suffix is unique among suffixes when it is longer than the longest
-	// common suffix with its neighbours in the order of reversed ids.
-	n := 0
-	for _, id := range ids {
-		n += len(id)
-	}
-	buf := make([]byte, 0, n)
-	rev := make([]string, len(ids))
-	// Sorted by the first 8 bytes of the reversed id as a number first.
+	// common suffix with its neighbours in the order of reversed ids,
+	// compared sixteen bytes at a time as two numbers (uuid tails differ
+	// within them).
 	type item struct {
-		key uint64
-		i   int32
+		k1, k2 uint64 // the last 16 bytes, last first
+		i      int32
 	}
 	order := make([]item, len(ids))
 	for i, id := range ids {
-		start := len(buf)
-		var key uint64
-		for k := len(id) - 1; k >= 0; k-- {
-			buf = append(buf, id[k])
-			if d := len(buf) - start; d <= 8 {
-				key |= uint64(id[k]) << (64 - 8*d)
-			}
-		}
-		rev[i], order[i] = unsafe.String(unsafe.SliceData(buf[start:]), len(id)), item{key, int32(i)}
+		order[i] = item{revKey(id, 0), revKey(id, 8), int32(i)}
 	}
 	slices.SortFunc(order, func(a, b item) int {
-		if c := cmp.Compare(a.key, b.key); c != 0 {
+		if c := cmp.Compare(a.k1, b.k1); c != 0 {
 			return c
 		}
-		return strings.Compare(rev[a.i], rev[b.i])
+		if c := cmp.Compare(a.k2, b.k2); c != 0 {
+			return c
+		}
+		return compareReversed(ids[a.i], ids[b.i])
 	})
-	need := make([]int, len(ids))
+	need := make([]int32, len(ids))
 	for k := 1; k < len(order); k++ {
-		a, b := order[k-1].i, order[k].i
-		n := commonPrefix(rev[a], rev[b]) + 1
-		need[a], need[b] = max(need[a], n), max(need[b], n)
+		a, b := order[k-1], order[k]
+		var n int
+		switch {
+		case a.k1 != b.k1:
+			n = bits.LeadingZeros64(a.k1^b.k1) / 8
+		case a.k2 != b.k2:
+			n = 8 + bits.LeadingZeros64(a.k2^b.k2)/8
+		default:
+			n = commonSuffix(ids[a.i], ids[b.i])
+		}
+		// The keys' zeros past a short id's start may match NULs of the
+		// other.
+		n = min(n, len(ids[a.i]), len(ids[b.i]), math.MaxInt32-1) + 1
+		need[a.i], need[b.i] = max(need[a.i], int32(n)), max(need[b.i], int32(n))
 	}
 	// A suffix must not also start another id. Ids mostly start alike (a
 	// time) and end at random, so the ids' first MinAbbrev characters rule
@@ -433,12 +435,10 @@ func Abbrev(ids []string) map[string]string {
 	for _, id := range ids {
 		starts[id[:min(len(id), MinAbbrev)]] = struct{}{}
 	}
+	out := make([]string, len(ids))
 	var sorted []string
 	for i, id := range ids {
-		if _, ok := out[id]; ok {
-			continue // a duplicate: the id itself
-		}
-		n := max(need[i], MinAbbrev)
+		n := max(int(need[i]), MinAbbrev)
 		for ; n < len(id); n++ {
 			suf := id[len(id)-n:]
 			if _, ok := starts[suf[:MinAbbrev]]; !ok {
@@ -452,19 +452,43 @@ func Abbrev(ids []string) map[string]string {
 				break
 			}
 		}
-		if n >= len(id) {
-			out[id] = id
-		} else {
-			out[id] = id[len(id)-n:]
-		}
+		out[i] = id[len(id)-min(n, len(id)):]
 	}
 	return out
 }
 
-func commonPrefix(a, b string) int {
+// revKey packs the 8 bytes of s from off bytes before its end backwards
+// (s[len-1-off] highest), zeros past its start: ordering keys orders the
+// reversed strings.
+func revKey(s string, off int) uint64 {
+	var k uint64
+	for d := range 8 {
+		k <<= 8
+		if p := len(s) - 1 - off - d; p >= 0 {
+			k |= uint64(s[p])
+		}
+	}
+	return k
+}
+
+// compareReversed compares a and b read from their ends.
+func compareReversed(a, b string) int {
+	n := commonSuffix(a, b)
+	switch {
+	case n == len(a) && n == len(b):
+		return 0
+	case n == len(a):
+		return -1
+	case n == len(b):
+		return 1
+	}
+	return cmp.Compare(a[len(a)-1-n], b[len(b)-1-n])
+}
+
+func commonSuffix(a, b string) int {
 	n := min(len(a), len(b))
 	for i := range n {
-		if a[i] != b[i] {
+		if a[len(a)-1-i] != b[len(b)-1-i] {
 			return i
 		}
 	}

@@ -328,7 +328,10 @@ func (d *demo) run(ctx context.Context) error {
 		}
 		ids = append(ids, m.ID)
 	}
-	short := session.Abbrev(ids)
+	short := map[string]string{}
+	for i, a := range session.Abbrev(ids) {
+		short[ids[i]] = a
+	}
 	store := ""
 	if a.storeURL != "" {
 		store = " --store " + a.storeURL

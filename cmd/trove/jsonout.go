@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -29,7 +30,10 @@ func normalize(v any) (any, error) {
 	return snake(tree), nil
 }
 
-var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+// rfc3339 is compiled at first use, not at every start of trove.
+var rfc3339 = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+})
 
 func snake(v any) any {
 	switch x := v.(type) {
@@ -45,7 +49,7 @@ func snake(v any) any {
 		}
 		return x
 	case string:
-		if rfc3339.MatchString(x) {
+		if rfc3339().MatchString(x) {
 			if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
 				return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 			}

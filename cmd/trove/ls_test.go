@@ -24,14 +24,14 @@ func TestListedJSONAsPrintJSON(t *testing.T) {
 			TotalTokens: 15, CostUSD: 0.0051, ExitReason: "done", ParentID: "p", AgentName: "coder", FirstMessage: "hé\u2028"},
 		{ID: "b2", Path: "sessions/--w--/b.jsonl", ProjectHash: "--w--", Cwd: "/w", CreatedAt: at, UpdatedAt: at},
 	}
-	short := map[string]string{"a1": "a1", "b2": "b2"}
+	short := []string{"a1", "b2"}
 	type listed struct {
 		session.Metadata
 		ShortID string `json:"short_id"`
 	}
 	var want []any
-	for _, m := range list {
-		n, err := normalize(listed{m, short[m.ID]})
+	for i, m := range list {
+		n, err := normalize(listed{m, short[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,22 +54,27 @@ func TestListedJSONAsPrintJSON(t *testing.T) {
 	}
 	// A long listing is written in chunks: one array, in order.
 	long := make([]session.Metadata, 2501)
+	longShort := make([]string, len(long))
 	for i := range long {
 		long[i] = list[i%2]
 		long[i].ID = fmt.Sprint(i)
+		longShort[i] = fmt.Sprint("s", i)
 	}
-	var ids []struct{ ID string }
-	if err := json.Unmarshal(listJSON(t, long, short), &ids); err != nil || len(ids) != len(long) {
+	var ids []struct {
+		ID    string
+		Short string `json:"short_id"`
+	}
+	if err := json.Unmarshal(listJSON(t, long, longShort), &ids); err != nil || len(ids) != len(long) {
 		t.Fatalf("a listing of %d: %d sessions, %v", len(long), len(ids), err)
 	}
 	for i, m := range ids {
-		if m.ID != fmt.Sprint(i) {
-			t.Fatalf("session %d of the listing is %s", i, m.ID)
+		if m.ID != fmt.Sprint(i) || m.Short != longShort[i] {
+			t.Fatalf("session %d of the listing is %s (%s)", i, m.ID, m.Short)
 		}
 	}
 }
 
-func listJSON(t *testing.T, list []session.Metadata, short map[string]string) []byte {
+func listJSON(t *testing.T, list []session.Metadata, short []string) []byte {
 	var b bytes.Buffer
 	if err := writeListed(&b, list, short); err != nil {
 		t.Fatal(err)
@@ -81,7 +86,7 @@ func listJSON(t *testing.T, list []session.Metadata, short map[string]string) []
 func TestListedStopsAtAWriteError(t *testing.T) {
 	list := make([]session.Metadata, 5000)
 	w := &failAfter{n: 3}
-	if err := writeListed(w, list, nil); err == nil || w.n != 0 {
+	if err := writeListed(w, list, make([]string, len(list))); err == nil || w.n != 0 {
 		t.Fatalf("writeListed = %v after %d writes left", err, w.n)
 	}
 }

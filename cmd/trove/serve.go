@@ -64,12 +64,13 @@ func newServeCmd(a *app) *cobra.Command {
 // viewer (the same Content-Security-Policy as exports, plus same-origin
 // links).
 type viewer struct {
-	ts  *troveapi.Store
-	log *slog.Logger
+	ts   *troveapi.Store
+	log  *slog.Logger
+	tmpl *template.Template
 }
 
 func newViewer(ts *troveapi.Store, log *slog.Logger) http.Handler {
-	v := &viewer{ts: ts, log: log}
+	v := &viewer{ts: ts, log: log, tmpl: viewTemplates()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", v.list)
 	mux.HandleFunc("GET /s/{id}", v.session)
@@ -102,10 +103,13 @@ func (v *viewer) fail(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), code)
 }
 
-var viewTmpl = template.Must(template.New("v").Funcs(template.FuncMap{
-	"css":  func() template.CSS { return template.CSS(export.CSS()) },
-	"time": func(t time.Time) string { return t.Local().Format(time.DateTime) },
-}).Parse(`{{define "top"}}<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
+// viewTemplates parses the viewer's pages, when a viewer is made: at start
+// every run of trove would pay for it.
+func viewTemplates() *template.Template {
+	return template.Must(template.New("v").Funcs(template.FuncMap{
+		"css":  func() template.CSS { return template.CSS(export.CSS()) },
+		"time": func(t time.Time) string { return t.Local().Format(time.DateTime) },
+	}).Parse(`{{define "top"}}<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
 <title>{{.Title}}</title><style>{{css}}</style></head><body><main>{{end}}
 {{define "bottom"}}</main></body></html>{{end}}
 {{define "list"}}{{template "top" .}}<h1>Sessions</h1>
@@ -120,6 +124,7 @@ var viewTmpl = template.Must(template.New("v").Funcs(template.FuncMap{
 {{else}}<p class="meta">No checkpoints.</p>{{end}}{{template "bottom"}}{{end}}
 {{define "runs"}}{{template "top" .}}<div class="meta"><a href="/s/{{.ID}}">← session</a></div><h1>Runs of {{.ID}}</h1>
 <table><tr><th>run</th><th>status</th><th>model</th><th>started</th><th>ms</th><th>input</th><th>final</th></tr>{{range .Runs}}<tr><td>{{.RunID}}</td><td>{{.Status}}</td><td>{{.Model}}</td><td>{{.StartedAt}}</td><td>{{.DurationMS}}</td><td>{{.Input}}</td><td>{{.Final}}</td></tr>{{else}}<tr><td colspan="7" class="meta">No runs.</td></tr>{{end}}</table>{{template "bottom"}}{{end}}`))
+}
 
 type cwdGroup struct {
 	Cwd      string
@@ -247,7 +252,7 @@ func (v *viewer) runs(w http.ResponseWriter, r *http.Request) {
 
 func (v *viewer) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := viewTmpl.ExecuteTemplate(w, name, data); err != nil {
+	if err := v.tmpl.ExecuteTemplate(w, name, data); err != nil {
 		v.log.Warn("viewer: render", "page", name, "err", err)
 	}
 }
