@@ -177,6 +177,9 @@ func writeListed(w io.Writer, list []session.Metadata, short []string) error {
 		_, err := io.WriteString(w, "[]\n")
 		return err
 	}
+	if len(list) > 1000 {
+		growPipe(w, 1<<20) // the limit for unprivileged users by default
+	}
 	if _, err := io.WriteString(w, "[\n"); err != nil {
 		return err
 	}
