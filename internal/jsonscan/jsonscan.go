@@ -301,6 +301,16 @@ func Marshal(v any) ([]byte, error) {
 }
 
 func Quote(s string) []byte {
+	// Keys and names are mostly plain ASCII: quoted as they are, without
+	// an encoder.
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\'
+	}
+	if plain {
+		b := make([]byte, 0, len(s)+2)
+		return append(append(append(b, '"'), s...), '"')
+	}
 	b, _ := Marshal(s)
 	return b
 }

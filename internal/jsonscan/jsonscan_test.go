@@ -77,3 +77,16 @@ func TestScanObjectKeysSeesWatchedKeys(t *testing.T) {
 		}
 	}
 }
+
+// Quote's plain path says what the encoder says.
+func TestQuoteAsMarshal(t *testing.T) {
+	for _, s := range []string{"", "api", "unknown", "a b~", "<&>", "q\"", `b\s`, "\x1f", "\x7f", "é", "\u2028", "\xff", strings.Repeat("x", 300)} {
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Quote(s); string(got) != string(want) {
+			t.Errorf("Quote(%q) = %s, want %s", s, got, want)
+		}
+	}
+}

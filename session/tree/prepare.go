@@ -224,7 +224,10 @@ func usageFrom(role string, model, usage []byte) Usage {
 // number reads a JSON number (0 for anything else), small integers by
 // hand.
 func number(raw []byte) float64 {
-	if len(raw) > 0 && len(raw) < 16 {
+	if len(raw) == 0 {
+		return 0 // missing: no error to make
+	}
+	if len(raw) < 16 {
 		var v int64
 		i := 0
 		for ; i < len(raw) && raw[i] >= '0' && raw[i] <= '9'; i++ {
