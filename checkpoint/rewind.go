@@ -166,8 +166,10 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 	}
 	blockedBy := map[string]blocked{}
 
+	var like string // see likeRef
 	switch man.Kind {
 	case KindFiles:
+		like = likeRef(man.Files)
 		pc := parentCheck{ws: m.ws}
 		for i := range man.Files {
 			e := &man.Files[i]
@@ -197,22 +199,44 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 		// own when one differs (the rules a snapshot used decide what
 		// counts as created since).
 		seen := &seenGitignores{files: map[string][]byte{}}
-		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore))
-		if lerr := loaded(); lerr != nil {
-			return nil, lerr
-		}
+		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), true)
 		if err != nil {
 			return nil, err
 		}
-		same, err := m.sameGitignores(man, t, seen.files)
+		// Only the entries of trees that may differ from the workspace,
+		// when the stat cache can tell; else all of them.
+		files, skip, partial, err := m.changedEntries(ctx, man, &t)
+		if err != nil {
+			return nil, err
+		}
+		full := func() error {
+			if err := loaded(); err != nil {
+				return err
+			}
+			files, skip = man.Files, func(string) bool { return false }
+			return nil
+		}
+		if !partial {
+			if err := full(); err != nil {
+				return nil, err
+			}
+		}
+		same, err := m.sameGitignores(files, skip, t, seen.files)
 		if err != nil {
 			return nil, err
 		}
 		if !same {
-			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man)); err != nil {
+			if partial {
+				if err := full(); err != nil {
+					return nil, err
+				}
+			}
+			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), false); err != nil {
 				return nil, err
 			}
 		}
+		like = likeRef(files)
+		m.cfg.log.Debug("checkpoint: trees compared", "id", man.ID, "partial", partial && same, "entries", len(files))
 		p.temps = t.temps
 		for _, ig := range t.ignored {
 			keep[ig] = true
@@ -223,9 +247,11 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 		}
 		// Both lists are sorted by path: merge them, one state each.
 		hs := make([]pstate, len(t.entries))
-		items = make([]item, 0, max(len(t.entries), len(man.Files))+16)
-		files := man.Files
+		items = make([]item, 0, len(files)+16)
 		for i, te := range t.entries {
+			if skip(path.Dir(te.path)) {
+				continue // proven the same on both sides
+			}
 			for len(files) > 0 && files[0].Path < te.path {
 				items = append(items, item{files[0].Path, nil, &files[0]})
 				files = files[1:]
@@ -254,8 +280,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			items = append(items, item{files[i].Path, nil, &files[i]})
 		}
 	}
-	// man's entries are loaded by now (loaded was waited for).
-	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
+	p.loader = &loader{m: m, cache: p.cache, like: like}
 
 	// keptBelow: directories holding something rewind leaves alone.
 	keptBelow := make(map[string]bool)
@@ -342,10 +367,10 @@ func parentsOf(p string) []string {
 	return out
 }
 
-// likeRef is a digest of man whose algorithm workspace files are hashed
-// with; sha256 when man has no file.
-func likeRef(man *Manifest) string {
-	for _, e := range man.Files {
+// likeRef is a digest of files whose algorithm workspace files are hashed
+// with; sha256 when there is no file.
+func likeRef(files []Entry) string {
+	for _, e := range files {
 		if e.Exists && e.typ() == TypeFile {
 			return e.Digest
 		}
@@ -392,11 +417,17 @@ func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 }
 
 // sameGitignores reports whether every directory the walk t read has the
-// .gitignore in man that it had in the workspace (seen), so the walk's
-// rules were man's. A directory the walk did not read was ignored by rules
-// that were the same, or is gone: man's .gitignore there changes nothing.
-func (m *Manager) sameGitignores(man *Manifest, t tree, seen map[string][]byte) (bool, error) {
+// .gitignore in the checkpoint (its entries files, but for directories
+// skip says are the same on both sides) that it had in the workspace
+// (seen), so the walk's rules were the checkpoint's. A directory the walk
+// did not read was ignored by rules that were the same, or is gone: the
+// checkpoint's .gitignore there changes nothing.
+func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, seen map[string][]byte) (bool, error) {
+	man := Manifest{Files: files}
 	for dir := range t.listings {
+		if skip(dir) {
+			continue
+		}
 		name := ".gitignore"
 		if dir != "." {
 			name = dir + "/.gitignore"

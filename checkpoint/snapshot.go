@@ -164,7 +164,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		limit = -1
 	}
 
-	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore)
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, false)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -619,6 +619,21 @@ type tree struct {
 	ignored  []string                 // ignored paths (not descended), sorted
 	skipped  []Skipped                // names a manifest cannot hold
 	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
+	// dirty, when the walk was asked for it, holds every directory that
+	// may differ from the last tree snapshot (see provenSame), and its
+	// ancestors: a read directory not in it is, with all below it, as the
+	// last snapshot stored it.
+	dirty map[string]bool
+}
+
+// same reports whether the walk proved dir and everything below it
+// identical to the last tree snapshot (walkTree with dirty set).
+func (t *tree) same(dir string) bool {
+	if t.dirty == nil {
+		return false
+	}
+	_, read := t.listings[dir]
+	return read && !t.dirty[dir]
 }
 
 type treeEntry struct {
@@ -664,7 +679,10 @@ func baseIgnorer(man *Manifest) *ignorer {
 // ignored paths (not descending into ignored directories) and rewind's
 // temporary files. Directories are read by a few goroutines at once: on a
 // large tree the walk is bound by the latency of its system calls.
-func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
+//
+// With dirty, it also records which directories may differ from the last
+// tree snapshot (tree.same): a plan then skips the rest.
+func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc, dirty bool) (tree, error) {
 	type job struct {
 		dir string
 		st  fileStat // the directory's own lstat
@@ -676,13 +694,17 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	}
 	cache := m.loadCache(ctx)
 	useListings := m.ws.dirMtimes()
+	// Proving a directory unchanged needs its listing from the cache and
+	// every file in it vouched for by the last tree snapshot.
+	dirty = dirty && useListings && cache.last.tree != ""
 	var (
-		t       = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		queue   = []job{{".", rootSt, base}}
-		pending = 1 // directories queued or being read
-		first   error
+		dirtyDirs []string
+		t         = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
+		mu        sync.Mutex
+		cond      = sync.NewCond(&mu)
+		queue     = []job{{".", rootSt, base}}
+		pending   = 1 // directories queued or being read
+		first     error
 	)
 	visit := func(j job) error {
 		if err := ctx.Err(); err != nil {
@@ -698,10 +720,16 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		}
 		if err != nil {
 			if j.dir != "." && isAbsent(err) {
+				if dirty {
+					mu.Lock()
+					dirtyDirs = append(dirtyDirs, j.dir)
+					mu.Unlock()
+				}
 				return nil // removed while we walked
 			}
 			return err
 		}
+		isDirty := dirty && !(cached && cache.dirs[j.dir].verified == cache.last.verified)
 		// Listings are kept sorted, so a cached one needs no sort.
 		if !slices.IsSortedFunc(ents, cmpDirEntry) {
 			slices.SortFunc(ents, cmpDirEntry)
@@ -736,6 +764,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
 			}
+			if dirty && !isDirty && e.name == ".gitignore" && e.st.isRegular() {
+				// Even when ignored: it decides the rules below.
+				isDirty = !cache.provenSame(rel, e.st, m.cfg.racy)
+			}
 			if strings.HasPrefix(e.name, tempPrefix) {
 				if !e.st.isDir() {
 					temps = append(temps, treeEntry{path: rel, st: e.st})
@@ -748,11 +780,15 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 				continue
 			}
 			if err := validRel(rel); err != nil {
+				isDirty = true
 				skipped = append(skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
 				ignored = append(ignored, rel)
 				continue
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
+			if dirty && !isDirty && !isDir {
+				isDirty = !cache.provenSame(rel, e.st, m.cfg.racy)
+			}
 			if isDir {
 				sub = append(sub, job{rel, e.st, ig})
 			}
@@ -763,6 +799,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		t.skipped = append(t.skipped, skipped...)
 		t.temps = append(t.temps, temps...)
 		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
+		if isDirty {
+			dirtyDirs = append(dirtyDirs, j.dir)
+		}
 		queue = append(queue, sub...)
 		pending += len(sub)
 		mu.Unlock()
@@ -800,6 +839,16 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	}
 	slices.SortFunc(t.entries, func(a, b treeEntry) int { return strings.Compare(a.path, b.path) })
 	slices.Sort(t.ignored)
+	if dirty {
+		t.dirty = make(map[string]bool, 4*len(dirtyDirs))
+		for _, d := range dirtyDirs {
+			for d != "." && !t.dirty[d] {
+				t.dirty[d] = true
+				d = path.Dir(d)
+			}
+			t.dirty["."] = true
+		}
+	}
 	return t, nil
 }
 

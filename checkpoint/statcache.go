@@ -101,6 +101,14 @@ func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) 
 	return e, true
 }
 
+// provenSame reports whether path, with stat st, is the file the last
+// tree snapshot stored: its entry is the one that snapshot verified (not
+// one a files checkpoint put since) and the stat proves the content.
+func (c *statCache) provenSame(path string, st fileStat, window time.Duration) bool {
+	e, ok := c.lookupEntry(path, st, window)
+	return ok && c.last.tree != "" && e.verified == c.last.verified
+}
+
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
 // before the moment its content was hashed may have been changed again
 // within the same timestamp tick, invisibly to stat. Such an entry is

@@ -1,0 +1,164 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
+)
+
+// dirManager is a Manager of a real directory holding files (path ->
+// content), every timestamp an hour back, on a mem store.
+func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, old, old) })
+	ws, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mem.New()
+	blobs, _ := cas.Open(context.Background(), st)
+	m, err := newManager(st, casBlobs{blobs}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, dir
+}
+
+// settle moves every verification in the cache two hours on, as if each
+// snapshot had run long after the writes before it (ctimes cannot be set
+// back), keeping which snapshot verified what.
+func settle(m *Manager) {
+	const d = int64(2 * time.Hour)
+	for p, e := range m.cache.entries {
+		e.verified += d
+		m.cache.entries[p] = e
+	}
+	for p, e := range m.cache.dirs {
+		e.verified += d
+		m.cache.dirs[p] = e
+	}
+	m.cache.last.verified += d
+}
+
+// TestPlanReadsOnlyChangedTrees: a plan compares only the directories on
+// the paths to what changed since the last snapshot, and still sees every
+// change there.
+func TestPlanReadsOnlyChangedTrees(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "a/b/y.txt": "y\n", "c/z.txt": "z\n", "top.txt": "t\n"})
+	if _, err := m.CreateTree(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	if err := os.WriteFile(filepath.Join(dir, "a/b/y.txt"), []byte("y\ny2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTree(ctx, "two"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	man, err := m.loadHeader(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, skip, ok, err := m.changedEntries(ctx, man, &walked)
+	if err != nil || !ok {
+		t.Fatalf("changedEntries: %v, %v", ok, err)
+	}
+	var got []string
+	for _, e := range files {
+		got = append(got, e.Path)
+	}
+	// The root's, a's and a/b's entries; c is the same on both sides.
+	want := []string{"a", "a/b", "a/b/y.txt", "a/x.txt", "c", "top.txt"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries compared: %v, want %v", got, want)
+	}
+	if !skip("c") || skip("a") || skip("a/b") || skip(".") {
+		t.Fatal("skip disagrees with the entries")
+	}
+	d, err := m.Diff(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "a/b/y.txt" || d.Files[0].Insertions != 1 {
+		t.Fatalf("diff: %+v", d.Files)
+	}
+}
+
+// TestPlanDistrustsFilesCheckpoints: a files checkpoint taken after the
+// last tree snapshot updates the stat cache of the files it names; those
+// no longer prove the tree snapshot's content, so a rewind to it restores
+// them.
+func TestPlanDistrustsFilesCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"c/z.txt": "z\n", "d/w.txt": "w\n"})
+	if _, err := m.CreateTree(ctx, "tree"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	if err := os.WriteFile(filepath.Join(dir, "c/z.txt"), []byte("z changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctx, "files", []string{"c/z.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	settle(m) // the edit is no longer racy for the files checkpoint's entry
+	res, err := m.Rewind(ctx, "tree", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.FilesChanged, []string{"c/z.txt"}) {
+		t.Fatalf("rewound %v, want c/z.txt", res.FilesChanged)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "c/z.txt")); string(b) != "z\n" {
+		t.Fatalf("c/z.txt = %q after the rewind", b)
+	}
+}
+
+// TestPlanSeesFilesTheLastSnapshotIgnored: the last snapshot ignored a file
+// that the checkpoint's rules do not, with the same trees otherwise: the
+// file was created since the checkpoint and a rewind deletes it.
+func TestPlanSeesFilesTheLastSnapshotIgnored(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n"})
+	if _, err := m.CreateTree(ctx, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a/new.log"), []byte("log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTree(ctx, "nolog", WithIgnore("*.log")); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	res, err := m.Rewind(ctx, "plain", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Deleted, []string{"a/new.log"}) {
+		t.Fatalf("dry run deletes %v, want a/new.log", res.Deleted)
+	}
+}
