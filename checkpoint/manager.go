@@ -263,7 +263,7 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, clip(man.ID))
 	}
 	known := m.loadCache(ctx).trees
-	if _, ok := known[m.cache.last.tree]; ok && man.Kind == KindTree && man.Version == ManifestVersion {
+	if last := m.cache.last.tree; last != "" && m.cache.treeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
 		// The plan will most likely need only the trees that differ from
 		// the last snapshot's (see changedEntries): all are loaded only
 		// when asked.

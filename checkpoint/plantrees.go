@@ -21,14 +21,13 @@ import (
 // or its trees are gone): the caller loads every entry.
 func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (files []Entry, skip func(dir string) bool, ok bool, err error) {
 	cache := m.loadCache(ctx)
-	last := cache.last.tree
-	if _, ok := cache.trees[last]; !ok || t.dirty == nil || man.Version != ManifestVersion {
+	if last := cache.last.tree; last == "" || cache.treeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
 		return nil, nil, false, nil
 	}
 	skipped := map[string]bool{}
-	var visit func(dir, ref, lastRef string, depth int) error
-	visit = func(dir, ref, lastRef string, depth int) error {
-		if ref == lastRef && t.same(dir) {
+	var visit func(dir, ref string, depth int) error
+	visit = func(dir, ref string, depth int) error {
+		if ref == cache.treeOf[dir] && t.same(dir) {
 			skipped[dir] = true
 			return nil
 		}
@@ -48,16 +47,6 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (f
 		kids, err := decodeTree(data)
 		if err != nil {
 			return fmt.Errorf("tree %s of %q: %w", ref, dir, err)
-		}
-		// The last snapshot's subtrees, to compare the children's.
-		var lastSubs map[string]string
-		if ldata, ok := cache.trees[lastRef]; ok && lastRef != ref {
-			if lkids, err := decodeTree(ldata); err == nil {
-				lastSubs = make(map[string]string, len(lkids))
-				for _, k := range lkids {
-					lastSubs[k.name] = k.sub
-				}
-			}
 		}
 		prefix := dir + "/"
 		if dir == "." {
@@ -86,17 +75,13 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (f
 			if e := k.entry; e != nil && e.Exists && e.typ() != TypeDir {
 				return fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, p)
 			}
-			sub := lastSubs[k.name]
-			if lastRef == ref {
-				sub = k.sub
-			}
-			if err := visit(p, k.sub, sub, depth+1); err != nil {
+			if err := visit(p, k.sub, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := visit(".", man.Tree, last, 0); err != nil {
+	if err := visit(".", man.Tree, 0); err != nil {
 		return nil, nil, false, err
 	}
 	if !slices.IsSortedFunc(files, cmpPath) {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
 // back), keeping which snapshot verified what.
 func settle(m *Manager) {
 	const d = int64(2 * time.Hour)
+	m.loadCache(context.Background())
 	for p, e := range m.cache.entries {
 		e.verified += d
 		m.cache.entries[p] = e
@@ -160,5 +163,75 @@ func TestPlanSeesFilesTheLastSnapshotIgnored(t *testing.T) {
 	}
 	if !slices.Equal(res.Deleted, []string{"a/new.log"}) {
 		t.Fatalf("dry run deletes %v, want a/new.log", res.Deleted)
+	}
+}
+
+// treeCounter counts the tree objects a snapshot builds (each is hashed
+// once, to see whether it is stored already).
+type treeCounter struct {
+	blobStore
+	built atomic.Int64
+}
+
+func (c *treeCounter) sumLike(like string, data []byte) (string, error) {
+	if strings.HasPrefix(string(data), treeMagic) {
+		c.built.Add(1)
+	}
+	return c.blobStore.sumLike(like, data)
+}
+
+// TestSnapshotReusesUnchangedTrees: a snapshot builds only the trees of
+// directories that changed since the last one (and their parents), and
+// they are the trees a snapshot with no stat cache builds, whatever
+// changed: a file, a .gitignore above unchanged directories, the options.
+func TestSnapshotReusesUnchangedTrees(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "a/b/y.txt": "y\n", "c/z.txt": "z\n", "c/d/w.txt": "w\n"})
+	counter := &treeCounter{blobStore: m.blobs}
+	m.blobs = counter
+	// fromScratch is the root tree a snapshot with no stat cache takes.
+	fromScratch := func(id string, opts ...CreateOption) *Manifest {
+		t.Helper()
+		saved := m.cache
+		m.cache = newStatCache()
+		man, err := m.CreateTree(ctx, id, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.cache = saved
+		return man
+	}
+	snapshot := func(id string, opts ...CreateOption) (*Manifest, int64) {
+		t.Helper()
+		settle(m)
+		counter.built.Store(0)
+		man, err := m.CreateTree(ctx, id, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := counter.built.Load()
+		if want := fromScratch(id+"-scratch", opts...); man.Tree != want.Tree {
+			t.Fatalf("%s: root tree %s, a snapshot from scratch has %s", id, man.Tree, want.Tree)
+		}
+		return man, n
+	}
+	snapshot("one")
+	if err := os.WriteFile(filepath.Join(dir, "a/b/y.txt"), []byte("y changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, built := snapshot("two"); built != 3 {
+		t.Errorf("after one edit, %d trees built, want 3 (a/b, a and the root)", built)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("w.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if man, _ := snapshot("three"); man.find("c/d/w.txt") != nil {
+		t.Error("a file a new .gitignore ignores is still in the snapshot")
+	}
+	if man, _ := snapshot("four", WithIgnore("x.txt")); man.find("a/x.txt") != nil {
+		t.Error("a file a new option ignores is still in the snapshot")
+	}
+	if _, built := snapshot("five", WithIgnore("x.txt")); built != 0 {
+		t.Errorf("nothing changed, yet %d trees built", built)
 	}
 }

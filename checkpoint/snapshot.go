@@ -131,7 +131,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano())
+	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -164,10 +164,11 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		limit = -1
 	}
 
-	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, false)
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, true)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	ru := m.newReuser(ctx, man, &tree)
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
 	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
@@ -230,7 +231,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano())
+	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano(), ru)
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -382,12 +383,77 @@ feed:
 // stored and names the tree it wrote: then GC keeps every blob it names
 // (see statCache.last). Under m.mu.
 func (m *Manager) lastKept(ctx context.Context) bool {
+	return m.keptHeader(ctx) != nil
+}
+
+// keptHeader is the header of the last tree snapshot when lastKept, else
+// nil.
+func (m *Manager) keptHeader(ctx context.Context) *Manifest {
 	last := m.loadCache(ctx).last
 	if last.id == "" || ValidID(last.id) != nil {
-		return false
+		return nil
 	}
 	man, err := m.loadHeader(ctx, last.id)
-	return err == nil && man.Version == ManifestVersion && man.Tree == last.tree
+	if err != nil || man.Version != ManifestVersion || man.Tree != last.tree {
+		return nil
+	}
+	return man
+}
+
+// reuser says which directories of a tree snapshot have the last tree
+// snapshot's tree object: those the walk proved unchanged (tree.same),
+// under the same rules (the snapshot's options and every .gitignore above
+// them), so that neither they nor anything below is built again.
+type reuser struct {
+	t       *tree
+	treeOf  map[string]string // the last snapshot's
+	changed map[string]bool   // t.rulesChanged
+	top     map[string]bool   // directories reused, not below another
+}
+
+// newReuser returns nil when nothing can be reused: no last snapshot whose
+// manifest is kept (GC keeps the trees it names only then), or one taken
+// with other options.
+func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser {
+	if t.dirty == nil {
+		return nil
+	}
+	last := m.keptHeader(ctx)
+	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
+		return nil
+	}
+	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged)), top: map[string]bool{}}
+	for _, d := range t.rulesChanged {
+		r.changed[d] = true
+	}
+	return r
+}
+
+func (r *reuser) reuse(dir string) (string, bool) {
+	ref := r.treeOf[dir]
+	if ref == "" || !r.t.same(dir) {
+		return "", false
+	}
+	for d := dir; d != "."; {
+		d = path.Dir(d)
+		if r.changed[d] {
+			return "", false
+		}
+	}
+	r.top[dir] = true
+	return ref, true
+}
+
+// covered reports whether dir is at or below a reused directory.
+func (r *reuser) covered(dir string) bool {
+	for d := dir; ; d = path.Dir(d) {
+		if r.top[d] {
+			return true
+		}
+		if d == "." {
+			return false
+		}
+	}
 }
 
 // allStored reports whether every ref is in the blob store, remembering
@@ -453,7 +519,9 @@ const inlineMax = 64
 // (so the blobs it names are durable before it), and writes the manifest
 // atomically and, with save, beside it the stat cache, which keeps the trees
 // of a tree snapshot (keep).
-func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64) error {
+//
+// ru (tree snapshots, may be nil) reuses the trees of unchanged directories.
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64, ru *reuser) error {
 	t0 := time.Now()
 	var kept map[string][]byte
 	if keep {
@@ -469,6 +537,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	}
 	var root string
 	var trees []string
+	var built int // tree objects built, not reused
 	var err error
 	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
 		// A few named files (a rewind's undo, an agent's checkpoint before
@@ -478,7 +547,27 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		man.Version = manifestV1
 	} else {
 		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
-		root, trees, err = putTrees(ctx, sink, man.Files, kept)
+		treeOf := map[string]string{}
+		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
+		if ru != nil {
+			hooks.reuse = ru.reuse
+		}
+		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
+		if err == nil && ru != nil && len(ru.top) > 0 {
+			// Below a reused tree, every directory has the last snapshot's.
+			for d := range cache.dirs {
+				if ref := ru.treeOf[d]; ref != "" && ru.covered(d) {
+					treeOf[d] = ref
+					trees = append(trees, ref)
+					if b, ok := cache.trees[ref]; ok && kept != nil {
+						kept[ref] = b
+					}
+				}
+			}
+		}
+		if keep {
+			cache.treeOf = treeOf
+		}
 	}
 	if err != nil {
 		if save {
@@ -508,7 +597,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "built", built, "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
 }
@@ -624,6 +713,9 @@ type tree struct {
 	// ancestors: a read directory not in it is, with all below it, as the
 	// last snapshot stored it.
 	dirty map[string]bool
+	// rulesChanged (with dirty) lists the directories whose .gitignore may
+	// not be the last snapshot's: the rules below them may differ.
+	rulesChanged []string
 }
 
 // same reports whether the walk proved dir and everything below it
@@ -729,7 +821,13 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			}
 			return err
 		}
-		isDirty := dirty && !(cached && cache.dirs[j.dir].verified == cache.last.verified)
+		old, known := cache.dirs[j.dir]
+		known = known && old.verified == cache.last.verified
+		isDirty := dirty && !(cached && known)
+		// Whether the .gitignore here is the last snapshot's: the same
+		// file, or none then and now (a listing the cache had tells).
+		_, hadIgnore := slices.BinarySearch(old.names, ".gitignore")
+		rulesSame := known && !hadIgnore
 		// Listings are kept sorted, so a cached one needs no sort.
 		if !slices.IsSortedFunc(ents, cmpDirEntry) {
 			slices.SortFunc(ents, cmpDirEntry)
@@ -764,9 +862,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
 			}
-			if dirty && !isDirty && e.name == ".gitignore" && e.st.isRegular() {
+			if dirty && e.name == ".gitignore" {
 				// Even when ignored: it decides the rules below.
-				isDirty = !cache.provenSame(rel, e.st, m.cfg.racy)
+				rulesSame = known && e.st.isRegular() && cache.provenSame(rel, e.st, m.cfg.racy)
+				isDirty = isDirty || !rulesSame
 			}
 			if strings.HasPrefix(e.name, tempPrefix) {
 				if !e.st.isDir() {
@@ -801,6 +900,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
 		if isDirty {
 			dirtyDirs = append(dirtyDirs, j.dir)
+		}
+		if dirty && !rulesSame {
+			t.rulesChanged = append(t.rulesChanged, j.dir)
 		}
 		queue = append(queue, sub...)
 		pending += len(sub)

@@ -33,6 +33,10 @@ type statCache struct {
 	trees map[string][]byte
 	// older marks the trees of trees kept from snapshots before the last.
 	older map[string]bool
+	// treeOf is the ref of the tree object of each directory of the last
+	// tree snapshot that has one (git's cache-tree): a directory proven
+	// unchanged since (see provenSame) has that tree again.
+	treeOf map[string]string
 	// last is the tree snapshot that wrote entries verified at its start:
 	// while its manifest is stored, naming the same root tree, GC keeps
 	// every blob it names, so those entries' blobs need no lookup.
@@ -58,7 +62,7 @@ type cacheEntry struct {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-9\n"
+const cacheMagic = "trove-statcache-10\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -73,7 +77,7 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool)}
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool), treeOf: make(map[string]string)}
 }
 
 // listing returns the cached names of dir when st proves them current.
@@ -138,7 +142,8 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 // nearly all) without their refs, and the listings; the second the trees,
 // the entries' refs in the same order (beside the trees, which hold the
 // same digests, so they compress against them), the last snapshot and a
-// CRC-32C of both parts before it.
+// CRC-32C of both parts before it. The second also holds the tree refs of
+// the directories (treeOf), in the order of the listings in the first.
 
 // encode writes the whole cache.
 func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
@@ -149,6 +154,7 @@ type cacheHead struct {
 	block []byte
 	crc   uint32
 	paths []string
+	dirs  []string
 }
 
 // encodeHead encodes the entries and listings, verified times relative to
@@ -166,7 +172,9 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 	}
 	// Directories and trees in map order: nothing needs them sorted.
 	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
+	dirs := make([]string, 0, len(c.dirs))
 	for d, e := range c.dirs {
+		dirs = append(dirs, d)
 		b = appendStr(b, d)
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
@@ -175,7 +183,7 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 			b = appendStr(b, n)
 		}
 	}
-	return cacheHead{block: compressCache(b), crc: crc32.Checksum(b, castagnoli), paths: paths}
+	return cacheHead{block: compressCache(b), crc: crc32.Checksum(b, castagnoli), paths: paths, dirs: dirs}
 }
 
 // encodeTail encodes the trees and the last snapshot after head and
@@ -198,6 +206,9 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = appendCacheRef(b, e.ref)
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
+	}
+	for _, d := range head.dirs {
+		b = appendCacheRef(b, c.treeOf[d])
 	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
@@ -283,6 +294,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, errBadCache
 	}
 	c := &statCache{entries: make(map[string]cacheEntry, ne), trees: make(map[string][]byte), older: make(map[string]bool)}
+	var dirs []string
 	paths := make([]string, 0, ne)
 	ents := make([]cacheEntry, 0, ne)
 	for i := uint64(0); i < ne && r.err == nil; i++ {
@@ -297,8 +309,10 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, errBadCache
 	}
 	c.dirs = make(map[string]dirCacheEntry, nd)
+	dirs = make([]string, 0, nd)
 	for i := uint64(0); i < nd && r.err == nil; i++ {
 		d := r.str()
+		dirs = append(dirs, d)
 		var e dirCacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
@@ -334,6 +348,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		// manifest is loaded.
 		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
 			c.entries[paths[i]] = *e
+		}
+	}
+	c.treeOf = make(map[string]string, len(dirs))
+	for _, d := range dirs {
+		if ref := r.cacheRef(); ref != "" {
+			c.treeOf[d] = ref
 		}
 	}
 	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
