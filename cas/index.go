@@ -93,6 +93,10 @@ func (x *index) add(p *packIdx) {
 	}
 }
 
+// LoadIndexes reads the pack indexes now, as the first lookup would: a
+// caller about to look blobs up can do it while it does other work.
+func (s *Store) LoadIndexes(ctx context.Context) error { return s.ensureIndex(ctx) }
+
 func (s *Store) ensureIndex(ctx context.Context) error {
 	if s.idx.isLoaded() {
 		return nil

@@ -304,11 +304,11 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.warmBlobs(ctx)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer m.warmBlobs(ctx, man.Tree)()
 	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
 		return nil, err

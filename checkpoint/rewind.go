@@ -75,11 +75,11 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
+	defer m.warmBlobs(ctx)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
-	defer m.warmBlobs(ctx, man.Tree)()
 	t0 := time.Now()
 	p, err := m.plan(ctx, man, loaded)
 	if err != nil {
@@ -510,6 +510,8 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(c.path)
 	}
+	tw := time.Now()
+	defer func() { m.cfg.log.Debug("checkpoint: TMP apply", "writes", time.Since(tw)) }()
 	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:

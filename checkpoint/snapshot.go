@@ -149,7 +149,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer m.warmBlobs(ctx, m.loadCache(ctx).last.tree)()
+	defer m.warmBlobs(ctx)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
 	if !cc.noDefaults {

@@ -329,7 +329,8 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
 	}
-	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail))}
+	// Most refs are the entries' digests: one buffer for all of them.
+	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail)), arena: make([]byte, 0, (len(ents)+len(dirs))*(len("blob:sha256:")+64))}
 	nt := r.uvarint()
 	if nt > uint64(len(r.b)) {
 		return nil, errBadCache
@@ -424,6 +425,8 @@ type reader struct {
 	b   []byte
 	err error
 	s   string
+	// arena, when not nil, holds the refs ref returns.
+	arena []byte
 }
 
 func (r *reader) uvarint() uint64 {

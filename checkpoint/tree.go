@@ -258,6 +258,12 @@ func (r *reader) ref() string {
 	buf[n] = ':'
 	hex.Encode(buf[n+1:], r.b[1:33])
 	r.b = r.b[33:]
+	if r.arena != nil {
+		// One allocation for many refs; bytes once appended never change.
+		at := len(r.arena)
+		r.arena = append(r.arena, buf[:n+1+64]...)
+		return unsafe.String(&r.arena[at], n+1+64)
+	}
 	return string(buf[:n+1+64])
 }
 
