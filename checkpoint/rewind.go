@@ -510,8 +510,6 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(c.path)
 	}
-	tw := time.Now()
-	defer func() { m.cfg.log.Debug("checkpoint: TMP apply", "writes", time.Since(tw)) }()
 	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:
