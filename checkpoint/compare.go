@@ -309,7 +309,7 @@ func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.plan(ctx, man, loaded)
+	p, err := m.plan(ctx, man, loaded, nil)
 	if err != nil {
 		return nil, err
 	}

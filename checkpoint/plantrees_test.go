@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,5 +234,63 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	}
 	if _, built := snapshot("five", WithIgnore("x.txt")); built != 0 {
 		t.Errorf("nothing changed, yet %d trees built", built)
+	}
+}
+
+// TestRewindPrewritesCleanUp: a rewind writes changed files to temporary
+// names while it plans; one that stops at a conflict found later removes
+// them and leaves every file as it was, and one that runs leaves none.
+func TestRewindPrewritesCleanUp(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "zz": "file\n"})
+	if _, err := m.CreateTree(ctx, "cp"); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, c string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temps := func() []string {
+		var out []string
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+			if strings.HasPrefix(filepath.Base(p), tempPrefix) {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	write("a/x.txt", "x changed\n")
+	// zz is now a directory holding an ignored file: restoring the file zz
+	// would remove it, a conflict found after a/x.txt was planned.
+	if err := os.Remove(filepath.Join(dir, "zz")); err != nil {
+		t.Fatal(err)
+	}
+	write("zz/keep.pyc", "ignored\n")
+	if _, err := m.Rewind(ctx, "cp", false); !errors.Is(err, ErrConflict) {
+		t.Fatalf("rewind: %v, want ErrConflict", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a/x.txt")); string(b) != "x changed\n" {
+		t.Errorf("a/x.txt = %q after a refused rewind", b)
+	}
+	if left := temps(); len(left) != 0 {
+		t.Errorf("temporary files left by a refused rewind: %v", left)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "zz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Rewind(ctx, "cp", false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a/x.txt")); string(b) != "x\n" {
+		t.Errorf("a/x.txt = %q after the rewind", b)
+	}
+	if left := temps(); len(left) != 0 {
+		t.Errorf("temporary files left by a rewind: %v", left)
 	}
 }

@@ -55,6 +55,9 @@ type plan struct {
 	loader  *loader
 	touched map[string]bool // directories whose entries change
 	temps   []treeEntry     // rewind's temporary files the walk found
+	// pre (a real rewind) writes changed files to temporary names while
+	// the plan goes on.
+	pre *prewriter
 }
 
 // Rewind restores the workspace to checkpoint id: every file byte for byte
@@ -81,7 +84,13 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		return fail(err)
 	}
 	t0 := time.Now()
-	p, err := m.plan(ctx, man, loaded)
+	var pre *prewriter
+	if !dryRun {
+		pre = newPrewriter(ctx, m)
+		// Whatever apply did not take (a failure, a conflict) goes.
+		defer pre.discard()
+	}
+	p, err := m.plan(ctx, man, loaded, pre)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
@@ -142,13 +151,13 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 // plan compares the workspace with man and decides every operation;
 // loaded waits for man's entries (see loadForPlan), which the walk of a
 // tree checkpoint needs only for .gitignore files.
-func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) (*plan, error) {
+func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, pre *prewriter) (*plan, error) {
 	if man.Kind != KindTree {
 		if err := loaded(); err != nil {
 			return nil, err
 		}
 	}
-	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
+	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}, pre: pre}
 
 	// items pairs every path with what the workspace has there (h, nil for
 	// nothing) and the checkpoint's entry (e, nil for none), sorted by path.
@@ -345,9 +354,15 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 				p.mkdirs = append(p.mkdirs, e)
 			case TypeFile, TypeSymlink:
 				p.writes = append(p.writes, c)
+				if p.conflict == nil && !h.exists() {
+					p.pre.start(c)
+				}
 			}
 		case want.kind == TypeFile && h.digest != want.digest, want.kind == TypeSymlink && h.target != want.target:
 			p.writes = append(p.writes, c)
+			if p.conflict == nil {
+				p.pre.start(c)
+			}
 		case want.exists() && h.mode != want.mode && want.kind != TypeSymlink:
 			p.chmods[path] = want.mode
 		}
@@ -510,9 +525,17 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(c.path)
 	}
+	p.pre.done()
 	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:
+			if tmp, ok := p.pre.take(c.path); ok {
+				if err := m.ws.rename(tmp, c.path); err != nil {
+					_ = m.ws.remove(tmp)
+					return err
+				}
+				return nil
+			}
 			// Streamed from the blob store, verified as it goes: a
 			// mismatch fails the write and leaves the file as it was.
 			rc, err := m.openContent(ctx, c.b.digest, c.b.base, c.b.delta)
@@ -520,7 +543,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 				return err
 			}
 			defer rc.Close()
-			return m.ws.writeAtomic(c.path, rc, c.b.mode, m.cfg.sync)
+			return writeAtomic(m.ws, c.path, rc, c.b.mode, m.cfg.sync)
 		case TypeSymlink:
 			tmp := tempName(c.path)
 			if err := m.ws.symlink(c.b.target, tmp); err != nil {
@@ -614,6 +637,26 @@ func dirOf(p string) string { return path.Dir(p) }
 type safeParents struct {
 	ws Workspace
 	ok map[string]bool // verified real directories
+}
+
+// present reports whether every parent of p is a real directory already.
+func (s *safeParents) present(p string) (bool, error) {
+	for _, d := range parentsOf(p) {
+		if s.ok[d] {
+			continue
+		}
+		st, err := s.ws.lstat(d)
+		switch {
+		case isAbsent(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		case !st.isDir():
+			return false, nil
+		}
+		s.ok[d] = true
+	}
+	return true, nil
 }
 
 // check fails unless every parent of p is a real directory (or missing:
