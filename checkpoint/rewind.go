@@ -641,27 +641,23 @@ type safeParents struct {
 
 // present reports whether every parent of p is a real directory already.
 func (s *safeParents) present(p string) (bool, error) {
-	for _, d := range parentsOf(p) {
-		if s.ok[d] {
-			continue
-		}
-		st, err := s.ws.lstat(d)
-		switch {
-		case isAbsent(err):
-			return false, nil
-		case err != nil:
-			return false, err
-		case !st.isDir():
-			return false, nil
-		}
-		s.ok[d] = true
-	}
-	return true, nil
+	missing, notDir, err := s.scan(p)
+	return !missing && notDir == "" && err == nil, err
 }
 
 // check fails unless every parent of p is a real directory (or missing:
 // then there is nothing under it to touch).
 func (s *safeParents) check(p string) error {
+	_, notDir, err := s.scan(p)
+	if err == nil && notDir != "" {
+		err = errUnsafe("%q: parent %q is no longer a directory", p, notDir)
+	}
+	return err
+}
+
+// scan lstats the parents of p, top down, up to the first that is missing
+// or is not a real directory (notDir).
+func (s *safeParents) scan(p string) (missing bool, notDir string, err error) {
 	for _, d := range parentsOf(p) {
 		if s.ok[d] {
 			continue
@@ -669,15 +665,15 @@ func (s *safeParents) check(p string) error {
 		st, err := s.ws.lstat(d)
 		switch {
 		case isAbsent(err):
-			return nil
+			return true, "", nil
 		case err != nil:
-			return err
+			return false, "", err
 		case !st.isDir():
-			return errUnsafe("%q: parent %q is no longer a directory", p, d)
+			return false, d, nil
 		}
 		s.ok[d] = true
 	}
-	return nil
+	return false, "", nil
 }
 
 // ensure makes dir and its parents real directories, creating missing ones;
