@@ -83,7 +83,7 @@ func TestPlanReadsOnlyChangedTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	walked, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, true)
+	walked, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		// own when one differs (the rules a snapshot used decide what
 		// counts as created since).
 		seen := &seenGitignores{files: map[string][]byte{}}
-		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), true)
+		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true})
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +240,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 					return nil, err
 				}
 			}
-			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), false); err != nil {
+			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), walkOptions{}); err != nil {
 				return nil, err
 			}
 		}

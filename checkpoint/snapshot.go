@@ -127,7 +127,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		sts = append(sts, st)
 	}
 	batch := m.blobs.newBatch()
-	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano()); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano(), nil); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -164,8 +164,12 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		limit = -1
 	}
 
-	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, true)
+	batch := m.blobs.newBatch()
+	pf := m.newPrefetcher(ctx, batch, limit)
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true, found: pf.found})
+	prefetched := pf.wait()
 	if err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	ru := m.newReuser(ctx, man, &tree)
@@ -187,6 +191,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 				continue // gone since the walk
 			}
 			if err != nil {
+				batch.discard()
 				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 			}
 			if !utf8.ValidString(target) {
@@ -208,8 +213,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
 		}
 	}
-	batch := m.blobs.newBatch()
-	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano()); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano(), prefetched); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -256,10 +260,11 @@ func sortSkipped(s []Skipped) {
 // when the stat proves the content unchanged, else by reading the file and
 // putting it into batch (flushed by writeManifest), with a few workers
 // reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
-// (Create) or dropped by the caller (CreateTree).
-func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+// (Create) or dropped by the caller (CreateTree). Files in pre (stored while
+// the walk went on) with the same stat are not read again.
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched) error {
 	cache := m.loadCache(ctx)
-	var jobs []int
+	var jobs, done []int        // files to store, files stored by the prefetch
 	stored := map[string]bool{} // refs known to be in the store, this call
 	kept := m.lastKept(ctx)
 	for _, i := range idx {
@@ -282,6 +287,11 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 			}
 			e.Digest, e.Base, e.Delta = "", "", ""
 		}
+		if pf, ok := pre[e.Path]; ok && pf.st == sts[i] {
+			*e = pf.e
+			done = append(done, i)
+			continue
+		}
 		jobs = append(jobs, i)
 	}
 	// The last stored version of each changed path: the base of a delta.
@@ -291,7 +301,10 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 			prev[i] = &ce
 		}
 	}
-	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
+	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
+	for _, i := range done {
+		cache.put(man.Files[i].Path, sts[i], &man.Files[i], start)
+	}
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -767,14 +780,22 @@ func baseIgnorer(man *Manifest) *ignorer {
 	return ig
 }
 
+// walkOptions asks a walk for more than the listing.
+type walkOptions struct {
+	// dirty: record which directories may differ from the last tree
+	// snapshot (tree.same), so a plan or snapshot skips the rest.
+	dirty bool
+	// found, when set, is called with every entry kept, from the walk's
+	// goroutines, as soon as it is listed.
+	found func(treeEntry)
+}
+
 // walkTree lists the workspace without following symlinks, skipping
 // ignored paths (not descending into ignored directories) and rewind's
 // temporary files. Directories are read by a few goroutines at once: on a
 // large tree the walk is bound by the latency of its system calls.
-//
-// With dirty, it also records which directories may differ from the last
-// tree snapshot (tree.same): a plan then skips the rest.
-func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc, dirty bool) (tree, error) {
+func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc, opt walkOptions) (tree, error) {
+	dirty := opt.dirty
 	type job struct {
 		dir string
 		st  fileStat // the directory's own lstat
@@ -885,6 +906,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 				continue
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
+			if opt.found != nil {
+				opt.found(treeEntry{path: rel, st: e.st})
+			}
 			if dirty && !isDirty && !isDir {
 				isDirty = !cache.provenSame(rel, e.st, m.cfg.racy)
 			}
