@@ -64,11 +64,8 @@ func (m *Manager) newPrefetcher(ctx context.Context, batch blobBatch, limit int6
 // found is the walk's callback for every entry it keeps (from its
 // goroutines): a regular file the stat cache does not vouch for is stored.
 // Big files are left to storeFiles, which streams them.
-func (p *prefetcher) found(te treeEntry) {
-	if !te.st.isRegular() || te.st.size > diffMax || p.limit >= 0 && te.st.size > p.limit {
-		return
-	}
-	if _, ok := p.cache.lookupEntry(te.path, te.st, p.m.cfg.racy); ok {
+func (p *prefetcher) found(te treeEntry, cached bool) {
+	if cached || !te.st.isRegular() || te.st.size > diffMax || p.limit >= 0 && te.st.size > p.limit {
 		return
 	}
 	var prev *cacheEntry

@@ -303,13 +303,36 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 			p.conflict = err
 		}
 	}
-	replaced := map[string]bool{}
-	for _, it := range items {
-		path, e, h := it.path, it.e, it.h
-		if h == nil {
-			h = &pstate{ws: true} // nothing there
+	wants := make([]pstate, len(items))
+	var files []int // items with a file on both sides
+	for i := range items {
+		if items[i].h == nil {
+			items[i].h = &pstate{ws: true} // nothing there
 		}
-		want := stateOf(e)
+		wants[i] = stateOf(items[i].e)
+		if items[i].h.kind == TypeFile && wants[i].kind == TypeFile {
+			files = append(files, i)
+		}
+	}
+	// Files are compared two at a time first: reading and diffing those
+	// that changed is most of a plan's work after the walk.
+	type compared struct {
+		c   *change
+		err error
+	}
+	done := make(map[int]compared, len(files))
+	var doneMu sync.Mutex
+	_ = parallel(ctx, files, 2, func(i int) error {
+		c, err := p.loader.compare(ctx, items[i].path, items[i].h, &wants[i])
+		doneMu.Lock()
+		done[i] = compared{c, err}
+		doneMu.Unlock()
+		return nil
+	})
+	replaced := map[string]bool{}
+	for i, it := range items {
+		path, e, h := it.path, it.e, it.h
+		want := &wants[i]
 		if b, ok := blockedBy[path]; ok && want.exists() {
 			switch b.state {
 			case parentSymlink:
@@ -330,7 +353,11 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 				}
 			}
 		}
-		c, err := p.loader.compare(ctx, path, h, &want)
+		r, ok := done[i]
+		if !ok {
+			r.c, r.err = p.loader.compare(ctx, path, h, want)
+		}
+		c, err := r.c, r.err
 		if err != nil {
 			return nil, err
 		}

@@ -785,9 +785,10 @@ type walkOptions struct {
 	// dirty: record which directories may differ from the last tree
 	// snapshot (tree.same), so a plan or snapshot skips the rest.
 	dirty bool
-	// found, when set, is called with every entry kept, from the walk's
-	// goroutines, as soon as it is listed.
-	found func(treeEntry)
+	// found, when set, is called with every entry kept but directories,
+	// from the walk's goroutines, as soon as it is listed, and whether the
+	// stat cache vouches for its content (see statCache.lookupEntry).
+	found func(te treeEntry, cached bool)
 }
 
 // walkTree lists the workspace without following symlinks, skipping
@@ -906,11 +907,12 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 				continue
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
-			if opt.found != nil {
-				opt.found(treeEntry{path: rel, st: e.st})
-			}
-			if dirty && !isDirty && !isDir {
-				isDirty = !cache.provenSame(rel, e.st, m.cfg.racy)
+			if !isDir && (dirty || opt.found != nil) {
+				ce, cached := cache.lookupEntry(rel, e.st, m.cfg.racy)
+				if opt.found != nil {
+					opt.found(treeEntry{path: rel, st: e.st}, cached)
+				}
+				isDirty = isDirty || dirty && !(cached && cache.byLast(ce))
 			}
 			if isDir {
 				sub = append(sub, job{rel, e.st, ig})

@@ -110,7 +110,12 @@ func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) 
 // one a files checkpoint put since) and the stat proves the content.
 func (c *statCache) provenSame(path string, st fileStat, window time.Duration) bool {
 	e, ok := c.lookupEntry(path, st, window)
-	return ok && c.last.tree != "" && e.verified == c.last.verified
+	return ok && c.byLast(e)
+}
+
+// byLast reports whether the last tree snapshot verified e.
+func (c *statCache) byLast(e cacheEntry) bool {
+	return c.last.tree != "" && e.verified == c.last.verified
 }
 
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
