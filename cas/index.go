@@ -167,8 +167,14 @@ func (s *Store) refresh(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.packs == nil {
-		x.packs = map[string]*packIdx{}
-		x.refs = map[Ref]entry{}
+		// Sized at once: growing it entry by entry costs more than
+		// reading the indexes.
+		n := 0
+		for _, p := range fresh {
+			n += len(p.entries)
+		}
+		x.packs = make(map[string]*packIdx, len(fresh))
+		x.refs = make(map[Ref]entry, n)
 	}
 	for _, p := range fresh {
 		x.packs[p.id] = p
