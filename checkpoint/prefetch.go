@@ -70,6 +70,7 @@ func (p *prefetcher) found(te treeEntry, cached bool) {
 	}
 	var prev *cacheEntry
 	if ce, ok := p.cache.entries[te.path]; ok {
+		ce = ce.full()
 		prev = &ce
 	}
 	select {

@@ -270,7 +270,8 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	for _, i := range idx {
 		e := &man.Files[i]
 		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
-			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
+			full := ce.full()
+			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
 			// The stat proves the content, not that its blobs are still
 			// stored: a GC after the checkpoints holding them were deleted
 			// removes them. A missing one is read and stored again.
@@ -282,7 +283,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 				}
 			}
 			if ok {
-				cache.put(e.Path, sts[i], e, start)
+				cache.reverify(e.Path, ce, sts[i], start)
 				continue
 			}
 			e.Digest, e.Base, e.Delta = "", "", ""
@@ -298,6 +299,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	prev := make(map[int]*cacheEntry, len(jobs))
 	for _, i := range jobs {
 		if ce, ok := cache.entries[man.Files[i].Path]; ok {
+			ce = ce.full()
 			prev[i] = &ce
 		}
 	}

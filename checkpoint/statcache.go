@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/trovekit/trove/cas"
 )
 
 // The stat cache remembers, per workspace path, the lstat it had and the
@@ -58,7 +60,21 @@ type cacheEntry struct {
 	st          fileStat
 	ref         string
 	base, delta string // how ref is stored, when as a delta (see Entry)
-	verified    int64  // ns: when the snapshot that last hashed or checked it started
+	// raw, in an entry read from the cache file, holds ref, base and delta
+	// as the file does (see appendCacheRef) until full turns them into
+	// strings: most entries are only compared by stat.
+	raw      []byte
+	verified int64 // ns: when the snapshot that last hashed or checked it started
+}
+
+// full returns e with its refs as strings.
+func (e cacheEntry) full() cacheEntry {
+	if e.raw != nil {
+		r := &reader{b: e.raw}
+		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
+		e.raw = nil
+	}
+	return e
 }
 
 // cacheMagic starts the file (see encode for the rest).
@@ -93,7 +109,7 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]st
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
 	e, ok := c.lookupEntry(path, st, window)
-	return e.ref, ok
+	return e.full().ref, ok
 }
 
 // lookupEntry is lookup returning the whole entry.
@@ -136,6 +152,13 @@ func racy(e cacheEntry, window time.Duration) bool {
 // put records path's stat and e's content.
 func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
+}
+
+// reverify records that the entry of path, content unchanged, has stat st
+// as of verified.
+func (c *statCache) reverify(path string, ce cacheEntry, st fileStat, verified int64) {
+	ce.st, ce.verified = st, verified
+	c.entries[path] = ce
 }
 
 // The cache is written in two parts, each one S2 block, so a snapshot
@@ -208,6 +231,10 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 	}
 	for _, p := range head.paths {
 		e := c.entries[p]
+		if e.raw != nil {
+			b = append(b, e.raw...)
+			continue
+		}
 		b = appendCacheRef(b, e.ref)
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
@@ -263,6 +290,30 @@ func (r *reader) cacheRef() string {
 	return r.ref()
 }
 
+// skipCacheRef passes over what cacheRef reads, reporting whether a ref
+// is set.
+func (r *reader) skipCacheRef() bool {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBadCache
+		return false
+	}
+	set := r.b[0] != 0
+	n := 1
+	if set {
+		n += 33
+		if len(r.b) < n || len("blob:")+len(cas.Algorithm(r.b[1]).String())+1+64 > len("blob:sha256:")+64 {
+			r.err = errBadCache
+			return false
+		}
+	}
+	if len(r.b) < n {
+		r.err = errBadCache
+		return false
+	}
+	r.b = r.b[n:]
+	return set
+}
+
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
@@ -298,7 +349,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if ne > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, ne), trees: make(map[string][]byte), older: make(map[string]bool)}
+	c := &statCache{entries: make(map[string]cacheEntry, ne), older: make(map[string]bool)}
 	var dirs []string
 	paths := make([]string, 0, ne)
 	ents := make([]cacheEntry, 0, ne)
@@ -334,12 +385,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errBadCache
 	}
-	// Most refs are the entries' digests: one buffer for all of them.
-	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail)), arena: make([]byte, 0, (len(ents)+len(dirs))*(len("blob:sha256:")+64))}
+	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail))}
 	nt := r.uvarint()
 	if nt > uint64(len(r.b)) {
 		return nil, errBadCache
 	}
+	// The refs of the trees and of the directories share one buffer.
+	r.arena = make([]byte, 0, (int(nt)+len(dirs)+1)*(len("blob:sha256:")+64))
+	c.trees = make(map[string][]byte, nt)
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()
 		c.trees[ref] = r.bytes()
@@ -349,10 +402,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	for i := range ents {
 		e := &ents[i]
-		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
+		at := r.b
+		ref, base, delta := r.skipCacheRef(), r.skipCacheRef(), r.skipCacheRef()
+		e.raw = at[: len(at)-len(r.b) : len(at)-len(r.b)]
 		// The checksum guards against damage; refs are checked again where a
 		// manifest is loaded.
-		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
+		if r.err == nil && ref && delta == base {
 			c.entries[paths[i]] = *e
 		}
 	}
