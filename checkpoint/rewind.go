@@ -208,7 +208,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		// own when one differs (the rules a snapshot used decide what
 		// counts as created since).
 		seen := &seenGitignores{files: map[string][]byte{}}
-		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true})
+		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
 		if err != nil {
 			return nil, err
 		}
@@ -254,13 +254,15 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		for _, s := range man.Skipped {
 			skipped[s.Path] = true
 		}
-		// Both lists are sorted by path: merge them, one state each.
-		hs := make([]pstate, len(t.entries))
+		// What is proven the same on both sides goes; the rest is sorted
+		// (the walk left it in any order) and merged with the entries.
+		ents := slices.DeleteFunc(t.entries, func(te treeEntry) bool { return skip(path.Dir(te.path)) })
+		if !slices.IsSortedFunc(ents, cmpTreeEntry) {
+			slices.SortFunc(ents, cmpTreeEntry)
+		}
+		hs := make([]pstate, len(ents))
 		items = make([]item, 0, len(files)+16)
-		for i, te := range t.entries {
-			if skip(path.Dir(te.path)) {
-				continue // proven the same on both sides
-			}
+		for i, te := range ents {
 			for len(files) > 0 && files[0].Path < te.path {
 				items = append(items, item{files[0].Path, nil, &files[0]})
 				files = files[1:]
@@ -449,7 +451,7 @@ type seenGitignores struct {
 func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 	return func(ctx context.Context, dir string, ents []dirEntry) ([]byte, error) {
 		data, err := gi(ctx, dir, ents)
-		if err == nil {
+		if err == nil && data != nil {
 			s.mu.Lock()
 			s.files[dir] = data
 			s.mu.Unlock()

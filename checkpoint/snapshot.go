@@ -719,7 +719,7 @@ func (pc *parentCheck) check(p string) (parentState, string, error) {
 // tree is the result of a walk.
 type tree struct {
 	listings map[string]dirCacheEntry // every directory read, for the stat cache
-	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
+	entries  []treeEntry              // dirs, files, symlinks, others; sorted by path (see walkOptions)
 	ignored  []string                 // ignored paths (not descended), sorted
 	skipped  []Skipped                // names a manifest cannot hold
 	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
@@ -791,7 +791,12 @@ type walkOptions struct {
 	// from the walk's goroutines, as soon as it is listed, and whether the
 	// stat cache vouches for its content (see statCache.lookupEntry).
 	found func(te treeEntry, cached bool)
+	// unsorted leaves tree.entries in any order: the caller sorts what
+	// it keeps.
+	unsorted bool
 }
+
+func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
 
 // walkTree lists the workspace without following symlinks, skipping
 // ignored paths (not descending into ignored directories) and rewind's
@@ -967,7 +972,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 	if first != nil {
 		return tree{}, first
 	}
-	slices.SortFunc(t.entries, func(a, b treeEntry) int { return strings.Compare(a.path, b.path) })
+	if !opt.unsorted {
+		slices.SortFunc(t.entries, cmpTreeEntry)
+	}
 	slices.Sort(t.ignored)
 	if dirty {
 		t.dirty = make(map[string]bool, 4*len(dirtyDirs))
