@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -78,7 +80,7 @@ func (e cacheEntry) full() cacheEntry {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-10\n"
+const cacheMagic = "trove-statcache-11\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -161,35 +163,35 @@ func (c *statCache) reverify(path string, ce cacheEntry, st fileStat, verified i
 	c.entries[path] = ce
 }
 
-// The cache is written in two parts, each one S2 block, so a snapshot
-// compresses the first (entries and listings, final once its files are
-// stored) while it builds its trees, and only the second (trees and the
-// last snapshot) after: magic, uvarint length of the first block, first
-// block, second block. Decoded, the first is a base time, the entries
-// sorted by path (verified as the distance back from the base, one byte for
-// nearly all) without their refs, and the listings; the second the trees,
-// the entries' refs in the same order (beside the trees, which hold the
-// same digests, so they compress against them), the last snapshot and a
-// CRC-32C of both parts before it. The second also holds the tree refs of
-// the directories (treeOf), in the order of the listings in the first.
+// The cache is written as three S2 blocks: magic, uvarint length of the
+// first, the first, uvarint length of the second, the second, the third.
+// A snapshot compresses the first two (entries and listings, final once its
+// files are stored) while it builds its trees, and only the third (trees
+// and the last snapshot) after; a reader decodes the three at once. Each
+// block ends with the CRC-32C of its bytes. Decoded, the first is a base
+// time and the entries sorted by path (verified as the distance back from
+// the base, one byte for nearly all) without their refs; the second the
+// base time and the listings; the third the entries' refs in the order of
+// the first (beside the trees, which hold the same digests, so they
+// compress against them), the trees, the tree refs of the directories
+// (treeOf) in the order of the second, and the last snapshot.
 
 // encode writes the whole cache.
 func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
 
-// cacheHead is the first part, compressed, the CRC-32C of its bytes, and
-// the order its entries were written in.
+// cacheHead is the first two blocks, compressed, and the order their
+// entries and listings were written in.
 type cacheHead struct {
-	block []byte
-	crc   uint32
-	paths []string
-	dirs  []string
+	entries, dirs []byte
+	paths         []string
+	order         []string // of dirs
 }
 
 // encodeHead encodes the entries and listings, verified times relative to
 // base (any time; the snapshot's start keeps them short).
 func (c *statCache) encodeHead(base int64) cacheHead {
 	paths := slices.Sorted(maps.Keys(c.entries))
-	b := make([]byte, 0, 64+len(paths)*100+len(c.dirs)*80)
+	b := make([]byte, 0, 64+len(paths)*80)
 	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
@@ -198,11 +200,14 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
 	}
+	entries := compressCache(appendCRC(b), false)
 	// Directories and trees in map order: nothing needs them sorted.
+	b = b[:0]
+	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
-	dirs := make([]string, 0, len(c.dirs))
+	order := make([]string, 0, len(c.dirs))
 	for d, e := range c.dirs {
-		dirs = append(dirs, d)
+		order = append(order, d)
 		b = appendStr(b, d)
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
@@ -211,24 +216,18 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 			b = appendStr(b, n)
 		}
 	}
-	return cacheHead{block: compressCache(b, false), crc: crc32.Checksum(b, castagnoli), paths: paths, dirs: dirs}
+	return cacheHead{entries: entries, dirs: compressCache(appendCRC(b), false), paths: paths, order: order}
 }
 
-// encodeTail encodes the trees and the last snapshot after head and
+// encodeTail encodes the refs, trees and the last snapshot after head and
 // returns the whole file.
 func (c *statCache) encodeTail(head cacheHead) []byte {
-	size := 64
+	size := 64 + len(head.paths)*36
 	for _, t := range c.trees {
 		size += len(t) + 40
 	}
 	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(c.trees)))
-	for r, t := range c.trees {
-		b = appendCacheRef(b, r)
-		b = binary.AppendUvarint(b, uint64(len(t)))
-		b = append(b, t...)
-		b = appendBool(b, c.older[r])
-	}
+	b = binary.AppendUvarint(b, uint64(len(head.paths)))
 	for _, p := range head.paths {
 		e := c.entries[p]
 		if e.raw != nil {
@@ -239,16 +238,32 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = appendCacheRef(b, e.base)
 		b = appendCacheRef(b, e.delta)
 	}
-	for _, d := range head.dirs {
+	b = binary.AppendUvarint(b, uint64(len(c.trees)))
+	for r, t := range c.trees {
+		b = appendCacheRef(b, r)
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+		b = appendBool(b, c.older[r])
+	}
+	for _, d := range head.order {
 		b = appendCacheRef(b, c.treeOf[d])
 	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
 	b = binary.AppendVarint(b, c.last.verified)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Update(head.crc, castagnoli, b))
-	out := append([]byte(cacheMagic), binary.AppendUvarint(nil, uint64(len(head.block)))...)
-	out = append(out, head.block...)
-	return append(out, compressCache(b, true)...)
+	tail := compressCache(appendCRC(b), true)
+	out := make([]byte, 0, len(cacheMagic)+20+len(head.entries)+len(head.dirs)+len(tail))
+	out = append(out, cacheMagic...)
+	out = binary.AppendUvarint(out, uint64(len(head.entries)))
+	out = append(out, head.entries...)
+	out = binary.AppendUvarint(out, uint64(len(head.dirs)))
+	out = append(out, head.dirs...)
+	return append(out, tail...)
+}
+
+// appendCRC appends the CRC-32C of b.
+func appendCRC(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // compressCache is one S2 block (snappy's successor, from the zstd module):
@@ -322,40 +337,83 @@ func (r *reader) skipCacheRef() bool {
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
+// The three blocks are decoded at once: the cache is read before a walk
+// can start.
 func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
 	rest := data[len(cacheMagic):]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)-k) {
-		return nil, errBadCache
+	var blocks [3][]byte
+	for i := range 2 {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nil, errBadCache
+		}
+		blocks[i], rest = rest[k:k+int(n)], rest[k+int(n):]
 	}
-	head, err := decodeBlock(rest[k : k+int(n)])
+	blocks[2] = rest
+	c := &statCache{older: make(map[string]bool)}
+	var (
+		wg         sync.WaitGroup
+		errE, errD error
+		order      []string                 // of the listings
+		listed     = make(chan struct{})    // closed once order is set
+		refs       = make(chan [][]byte, 1) // the entries' refs, nil on failure
+	)
+	wg.Go(func() { c.entries, errE = decodeEntries(blocks[0], refs) })
+	wg.Go(func() {
+		defer close(listed)
+		c.dirs, order, errD = decodeListings(blocks[1])
+	})
+	err := c.decodeTail(blocks[2], refs, listed, &order)
+	wg.Wait()
+	if err == nil {
+		err = cmp.Or(errE, errD)
+	}
 	if err != nil {
 		return nil, err
 	}
-	tail, err := decodeBlock(rest[k+int(n):])
+	return c, nil
+}
+
+// openBlock decompresses a block and checks its CRC-32C.
+func openBlock(b []byte) ([]byte, error) {
+	raw, err := decodeBlock(b)
 	if err != nil {
 		return nil, err
 	}
-	if len(tail) < 4 {
+	if len(raw) < 4 {
 		return nil, errBadCache
 	}
-	tail, sum := tail[:len(tail)-4], binary.LittleEndian.Uint32(tail[len(tail)-4:])
-	if crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail) != sum {
+	raw, sum := raw[:len(raw)-4], binary.LittleEndian.Uint32(raw[len(raw)-4:])
+	if crc32.Checksum(raw, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	// The decoded bytes are ours and never written again: strings can
-	// share them.
-	r := &reader{b: head, s: unsafe.String(unsafe.SliceData(head), len(head))}
+	return raw, nil
+}
+
+// newReader reads b; the decoded bytes are ours and never written again,
+// so strings can share them.
+func newReader(b []byte) *reader {
+	return &reader{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))}
+}
+
+// decodeEntries parses the first block, then takes the entries' refs (as
+// the third block holds them) from refs.
+func decodeEntries(block []byte, refs <-chan [][]byte) (map[string]cacheEntry, error) {
+	raw, err := openBlock(block)
+	if err != nil {
+		<-refs
+		return nil, err
+	}
+	r := newReader(raw)
 	base := r.varint()
 	ne := r.uvarint()
 	if ne > uint64(len(r.b)) {
+		<-refs
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, ne), older: make(map[string]bool)}
-	var dirs []string
 	paths := make([]string, 0, ne)
 	ents := make([]cacheEntry, 0, ne)
 	for i := uint64(0); i < ne && r.err == nil; i++ {
@@ -365,38 +423,93 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		e.verified = base - r.varint()
 		ents = append(ents, e)
 	}
-	nd := r.uvarint()
-	if nd > uint64(len(r.b)) {
+	rs := <-refs
+	if r.err != nil || len(r.b) != 0 || rs == nil || len(rs) != len(ents) {
 		return nil, errBadCache
 	}
-	c.dirs = make(map[string]dirCacheEntry, nd)
-	dirs = make([]string, 0, nd)
+	m := make(map[string]cacheEntry, len(ents))
+	for i := range ents {
+		if rs[i] != nil {
+			ents[i].raw = rs[i]
+			m[paths[i]] = ents[i]
+		}
+	}
+	return m, nil
+}
+
+// decodeListings parses the second block, returning the listings and the
+// order they were written in.
+func decodeListings(block []byte) (map[string]dirCacheEntry, []string, error) {
+	raw, err := openBlock(block)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := newReader(raw)
+	base := r.varint()
+	nd := r.uvarint()
+	if nd > uint64(len(r.b)) {
+		return nil, nil, errBadCache
+	}
+	dirs := make(map[string]dirCacheEntry, nd)
+	order := make([]string, 0, nd)
 	for i := uint64(0); i < nd && r.err == nil; i++ {
 		d := r.str()
-		dirs = append(dirs, d)
+		order = append(order, d)
 		var e dirCacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
 		nn := r.uvarint()
 		if nn > uint64(len(r.b)) {
-			return nil, errBadCache
+			return nil, nil, errBadCache
 		}
 		e.names = make([]string, 0, nn)
 		for j := uint64(0); j < nn && r.err == nil; j++ {
 			e.names = append(e.names, r.str())
 		}
-		c.dirs[d] = e
+		dirs[d] = e
 	}
 	if r.err != nil || len(r.b) != 0 {
-		return nil, errBadCache
+		return nil, nil, errBadCache
 	}
-	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail))}
+	return dirs, order, nil
+}
+
+// decodeTail parses the third block: it hands the entries' refs to refs
+// (always once, nil on failure), then reads the trees, and the directories'
+// tree refs once the listings are read (listed closed, order set).
+func (c *statCache) decodeTail(block []byte, refs chan<- [][]byte, listed <-chan struct{}, order *[]string) error {
+	raw, err := openBlock(block)
+	if err != nil {
+		refs <- nil
+		return err
+	}
+	r := newReader(raw)
+	ne := r.uvarint()
+	if ne > uint64(len(r.b)) {
+		refs <- nil
+		return errBadCache
+	}
+	rs := make([][]byte, ne)
+	for i := range rs {
+		at := r.b
+		ref, base, delta := r.skipCacheRef(), r.skipCacheRef(), r.skipCacheRef()
+		// The checksum guards against damage; refs are checked again where
+		// a manifest is loaded.
+		if r.err == nil && ref && delta == base {
+			rs[i] = at[: len(at)-len(r.b) : len(at)-len(r.b)]
+		}
+	}
+	if r.err != nil {
+		refs <- nil
+		return errBadCache
+	}
+	refs <- rs
 	nt := r.uvarint()
 	if nt > uint64(len(r.b)) {
-		return nil, errBadCache
+		return errBadCache
 	}
-	// The refs of the trees and of the directories share one buffer.
-	r.arena = make([]byte, 0, (int(nt)+len(dirs)+1)*(len("blob:sha256:")+64))
+	// The trees' refs share one buffer, the directories' another.
+	r.arena = make([]byte, 0, (int(nt)+1)*(len("blob:sha256:")+64))
 	c.trees = make(map[string][]byte, nt)
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()
@@ -405,28 +518,19 @@ func decodeStatCache(data []byte) (*statCache, error) {
 			c.older[ref] = true
 		}
 	}
-	for i := range ents {
-		e := &ents[i]
-		at := r.b
-		ref, base, delta := r.skipCacheRef(), r.skipCacheRef(), r.skipCacheRef()
-		e.raw = at[: len(at)-len(r.b) : len(at)-len(r.b)]
-		// The checksum guards against damage; refs are checked again where a
-		// manifest is loaded.
-		if r.err == nil && ref && delta == base {
-			c.entries[paths[i]] = *e
-		}
-	}
-	c.treeOf = make(map[string]string, len(dirs))
-	for _, d := range dirs {
+	<-listed // the order of the tree refs
+	r.arena = make([]byte, 0, (len(*order)+1)*(len("blob:sha256:")+64))
+	c.treeOf = make(map[string]string, len(*order))
+	for _, d := range *order {
 		if ref := r.cacheRef(); ref != "" {
 			c.treeOf[d] = ref
 		}
 	}
 	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	if r.err != nil || len(r.b) != 0 {
-		return nil, errBadCache
+		return errBadCache
 	}
-	return c, nil
+	return nil
 }
 
 // decodeBlock decompresses one S2 block of the cache, bounded.
