@@ -294,3 +294,48 @@ func TestRewindPrewritesCleanUp(t *testing.T) {
 		t.Errorf("temporary files left by a rewind: %v", left)
 	}
 }
+
+// TestRewindLikelyWritesCleanUp: a rewind starts writing, before its plan,
+// the files that differ between the checkpoint and the last snapshot; one
+// the workspace already has back is left alone, its temporary file removed.
+func TestRewindLikelyWritesCleanUp(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n"})
+	if _, err := m.CreateTree(ctx, "cp"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a/x.txt", "b/y.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("edited\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.CreateTree(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	// a/x.txt is back as the checkpoint has it; b/y.txt is not.
+	if err := os.WriteFile(filepath.Join(dir, "a/x.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Rewind(ctx, "cp", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.FilesChanged, []string{"b/y.txt"}) {
+		t.Fatalf("rewound %v, want b/y.txt", res.FilesChanged)
+	}
+	var left []string
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+		if strings.HasPrefix(filepath.Base(p), tempPrefix) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	for p, want := range map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, p)); string(b) != want {
+			t.Errorf("%s = %q, want %q", p, b, want)
+		}
+	}
+}

@@ -17,12 +17,13 @@ type prewriter struct {
 	sem chan struct{}
 	wg  sync.WaitGroup
 
-	mu    sync.Mutex
-	temps map[string]string // path -> its temporary file, written
+	mu      sync.Mutex
+	temps   map[string]string // path -> its temporary file, written
+	started map[string]bool
 }
 
 func newPrewriter(ctx context.Context, m *Manager) *prewriter {
-	return &prewriter{m: m, ctx: ctx, sem: make(chan struct{}, 8), temps: map[string]string{}}
+	return &prewriter{m: m, ctx: ctx, sem: make(chan struct{}, 8), temps: map[string]string{}, started: map[string]bool{}}
 }
 
 // start writes c's checkpoint content to a temporary file beside c.path,
@@ -30,6 +31,13 @@ func newPrewriter(ctx context.Context, m *Manager) *prewriter {
 // writes it). A failure is left to apply, which tries again.
 func (w *prewriter) start(c *change) {
 	if w == nil || c.b.kind != TypeFile {
+		return
+	}
+	w.mu.Lock()
+	again := w.started[c.path]
+	w.started[c.path] = true
+	w.mu.Unlock()
+	if again {
 		return
 	}
 	w.wg.Go(func() {
@@ -89,4 +97,60 @@ func (w *prewriter) take(path string) (string, bool) {
 	tmp, ok := w.temps[path]
 	delete(w.temps, path)
 	return tmp, ok
+}
+
+// likelyMax bounds the files a rewind writes before its plan says so.
+const likelyMax = 64
+
+// likely starts writing, before the plan has walked the workspace, the
+// files of tree checkpoint man that differ from the last tree snapshot's
+// (their trees differ, then their digests): when the workspace is close to
+// that snapshot, as it is after an agent's edits, they are what a rewind
+// writes, and their fsyncs overlap the walk. The plan decides; apply takes
+// only what it would write, at the checkpoint's content.
+func (w *prewriter) likely(man *Manifest, cache *statCache) {
+	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
+		return
+	}
+	w.wg.Go(func() {
+		n := 0
+		var visit func(dir, ref string, depth int)
+		visit = func(dir, ref string, depth int) {
+			if ref == cache.treeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
+				return
+			}
+			data, ok := cache.trees[ref]
+			if !ok {
+				var err error
+				if data, err = w.m.blobs.get(w.ctx, ref); err != nil {
+					return // the plan reports it
+				}
+			}
+			kids, err := decodeTree(data)
+			if err != nil {
+				return
+			}
+			prefix := dir + "/"
+			if dir == "." {
+				prefix = ""
+			}
+			for _, k := range kids {
+				if !validName(k.name, depth == 0) {
+					return
+				}
+				p := prefix + k.name
+				if e := k.entry; e != nil && e.Exists && e.typ() == TypeFile && n < likelyMax {
+					if ce, ok := cache.entries[p]; !ok || !cache.byLast(ce) || ce.full().ref != e.Digest {
+						n++
+						want := stateOf(e)
+						w.start(&change{path: p, b: &want})
+					}
+				}
+				if k.sub != "" {
+					visit(p, k.sub, depth+1)
+				}
+			}
+		}
+		visit(".", man.Tree, 0)
+	})
 }

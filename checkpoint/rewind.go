@@ -207,6 +207,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		// checkpoint's entries load; it is redone with the checkpoint's
 		// own when one differs (the rules a snapshot used decide what
 		// counts as created since).
+		p.pre.likely(man, p.cache)
 		seen := &seenGitignores{files: map[string][]byte{}}
 		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
 		if err != nil {
