@@ -203,10 +203,9 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 			}
 		}
 	case KindTree:
-		// The walk takes the workspace's .gitignore files while the
-		// checkpoint's entries load; it is redone with the checkpoint's
-		// own when one differs (the rules a snapshot used decide what
-		// counts as created since).
+		// The walk takes the workspace's .gitignore files; it is redone
+		// with the checkpoint's own when one differs (the rules a
+		// snapshot used decide what counts as created since).
 		p.pre.likely(man, p.cache)
 		seen := &seenGitignores{files: map[string][]byte{}}
 		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
