@@ -93,6 +93,10 @@ func (x *index) add(p *packIdx) {
 	}
 }
 
+// LoadIndexes reads the pack indexes now, as the first lookup would: a
+// caller about to look blobs up can do it while it does other work.
+func (s *Store) LoadIndexes(ctx context.Context) error { return s.ensureIndex(ctx) }
+
 func (s *Store) ensureIndex(ctx context.Context) error {
 	if s.idx.isLoaded() {
 		return nil
@@ -163,8 +167,14 @@ func (s *Store) refresh(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.packs == nil {
-		x.packs = map[string]*packIdx{}
-		x.refs = map[Ref]entry{}
+		// Sized at once: growing it entry by entry costs more than
+		// reading the indexes.
+		n := 0
+		for _, p := range fresh {
+			n += len(p.entries)
+		}
+		x.packs = make(map[string]*packIdx, len(fresh))
+		x.refs = make(map[Ref]entry, n)
 	}
 	for _, p := range fresh {
 		x.packs[p.id] = p

@@ -304,12 +304,12 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.warmBlobs(ctx)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer m.warmBlobs(ctx, man.Tree)()
-	p, err := m.plan(ctx, man, loaded)
+	p, err := m.plan(ctx, man, loaded, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -60,9 +60,9 @@ func (c *countingWS) rename(from, to string) error {
 	return c.Workspace.rename(from, to)
 }
 
-func (c *countingWS) writeAtomic(name string, src io.Reader, perm fs.FileMode, sync bool) error {
+func (c *countingWS) writeTemp(name string, src io.Reader, perm fs.FileMode, sync bool) (string, error) {
 	c.note(&c.mutations, "write "+name)
-	return c.Workspace.writeAtomic(name, src, perm, sync)
+	return c.Workspace.writeTemp(name, src, perm, sync)
 }
 
 func (c *countingWS) chmod(name string, perm fs.FileMode) error {

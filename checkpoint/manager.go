@@ -263,24 +263,30 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, clip(man.ID))
 	}
 	known := m.loadCache(ctx).trees
+	if last := m.cache.last.tree; last != "" && m.cache.treeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
+		// The plan will most likely need only the trees that differ from
+		// the last snapshot's (see changedEntries): all are loaded only
+		// when asked.
+		return man, sync.OnceValue(func() error { return m.loadBody(ctx, man, known) }), nil
+	}
 	done := make(chan error, 1)
 	go func() { done <- m.loadBody(ctx, man, known) }()
 	return man, sync.OnceValue(func() error { return <-done }), nil
 }
 
-// warmBlobs has the blob store load its pack indexes in the background (a
-// process's first lookup reads them all) while the caller walks the
-// workspace; the returned function waits for it. ref should be stored (a
-// tree the operation reads anyway): a missing one costs a second listing
-// of the indexes. "" warms nothing.
-func (m *Manager) warmBlobs(ctx context.Context, ref string) func() {
-	if ref == "" {
+// warmBlobs has a cas store load its pack indexes in the background (a
+// process's first lookup reads them all) while the caller reads the stat
+// cache and walks the workspace; the returned function waits for it.
+func (m *Manager) warmBlobs(ctx context.Context) func() {
+	cb, _ := m.blobs.(casBlobs)
+	s, ok := cb.s.(*cas.Store)
+	if !ok {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = m.blobs.has(ctx, ref)
+		_ = s.LoadIndexes(ctx) // a failure shows again where a blob is read
 	}()
 	return func() { <-done }
 }

@@ -55,6 +55,9 @@ type plan struct {
 	loader  *loader
 	touched map[string]bool // directories whose entries change
 	temps   []treeEntry     // rewind's temporary files the walk found
+	// pre (a real rewind) writes changed files to temporary names while
+	// the plan goes on.
+	pre *prewriter
 }
 
 // Rewind restores the workspace to checkpoint id: every file byte for byte
@@ -75,13 +78,19 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
+	defer m.warmBlobs(ctx)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
-	defer m.warmBlobs(ctx, man.Tree)()
 	t0 := time.Now()
-	p, err := m.plan(ctx, man, loaded)
+	var pre *prewriter
+	if !dryRun {
+		pre = newPrewriter(ctx, m)
+		// Whatever apply did not take (a failure, a conflict) goes.
+		defer pre.discard()
+	}
+	p, err := m.plan(ctx, man, loaded, pre)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
@@ -142,13 +151,13 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 // plan compares the workspace with man and decides every operation;
 // loaded waits for man's entries (see loadForPlan), which the walk of a
 // tree checkpoint needs only for .gitignore files.
-func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) (*plan, error) {
+func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, pre *prewriter) (*plan, error) {
 	if man.Kind != KindTree {
 		if err := loaded(); err != nil {
 			return nil, err
 		}
 	}
-	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}}
+	p := &plan{man: man, chmods: map[string]fs.FileMode{}, cache: m.loadCache(ctx), touched: map[string]bool{}, pre: pre}
 
 	// items pairs every path with what the workspace has there (h, nil for
 	// nothing) and the checkpoint's entry (e, nil for none), sorted by path.
@@ -166,8 +175,10 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 	}
 	blockedBy := map[string]blocked{}
 
+	var like string // see likeRef
 	switch man.Kind {
 	case KindFiles:
+		like = likeRef(man.Files)
 		pc := parentCheck{ws: m.ws}
 		for i := range man.Files {
 			e := &man.Files[i]
@@ -192,27 +203,49 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			}
 		}
 	case KindTree:
-		// The walk takes the workspace's .gitignore files while the
-		// checkpoint's entries load; it is redone with the checkpoint's
-		// own when one differs (the rules a snapshot used decide what
-		// counts as created since).
+		// The walk takes the workspace's .gitignore files; it is redone
+		// with the checkpoint's own when one differs (the rules a
+		// snapshot used decide what counts as created since).
+		p.pre.likely(man, p.cache)
 		seen := &seenGitignores{files: map[string][]byte{}}
-		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore))
-		if lerr := loaded(); lerr != nil {
-			return nil, lerr
-		}
+		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
 		if err != nil {
 			return nil, err
 		}
-		same, err := m.sameGitignores(man, t, seen.files)
+		// Only the entries of trees that may differ from the workspace,
+		// when the stat cache can tell; else all of them.
+		files, skip, partial, err := m.changedEntries(ctx, man, &t)
+		if err != nil {
+			return nil, err
+		}
+		full := func() error {
+			if err := loaded(); err != nil {
+				return err
+			}
+			files, skip = man.Files, func(string) bool { return false }
+			return nil
+		}
+		if !partial {
+			if err := full(); err != nil {
+				return nil, err
+			}
+		}
+		same, err := m.sameGitignores(files, skip, t, seen.files)
 		if err != nil {
 			return nil, err
 		}
 		if !same {
-			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man)); err != nil {
+			if partial {
+				if err := full(); err != nil {
+					return nil, err
+				}
+			}
+			if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), walkOptions{}); err != nil {
 				return nil, err
 			}
 		}
+		like = likeRef(files)
+		m.cfg.log.Debug("checkpoint: trees compared", "id", man.ID, "partial", partial && same, "entries", len(files))
 		p.temps = t.temps
 		for _, ig := range t.ignored {
 			keep[ig] = true
@@ -221,11 +254,15 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 		for _, s := range man.Skipped {
 			skipped[s.Path] = true
 		}
-		// Both lists are sorted by path: merge them, one state each.
-		hs := make([]pstate, len(t.entries))
-		items = make([]item, 0, max(len(t.entries), len(man.Files))+16)
-		files := man.Files
-		for i, te := range t.entries {
+		// What is proven the same on both sides goes; the rest is sorted
+		// (the walk left it in any order) and merged with the entries.
+		ents := slices.DeleteFunc(t.entries, func(te treeEntry) bool { return skip(path.Dir(te.path)) })
+		if !slices.IsSortedFunc(ents, cmpTreeEntry) {
+			slices.SortFunc(ents, cmpTreeEntry)
+		}
+		hs := make([]pstate, len(ents))
+		items = make([]item, 0, len(files)+16)
+		for i, te := range ents {
 			for len(files) > 0 && files[0].Path < te.path {
 				items = append(items, item{files[0].Path, nil, &files[0]})
 				files = files[1:]
@@ -254,8 +291,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			items = append(items, item{files[i].Path, nil, &files[i]})
 		}
 	}
-	// man's entries are loaded by now (loaded was waited for).
-	p.loader = &loader{m: m, cache: p.cache, like: likeRef(man)}
+	p.loader = &loader{m: m, cache: p.cache, like: like}
 
 	// keptBelow: directories holding something rewind leaves alone.
 	keptBelow := make(map[string]bool)
@@ -269,13 +305,36 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 			p.conflict = err
 		}
 	}
-	replaced := map[string]bool{}
-	for _, it := range items {
-		path, e, h := it.path, it.e, it.h
-		if h == nil {
-			h = &pstate{ws: true} // nothing there
+	wants := make([]pstate, len(items))
+	var files []int // items with a file on both sides
+	for i := range items {
+		if items[i].h == nil {
+			items[i].h = &pstate{ws: true} // nothing there
 		}
-		want := stateOf(e)
+		wants[i] = stateOf(items[i].e)
+		if items[i].h.kind == TypeFile && wants[i].kind == TypeFile {
+			files = append(files, i)
+		}
+	}
+	// Files are compared two at a time first: reading and diffing those
+	// that changed is most of a plan's work after the walk.
+	type compared struct {
+		c   *change
+		err error
+	}
+	done := make(map[int]compared, len(files))
+	var doneMu sync.Mutex
+	_ = parallel(ctx, files, 2, func(i int) error {
+		c, err := p.loader.compare(ctx, items[i].path, items[i].h, &wants[i])
+		doneMu.Lock()
+		done[i] = compared{c, err}
+		doneMu.Unlock()
+		return nil
+	})
+	replaced := map[string]bool{}
+	for i, it := range items {
+		path, e, h := it.path, it.e, it.h
+		want := &wants[i]
 		if b, ok := blockedBy[path]; ok && want.exists() {
 			switch b.state {
 			case parentSymlink:
@@ -296,7 +355,11 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 				}
 			}
 		}
-		c, err := p.loader.compare(ctx, path, h, &want)
+		r, ok := done[i]
+		if !ok {
+			r.c, r.err = p.loader.compare(ctx, path, h, want)
+		}
+		c, err := r.c, r.err
 		if err != nil {
 			return nil, err
 		}
@@ -320,9 +383,15 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error) 
 				p.mkdirs = append(p.mkdirs, e)
 			case TypeFile, TypeSymlink:
 				p.writes = append(p.writes, c)
+				if p.conflict == nil && !h.exists() {
+					p.pre.start(c)
+				}
 			}
 		case want.kind == TypeFile && h.digest != want.digest, want.kind == TypeSymlink && h.target != want.target:
 			p.writes = append(p.writes, c)
+			if p.conflict == nil {
+				p.pre.start(c)
+			}
 		case want.exists() && h.mode != want.mode && want.kind != TypeSymlink:
 			p.chmods[path] = want.mode
 		}
@@ -342,10 +411,10 @@ func parentsOf(p string) []string {
 	return out
 }
 
-// likeRef is a digest of man whose algorithm workspace files are hashed
-// with; sha256 when man has no file.
-func likeRef(man *Manifest) string {
-	for _, e := range man.Files {
+// likeRef is a digest of files whose algorithm workspace files are hashed
+// with; sha256 when there is no file.
+func likeRef(files []Entry) string {
+	for _, e := range files {
 		if e.Exists && e.typ() == TypeFile {
 			return e.Digest
 		}
@@ -382,7 +451,7 @@ type seenGitignores struct {
 func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 	return func(ctx context.Context, dir string, ents []dirEntry) ([]byte, error) {
 		data, err := gi(ctx, dir, ents)
-		if err == nil {
+		if err == nil && data != nil {
 			s.mu.Lock()
 			s.files[dir] = data
 			s.mu.Unlock()
@@ -392,11 +461,17 @@ func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 }
 
 // sameGitignores reports whether every directory the walk t read has the
-// .gitignore in man that it had in the workspace (seen), so the walk's
-// rules were man's. A directory the walk did not read was ignored by rules
-// that were the same, or is gone: man's .gitignore there changes nothing.
-func (m *Manager) sameGitignores(man *Manifest, t tree, seen map[string][]byte) (bool, error) {
+// .gitignore in the checkpoint (its entries files, but for directories
+// skip says are the same on both sides) that it had in the workspace
+// (seen), so the walk's rules were the checkpoint's. A directory the walk
+// did not read was ignored by rules that were the same, or is gone: the
+// checkpoint's .gitignore there changes nothing.
+func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, seen map[string][]byte) (bool, error) {
+	man := Manifest{Files: files}
 	for dir := range t.listings {
+		if skip(dir) {
+			continue
+		}
 		name := ".gitignore"
 		if dir != "." {
 			name = dir + "/.gitignore"
@@ -479,9 +554,17 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(c.path)
 	}
+	p.pre.done()
 	err := parallel(ctx, p.writes, 8, func(c *change) error {
 		switch c.b.kind {
 		case TypeFile:
+			if tmp, ok := p.pre.take(c.path); ok {
+				if err := m.ws.rename(tmp, c.path); err != nil {
+					_ = m.ws.remove(tmp)
+					return err
+				}
+				return nil
+			}
 			// Streamed from the blob store, verified as it goes: a
 			// mismatch fails the write and leaves the file as it was.
 			rc, err := m.openContent(ctx, c.b.digest, c.b.base, c.b.delta)
@@ -489,7 +572,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 				return err
 			}
 			defer rc.Close()
-			return m.ws.writeAtomic(c.path, rc, c.b.mode, m.cfg.sync)
+			return writeAtomic(m.ws, c.path, rc, c.b.mode, m.cfg.sync)
 		case TypeSymlink:
 			tmp := tempName(c.path)
 			if err := m.ws.symlink(c.b.target, tmp); err != nil {
@@ -585,9 +668,25 @@ type safeParents struct {
 	ok map[string]bool // verified real directories
 }
 
+// present reports whether every parent of p is a real directory already.
+func (s *safeParents) present(p string) (bool, error) {
+	missing, notDir, err := s.scan(p)
+	return !missing && notDir == "" && err == nil, err
+}
+
 // check fails unless every parent of p is a real directory (or missing:
 // then there is nothing under it to touch).
 func (s *safeParents) check(p string) error {
+	_, notDir, err := s.scan(p)
+	if err == nil && notDir != "" {
+		err = errUnsafe("%q: parent %q is no longer a directory", p, notDir)
+	}
+	return err
+}
+
+// scan lstats the parents of p, top down, up to the first that is missing
+// or is not a real directory (notDir).
+func (s *safeParents) scan(p string) (missing bool, notDir string, err error) {
 	for _, d := range parentsOf(p) {
 		if s.ok[d] {
 			continue
@@ -595,15 +694,15 @@ func (s *safeParents) check(p string) error {
 		st, err := s.ws.lstat(d)
 		switch {
 		case isAbsent(err):
-			return nil
+			return true, "", nil
 		case err != nil:
-			return err
+			return false, "", err
 		case !st.isDir():
-			return errUnsafe("%q: parent %q is no longer a directory", p, d)
+			return false, d, nil
 		}
 		s.ok[d] = true
 	}
-	return nil
+	return false, "", nil
 }
 
 // ensure makes dir and its parents real directories, creating missing ones;

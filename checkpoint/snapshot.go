@@ -127,11 +127,11 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		sts = append(sts, st)
 	}
 	batch := m.blobs.newBatch()
-	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano()); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano(), nil); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano())
+	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -149,7 +149,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer m.warmBlobs(ctx, m.loadCache(ctx).last.tree)()
+	defer m.warmBlobs(ctx)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
 	if !cc.noDefaults {
@@ -164,10 +164,15 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		limit = -1
 	}
 
-	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore)
+	batch := m.blobs.newBatch()
+	pf := m.newPrefetcher(ctx, batch, limit)
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true, found: pf.found})
+	prefetched := pf.wait()
 	if err != nil {
+		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	ru := m.newReuser(ctx, man, &tree)
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
 	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
@@ -186,6 +191,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 				continue // gone since the walk
 			}
 			if err != nil {
+				batch.discard()
 				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 			}
 			if !utf8.ValidString(target) {
@@ -207,8 +213,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			man.Skipped = append(man.Skipped, Skipped{Path: te.path, Reason: "type"})
 		}
 	}
-	batch := m.blobs.newBatch()
-	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano()); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano(), prefetched); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -230,7 +235,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano())
+	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano(), ru)
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
@@ -255,16 +260,18 @@ func sortSkipped(s []Skipped) {
 // when the stat proves the content unchanged, else by reading the file and
 // putting it into batch (flushed by writeManifest), with a few workers
 // reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
-// (Create) or dropped by the caller (CreateTree).
-func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64) error {
+// (Create) or dropped by the caller (CreateTree). Files in pre (stored while
+// the walk went on) with the same stat are not read again.
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched) error {
 	cache := m.loadCache(ctx)
-	var jobs []int
+	var jobs, done []int        // files to store, files stored by the prefetch
 	stored := map[string]bool{} // refs known to be in the store, this call
 	kept := m.lastKept(ctx)
 	for _, i := range idx {
 		e := &man.Files[i]
 		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
-			e.Digest, e.Base, e.Delta = ce.ref, ce.base, ce.delta
+			full := ce.full()
+			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
 			// The stat proves the content, not that its blobs are still
 			// stored: a GC after the checkpoints holding them were deleted
 			// removes them. A missing one is read and stored again.
@@ -276,10 +283,15 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 				}
 			}
 			if ok {
-				cache.put(e.Path, sts[i], e, start)
+				cache.reverify(e.Path, ce, sts[i], start)
 				continue
 			}
 			e.Digest, e.Base, e.Delta = "", "", ""
+		}
+		if pf, ok := pre[e.Path]; ok && pf.st == sts[i] {
+			*e = pf.e
+			done = append(done, i)
+			continue
 		}
 		jobs = append(jobs, i)
 	}
@@ -287,10 +299,14 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	prev := make(map[int]*cacheEntry, len(jobs))
 	for _, i := range jobs {
 		if ce, ok := cache.entries[man.Files[i].Path]; ok {
+			ce = ce.full()
 			prev[i] = &ce
 		}
 	}
-	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs))
+	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
+	for _, i := range done {
+		cache.put(man.Files[i].Path, sts[i], &man.Files[i], start)
+	}
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -382,12 +398,77 @@ feed:
 // stored and names the tree it wrote: then GC keeps every blob it names
 // (see statCache.last). Under m.mu.
 func (m *Manager) lastKept(ctx context.Context) bool {
+	return m.keptHeader(ctx) != nil
+}
+
+// keptHeader is the header of the last tree snapshot when lastKept, else
+// nil.
+func (m *Manager) keptHeader(ctx context.Context) *Manifest {
 	last := m.loadCache(ctx).last
 	if last.id == "" || ValidID(last.id) != nil {
-		return false
+		return nil
 	}
 	man, err := m.loadHeader(ctx, last.id)
-	return err == nil && man.Version == ManifestVersion && man.Tree == last.tree
+	if err != nil || man.Version != ManifestVersion || man.Tree != last.tree {
+		return nil
+	}
+	return man
+}
+
+// reuser says which directories of a tree snapshot have the last tree
+// snapshot's tree object: those the walk proved unchanged (tree.same),
+// under the same rules (the snapshot's options and every .gitignore above
+// them), so that neither they nor anything below is built again.
+type reuser struct {
+	t       *tree
+	treeOf  map[string]string // the last snapshot's
+	changed map[string]bool   // t.rulesChanged
+	top     map[string]bool   // directories reused, not below another
+}
+
+// newReuser returns nil when nothing can be reused: no last snapshot whose
+// manifest is kept (GC keeps the trees it names only then), or one taken
+// with other options.
+func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser {
+	if t.dirty == nil {
+		return nil
+	}
+	last := m.keptHeader(ctx)
+	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
+		return nil
+	}
+	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged)), top: map[string]bool{}}
+	for _, d := range t.rulesChanged {
+		r.changed[d] = true
+	}
+	return r
+}
+
+func (r *reuser) reuse(dir string) (string, bool) {
+	ref := r.treeOf[dir]
+	if ref == "" || !r.t.same(dir) {
+		return "", false
+	}
+	for d := dir; d != "."; {
+		d = path.Dir(d)
+		if r.changed[d] {
+			return "", false
+		}
+	}
+	r.top[dir] = true
+	return ref, true
+}
+
+// covered reports whether dir is at or below a reused directory.
+func (r *reuser) covered(dir string) bool {
+	for d := dir; ; d = path.Dir(d) {
+		if r.top[d] {
+			return true
+		}
+		if d == "." {
+			return false
+		}
+	}
 }
 
 // allStored reports whether every ref is in the blob store, remembering
@@ -453,7 +534,9 @@ const inlineMax = 64
 // (so the blobs it names are durable before it), and writes the manifest
 // atomically and, with save, beside it the stat cache, which keeps the trees
 // of a tree snapshot (keep).
-func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64) error {
+//
+// ru (tree snapshots, may be nil) reuses the trees of unchanged directories.
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64, ru *reuser) error {
 	t0 := time.Now()
 	var kept map[string][]byte
 	if keep {
@@ -469,6 +552,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	}
 	var root string
 	var trees []string
+	var built int // tree objects built, not reused
 	var err error
 	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
 		// A few named files (a rewind's undo, an agent's checkpoint before
@@ -478,7 +562,27 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		man.Version = manifestV1
 	} else {
 		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
-		root, trees, err = putTrees(ctx, sink, man.Files, kept)
+		treeOf := map[string]string{}
+		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
+		if ru != nil {
+			hooks.reuse = ru.reuse
+		}
+		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
+		if err == nil && ru != nil && len(ru.top) > 0 {
+			// Below a reused tree, every directory has the last snapshot's.
+			for d := range cache.dirs {
+				if ref := ru.treeOf[d]; ref != "" && ru.covered(d) {
+					treeOf[d] = ref
+					trees = append(trees, ref)
+					if b, ok := cache.trees[ref]; ok && kept != nil {
+						kept[ref] = b
+					}
+				}
+			}
+		}
+		if keep {
+			cache.treeOf = treeOf
+		}
 	}
 	if err != nil {
 		if save {
@@ -508,7 +612,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "built", built, "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
 	return nil
 }
@@ -615,10 +719,28 @@ func (pc *parentCheck) check(p string) (parentState, string, error) {
 // tree is the result of a walk.
 type tree struct {
 	listings map[string]dirCacheEntry // every directory read, for the stat cache
-	entries  []treeEntry              // sorted by path: dirs, files, symlinks, others
+	entries  []treeEntry              // dirs, files, symlinks, others; sorted by path (see walkOptions)
 	ignored  []string                 // ignored paths (not descended), sorted
 	skipped  []Skipped                // names a manifest cannot hold
 	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
+	// dirty, when the walk was asked for it, holds every directory that
+	// may differ from the last tree snapshot (see provenSame), and its
+	// ancestors: a read directory not in it is, with all below it, as the
+	// last snapshot stored it.
+	dirty map[string]bool
+	// rulesChanged (with dirty) lists the directories whose .gitignore may
+	// not be the last snapshot's: the rules below them may differ.
+	rulesChanged []string
+}
+
+// same reports whether the walk proved dir and everything below it
+// identical to the last tree snapshot (walkTree with dirty set).
+func (t *tree) same(dir string) bool {
+	if t.dirty == nil {
+		return false
+	}
+	_, read := t.listings[dir]
+	return read && !t.dirty[dir]
 }
 
 type treeEntry struct {
@@ -660,11 +782,28 @@ func baseIgnorer(man *Manifest) *ignorer {
 	return ig
 }
 
+// walkOptions asks a walk for more than the listing.
+type walkOptions struct {
+	// dirty: record which directories may differ from the last tree
+	// snapshot (tree.same), so a plan or snapshot skips the rest.
+	dirty bool
+	// found, when set, is called with every entry kept but directories,
+	// from the walk's goroutines, as soon as it is listed, and whether the
+	// stat cache vouches for its content (see statCache.lookupEntry).
+	found func(te treeEntry, cached bool)
+	// unsorted leaves tree.entries in any order: the caller sorts what
+	// it keeps.
+	unsorted bool
+}
+
+func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
+
 // walkTree lists the workspace without following symlinks, skipping
 // ignored paths (not descending into ignored directories) and rewind's
 // temporary files. Directories are read by a few goroutines at once: on a
 // large tree the walk is bound by the latency of its system calls.
-func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc) (tree, error) {
+func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc, opt walkOptions) (tree, error) {
+	dirty := opt.dirty
 	type job struct {
 		dir string
 		st  fileStat // the directory's own lstat
@@ -676,13 +815,17 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	}
 	cache := m.loadCache(ctx)
 	useListings := m.ws.dirMtimes()
+	// Proving a directory unchanged needs its listing from the cache and
+	// every file in it vouched for by the last tree snapshot.
+	dirty = dirty && useListings && cache.last.tree != ""
 	var (
-		t       = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
-		mu      sync.Mutex
-		cond    = sync.NewCond(&mu)
-		queue   = []job{{".", rootSt, base}}
-		pending = 1 // directories queued or being read
-		first   error
+		dirtyDirs []string
+		t         = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
+		mu        sync.Mutex
+		cond      = sync.NewCond(&mu)
+		queue     = []job{{".", rootSt, base}}
+		pending   = 1 // directories queued or being read
+		first     error
 	)
 	visit := func(j job) error {
 		if err := ctx.Err(); err != nil {
@@ -698,10 +841,22 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		}
 		if err != nil {
 			if j.dir != "." && isAbsent(err) {
+				if dirty {
+					mu.Lock()
+					dirtyDirs = append(dirtyDirs, j.dir)
+					mu.Unlock()
+				}
 				return nil // removed while we walked
 			}
 			return err
 		}
+		old, known := cache.dirs[j.dir]
+		known = known && old.verified == cache.last.verified
+		isDirty := dirty && !(cached && known)
+		// Whether the .gitignore here is the last snapshot's: the same
+		// file, or none then and now (a listing the cache had tells).
+		_, hadIgnore := slices.BinarySearch(old.names, ".gitignore")
+		rulesSame := known && !hadIgnore
 		// Listings are kept sorted, so a cached one needs no sort.
 		if !slices.IsSortedFunc(ents, cmpDirEntry) {
 			slices.SortFunc(ents, cmpDirEntry)
@@ -736,6 +891,11 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
 			}
+			if dirty && e.name == ".gitignore" {
+				// Even when ignored: it decides the rules below.
+				rulesSame = known && e.st.isRegular() && cache.provenSame(rel, e.st, m.cfg.racy)
+				isDirty = isDirty || !rulesSame
+			}
 			if strings.HasPrefix(e.name, tempPrefix) {
 				if !e.st.isDir() {
 					temps = append(temps, treeEntry{path: rel, st: e.st})
@@ -748,11 +908,19 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 				continue
 			}
 			if err := validRel(rel); err != nil {
+				isDirty = true
 				skipped = append(skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
 				ignored = append(ignored, rel)
 				continue
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
+			if !isDir && (dirty || opt.found != nil) {
+				ce, cached := cache.lookupEntry(rel, e.st, m.cfg.racy)
+				if opt.found != nil {
+					opt.found(treeEntry{path: rel, st: e.st}, cached)
+				}
+				isDirty = isDirty || dirty && !(cached && cache.byLast(ce))
+			}
 			if isDir {
 				sub = append(sub, job{rel, e.st, ig})
 			}
@@ -763,6 +931,12 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 		t.skipped = append(t.skipped, skipped...)
 		t.temps = append(t.temps, temps...)
 		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
+		if isDirty {
+			dirtyDirs = append(dirtyDirs, j.dir)
+		}
+		if dirty && !rulesSame {
+			t.rulesChanged = append(t.rulesChanged, j.dir)
+		}
 		queue = append(queue, sub...)
 		pending += len(sub)
 		mu.Unlock()
@@ -798,8 +972,20 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc)
 	if first != nil {
 		return tree{}, first
 	}
-	slices.SortFunc(t.entries, func(a, b treeEntry) int { return strings.Compare(a.path, b.path) })
+	if !opt.unsorted {
+		slices.SortFunc(t.entries, cmpTreeEntry)
+	}
 	slices.Sort(t.ignored)
+	if dirty {
+		t.dirty = make(map[string]bool, 4*len(dirtyDirs))
+		for _, d := range dirtyDirs {
+			for d != "." && !t.dirty[d] {
+				t.dirty[d] = true
+				d = path.Dir(d)
+			}
+			t.dirty["."] = true
+		}
+	}
 	return t, nil
 }
 

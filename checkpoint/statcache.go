@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,10 +10,13 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/trovekit/trove/cas"
 )
 
 // The stat cache remembers, per workspace path, the lstat it had and the
@@ -33,6 +37,10 @@ type statCache struct {
 	trees map[string][]byte
 	// older marks the trees of trees kept from snapshots before the last.
 	older map[string]bool
+	// treeOf is the ref of the tree object of each directory of the last
+	// tree snapshot that has one (git's cache-tree): a directory proven
+	// unchanged since (see provenSame) has that tree again.
+	treeOf map[string]string
 	// last is the tree snapshot that wrote entries verified at its start:
 	// while its manifest is stored, naming the same root tree, GC keeps
 	// every blob it names, so those entries' blobs need no lookup.
@@ -54,11 +62,25 @@ type cacheEntry struct {
 	st          fileStat
 	ref         string
 	base, delta string // how ref is stored, when as a delta (see Entry)
-	verified    int64  // ns: when the snapshot that last hashed or checked it started
+	// raw, in an entry read from the cache file, holds ref, base and delta
+	// as the file does (see appendCacheRef) until full turns them into
+	// strings: most entries are only compared by stat.
+	raw      []byte
+	verified int64 // ns: when the snapshot that last hashed or checked it started
+}
+
+// full returns e with its refs as strings.
+func (e cacheEntry) full() cacheEntry {
+	if e.raw != nil {
+		r := &reader{b: e.raw}
+		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
+		e.raw = nil
+	}
+	return e
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-9\n"
+const cacheMagic = "trove-statcache-11\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -73,7 +95,7 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool)}
+	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool), treeOf: make(map[string]string)}
 }
 
 // listing returns the cached names of dir when st proves them current.
@@ -89,7 +111,7 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]st
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
 	e, ok := c.lookupEntry(path, st, window)
-	return e.ref, ok
+	return e.full().ref, ok
 }
 
 // lookupEntry is lookup returning the whole entry.
@@ -99,6 +121,19 @@ func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) 
 		return cacheEntry{}, false
 	}
 	return e, true
+}
+
+// provenSame reports whether path, with stat st, is the file the last
+// tree snapshot stored: its entry is the one that snapshot verified (not
+// one a files checkpoint put since) and the stat proves the content.
+func (c *statCache) provenSame(path string, st fileStat, window time.Duration) bool {
+	e, ok := c.lookupEntry(path, st, window)
+	return ok && c.byLast(e)
+}
+
+// byLast reports whether the last tree snapshot verified e.
+func (c *statCache) byLast(e cacheEntry) bool {
+	return c.last.tree != "" && e.verified == c.last.verified
 }
 
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
@@ -121,33 +156,42 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
 }
 
-// The cache is written in two parts, each one S2 block, so a snapshot
-// compresses the first (entries and listings, final once its files are
-// stored) while it builds its trees, and only the second (trees and the
-// last snapshot) after: magic, uvarint length of the first block, first
-// block, second block. Decoded, the first is a base time, the entries
-// sorted by path (verified as the distance back from the base, one byte for
-// nearly all) without their refs, and the listings; the second the trees,
-// the entries' refs in the same order (beside the trees, which hold the
-// same digests, so they compress against them), the last snapshot and a
-// CRC-32C of both parts before it.
+// reverify records that the entry of path, content unchanged, has stat st
+// as of verified.
+func (c *statCache) reverify(path string, ce cacheEntry, st fileStat, verified int64) {
+	ce.st, ce.verified = st, verified
+	c.entries[path] = ce
+}
+
+// The cache is written as three S2 blocks: magic, uvarint length of the
+// first, the first, uvarint length of the second, the second, the third.
+// A snapshot compresses the first two (entries and listings, final once its
+// files are stored) while it builds its trees, and only the third (trees
+// and the last snapshot) after; a reader decodes the three at once. Each
+// block ends with the CRC-32C of its bytes. Decoded, the first is a base
+// time and the entries sorted by path (verified as the distance back from
+// the base, one byte for nearly all) without their refs; the second the
+// base time and the listings; the third the entries' refs in the order of
+// the first (beside the trees, which hold the same digests, so they
+// compress against them), the trees, the tree refs of the directories
+// (treeOf) in the order of the second, and the last snapshot.
 
 // encode writes the whole cache.
 func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
 
-// cacheHead is the first part, compressed, the CRC-32C of its bytes, and
-// the order its entries were written in.
+// cacheHead is the first two blocks, compressed, and the order their
+// entries and listings were written in.
 type cacheHead struct {
-	block []byte
-	crc   uint32
-	paths []string
+	entries, dirs []byte
+	paths         []string
+	order         []string // of dirs
 }
 
 // encodeHead encodes the entries and listings, verified times relative to
 // base (any time; the snapshot's start keeps them short).
 func (c *statCache) encodeHead(base int64) cacheHead {
 	paths := slices.Sorted(maps.Keys(c.entries))
-	b := make([]byte, 0, 64+len(paths)*100+len(c.dirs)*80)
+	b := make([]byte, 0, 64+len(paths)*80)
 	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
@@ -156,9 +200,14 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
 	}
+	entries := compressCache(appendCRC(b), false)
 	// Directories and trees in map order: nothing needs them sorted.
+	b = b[:0]
+	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
+	order := make([]string, 0, len(c.dirs))
 	for d, e := range c.dirs {
+		order = append(order, d)
 		b = appendStr(b, d)
 		b = appendStat(b, e.st)
 		b = binary.AppendVarint(b, base-e.verified)
@@ -167,17 +216,28 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 			b = appendStr(b, n)
 		}
 	}
-	return cacheHead{block: compressCache(b), crc: crc32.Checksum(b, castagnoli), paths: paths}
+	return cacheHead{entries: entries, dirs: compressCache(appendCRC(b), false), paths: paths, order: order}
 }
 
-// encodeTail encodes the trees and the last snapshot after head and
+// encodeTail encodes the refs, trees and the last snapshot after head and
 // returns the whole file.
 func (c *statCache) encodeTail(head cacheHead) []byte {
-	size := 64
+	size := 64 + len(head.paths)*36
 	for _, t := range c.trees {
 		size += len(t) + 40
 	}
 	b := make([]byte, 0, size)
+	b = binary.AppendUvarint(b, uint64(len(head.paths)))
+	for _, p := range head.paths {
+		e := c.entries[p]
+		if e.raw != nil {
+			b = append(b, e.raw...)
+			continue
+		}
+		b = appendCacheRef(b, e.ref)
+		b = appendCacheRef(b, e.base)
+		b = appendCacheRef(b, e.delta)
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.trees)))
 	for r, t := range c.trees {
 		b = appendCacheRef(b, r)
@@ -185,26 +245,37 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = append(b, t...)
 		b = appendBool(b, c.older[r])
 	}
-	for _, p := range head.paths {
-		e := c.entries[p]
-		b = appendCacheRef(b, e.ref)
-		b = appendCacheRef(b, e.base)
-		b = appendCacheRef(b, e.delta)
+	for _, d := range head.order {
+		b = appendCacheRef(b, c.treeOf[d])
 	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
 	b = binary.AppendVarint(b, c.last.verified)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Update(head.crc, castagnoli, b))
-	out := append([]byte(cacheMagic), binary.AppendUvarint(nil, uint64(len(head.block)))...)
-	out = append(out, head.block...)
-	return append(out, compressCache(b)...)
+	tail := compressCache(appendCRC(b), true)
+	out := make([]byte, 0, len(cacheMagic)+20+len(head.entries)+len(head.dirs)+len(tail))
+	out = append(out, cacheMagic...)
+	out = binary.AppendUvarint(out, uint64(len(head.entries)))
+	out = append(out, head.entries...)
+	out = binary.AppendUvarint(out, uint64(len(head.dirs)))
+	out = append(out, head.dirs...)
+	return append(out, tail...)
+}
+
+// appendCRC appends the CRC-32C of b.
+func appendCRC(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // compressCache is one S2 block (snappy's successor, from the zstd module):
 // a few times faster than zstd's fastest level both ways. Its "better" mode
-// costs about a millisecond more per 5,000 files than the fastest and saves
-// a third of the bytes, which count in the store's size.
-func compressCache(b []byte) []byte {
+// costs about a millisecond more per 5,000 files than the fastest: on the
+// second part it saves a third of the bytes (the entries' refs match the
+// trees' digests far back), which count in the store's size; on the first
+// (paths and stats, encoded while the snapshot builds its trees) a tenth.
+func compressCache(b []byte, better bool) []byte {
+	if !better {
+		return s2.Encode(make([]byte, s2.MaxEncodedLen(len(b))), b)
+	}
 	return s2.EncodeBetter(make([]byte, s2.MaxEncodedLen(len(b))), b)
 }
 
@@ -239,42 +310,110 @@ func (r *reader) cacheRef() string {
 	return r.ref()
 }
 
+// skipCacheRef passes over what cacheRef reads, reporting whether a ref
+// is set.
+func (r *reader) skipCacheRef() bool {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errBadCache
+		return false
+	}
+	set := r.b[0] != 0
+	n := 1
+	if set {
+		n += 33
+		if len(r.b) < n || len("blob:")+len(cas.Algorithm(r.b[1]).String())+1+64 > len("blob:sha256:")+64 {
+			r.err = errBadCache
+			return false
+		}
+	}
+	if len(r.b) < n {
+		r.err = errBadCache
+		return false
+	}
+	r.b = r.b[n:]
+	return set
+}
+
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
+// The three blocks are decoded at once: the cache is read before a walk
+// can start.
 func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
 	rest := data[len(cacheMagic):]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)-k) {
-		return nil, errBadCache
+	var blocks [3][]byte
+	for i := range 2 {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nil, errBadCache
+		}
+		blocks[i], rest = rest[k:k+int(n)], rest[k+int(n):]
 	}
-	head, err := decodeBlock(rest[k : k+int(n)])
+	blocks[2] = rest
+	c := &statCache{older: make(map[string]bool)}
+	var (
+		wg         sync.WaitGroup
+		errE, errD error
+		order      []string                 // of the listings
+		listed     = make(chan struct{})    // closed once order is set
+		refs       = make(chan [][]byte, 1) // the entries' refs, nil on failure
+	)
+	wg.Go(func() { c.entries, errE = decodeEntries(blocks[0], refs) })
+	wg.Go(func() {
+		defer close(listed)
+		c.dirs, order, errD = decodeListings(blocks[1])
+	})
+	err := c.decodeTail(blocks[2], refs, listed, &order)
+	wg.Wait()
+	if err == nil {
+		err = cmp.Or(errE, errD)
+	}
 	if err != nil {
 		return nil, err
 	}
-	tail, err := decodeBlock(rest[k+int(n):])
+	return c, nil
+}
+
+// openBlock decompresses a block and checks its CRC-32C.
+func openBlock(b []byte) ([]byte, error) {
+	raw, err := decodeBlock(b)
 	if err != nil {
 		return nil, err
 	}
-	if len(tail) < 4 {
+	if len(raw) < 4 {
 		return nil, errBadCache
 	}
-	tail, sum := tail[:len(tail)-4], binary.LittleEndian.Uint32(tail[len(tail)-4:])
-	if crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail) != sum {
+	raw, sum := raw[:len(raw)-4], binary.LittleEndian.Uint32(raw[len(raw)-4:])
+	if crc32.Checksum(raw, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", errBadCache)
 	}
-	// The decoded bytes are ours and never written again: strings can
-	// share them.
-	r := &reader{b: head, s: unsafe.String(unsafe.SliceData(head), len(head))}
+	return raw, nil
+}
+
+// newReader reads b; the decoded bytes are ours and never written again,
+// so strings can share them.
+func newReader(b []byte) *reader {
+	return &reader{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))}
+}
+
+// decodeEntries parses the first block, then takes the entries' refs (as
+// the third block holds them) from refs.
+func decodeEntries(block []byte, refs <-chan [][]byte) (map[string]cacheEntry, error) {
+	raw, err := openBlock(block)
+	if err != nil {
+		<-refs
+		return nil, err
+	}
+	r := newReader(raw)
 	base := r.varint()
 	ne := r.uvarint()
 	if ne > uint64(len(r.b)) {
+		<-refs
 		return nil, errBadCache
 	}
-	c := &statCache{entries: make(map[string]cacheEntry, ne), trees: make(map[string][]byte), older: make(map[string]bool)}
 	paths := make([]string, 0, ne)
 	ents := make([]cacheEntry, 0, ne)
 	for i := uint64(0); i < ne && r.err == nil; i++ {
@@ -284,34 +423,94 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		e.verified = base - r.varint()
 		ents = append(ents, e)
 	}
-	nd := r.uvarint()
-	if nd > uint64(len(r.b)) {
+	rs := <-refs
+	if r.err != nil || len(r.b) != 0 || rs == nil || len(rs) != len(ents) {
 		return nil, errBadCache
 	}
-	c.dirs = make(map[string]dirCacheEntry, nd)
+	m := make(map[string]cacheEntry, len(ents))
+	for i := range ents {
+		if rs[i] != nil {
+			ents[i].raw = rs[i]
+			m[paths[i]] = ents[i]
+		}
+	}
+	return m, nil
+}
+
+// decodeListings parses the second block, returning the listings and the
+// order they were written in.
+func decodeListings(block []byte) (map[string]dirCacheEntry, []string, error) {
+	raw, err := openBlock(block)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := newReader(raw)
+	base := r.varint()
+	nd := r.uvarint()
+	if nd > uint64(len(r.b)) {
+		return nil, nil, errBadCache
+	}
+	dirs := make(map[string]dirCacheEntry, nd)
+	order := make([]string, 0, nd)
 	for i := uint64(0); i < nd && r.err == nil; i++ {
 		d := r.str()
+		order = append(order, d)
 		var e dirCacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
 		nn := r.uvarint()
 		if nn > uint64(len(r.b)) {
-			return nil, errBadCache
+			return nil, nil, errBadCache
 		}
 		e.names = make([]string, 0, nn)
 		for j := uint64(0); j < nn && r.err == nil; j++ {
 			e.names = append(e.names, r.str())
 		}
-		c.dirs[d] = e
+		dirs[d] = e
 	}
 	if r.err != nil || len(r.b) != 0 {
-		return nil, errBadCache
+		return nil, nil, errBadCache
 	}
-	r = &reader{b: tail, s: unsafe.String(unsafe.SliceData(tail), len(tail))}
+	return dirs, order, nil
+}
+
+// decodeTail parses the third block: it hands the entries' refs to refs
+// (always once, nil on failure), then reads the trees, and the directories'
+// tree refs once the listings are read (listed closed, order set).
+func (c *statCache) decodeTail(block []byte, refs chan<- [][]byte, listed <-chan struct{}, order *[]string) error {
+	raw, err := openBlock(block)
+	if err != nil {
+		refs <- nil
+		return err
+	}
+	r := newReader(raw)
+	ne := r.uvarint()
+	if ne > uint64(len(r.b)) {
+		refs <- nil
+		return errBadCache
+	}
+	rs := make([][]byte, ne)
+	for i := range rs {
+		at := r.b
+		ref, base, delta := r.skipCacheRef(), r.skipCacheRef(), r.skipCacheRef()
+		// The checksum guards against damage; refs are checked again where
+		// a manifest is loaded.
+		if r.err == nil && ref && delta == base {
+			rs[i] = at[: len(at)-len(r.b) : len(at)-len(r.b)]
+		}
+	}
+	if r.err != nil {
+		refs <- nil
+		return errBadCache
+	}
+	refs <- rs
 	nt := r.uvarint()
 	if nt > uint64(len(r.b)) {
-		return nil, errBadCache
+		return errBadCache
 	}
+	// The trees' refs share one buffer, the directories' another.
+	r.arena = make([]byte, 0, (int(nt)+1)*(len("blob:sha256:")+64))
+	c.trees = make(map[string][]byte, nt)
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()
 		c.trees[ref] = r.bytes()
@@ -319,20 +518,19 @@ func decodeStatCache(data []byte) (*statCache, error) {
 			c.older[ref] = true
 		}
 	}
-	for i := range ents {
-		e := &ents[i]
-		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
-		// The checksum guards against damage; refs are checked again where a
-		// manifest is loaded.
-		if r.err == nil && e.ref != "" && (e.delta == "") == (e.base == "") {
-			c.entries[paths[i]] = *e
+	<-listed // the order of the tree refs
+	r.arena = make([]byte, 0, (len(*order)+1)*(len("blob:sha256:")+64))
+	c.treeOf = make(map[string]string, len(*order))
+	for _, d := range *order {
+		if ref := r.cacheRef(); ref != "" {
+			c.treeOf[d] = ref
 		}
 	}
 	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
 	if r.err != nil || len(r.b) != 0 {
-		return nil, errBadCache
+		return errBadCache
 	}
-	return c, nil
+	return nil
 }
 
 // decodeBlock decompresses one S2 block of the cache, bounded.
@@ -396,6 +594,8 @@ type reader struct {
 	b   []byte
 	err error
 	s   string
+	// arena, when not nil, holds the refs ref returns.
+	arena []byte
 }
 
 func (r *reader) uvarint() uint64 {

@@ -20,9 +20,23 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	if len(got.entries) != 100 {
 		t.Fatalf("%d entries back", len(got.entries))
 	}
+	same := func(a, b cacheEntry) bool {
+		a, b = a.full(), b.full()
+		return a.st == b.st && a.ref == b.ref && a.base == b.base && a.delta == b.delta && a.verified == b.verified
+	}
 	for p, e := range c.entries {
-		if got.entries[p] != e {
-			t.Fatalf("%s: %+v, want %+v", p, got.entries[p], e)
+		if !same(got.entries[p], e) {
+			t.Fatalf("%s: %+v, want %+v", p, got.entries[p].full(), e)
+		}
+	}
+	// Entries read back keep their refs as read through another round.
+	again, err := decodeStatCache(got.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, e := range c.entries {
+		if !same(again.entries[p], e) {
+			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.entries[p].full(), e)
 		}
 	}
 	for _, i := range []int{0, len(cacheMagic) + 3, len(data) / 2, len(data) - 1} {

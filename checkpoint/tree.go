@@ -59,6 +59,22 @@ type tnode struct {
 // through batch and returns the root's ref and every tree's ref; keep, when
 // not nil, gets every tree object by ref.
 func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte) (string, []string, error) {
+	return putTreesWith(ctx, batch, files, keep, treeHooks{})
+}
+
+// treeHooks let a snapshot skip the trees of directories known unchanged
+// and learn the ref of each directory's tree.
+type treeHooks struct {
+	// reuse returns the ref of dir's tree ("." the root) when it is known
+	// without building it: nothing below dir is built or put.
+	reuse func(dir string) (string, bool)
+	// built is told the ref of each tree built.
+	built func(dir, ref string)
+}
+
+// putTreesWith is putTrees with hooks; the refs it returns leave out the
+// trees below a reused one.
+func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte, hooks treeHooks) (string, []string, error) {
 	// One node per entry, allocated at once; directories are found by path
 	// in a map of directories only. Siblings come in name order, since
 	// files is sorted by path, except directories a files checkpoint only
@@ -104,16 +120,25 @@ func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[stri
 	}
 	var refs []string
 	var buf []byte
-	var put func(n *tnode) (string, error)
-	put = func(n *tnode) (string, error) {
+	var put func(n *tnode, dir string) (string, error)
+	put = func(n *tnode, dir string) (string, error) {
+		if hooks.reuse != nil {
+			if ref, ok := hooks.reuse(dir); ok {
+				return ref, nil
+			}
+		}
 		if !slices.IsSortedFunc(n.kids, cmpNode) {
 			slices.SortFunc(n.kids, cmpNode)
 		}
 		subs := make([]string, len(n.kids))
 		for i, k := range n.kids {
 			if len(k.kids) > 0 {
+				sub := k.name
+				if dir != "." {
+					sub = dir + "/" + k.name
+				}
 				var err error
-				if subs[i], err = put(k); err != nil {
+				if subs[i], err = put(k, sub); err != nil {
 					return "", err
 				}
 			}
@@ -135,9 +160,12 @@ func putTrees(ctx context.Context, batch blobBatch, files []Entry, keep map[stri
 		if keep != nil {
 			keep[ref] = slices.Clone(b)
 		}
+		if hooks.built != nil {
+			hooks.built(dir, ref)
+		}
 		return ref, nil
 	}
-	ref, err := put(root)
+	ref, err := put(root, ".")
 	return ref, refs, err
 }
 
@@ -230,6 +258,12 @@ func (r *reader) ref() string {
 	buf[n] = ':'
 	hex.Encode(buf[n+1:], r.b[1:33])
 	r.b = r.b[33:]
+	if r.arena != nil {
+		// One allocation for many refs; bytes once appended never change.
+		at := len(r.arena)
+		r.arena = append(r.arena, buf[:n+1+64]...)
+		return unsafe.String(&r.arena[at], n+1+64)
+	}
 	return string(buf[:n+1+64])
 }
 

@@ -31,11 +31,11 @@ type Workspace interface {
 	symlink(target, name string) error
 	// rename moves a file or symlink over another (never a directory).
 	rename(from, to string) error
-	// writeAtomic replaces name (a file, a symlink, or nothing) by a regular
-	// file with what src yields and perm, through a temporary file in the
-	// same directory and a rename, so no reader sees a partial file; an
-	// error from src (a blob that fails verification) leaves name as it was.
-	writeAtomic(name string, src io.Reader, perm fs.FileMode, sync bool) error
+	// writeTemp writes what src yields, with perm (synced when asked),
+	// to a new temporary file beside name and returns that file's name:
+	// renaming it over name replaces name atomically (see writeAtomic). An
+	// error (from src: a blob that fails verification) leaves no file.
+	writeTemp(name string, src io.Reader, perm fs.FileMode, sync bool) (string, error)
 	chmod(name string, perm fs.FileMode) error
 	// syncDir makes the entries of dir durable.
 	syncDir(dir string) error
@@ -76,6 +76,22 @@ func statOf(fi fs.FileInfo) fileStat {
 	st := fileStat{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	sysStat(fi, &st)
 	return st
+}
+
+// writeAtomic replaces name (a file, a symlink, or nothing) by a regular
+// file with what src yields and perm, through a temporary file in the same
+// directory and a rename, so no reader sees a partial file; an error from
+// src leaves name as it was.
+func writeAtomic(ws Workspace, name string, src io.Reader, perm fs.FileMode, sync bool) error {
+	tmp, err := ws.writeTemp(name, src, perm, sync)
+	if err != nil {
+		return err
+	}
+	if err := ws.rename(tmp, name); err != nil {
+		_ = ws.remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // statNamesWith is statNames on top of lstat.

@@ -173,20 +173,17 @@ func (w *dirWorkspace) open(name string) (io.ReadCloser, error) {
 	return w.root.Open(osName(name))
 }
 
-func (w *dirWorkspace) writeAtomic(name string, src io.Reader, perm fs.FileMode, sync bool) error {
+func (w *dirWorkspace) writeTemp(name string, src io.Reader, perm fs.FileMode, sync bool) (string, error) {
 	tmp := tempName(name)
 	f, err := w.root.OpenFile(osName(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
-	err = writeClose(f, src, sync, func() error { return f.Chmod(perm) })
-	if err == nil {
-		err = w.root.Rename(osName(tmp), osName(name))
-	}
-	if err != nil {
+	if err := writeClose(f, src, sync, func() error { return f.Chmod(perm) }); err != nil {
 		_ = w.root.Remove(osName(tmp))
+		return "", err
 	}
-	return err
+	return tmp, nil
 }
 
 func (w *dirWorkspace) syncDir(dir string) error {

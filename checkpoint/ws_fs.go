@@ -135,20 +135,17 @@ func (w *fsWorkspace) open(rel string) (io.ReadCloser, error) {
 	return w.fs.Open(w.name(rel))
 }
 
-func (w *fsWorkspace) writeAtomic(rel string, src io.Reader, perm fs.FileMode, sync bool) error {
-	tmp := w.name(tempName(rel))
-	f, err := w.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+func (w *fsWorkspace) writeTemp(rel string, src io.Reader, perm fs.FileMode, sync bool) (string, error) {
+	tmp := tempName(rel)
+	f, err := w.fs.OpenFile(w.name(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
-	err = writeClose(f, src, sync, func() error { return w.fs.Chmod(tmp, perm) })
-	if err == nil {
-		err = w.fs.Rename(tmp, w.name(rel))
+	if err := writeClose(f, src, sync, func() error { return w.fs.Chmod(w.name(tmp), perm) }); err != nil {
+		_ = w.fs.Remove(w.name(tmp))
+		return "", err
 	}
-	if err != nil {
-		_ = w.fs.Remove(tmp)
-	}
-	return err
+	return tmp, nil
 }
 
 func (w *fsWorkspace) syncDir(dir string) error {

@@ -1,0 +1,107 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+)
+
+// A plan compares a tree checkpoint with the workspace. Most of a large
+// workspace is usually as the last tree snapshot stored it (the walk proves
+// that from the stat cache, tree.same), and most of a checkpoint's trees are
+// that snapshot's (same ref): where both hold, nothing below can differ, so
+// the plan neither reads those trees nor compares their paths. Git's
+// cache-tree does the same for its index.
+
+// changedEntries returns the entries of man's trees except those below
+// directories where man has the last tree snapshot's tree and the walk t
+// proved the workspace the same (skip reports those directories and
+// below). ok is false when the stat cache cannot tell (no last snapshot,
+// or its trees are gone): the caller loads every entry.
+func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (files []Entry, skip func(dir string) bool, ok bool, err error) {
+	cache := m.loadCache(ctx)
+	if last := cache.last.tree; last == "" || cache.treeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
+		return nil, nil, false, nil
+	}
+	skipped := map[string]bool{}
+	var visit func(dir, ref string, depth int) error
+	visit = func(dir, ref string, depth int) error {
+		if ref == cache.treeOf[dir] && t.same(dir) {
+			skipped[dir] = true
+			return nil
+		}
+		if depth > treeMaxDepth {
+			return fmt.Errorf("%w: trees nested deeper than %d", ErrCorrupt, treeMaxDepth)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, ok := cache.trees[ref]
+		if !ok {
+			var err error
+			if data, err = m.blobs.get(ctx, ref); err != nil {
+				return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, dir, err)
+			}
+		}
+		kids, err := decodeTree(data)
+		if err != nil {
+			return fmt.Errorf("tree %s of %q: %w", ref, dir, err)
+		}
+		prefix := dir + "/"
+		if dir == "." {
+			prefix = ""
+		}
+		for i, k := range kids {
+			// The checks loadTrees makes.
+			if !validName(k.name, depth == 0) {
+				return fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, dir, clip(k.name))
+			}
+			if i > 0 && kids[i-1].name >= k.name {
+				return fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, dir, clip(k.name))
+			}
+			p := prefix + k.name
+			if k.entry != nil {
+				e := *k.entry
+				e.Path = p
+				files = append(files, e)
+				if len(files) > treeMaxEntries {
+					return fmt.Errorf("%w: more than %d entries", ErrCorrupt, treeMaxEntries)
+				}
+			}
+			if k.sub == "" {
+				continue
+			}
+			if e := k.entry; e != nil && e.Exists && e.typ() != TypeDir {
+				return fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, p)
+			}
+			if err := visit(p, k.sub, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := visit(".", man.Tree, 0); err != nil {
+		return nil, nil, false, err
+	}
+	if !slices.IsSortedFunc(files, cmpPath) {
+		slices.SortFunc(files, cmpPath)
+	}
+	pm := Manifest{Version: man.Version, ID: man.ID, Kind: man.Kind, Files: files, fromTrees: true}
+	if err := pm.validate(man.ID); err != nil {
+		return nil, nil, false, fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	under := make(map[string]bool, len(skipped))
+	skip = func(dir string) bool {
+		if dir == "." {
+			return skipped["."]
+		}
+		if s, ok := under[dir]; ok {
+			return s
+		}
+		s := skipped[dir] || skip(path.Dir(dir))
+		under[dir] = s
+		return s
+	}
+	return files, skip, true, nil
+}

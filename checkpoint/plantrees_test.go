@@ -1,0 +1,341 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
+)
+
+// dirManager is a Manager of a real directory holding files (path ->
+// content), every timestamp an hour back, on a mem store.
+func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, old, old) })
+	ws, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mem.New()
+	blobs, _ := cas.Open(context.Background(), st)
+	m, err := newManager(st, casBlobs{blobs}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, dir
+}
+
+// settle moves every verification in the cache two hours on, as if each
+// snapshot had run long after the writes before it (ctimes cannot be set
+// back), keeping which snapshot verified what.
+func settle(m *Manager) {
+	const d = int64(2 * time.Hour)
+	m.loadCache(context.Background())
+	for p, e := range m.cache.entries {
+		e.verified += d
+		m.cache.entries[p] = e
+	}
+	for p, e := range m.cache.dirs {
+		e.verified += d
+		m.cache.dirs[p] = e
+	}
+	m.cache.last.verified += d
+}
+
+// TestPlanReadsOnlyChangedTrees: a plan compares only the directories on
+// the paths to what changed since the last snapshot, and still sees every
+// change there.
+func TestPlanReadsOnlyChangedTrees(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "a/b/y.txt": "y\n", "c/z.txt": "z\n", "top.txt": "t\n"})
+	if _, err := m.CreateTree(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	if err := os.WriteFile(filepath.Join(dir, "a/b/y.txt"), []byte("y\ny2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTree(ctx, "two"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	man, err := m.loadHeader(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, skip, ok, err := m.changedEntries(ctx, man, &walked)
+	if err != nil || !ok {
+		t.Fatalf("changedEntries: %v, %v", ok, err)
+	}
+	var got []string
+	for _, e := range files {
+		got = append(got, e.Path)
+	}
+	// The root's, a's and a/b's entries; c is the same on both sides.
+	want := []string{"a", "a/b", "a/b/y.txt", "a/x.txt", "c", "top.txt"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries compared: %v, want %v", got, want)
+	}
+	if !skip("c") || skip("a") || skip("a/b") || skip(".") {
+		t.Fatal("skip disagrees with the entries")
+	}
+	d, err := m.Diff(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "a/b/y.txt" || d.Files[0].Insertions != 1 {
+		t.Fatalf("diff: %+v", d.Files)
+	}
+}
+
+// TestPlanDistrustsFilesCheckpoints: a files checkpoint taken after the
+// last tree snapshot updates the stat cache of the files it names; those
+// no longer prove the tree snapshot's content, so a rewind to it restores
+// them.
+func TestPlanDistrustsFilesCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"c/z.txt": "z\n", "d/w.txt": "w\n"})
+	if _, err := m.CreateTree(ctx, "tree"); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	if err := os.WriteFile(filepath.Join(dir, "c/z.txt"), []byte("z changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctx, "files", []string{"c/z.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	settle(m) // the edit is no longer racy for the files checkpoint's entry
+	res, err := m.Rewind(ctx, "tree", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.FilesChanged, []string{"c/z.txt"}) {
+		t.Fatalf("rewound %v, want c/z.txt", res.FilesChanged)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "c/z.txt")); string(b) != "z\n" {
+		t.Fatalf("c/z.txt = %q after the rewind", b)
+	}
+}
+
+// TestPlanSeesFilesTheLastSnapshotIgnored: the last snapshot ignored a file
+// that the checkpoint's rules do not, with the same trees otherwise: the
+// file was created since the checkpoint and a rewind deletes it.
+func TestPlanSeesFilesTheLastSnapshotIgnored(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n"})
+	if _, err := m.CreateTree(ctx, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a/new.log"), []byte("log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTree(ctx, "nolog", WithIgnore("*.log")); err != nil {
+		t.Fatal(err)
+	}
+	settle(m)
+	res, err := m.Rewind(ctx, "plain", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Deleted, []string{"a/new.log"}) {
+		t.Fatalf("dry run deletes %v, want a/new.log", res.Deleted)
+	}
+}
+
+// treeCounter counts the tree objects a snapshot builds (each is hashed
+// once, to see whether it is stored already).
+type treeCounter struct {
+	blobStore
+	built atomic.Int64
+}
+
+func (c *treeCounter) sumLike(like string, data []byte) (string, error) {
+	if strings.HasPrefix(string(data), treeMagic) {
+		c.built.Add(1)
+	}
+	return c.blobStore.sumLike(like, data)
+}
+
+// TestSnapshotReusesUnchangedTrees: a snapshot builds only the trees of
+// directories that changed since the last one (and their parents), and
+// they are the trees a snapshot with no stat cache builds, whatever
+// changed: a file, a .gitignore above unchanged directories, the options.
+func TestSnapshotReusesUnchangedTrees(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "a/b/y.txt": "y\n", "c/z.txt": "z\n", "c/d/w.txt": "w\n"})
+	counter := &treeCounter{blobStore: m.blobs}
+	m.blobs = counter
+	// fromScratch is the root tree a snapshot with no stat cache takes.
+	fromScratch := func(id string, opts ...CreateOption) *Manifest {
+		t.Helper()
+		saved := m.cache
+		m.cache = newStatCache()
+		man, err := m.CreateTree(ctx, id, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.cache = saved
+		return man
+	}
+	snapshot := func(id string, opts ...CreateOption) (*Manifest, int64) {
+		t.Helper()
+		settle(m)
+		counter.built.Store(0)
+		man, err := m.CreateTree(ctx, id, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := counter.built.Load()
+		if want := fromScratch(id+"-scratch", opts...); man.Tree != want.Tree {
+			t.Fatalf("%s: root tree %s, a snapshot from scratch has %s", id, man.Tree, want.Tree)
+		}
+		return man, n
+	}
+	snapshot("one")
+	if err := os.WriteFile(filepath.Join(dir, "a/b/y.txt"), []byte("y changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, built := snapshot("two"); built != 3 {
+		t.Errorf("after one edit, %d trees built, want 3 (a/b, a and the root)", built)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("w.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if man, _ := snapshot("three"); man.find("c/d/w.txt") != nil {
+		t.Error("a file a new .gitignore ignores is still in the snapshot")
+	}
+	if man, _ := snapshot("four", WithIgnore("x.txt")); man.find("a/x.txt") != nil {
+		t.Error("a file a new option ignores is still in the snapshot")
+	}
+	if _, built := snapshot("five", WithIgnore("x.txt")); built != 0 {
+		t.Errorf("nothing changed, yet %d trees built", built)
+	}
+}
+
+// TestRewindPrewritesCleanUp: a rewind writes changed files to temporary
+// names while it plans; one that stops at a conflict found later removes
+// them and leaves every file as it was, and one that runs leaves none.
+func TestRewindPrewritesCleanUp(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "zz": "file\n"})
+	if _, err := m.CreateTree(ctx, "cp"); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, c string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temps := func() []string {
+		var out []string
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+			if strings.HasPrefix(filepath.Base(p), tempPrefix) {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	write("a/x.txt", "x changed\n")
+	// zz is now a directory holding an ignored file: restoring the file zz
+	// would remove it, a conflict found after a/x.txt was planned.
+	if err := os.Remove(filepath.Join(dir, "zz")); err != nil {
+		t.Fatal(err)
+	}
+	write("zz/keep.pyc", "ignored\n")
+	if _, err := m.Rewind(ctx, "cp", false); !errors.Is(err, ErrConflict) {
+		t.Fatalf("rewind: %v, want ErrConflict", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a/x.txt")); string(b) != "x changed\n" {
+		t.Errorf("a/x.txt = %q after a refused rewind", b)
+	}
+	if left := temps(); len(left) != 0 {
+		t.Errorf("temporary files left by a refused rewind: %v", left)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "zz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Rewind(ctx, "cp", false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a/x.txt")); string(b) != "x\n" {
+		t.Errorf("a/x.txt = %q after the rewind", b)
+	}
+	if left := temps(); len(left) != 0 {
+		t.Errorf("temporary files left by a rewind: %v", left)
+	}
+}
+
+// TestRewindLikelyWritesCleanUp: a rewind starts writing, before its plan,
+// the files that differ between the checkpoint and the last snapshot; one
+// the workspace already has back is left alone, its temporary file removed.
+func TestRewindLikelyWritesCleanUp(t *testing.T) {
+	ctx := context.Background()
+	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n"})
+	if _, err := m.CreateTree(ctx, "cp"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a/x.txt", "b/y.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("edited\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.CreateTree(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	// a/x.txt is back as the checkpoint has it; b/y.txt is not.
+	if err := os.WriteFile(filepath.Join(dir, "a/x.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Rewind(ctx, "cp", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.FilesChanged, []string{"b/y.txt"}) {
+		t.Fatalf("rewound %v, want b/y.txt", res.FilesChanged)
+	}
+	var left []string
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+		if strings.HasPrefix(filepath.Base(p), tempPrefix) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	for p, want := range map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, p)); string(b) != want {
+			t.Errorf("%s = %q, want %q", p, b, want)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package checkpoint
+
+import (
+	"context"
+	"sync"
+)
+
+// A rewind is bound by the fsync of every file it writes. A prewriter
+// starts writing a file to its temporary name (content streamed from the
+// blob store, verified, synced) as soon as the plan finds it changed, while
+// the plan goes on and the undo checkpoint is taken; apply then only renames
+// it into place. A temporary file is no change to the workspace: nothing
+// reads or snapshots it, and one left behind is removed (removeStaleTemps).
+type prewriter struct {
+	m   *Manager
+	ctx context.Context
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	temps   map[string]string // path -> its temporary file, written
+	started map[string]bool
+}
+
+func newPrewriter(ctx context.Context, m *Manager) *prewriter {
+	return &prewriter{m: m, ctx: ctx, sem: make(chan struct{}, 8), temps: map[string]string{}, started: map[string]bool{}}
+}
+
+// start writes c's checkpoint content to a temporary file beside c.path,
+// when every parent of c.path is a real directory already (else apply
+// writes it). A failure is left to apply, which tries again.
+func (w *prewriter) start(c *change) {
+	if w == nil || c.b.kind != TypeFile {
+		return
+	}
+	w.mu.Lock()
+	again := w.started[c.path]
+	w.started[c.path] = true
+	w.mu.Unlock()
+	if again {
+		return
+	}
+	w.wg.Go(func() {
+		w.sem <- struct{}{}
+		defer func() { <-w.sem }()
+		sp := safeParents{ws: w.m.ws, ok: map[string]bool{}}
+		if ok, err := sp.present(c.path); !ok || err != nil {
+			return
+		}
+		rc, err := w.m.openContent(w.ctx, c.b.digest, c.b.base, c.b.delta)
+		if err != nil {
+			return
+		}
+		defer rc.Close()
+		tmp, err := w.m.ws.writeTemp(c.path, rc, c.b.mode, w.m.cfg.sync)
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		w.temps[c.path] = tmp
+		w.mu.Unlock()
+	})
+}
+
+// done waits for every write started and returns the temporary files by
+// path; apply takes them.
+func (w *prewriter) done() map[string]string {
+	if w == nil {
+		return nil
+	}
+	w.wg.Wait()
+	return w.temps
+}
+
+// discard removes the temporary files apply did not take (rename removes
+// the ones it did from the map).
+func (w *prewriter) discard() {
+	if w == nil {
+		return
+	}
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p, tmp := range w.temps {
+		_ = w.m.ws.remove(tmp)
+		delete(w.temps, p)
+	}
+}
+
+// take returns the temporary file written for path, if any, and forgets it.
+func (w *prewriter) take(path string) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tmp, ok := w.temps[path]
+	delete(w.temps, path)
+	return tmp, ok
+}
+
+// likelyMax bounds the files a rewind writes before its plan says so.
+const likelyMax = 64
+
+// likely starts writing, before the plan has walked the workspace, the
+// files of tree checkpoint man that differ from the last tree snapshot's
+// (their trees differ, then their digests): when the workspace is close to
+// that snapshot, as it is after an agent's edits, they are what a rewind
+// writes, and their fsyncs overlap the walk. The plan decides; apply takes
+// only what it would write, at the checkpoint's content.
+func (w *prewriter) likely(man *Manifest, cache *statCache) {
+	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
+		return
+	}
+	w.wg.Go(func() {
+		n := 0
+		var visit func(dir, ref string, depth int)
+		visit = func(dir, ref string, depth int) {
+			if ref == cache.treeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
+				return
+			}
+			data, ok := cache.trees[ref]
+			if !ok {
+				var err error
+				if data, err = w.m.blobs.get(w.ctx, ref); err != nil {
+					return // the plan reports it
+				}
+			}
+			kids, err := decodeTree(data)
+			if err != nil {
+				return
+			}
+			prefix := dir + "/"
+			if dir == "." {
+				prefix = ""
+			}
+			for _, k := range kids {
+				if !validName(k.name, depth == 0) {
+					return
+				}
+				p := prefix + k.name
+				if e := k.entry; e != nil && e.Exists && e.typ() == TypeFile && n < likelyMax {
+					if ce, ok := cache.entries[p]; !ok || !cache.byLast(ce) || ce.full().ref != e.Digest {
+						n++
+						want := stateOf(e)
+						w.start(&change{path: p, b: &want})
+					}
+				}
+				if k.sub != "" {
+					visit(p, k.sub, depth+1)
+				}
+			}
+		}
+		visit(".", man.Tree, 0)
+	})
+}
