@@ -18,6 +18,11 @@ const (
 	CodecZstd Codec = 1
 )
 
+// codecSolid marks, in a pack index only, a blob stored as a slice of a
+// block record: one zstd frame of several small blobs back to back, which
+// compresses far better than each alone (they share words and syntax).
+const codecSolid Codec = 2
+
 func (c Codec) String() string {
 	switch c {
 	case CodecRaw:
@@ -120,14 +125,20 @@ func parseTrailer(b []byte) (int64, error) {
 // Pack object: packMagic, then records (header + payload) back to back.
 // Its index is a separate object written after the pack is durable:
 //
-//	"trvidx", 0, version 1
+//	"trvidx", 0, version (1, or 2 when a blob is in a block record)
 //	uvarint pack size, uvarint count
 //	count x { algo u8, digest [32], uvarint offset, uvarint stored length,
-//	          codec u8, uvarint original length }
+//	          codec u8, uvarint original length,
+//	          codecSolid only: uvarint offset in the block's original bytes }
 //	sha256 of everything above
+//
+// A block record is an ordinary zstd record whose original bytes are its
+// blobs back to back; every blob of it has an entry with the record's
+// offset and stored length.
 var (
-	packMagic  = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
-	indexMagic = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
+	packMagic    = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
+	indexMagic   = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
+	indexMagicV2 = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 2}
 )
 
 // entry locates one blob inside a pack.
@@ -137,12 +148,39 @@ type entry struct {
 	n      int64 // stored length: header + payload
 	codec  Codec
 	size   int64 // original length
+	inner  int64 // codecSolid: offset in the block's original bytes
+	stored int64 // stored bytes it accounts for (setShares)
 	packID string
+}
+
+// setShares sets each entry's stored bytes: a blob of a block record counts
+// its share of the record by original length, so that shares add up to
+// what the pack holds (Stat, GC's live bytes).
+func setShares(entries []entry) {
+	block := map[int64]int64{}
+	for _, e := range entries {
+		if e.codec == codecSolid {
+			block[e.off] += e.size
+		}
+	}
+	for i, e := range entries {
+		entries[i].stored = e.n
+		if t := block[e.off]; e.codec == codecSolid && t > 0 {
+			entries[i].stored = e.n * e.size / t
+		}
+	}
 }
 
 func encodeIndex(packSize int64, entries []entry) []byte {
 	b := make([]byte, 0, 16+len(entries)*48+sha256.Size)
-	b = append(b, indexMagic[:]...)
+	magic := indexMagic
+	for _, e := range entries {
+		if e.codec == codecSolid {
+			magic = indexMagicV2
+			break
+		}
+	}
+	b = append(b, magic[:]...)
 	b = binary.AppendUvarint(b, uint64(packSize))
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for _, e := range entries {
@@ -152,6 +190,9 @@ func encodeIndex(packSize int64, entries []entry) []byte {
 		b = binary.AppendUvarint(b, uint64(e.n))
 		b = append(b, byte(e.codec))
 		b = binary.AppendUvarint(b, uint64(e.size))
+		if e.codec == codecSolid {
+			b = binary.AppendUvarint(b, uint64(e.inner))
+		}
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
@@ -162,7 +203,11 @@ var errIndex = fmt.Errorf("%w: bad pack index", ErrCorrupt)
 // decodeIndex checks everything an index claims against itself, so a reader
 // never seeks outside the pack the index describes.
 func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err error) {
-	if len(b) < len(indexMagic)+sha256.Size || !bytes.Equal(b[:len(indexMagic)], indexMagic[:]) {
+	if len(b) < len(indexMagic)+sha256.Size {
+		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
+	}
+	v2 := bytes.Equal(b[:len(indexMagic)], indexMagicV2[:])
+	if !v2 && !bytes.Equal(b[:len(indexMagic)], indexMagic[:]) {
 		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
 	}
 	body := b[:len(b)-sha256.Size]
@@ -214,7 +259,12 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 		if e.size, err = uv(); err != nil {
 			return 0, nil, err
 		}
-		if e.codec != CodecRaw && e.codec != CodecZstd {
+		switch {
+		case e.codec == codecSolid && v2:
+			if e.inner, err = uv(); err != nil {
+				return 0, nil, err
+			}
+		case e.codec != CodecRaw && e.codec != CodecZstd:
 			return 0, nil, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
 		}
 		if e.off < int64(len(packMagic)) || e.n < headerSize || e.off > packSize || e.n > packSize-e.off {
@@ -225,6 +275,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	if len(r) != 0 {
 		return 0, nil, fmt.Errorf("%w: trailing bytes", errIndex)
 	}
+	setShares(entries)
 	return packSize, entries, nil
 }
 
