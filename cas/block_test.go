@@ -220,4 +220,16 @@ func TestIndexV2(t *testing.T) {
 	if _, _, err := decodeIndex("p", append(v1, sum[:]...)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("version 1 index with a block blob = %v", err)
 	}
+	// The second entry is written as the first's continuation; one with
+	// nothing to continue is corrupt.
+	if len(b) != len(encodeIndex(58, in[:1]))+1+32+1+1 {
+		t.Fatalf("the second blob of a block takes %d bytes", len(b)-len(encodeIndex(58, in[:1])))
+	}
+	orphan := append(bytes.Clone(indexMagicV2[:]), 58, 1, byte(SHA256))
+	orphan = append(orphan, r1.digest[:]...)
+	orphan = append(orphan, byte(codecSolidNext), 5)
+	sum = sha256.Sum256(orphan)
+	if _, _, err := decodeIndex("p", append(orphan, sum[:]...)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a continuation without a block = %v", err)
+	}
 }

@@ -23,6 +23,10 @@ const (
 // compresses far better than each alone (they share words and syntax).
 const codecSolid Codec = 2
 
+// codecSolidNext is codecSolid in a version 2 index for the blob that
+// follows the previous entry's in the same block: it saves the numbers.
+const codecSolidNext Codec = 3
+
 func (c Codec) String() string {
 	switch c {
 	case CodecRaw:
@@ -125,16 +129,20 @@ func parseTrailer(b []byte) (int64, error) {
 // Pack object: packMagic, then records (header + payload) back to back.
 // Its index is a separate object written after the pack is durable:
 //
-//	"trvidx", 0, version (1, or 2 when a blob is in a block record)
+//	"trvidx", 0, version 1
 //	uvarint pack size, uvarint count
 //	count x { algo u8, digest [32], uvarint offset, uvarint stored length,
-//	          codec u8, uvarint original length,
-//	          codecSolid only: uvarint offset in the block's original bytes }
+//	          codec u8, uvarint original length }
 //	sha256 of everything above
 //
+// Version 2, written when a blob is in a block record, has per entry
+// algo u8, digest [32], codec u8, then for CodecRaw and CodecZstd offset,
+// stored length and original length as above; for codecSolid those and the
+// blob's offset in the block's original bytes; for codecSolidNext (the
+// next blob of the previous entry's block) only its original length.
+//
 // A block record is an ordinary zstd record whose original bytes are its
-// blobs back to back; every blob of it has an entry with the record's
-// offset and stored length.
+// blobs back to back.
 var (
 	packMagic    = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
 	indexMagic   = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
@@ -183,12 +191,26 @@ func encodeIndex(packSize int64, entries []entry) []byte {
 	b = append(b, magic[:]...)
 	b = binary.AppendUvarint(b, uint64(packSize))
 	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
+	for i, e := range entries {
 		b = append(b, byte(e.ref.algo))
 		b = append(b, e.ref.digest[:]...)
+		if magic == indexMagic {
+			b = binary.AppendUvarint(b, uint64(e.off))
+			b = binary.AppendUvarint(b, uint64(e.n))
+			b = append(b, byte(e.codec))
+			b = binary.AppendUvarint(b, uint64(e.size))
+			continue
+		}
+		if i > 0 && e.codec == codecSolid {
+			if p := entries[i-1]; p.codec == codecSolid && p.off == e.off && p.n == e.n && p.inner+p.size == e.inner {
+				b = append(b, byte(codecSolidNext))
+				b = binary.AppendUvarint(b, uint64(e.size))
+				continue
+			}
+		}
+		b = append(b, byte(e.codec))
 		b = binary.AppendUvarint(b, uint64(e.off))
 		b = binary.AppendUvarint(b, uint64(e.n))
-		b = append(b, byte(e.codec))
 		b = binary.AppendUvarint(b, uint64(e.size))
 		if e.codec == codecSolid {
 			b = binary.AppendUvarint(b, uint64(e.inner))
@@ -230,7 +252,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	if err != nil {
 		return 0, nil, err
 	}
-	const minEntry = 1 + 32 + 1 + 1 + 1 + 1
+	const minEntry = 1 + 32 + 1 + 1
 	if count > int64(len(r)/minEntry) {
 		return 0, nil, fmt.Errorf("%w: count %d too large", errIndex, count)
 	}
@@ -245,27 +267,13 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 		}
 		copy(e.ref.digest[:], r[1:33])
 		r = r[33:]
-		if e.off, err = uv(); err != nil {
+		if v2 {
+			e, err = decodeEntryV2(e, entries, &r, uv)
+		} else {
+			e, err = decodeEntryV1(e, &r, uv)
+		}
+		if err != nil {
 			return 0, nil, err
-		}
-		if e.n, err = uv(); err != nil {
-			return 0, nil, err
-		}
-		if len(r) < 1 {
-			return 0, nil, fmt.Errorf("%w: truncated", errIndex)
-		}
-		e.codec = Codec(r[0])
-		r = r[1:]
-		if e.size, err = uv(); err != nil {
-			return 0, nil, err
-		}
-		switch {
-		case e.codec == codecSolid && v2:
-			if e.inner, err = uv(); err != nil {
-				return 0, nil, err
-			}
-		case e.codec != CodecRaw && e.codec != CodecZstd:
-			return 0, nil, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
 		}
 		if e.off < int64(len(packMagic)) || e.n < headerSize || e.off > packSize || e.n > packSize-e.off {
 			return 0, nil, fmt.Errorf("%w: record outside the pack", errIndex)
@@ -277,6 +285,64 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	}
 	setShares(entries)
 	return packSize, entries, nil
+}
+
+func decodeEntryV1(e entry, r *[]byte, uv func() (int64, error)) (entry, error) {
+	var err error
+	if e.off, err = uv(); err != nil {
+		return e, err
+	}
+	if e.n, err = uv(); err != nil {
+		return e, err
+	}
+	if len(*r) < 1 {
+		return e, fmt.Errorf("%w: truncated", errIndex)
+	}
+	e.codec = Codec((*r)[0])
+	*r = (*r)[1:]
+	if e.size, err = uv(); err != nil {
+		return e, err
+	}
+	if e.codec != CodecRaw && e.codec != CodecZstd {
+		return e, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
+	}
+	return e, nil
+}
+
+// decodeEntryV2 reads the rest of a version 2 entry; prev holds the
+// entries before it.
+func decodeEntryV2(e entry, prev []entry, r *[]byte, uv func() (int64, error)) (entry, error) {
+	if len(*r) < 1 {
+		return e, fmt.Errorf("%w: truncated", errIndex)
+	}
+	e.codec = Codec((*r)[0])
+	*r = (*r)[1:]
+	var err error
+	if e.codec == codecSolidNext {
+		if len(prev) == 0 || prev[len(prev)-1].codec != codecSolid {
+			return e, fmt.Errorf("%w: a block continued after no block", errIndex)
+		}
+		p := prev[len(prev)-1]
+		e.codec, e.off, e.n, e.inner = codecSolid, p.off, p.n, p.inner+p.size
+		e.size, err = uv()
+		return e, err
+	}
+	if e.codec != CodecRaw && e.codec != CodecZstd && e.codec != codecSolid {
+		return e, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
+	}
+	if e.off, err = uv(); err != nil {
+		return e, err
+	}
+	if e.n, err = uv(); err != nil {
+		return e, err
+	}
+	if e.size, err = uv(); err != nil {
+		return e, err
+	}
+	if e.codec == codecSolid {
+		e.inner, err = uv()
+	}
+	return e, err
 }
 
 // readFull is io.ReadFull that reports a short object as corrupt.

@@ -77,6 +77,11 @@ func FuzzDecodeIndex(f *testing.F) {
 	good := encodeIndex(200, []entry{{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000}})
 	f.Add(good[:len(good)-sha256.Size])
 	f.Add([]byte("trvidx\x00\x01"))
+	v2 := encodeIndex(200, []entry{
+		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 1000},
+		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 10, inner: 1000},
+	})
+	f.Add(v2[:len(v2)-sha256.Size])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// Checksum the fuzzed body, so the fuzzer explores the parser
 		// rather than the checksum.
