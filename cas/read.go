@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -64,11 +65,7 @@ func (s *Store) looseObject(ctx context.Context, fi backend.Info, rc io.ReadClos
 
 func (s *Store) openPacked(ctx context.Context, e entry) (object, error) {
 	if e.codec == codecSolid {
-		rec, err := s.readRecord(ctx, e)
-		if err != nil {
-			return object{}, err
-		}
-		return s.solidObject(rec, e)
+		return s.openBlockMember(ctx, e)
 	}
 	rc, err := s.st.OpenRange(ctx, s.packName(e.packID), e.off, e.n)
 	if err != nil {
@@ -105,39 +102,101 @@ const maxBlock = 4 << 20
 // solidObject is the object of a blob of a block record (rec, its whole
 // record): the blob's bytes, which the caller verifies against its ref.
 func (s *Store) solidObject(rec []byte, e entry) (object, error) {
-	data, err := s.solidMember(rec, e)
+	block, err := s.decodeBlock(rec)
 	if err != nil {
 		return object{}, err
 	}
+	return blockObject(block, e)
+}
+
+func blockObject(block []byte, e entry) (object, error) {
+	if e.inner > int64(len(block)) || e.size > int64(len(block))-e.inner {
+		return object{}, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
+	}
+	data := block[e.inner : e.inner+e.size]
 	return object{payload: bytes.NewReader(data), closer: io.NopCloser(nil), codec: CodecRaw, size: e.size}, nil
 }
 
-// solidMember decodes a block record only as far as e's blob ends and
-// returns that blob's bytes, unverified.
+// solidMember returns the bytes of e's blob, unverified.
 func (s *Store) solidMember(rec []byte, e entry) ([]byte, error) {
+	obj, err := s.solidObject(rec, e)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(obj.payload)
+}
+
+// decodeBlock decodes a block record, bounded by its recorded length.
+func (s *Store) decodeBlock(rec []byte) ([]byte, error) {
 	h, err := parseHeader(rec)
 	if err != nil {
 		return nil, err
 	}
-	if h.trailer || h.codec != CodecZstd || h.size > maxBlock || e.inner > h.size || e.size > h.size-e.inner {
-		return nil, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
+	if h.trailer || h.codec != CodecZstd || h.size > maxBlock {
+		return nil, fmt.Errorf("%w: not a block record", ErrCorrupt)
 	}
 	dec, err := s.getDecoder()
 	if err != nil {
 		return nil, err
 	}
 	defer s.putDecoder(dec)
-	if err := dec.Reset(bytes.NewReader(rec[headerSize:])); err != nil {
-		return nil, fmt.Errorf("%w: block: %v", ErrCorrupt, err)
-	}
-	if _, err := io.CopyN(io.Discard, dec, e.inner); err != nil {
-		return nil, fmt.Errorf("%w: block: %v", ErrCorrupt, err)
-	}
-	out := make([]byte, e.size)
-	if _, err := io.ReadFull(dec, out); err != nil {
-		return nil, fmt.Errorf("%w: block: %v", ErrCorrupt, err)
+	out, err := dec.DecodeAll(rec[headerSize:], make([]byte, 0, h.size))
+	if err != nil || int64(len(out)) != h.size {
+		return nil, fmt.Errorf("%w: block of %d bytes, header records %d: %v", ErrCorrupt, len(out), h.size, err)
 	}
 	return out, nil
+}
+
+// blockCache keeps the last few decoded blocks: blobs of one block (the
+// trees of a snapshot, files of one directory) are often read together,
+// and each read would decode the block again. Packs never change under an
+// id, so a cached block stays right.
+type blockCache struct {
+	mu   sync.Mutex
+	keys [4]blockKey
+	data [4][]byte
+	next int
+}
+
+type blockKey struct {
+	pack string
+	off  int64
+}
+
+func (c *blockCache) get(k blockKey) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, key := range c.keys {
+		if key == k && c.data[i] != nil {
+			return c.data[i]
+		}
+	}
+	return nil
+}
+
+func (c *blockCache) put(k blockKey, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keys[c.next], c.data[c.next] = k, data
+	c.next = (c.next + 1) % len(c.keys)
+}
+
+// openBlockMember opens a blob of a block record, through the cache.
+func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
+	k := blockKey{e.packID, e.off}
+	if block := s.blocks.get(k); block != nil {
+		return blockObject(block, e)
+	}
+	rec, err := s.readRecord(ctx, e)
+	if err != nil {
+		return object{}, err
+	}
+	block, err := s.decodeBlock(rec)
+	if err != nil {
+		return object{}, err
+	}
+	s.blocks.put(k, block)
+	return blockObject(block, e)
 }
 
 // blobReader decodes a payload, never yielding more than the recorded length,

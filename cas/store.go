@@ -30,7 +30,8 @@ type Store struct {
 	decoders freeList[*zstd.Decoder]
 	bufs     freeList[*[]byte]
 
-	idx index
+	idx    index
+	blocks blockCache
 }
 
 // Info describes a stored blob.
