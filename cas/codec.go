@@ -93,7 +93,9 @@ func (s *Store) compressible(data []byte) (bool, error) {
 	}
 	const sample = 64 << 10
 	if len(data) <= 4*sample {
-		return true, nil
+		// Random or compressed bytes are told by their byte entropy
+		// for far less than compressing them only to throw that away.
+		return looksCompressible(data), nil
 	}
 	enc, err := s.getEncoder()
 	if err != nil {

@@ -8,7 +8,9 @@
 // read verifies the digest and bounds decompression. Many small blobs written
 // together (Batch, PutMany) go into pack objects with an index, so a snapshot
 // of thousands of files costs a handful of objects; readers see packed and
-// loose blobs alike. GC marks from the refs a caller passes and sweeps the
+// loose blobs alike. Small compressible blobs of a batch share block
+// records, one zstd frame for many (they compress better together);
+// reading one decodes its block. GC marks from the refs a caller passes and sweeps the
 // rest after a grace period.
 //
 // Layout under the store's directory (blobs/ at the root of a trove store):

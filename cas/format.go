@@ -18,6 +18,15 @@ const (
 	CodecZstd Codec = 1
 )
 
+// codecSolid marks, in a pack index only, a blob stored as a slice of a
+// block record: one zstd frame of several small blobs back to back, which
+// compresses far better than each alone (they share words and syntax).
+const codecSolid Codec = 2
+
+// codecSolidNext is codecSolid in a version 2 index for the blob that
+// follows the previous entry's in the same block: it saves the numbers.
+const codecSolidNext Codec = 3
+
 func (c Codec) String() string {
 	switch c {
 	case CodecRaw:
@@ -125,9 +134,19 @@ func parseTrailer(b []byte) (int64, error) {
 //	count x { algo u8, digest [32], uvarint offset, uvarint stored length,
 //	          codec u8, uvarint original length }
 //	sha256 of everything above
+//
+// Version 2, written when a blob is in a block record, has per entry
+// algo u8, digest [32], codec u8, then for CodecRaw and CodecZstd offset,
+// stored length and original length as above; for codecSolid those and the
+// blob's offset in the block's original bytes; for codecSolidNext (the
+// next blob of the previous entry's block) only its original length.
+//
+// A block record is an ordinary zstd record whose original bytes are its
+// blobs back to back.
 var (
-	packMagic  = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
-	indexMagic = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
+	packMagic    = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
+	indexMagic   = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
+	indexMagicV2 = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 2}
 )
 
 // entry locates one blob inside a pack.
@@ -137,21 +156,65 @@ type entry struct {
 	n      int64 // stored length: header + payload
 	codec  Codec
 	size   int64 // original length
+	inner  int64 // codecSolid: offset in the block's original bytes
+	stored int64 // stored bytes it accounts for (setShares)
 	packID string
+}
+
+// setShares sets each entry's stored bytes: a blob of a block record counts
+// its share of the record by original length, so that shares add up to
+// what the pack holds (Stat, GC's live bytes).
+func setShares(entries []entry) {
+	block := map[int64]int64{}
+	for _, e := range entries {
+		if e.codec == codecSolid {
+			block[e.off] += e.size
+		}
+	}
+	for i, e := range entries {
+		entries[i].stored = e.n
+		if t := block[e.off]; e.codec == codecSolid && t > 0 {
+			entries[i].stored = e.n * e.size / t
+		}
+	}
 }
 
 func encodeIndex(packSize int64, entries []entry) []byte {
 	b := make([]byte, 0, 16+len(entries)*48+sha256.Size)
-	b = append(b, indexMagic[:]...)
+	magic := indexMagic
+	for _, e := range entries {
+		if e.codec == codecSolid {
+			magic = indexMagicV2
+			break
+		}
+	}
+	b = append(b, magic[:]...)
 	b = binary.AppendUvarint(b, uint64(packSize))
 	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
+	for i, e := range entries {
 		b = append(b, byte(e.ref.algo))
 		b = append(b, e.ref.digest[:]...)
+		if magic == indexMagic {
+			b = binary.AppendUvarint(b, uint64(e.off))
+			b = binary.AppendUvarint(b, uint64(e.n))
+			b = append(b, byte(e.codec))
+			b = binary.AppendUvarint(b, uint64(e.size))
+			continue
+		}
+		if i > 0 && e.codec == codecSolid {
+			if p := entries[i-1]; p.codec == codecSolid && p.off == e.off && p.n == e.n && p.inner+p.size == e.inner {
+				b = append(b, byte(codecSolidNext))
+				b = binary.AppendUvarint(b, uint64(e.size))
+				continue
+			}
+		}
+		b = append(b, byte(e.codec))
 		b = binary.AppendUvarint(b, uint64(e.off))
 		b = binary.AppendUvarint(b, uint64(e.n))
-		b = append(b, byte(e.codec))
 		b = binary.AppendUvarint(b, uint64(e.size))
+		if e.codec == codecSolid {
+			b = binary.AppendUvarint(b, uint64(e.inner))
+		}
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
@@ -162,7 +225,11 @@ var errIndex = fmt.Errorf("%w: bad pack index", ErrCorrupt)
 // decodeIndex checks everything an index claims against itself, so a reader
 // never seeks outside the pack the index describes.
 func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err error) {
-	if len(b) < len(indexMagic)+sha256.Size || !bytes.Equal(b[:len(indexMagic)], indexMagic[:]) {
+	if len(b) < len(indexMagic)+sha256.Size {
+		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
+	}
+	v2 := bytes.Equal(b[:len(indexMagic)], indexMagicV2[:])
+	if !v2 && !bytes.Equal(b[:len(indexMagic)], indexMagic[:]) {
 		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
 	}
 	body := b[:len(b)-sha256.Size]
@@ -185,7 +252,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	if err != nil {
 		return 0, nil, err
 	}
-	const minEntry = 1 + 32 + 1 + 1 + 1 + 1
+	const minEntry = 1 + 32 + 1 + 1
 	if count > int64(len(r)/minEntry) {
 		return 0, nil, fmt.Errorf("%w: count %d too large", errIndex, count)
 	}
@@ -200,22 +267,13 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 		}
 		copy(e.ref.digest[:], r[1:33])
 		r = r[33:]
-		if e.off, err = uv(); err != nil {
+		if v2 {
+			e, err = decodeEntryV2(e, entries, &r, uv)
+		} else {
+			e, err = decodeEntryV1(e, &r, uv)
+		}
+		if err != nil {
 			return 0, nil, err
-		}
-		if e.n, err = uv(); err != nil {
-			return 0, nil, err
-		}
-		if len(r) < 1 {
-			return 0, nil, fmt.Errorf("%w: truncated", errIndex)
-		}
-		e.codec = Codec(r[0])
-		r = r[1:]
-		if e.size, err = uv(); err != nil {
-			return 0, nil, err
-		}
-		if e.codec != CodecRaw && e.codec != CodecZstd {
-			return 0, nil, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
 		}
 		if e.off < int64(len(packMagic)) || e.n < headerSize || e.off > packSize || e.n > packSize-e.off {
 			return 0, nil, fmt.Errorf("%w: record outside the pack", errIndex)
@@ -225,7 +283,66 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	if len(r) != 0 {
 		return 0, nil, fmt.Errorf("%w: trailing bytes", errIndex)
 	}
+	setShares(entries)
 	return packSize, entries, nil
+}
+
+func decodeEntryV1(e entry, r *[]byte, uv func() (int64, error)) (entry, error) {
+	var err error
+	if e.off, err = uv(); err != nil {
+		return e, err
+	}
+	if e.n, err = uv(); err != nil {
+		return e, err
+	}
+	if len(*r) < 1 {
+		return e, fmt.Errorf("%w: truncated", errIndex)
+	}
+	e.codec = Codec((*r)[0])
+	*r = (*r)[1:]
+	if e.size, err = uv(); err != nil {
+		return e, err
+	}
+	if e.codec != CodecRaw && e.codec != CodecZstd {
+		return e, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
+	}
+	return e, nil
+}
+
+// decodeEntryV2 reads the rest of a version 2 entry; prev holds the
+// entries before it.
+func decodeEntryV2(e entry, prev []entry, r *[]byte, uv func() (int64, error)) (entry, error) {
+	if len(*r) < 1 {
+		return e, fmt.Errorf("%w: truncated", errIndex)
+	}
+	e.codec = Codec((*r)[0])
+	*r = (*r)[1:]
+	var err error
+	if e.codec == codecSolidNext {
+		if len(prev) == 0 || prev[len(prev)-1].codec != codecSolid {
+			return e, fmt.Errorf("%w: a block continued after no block", errIndex)
+		}
+		p := prev[len(prev)-1]
+		e.codec, e.off, e.n, e.inner = codecSolid, p.off, p.n, p.inner+p.size
+		e.size, err = uv()
+		return e, err
+	}
+	if e.codec != CodecRaw && e.codec != CodecZstd && e.codec != codecSolid {
+		return e, fmt.Errorf("%w: unknown codec %d", errIndex, e.codec)
+	}
+	if e.off, err = uv(); err != nil {
+		return e, err
+	}
+	if e.n, err = uv(); err != nil {
+		return e, err
+	}
+	if e.size, err = uv(); err != nil {
+		return e, err
+	}
+	if e.codec == codecSolid {
+		e.inner, err = uv()
+	}
+	return e, err
 }
 
 // readFull is io.ReadFull that reports a short object as corrupt.

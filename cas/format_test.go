@@ -26,8 +26,8 @@ func TestIndexRoundTrip(t *testing.T) {
 	r1, _ := Sum(SHA256, []byte("a"))
 	r2, _ := Sum(BLAKE3, []byte("b"))
 	in := []entry{
-		{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000, packID: "p"},
-		{ref: r2, off: 108, n: 16, codec: CodecRaw, size: 0, packID: "p"},
+		{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000, stored: 100, packID: "p"},
+		{ref: r2, off: 108, n: 16, codec: CodecRaw, size: 0, stored: 16, packID: "p"},
 	}
 	size, out, err := decodeIndex("p", encodeIndex(124, in))
 	if err != nil || size != 124 || len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
@@ -77,6 +77,11 @@ func FuzzDecodeIndex(f *testing.F) {
 	good := encodeIndex(200, []entry{{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000}})
 	f.Add(good[:len(good)-sha256.Size])
 	f.Add([]byte("trvidx\x00\x01"))
+	v2 := encodeIndex(200, []entry{
+		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 1000},
+		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 10, inner: 1000},
+	})
+	f.Add(v2[:len(v2)-sha256.Size])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// Checksum the fuzzed body, so the fuzzer explores the parser
 		// rather than the checksum.

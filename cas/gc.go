@@ -158,7 +158,7 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 		for _, e := range x.entries {
 			if _, ok := live[e.ref]; ok {
 				kept[e.ref] = struct{}{}
-				liveBytes += e.n
+				liveBytes += e.stored
 			} else if isYoung {
 				rep.Young++
 			} else {
@@ -173,7 +173,7 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 				deleted[e.ref] = struct{}{}
 				rep.Deleted = append(rep.Deleted, e.ref)
 			}
-			rep.DeletedBytes += e.n
+			rep.DeletedBytes += e.stored
 		}
 		switch {
 		case len(dead) == len(x.entries):
@@ -255,7 +255,19 @@ func (s *Store) repack(ctx context.Context, sparse []indexObj, live map[Ref]stru
 				continue
 			}
 			rec, err := s.readRecord(ctx, e)
-			if err == nil {
+			codec := e.codec
+			if err == nil && e.codec == codecSolid {
+				// Its block holds dead blobs too: the blob moves out
+				// into a record of its own.
+				var data []byte
+				if data, err = s.solidMember(rec, e); err == nil {
+					if got, _ := Sum(e.ref.algo, data); got != e.ref {
+						err = fmt.Errorf("%w: content hashes to %v", ErrCorrupt, got)
+					} else {
+						rec, codec, err = s.encode(nil, data)
+					}
+				}
+			} else if err == nil {
 				var obj object
 				if obj, err = packedObject(io.NopCloser(bytes.NewReader(rec)), e); err == nil {
 					err = s.drain("gc", e.ref, obj)
@@ -276,7 +288,7 @@ func (s *Store) repack(ctx context.Context, sparse []indexObj, live map[Ref]stru
 					return err
 				}
 			}
-			w.add(e.ref, rec, e.codec, e.size)
+			w.add(e.ref, rec, codec, e.size)
 		}
 	}
 	if err := w.flush(ctx, s); err != nil {

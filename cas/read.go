@@ -1,12 +1,14 @@
 package cas
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"io/fs"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -62,6 +64,9 @@ func (s *Store) looseObject(ctx context.Context, fi backend.Info, rc io.ReadClos
 }
 
 func (s *Store) openPacked(ctx context.Context, e entry) (object, error) {
+	if e.codec == codecSolid {
+		return s.openBlockMember(ctx, e)
+	}
 	rc, err := s.st.OpenRange(ctx, s.packName(e.packID), e.off, e.n)
 	if err != nil {
 		return object{}, err
@@ -87,6 +92,111 @@ func packedObject(rc io.ReadCloser, e entry) (object, error) {
 		return object{}, fmt.Errorf("%w: record header disagrees with the pack index", ErrCorrupt)
 	}
 	return object{payload: io.LimitReader(rc, e.n-headerSize), closer: rc, codec: h.codec, size: h.size}, nil
+}
+
+// maxBlock bounds the original bytes of a block record a reader decodes
+// (a Batch writes blocks of about solidBlock): a hostile header cannot make
+// it decode more.
+const maxBlock = 4 << 20
+
+// solidObject is the object of a blob of a block record (rec, its whole
+// record): the blob's bytes, which the caller verifies against its ref.
+func (s *Store) solidObject(rec []byte, e entry) (object, error) {
+	block, err := s.decodeBlock(rec)
+	if err != nil {
+		return object{}, err
+	}
+	return blockObject(block, e)
+}
+
+func blockObject(block []byte, e entry) (object, error) {
+	if e.inner > int64(len(block)) || e.size > int64(len(block))-e.inner {
+		return object{}, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
+	}
+	data := block[e.inner : e.inner+e.size]
+	return object{payload: bytes.NewReader(data), closer: io.NopCloser(nil), codec: CodecRaw, size: e.size}, nil
+}
+
+// solidMember returns the bytes of e's blob, unverified.
+func (s *Store) solidMember(rec []byte, e entry) ([]byte, error) {
+	obj, err := s.solidObject(rec, e)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(obj.payload)
+}
+
+// decodeBlock decodes a block record, bounded by its recorded length.
+func (s *Store) decodeBlock(rec []byte) ([]byte, error) {
+	h, err := parseHeader(rec)
+	if err != nil {
+		return nil, err
+	}
+	if h.trailer || h.codec != CodecZstd || h.size > maxBlock {
+		return nil, fmt.Errorf("%w: not a block record", ErrCorrupt)
+	}
+	dec, err := s.getDecoder()
+	if err != nil {
+		return nil, err
+	}
+	defer s.putDecoder(dec)
+	out, err := dec.DecodeAll(rec[headerSize:], make([]byte, 0, h.size))
+	if err != nil || int64(len(out)) != h.size {
+		return nil, fmt.Errorf("%w: block of %d bytes, header records %d: %v", ErrCorrupt, len(out), h.size, err)
+	}
+	return out, nil
+}
+
+// blockCache keeps the last few decoded blocks: blobs of one block (the
+// trees of a snapshot, files of one directory) are often read together,
+// and each read would decode the block again. Packs never change under an
+// id, so a cached block stays right.
+type blockCache struct {
+	mu   sync.Mutex
+	keys [4]blockKey
+	data [4][]byte
+	next int
+}
+
+type blockKey struct {
+	pack string
+	off  int64
+}
+
+func (c *blockCache) get(k blockKey) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, key := range c.keys {
+		if key == k && c.data[i] != nil {
+			return c.data[i]
+		}
+	}
+	return nil
+}
+
+func (c *blockCache) put(k blockKey, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keys[c.next], c.data[c.next] = k, data
+	c.next = (c.next + 1) % len(c.keys)
+}
+
+// openBlockMember opens a blob of a block record, through the cache.
+func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
+	k := blockKey{e.packID, e.off}
+	if block := s.blocks.get(k); block != nil {
+		return blockObject(block, e)
+	}
+	rec, err := s.readRecord(ctx, e)
+	if err != nil {
+		return object{}, err
+	}
+	block, err := s.decodeBlock(rec)
+	if err != nil {
+		return object{}, err
+	}
+	s.blocks.put(k, block)
+	return blockObject(block, e)
 }
 
 // blobReader decodes a payload, never yielding more than the recorded length,

@@ -30,7 +30,8 @@ type Store struct {
 	decoders freeList[*zstd.Decoder]
 	bufs     freeList[*[]byte]
 
-	idx index
+	idx    index
+	blocks blockCache
 }
 
 // Info describes a stored blob.
@@ -500,7 +501,11 @@ func (s *Store) packedInfo(ctx context.Context, e entry) Info {
 			t = fi.ModTime
 		}
 	}
-	return Info{Ref: e.ref, Size: e.size, StoredSize: e.n, Codec: e.codec, Packed: true, ModTime: t}
+	codec := e.codec
+	if codec == codecSolid {
+		codec = CodecZstd
+	}
+	return Info{Ref: e.ref, Size: e.size, StoredSize: e.stored, Codec: codec, Packed: true, ModTime: t}
 }
 
 func (s *Store) statLoose(ctx context.Context, ref Ref) (Info, error) {

@@ -269,6 +269,21 @@ func (s *Store) verifyPack(ctx context.Context, x indexObj, yield func(Ref, erro
 }
 
 func (s *Store) verifyRecord(e entry, rc io.ReadCloser) error {
+	if e.codec == codecSolid {
+		rec, err := io.ReadAll(io.LimitReader(rc, e.n))
+		rc.Close()
+		if err != nil {
+			return refErr("verify", e.ref, err)
+		}
+		if int64(len(rec)) < e.n {
+			return refErr("verify", e.ref, fmt.Errorf("%w: pack %s is truncated", ErrCorrupt, e.packID))
+		}
+		obj, err := s.solidObject(rec, e)
+		if err != nil {
+			return refErr("verify", e.ref, err)
+		}
+		return s.drain("verify", e.ref, obj)
+	}
 	obj, err := packedObject(rc, e)
 	if err != nil {
 		rc.Close()

@@ -1,0 +1,275 @@
+package cas
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend/mem"
+)
+
+// sourceLike returns n bytes of text like source code, different per seed.
+func sourceLike(n, seed int) []byte {
+	var b bytes.Buffer
+	words := strings.Fields("func var return if else for range package import struct err nil")
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%s %s // %d.%d\n", words[(i*7+seed)%len(words)], words[(i*3+seed*5)%len(words)], seed, i*i%9973)
+	}
+	return b.Bytes()[:n]
+}
+
+func blockStore(t *testing.T, opts ...Option) (*Store, [][]byte, []Ref) {
+	t.Helper()
+	ctx := t.Context()
+	st := mem.New()
+	s, err := Open(ctx, st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blobs [][]byte
+	for i := range 40 {
+		blobs = append(blobs, sourceLike(2000+i*300, i))
+	}
+	refs, err := s.PutMany(ctx, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process's view.
+	if s, err = Open(ctx, st, opts...); err != nil {
+		t.Fatal(err)
+	}
+	return s, blobs, refs
+}
+
+func solidEntries(t *testing.T, s *Store) []entry {
+	t.Helper()
+	if err := s.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var out []entry
+	for _, p := range s.idx.snapshot() {
+		for _, e := range p.entries {
+			if e.codec == codecSolid {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func rootsOf(refs ...Ref) iter.Seq2[Ref, error] {
+	return func(yield func(Ref, error) bool) {
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Small compressible blobs share block records; each reads back verified,
+// whole and streamed, and Stat's stored sizes add up to no more than the
+// packs hold.
+func TestBatchBlocks(t *testing.T) {
+	ctx := t.Context()
+	s, blobs, refs := blockStore(t)
+	if n := len(solidEntries(t, s)); n != len(blobs) {
+		t.Fatalf("%d of %d small text blobs in block records", n, len(blobs))
+	}
+	var stored, packs int64
+	for _, p := range s.idx.snapshot() {
+		packs += p.size
+	}
+	for i, ref := range refs {
+		got, err := s.Get(ctx, ref)
+		if err != nil || !bytes.Equal(got, blobs[i]) {
+			t.Fatalf("Get %d = %d bytes, %v", i, len(got), err)
+		}
+		rc, err := s.Open(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, blobs[i]) {
+			t.Fatalf("Open %d = %d bytes, %v", i, len(got), err)
+		}
+		info, err := s.Stat(ctx, ref)
+		if err != nil || info.Size != int64(len(blobs[i])) || info.Codec != CodecZstd || !info.Packed {
+			t.Fatalf("Stat %d = %+v, %v", i, info, err)
+		}
+		stored += info.StoredSize
+	}
+	if stored > packs {
+		t.Fatalf("stored sizes add up to %d, packs hold %d", stored, packs)
+	}
+	for ref, err := range s.Verify(ctx) {
+		if err != nil {
+			t.Fatalf("Verify %v: %v", ref, err)
+		}
+	}
+}
+
+// A damaged block record is ErrCorrupt for the blobs read from it, and
+// Verify names them; nothing panics or decodes past the recorded length.
+func TestBlockCorrupt(t *testing.T) {
+	ctx := t.Context()
+	s, _, refs := blockStore(t)
+	e := solidEntries(t, s)[0]
+	name := s.packName(e.packID)
+	pack, err := s.st.ReadFile(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack[e.off+headerSize+e.n/2] ^= 0x55
+	if err := s.st.WriteFile(ctx, name, pack); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for _, ref := range refs {
+		if _, err := s.Get(ctx, ref); err != nil {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), ref.String()) {
+				t.Fatalf("Get of a damaged block = %v, want ErrCorrupt naming the ref", err)
+			}
+			bad++
+		}
+	}
+	if bad == 0 {
+		t.Fatal("no blob of the damaged block failed")
+	}
+	reported := 0
+	for _, err := range s.Verify(ctx) {
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Verify: %v", err)
+			}
+			reported++
+		}
+	}
+	if reported < bad {
+		t.Fatalf("Verify reported %d bad blobs, Get found %d", reported, bad)
+	}
+}
+
+// GC keeps every live blob of a block, whether the pack keeps its block
+// (dead blobs dropped from the index) or is repacked (live blobs moved out
+// into records of their own).
+func TestBlockGC(t *testing.T) {
+	ctx := t.Context()
+	for _, below := range []float64{0, 1} {
+		s, blobs, refs := blockStore(t, WithGrace(0), WithRepackBelow(below))
+		live := []int{3, 17, 30}
+		var roots []Ref
+		for _, i := range live {
+			roots = append(roots, refs[i])
+		}
+		rep, err := s.GC(ctx, rootsOf(roots...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Deleted) != len(refs)-len(live) {
+			t.Fatalf("repack below %v: deleted %d, want %d", below, len(rep.Deleted), len(refs)-len(live))
+		}
+		s2, err := Open(ctx, s.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range live {
+			if got, err := s2.Get(ctx, refs[i]); err != nil || !bytes.Equal(got, blobs[i]) {
+				t.Fatalf("repack below %v: live blob %d = %v", below, i, err)
+			}
+		}
+		if ok, _ := s2.Has(ctx, refs[0]); ok {
+			t.Fatalf("repack below %v: a dead blob is still listed", below)
+		}
+		if n := len(solidEntries(t, s2)); below == 1 && n != 0 {
+			t.Fatalf("repacked: %d blobs still in blocks", n)
+		}
+		for ref, err := range s2.Verify(ctx) {
+			if err != nil {
+				t.Fatalf("repack below %v: Verify %v: %v", below, ref, err)
+			}
+		}
+	}
+}
+
+// Version 2 indexes carry a blob's offset in its block; a version 1 index
+// naming a block blob is corrupt.
+func TestIndexV2(t *testing.T) {
+	r1, _ := Sum(SHA256, []byte("a"))
+	r2, _ := Sum(SHA256, []byte("b"))
+	in := []entry{
+		{ref: r1, off: 8, n: 50, codec: codecSolid, size: 300, inner: 0, packID: "p"},
+		{ref: r2, off: 8, n: 50, codec: codecSolid, size: 100, inner: 300, packID: "p"},
+	}
+	b := encodeIndex(58, in)
+	if !bytes.HasPrefix(b, indexMagicV2[:]) {
+		t.Fatal("an index with block blobs is not version 2")
+	}
+	_, out, err := decodeIndex("p", b)
+	if err != nil || len(out) != 2 || out[1].inner != 300 || out[0].stored+out[1].stored > 50 || out[0].stored != 37 {
+		t.Fatalf("round trip = %+v, %v", out, err)
+	}
+	v1 := append(bytes.Clone(indexMagic[:]), b[len(indexMagic):len(b)-32]...)
+	sum := sha256.Sum256(v1)
+	if _, _, err := decodeIndex("p", append(v1, sum[:]...)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 1 index with a block blob = %v", err)
+	}
+	// The second entry is written as the first's continuation; one with
+	// nothing to continue is corrupt.
+	if len(b) != len(encodeIndex(58, in[:1]))+1+32+1+1 {
+		t.Fatalf("the second blob of a block takes %d bytes", len(b)-len(encodeIndex(58, in[:1])))
+	}
+	orphan := append(bytes.Clone(indexMagicV2[:]), 58, 1, byte(SHA256))
+	orphan = append(orphan, r1.digest[:]...)
+	orphan = append(orphan, byte(codecSolidNext), 5)
+	sum = sha256.Sum256(orphan)
+	if _, _, err := decodeIndex("p", append(orphan, sum[:]...)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a continuation without a block = %v", err)
+	}
+}
+
+// A block read for one blob serves the other blobs of that block without
+// reading or decoding it again; what it serves is still verified.
+func TestBlockCache(t *testing.T) {
+	ctx := t.Context()
+	s, blobs, refs := blockStore(t)
+	es := solidEntries(t, s)
+	byRef := map[Ref]entry{}
+	for _, e := range es {
+		byRef[e.ref] = e
+	}
+	var a, b int = -1, -1
+	for i := range refs {
+		for j := i + 1; j < len(refs); j++ {
+			if byRef[refs[i]].off == byRef[refs[j]].off && byRef[refs[i]].packID == byRef[refs[j]].packID {
+				a, b = i, j
+			}
+		}
+	}
+	if a < 0 {
+		t.Fatal("no two blobs share a block")
+	}
+	if _, err := s.Get(ctx, refs[a]); err != nil {
+		t.Fatal(err)
+	}
+	// The pack goes away: the second blob comes from the decoded block.
+	e := byRef[refs[b]]
+	if err := s.st.Unlink(ctx, s.packName(e.packID)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, refs[b]); err != nil || !bytes.Equal(got, blobs[b]) {
+		t.Fatalf("Get from the cached block = %v", err)
+	}
+	// A cached block that does not hold what the index says is corrupt.
+	bad := e
+	bad.size = 1 << 30
+	if _, err := s.openPacked(ctx, bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a blob past its block's end = %v", err)
+	}
+}
