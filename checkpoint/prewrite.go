@@ -16,10 +16,6 @@ type prewriter struct {
 	ctx context.Context
 	sem chan struct{}
 	wg  sync.WaitGroup
-	// scan is likely's look at the trees: it reads the stat cache, which
-	// the undo checkpoint then updates, so the rewind waits for it
-	// (scanned) before taking that.
-	scan sync.WaitGroup
 
 	mu      sync.Mutex
 	temps   map[string]string // path -> its temporary file, written
@@ -72,7 +68,6 @@ func (w *prewriter) done() map[string]string {
 	if w == nil {
 		return nil
 	}
-	w.scan.Wait()
 	w.wg.Wait()
 	return w.temps
 }
@@ -83,20 +78,12 @@ func (w *prewriter) discard() {
 	if w == nil {
 		return
 	}
-	w.scan.Wait()
 	w.wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for p, tmp := range w.temps {
 		_ = w.m.ws.remove(tmp)
 		delete(w.temps, p)
-	}
-}
-
-// scanned waits until likely has read what it needs of the stat cache.
-func (w *prewriter) scanned() {
-	if w != nil {
-		w.scan.Wait()
 	}
 }
 
@@ -125,7 +112,7 @@ func (w *prewriter) likely(man *Manifest, cache *statCache) {
 	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
 		return
 	}
-	w.scan.Go(func() {
+	w.wg.Go(func() {
 		n := 0
 		var visit func(dir, ref string, depth int)
 		visit = func(dir, ref string, depth int) {

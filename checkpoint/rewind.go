@@ -91,7 +91,6 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		defer pre.discard()
 	}
 	p, err := m.plan(ctx, man, loaded, pre)
-	pre.scanned() // before the undo checkpoint updates the stat cache
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
 	}
