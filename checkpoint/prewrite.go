@@ -16,6 +16,9 @@ type prewriter struct {
 	ctx context.Context
 	sem chan struct{}
 	wg  sync.WaitGroup
+	// looking is likely's search, which reads the stat cache: it must end
+	// before the cache changes (see settle).
+	looking sync.WaitGroup
 
 	mu      sync.Mutex
 	temps   map[string]string // path -> its temporary file, written
@@ -62,12 +65,21 @@ func (w *prewriter) start(c *change) {
 	})
 }
 
+// settle waits for likely's search, which reads the stat cache: the plan
+// calls it before it returns, so the cache can change after.
+func (w *prewriter) settle() {
+	if w != nil {
+		w.looking.Wait()
+	}
+}
+
 // done waits for every write started and returns the temporary files by
 // path; apply takes them.
 func (w *prewriter) done() map[string]string {
 	if w == nil {
 		return nil
 	}
+	w.looking.Wait()
 	w.wg.Wait()
 	return w.temps
 }
@@ -78,6 +90,7 @@ func (w *prewriter) discard() {
 	if w == nil {
 		return
 	}
+	w.looking.Wait()
 	w.wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -112,7 +125,7 @@ func (w *prewriter) likely(man *Manifest, cache *statCache) {
 	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
 		return
 	}
-	w.wg.Go(func() {
+	w.looking.Go(func() {
 		n := 0
 		var visit func(dir, ref string, depth int)
 		visit = func(dir, ref string, depth int) {

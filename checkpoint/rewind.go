@@ -397,6 +397,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		}
 	}
 	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].path < p.changes[j].path })
+	p.pre.settle()
 	return p, nil
 }
 
