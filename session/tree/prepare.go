@@ -135,7 +135,8 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 		p.keys = keysSome
 	}
 	if role == "assistant" {
-		edits, err := assistantEditsOf(f.api, f.provider, f.model, f.usage)
+		u, complete := completeUsage(f.usage)
+		edits, err := assistantEditsFor(f.api, f.provider, f.model, f.usage, complete)
 		if err != nil {
 			return nil, err
 		}
@@ -151,9 +152,66 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 				}
 			}
 		}
+		if complete {
+			if m, ok := jsonscan.String(f.model); ok {
+				u.Model = m
+			}
+			p.usage = u
+			return p, nil
+		}
 	}
 	p.usage = usageFrom(role, f.model, f.usage)
 	return p, nil
+}
+
+// completeUsage reads, in one pass, a usage object that needs nothing
+// completed (every one of usageKeys, and of its cost's costKeys, there as
+// a number: what numbers leaves as it is), with the totals usageFrom reads
+// from it (but the model). ok is false for anything else, and for any
+// escaped key, which may be any of them: numbers and usageFrom decide
+// those.
+func completeUsage(usage []byte) (u Usage, ok bool) {
+	var buf, cbuf [10]jsonscan.Member
+	var v [7][]byte // completeKeys' values
+	var c [5][]byte // costKeys' values
+	um, ok := jsonscan.SplitObjectInto(usage, buf[:0])
+	if !ok || !pickPlain(um, completeKeys[:], v[:]) {
+		return u, false
+	}
+	cm, ok := jsonscan.SplitObjectInto(v[6], cbuf[:0])
+	if !ok || !pickPlain(cm, costKeys, c[:]) {
+		return u, false
+	}
+	for _, n := range [...][]byte{v[0], v[1], v[2], v[3], v[4], c[0], c[1], c[2], c[3], c[4]} {
+		if !isNumber(n) {
+			return u, false
+		}
+	}
+	u.Input, u.Output = int64(number(v[0])), int64(number(v[1]))
+	u.Total = cmp.Or(int64(number(v[4])), int64(number(v[5])), u.Input+u.Output+int64(number(v[2]))+int64(number(v[3])))
+	u.Cost = number(c[4])
+	return u, true
+}
+
+// completeKeys are usageKeys, then what usageFrom also reads.
+var completeKeys = [7]string{"input", "output", "cacheRead", "cacheWrite", "totalTokens", "total_tokens", "cost"}
+
+// pickPlain sets vals[i] to the value of keys[i] in ms (the last one, as
+// JSON.parse keeps); false for an escaped key, which may be any of them.
+func pickPlain(ms jsonscan.Members, keys []string, vals [][]byte) bool {
+	for _, m := range ms {
+		r := m.KeyRaw
+		if bytes.IndexByte(r, '\\') >= 0 {
+			return false
+		}
+		for i, k := range keys {
+			if len(r) == len(k)+2 && string(r[1:len(r)-1]) == k {
+				vals[i] = m.Val
+				break
+			}
+		}
+	}
+	return true
 }
 
 // topFields are the members of a message PrepareMessage looks at.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -137,4 +138,77 @@ func FuzzPrepareMessage(f *testing.F) {
 			t.Fatalf("the message in its line has no role: %s", inLine)
 		}
 	})
+}
+
+// completeUsage, where it answers, says what numbers and usageFrom say:
+// nothing to complete, and the same totals.
+func TestCompleteUsageAsNumbers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []string{`"input"`, `"output"`, `"cacheRead"`, `"cacheWrite"`, `"totalTokens"`, `"total_tokens"`, `"inp\u0075t"`, `"other"`}
+	costKeys := []string{`"input"`, `"output"`, `"cacheRead"`, `"cacheWrite"`, `"total"`, `"tot\u0061l"`, `"x"`}
+	vals := []string{`0`, `12`, `1200`, `-3`, `2.5`, `1e3`, `null`, `"7"`, `{}`, `9007199254740993`}
+	object := func(keys []string, inner string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		n := 0
+		for _, k := range keys {
+			for range rng.IntN(3) { // absent, once, or twice
+				if n > 0 {
+					b.WriteByte(',')
+				}
+				n++
+				b.WriteString(k + ":" + vals[rng.IntN(len(vals))])
+			}
+		}
+		if inner != "" {
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"cost":` + inner)
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	answered := 0
+	for range 20000 {
+		// Mostly complete objects, so that both sides are tried.
+		full := func(ks []string) []string {
+			if rng.IntN(4) == 0 {
+				return ks
+			}
+			return ks[:5]
+		}
+		cost := object(full(costKeys), "")
+		if rng.IntN(8) == 0 {
+			cost = vals[rng.IntN(len(vals))]
+		}
+		usage := []byte(object(full(keys), cost))
+		if rng.IntN(2) == 0 {
+			// Every key once, as a complete usage has it; a value now and
+			// then not a number.
+			v := func() string {
+				if rng.IntN(10) == 0 {
+					return vals[rng.IntN(len(vals))]
+				}
+				return vals[rng.IntN(6)]
+			}
+			cost = `{"input":` + v() + `,"output":` + v() + `,"cacheRead":` + v() + `,"cacheWrite":` + v() + `,"total":` + v() + `}`
+			usage = []byte(`{"input":` + v() + `,"output":` + v() + `,"cacheRead":` + v() + `,"cacheWrite":` + v() + `,"totalTokens":` + v() + `,"cost":` + cost + `}`)
+		}
+		u, ok := completeUsage(usage)
+		if !ok {
+			continue
+		}
+		answered++
+		fixed, err := numbers(usage, "usage", usageKeys, "totalTokens", true)
+		if err != nil || fixed != nil {
+			t.Fatalf("%s: completeUsage answered, numbers says %s, %v", usage, fixed, err)
+		}
+		if want := usageFrom("assistant", nil, usage); u != want {
+			t.Fatalf("%s: completeUsage = %+v, usageFrom = %+v", usage, u, want)
+		}
+	}
+	if answered < 1000 {
+		t.Fatalf("completeUsage answered %d of 20,000: the test tries too little", answered)
+	}
 }

@@ -49,6 +49,12 @@ func assistantEdits(ms jsonscan.Members) ([]jsonscan.Edit, error) {
 // assistantEditsOf is assistantEdits given the raw values of the members
 // it looks at (nil where absent).
 func assistantEditsOf(api, provider, model, usage []byte) ([]jsonscan.Edit, error) {
+	return assistantEditsFor(api, provider, model, usage, false)
+}
+
+// assistantEditsFor is assistantEditsOf; usageComplete says usage is known
+// to need nothing (completeUsage), so it is not read again.
+func assistantEditsFor(api, provider, model, usage []byte, usageComplete bool) ([]jsonscan.Edit, error) {
 	var edits []jsonscan.Edit
 	for _, m := range [...]struct {
 		k string
@@ -61,6 +67,9 @@ func assistantEditsOf(api, provider, model, usage []byte) ([]jsonscan.Edit, erro
 		case v[0] != '"':
 			return nil, fmt.Errorf("assistant message %s is not a string: %w", k, ErrInvalid)
 		}
+	}
+	if usageComplete {
+		return edits, nil
 	}
 	fixed, err := numbers(usage, "usage", usageKeys, "totalTokens", true)
 	if err != nil {
