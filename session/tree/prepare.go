@@ -134,9 +134,11 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 	if special {
 		p.keys = keysSome
 	}
+	var u Usage
+	complete := false
 	if role == "assistant" {
-		u, complete := completeUsage(f.usage)
-		edits, err := assistantEditsFor(f.api, f.provider, f.model, f.usage, complete)
+		u, complete = completeUsage(f.usage)
+		edits, err := assistantEditsOf(f.api, f.provider, f.model, f.usage, complete)
 		if err != nil {
 			return nil, err
 		}
@@ -152,21 +154,17 @@ func PrepareMessage(msg json.RawMessage) (*Prepared, error) {
 				}
 			}
 		}
-		if complete {
-			if m, ok := jsonscan.String(f.model); ok {
-				u.Model = m
-			}
-			p.usage = u
-			return p, nil
-		}
 	}
-	p.usage = usageFrom(role, f.model, f.usage)
+	if !complete {
+		u = usageTotals(f.usage)
+	}
+	p.usage = withModel(u, role, f.model)
 	return p, nil
 }
 
 // completeUsage reads, in one pass, a usage object that needs nothing
 // completed (every one of usageKeys, and of its cost's costKeys, there as
-// a number: what numbers leaves as it is), with the totals usageFrom reads
+// a number: what numbers leaves as it is), with the totals usageTotals reads
 // from it (but the model). ok is false for anything else, and for any
 // escaped key, which may be any of them: numbers and usageFrom decide
 // those.
@@ -187,10 +185,7 @@ func completeUsage(usage []byte) (u Usage, ok bool) {
 			return u, false
 		}
 	}
-	u.Input, u.Output = int64(number(v[0])), int64(number(v[1]))
-	u.Total = cmp.Or(int64(number(v[4])), int64(number(v[5])), u.Input+u.Output+int64(number(v[2]))+int64(number(v[3])))
-	u.Cost = number(c[4])
-	return u, true
+	return totals(v[0], v[1], v[2], v[3], v[4], v[5], c[4]), true
 }
 
 // completeKeys are usageKeys, then what usageFrom also reads.
@@ -205,7 +200,7 @@ func pickPlain(ms jsonscan.Members, keys []string, vals [][]byte) bool {
 			return false
 		}
 		for i, k := range keys {
-			if len(r) == len(k)+2 && string(r[1:len(r)-1]) == k {
+			if m.Is(k) {
 				vals[i] = m.Val
 				break
 			}
@@ -258,23 +253,37 @@ func usageOf(role string, ms jsonscan.Members) Usage {
 
 // usageFrom reads a message's totals from its model and usage values.
 func usageFrom(role string, model, usage []byte) Usage {
-	var u Usage
+	return withModel(usageTotals(usage), role, model)
+}
+
+// usageTotals reads the totals of a usage value (zero where it is none).
+func usageTotals(usage []byte) Usage {
+	var buf, cbuf [8]jsonscan.Member
+	um, ok := jsonscan.SplitObjectInto(usage, buf[:0])
+	if !ok {
+		return Usage{}
+	}
+	var cost []byte
+	if cm, ok := jsonscan.SplitObjectInto(um.Get("cost"), cbuf[:0]); ok {
+		cost = cm.Get("total")
+	}
+	return totals(um.Get("input"), um.Get("output"), um.Get("cacheRead"), um.Get("cacheWrite"), um.Get("totalTokens"), um.Get("total_tokens"), cost)
+}
+
+// totals makes a Usage of the raw numbers (nil where absent): the total is
+// the one given, else the sum.
+func totals(in, out, cacheRead, cacheWrite, total, totalSnake, cost []byte) Usage {
+	u := Usage{Input: int64(number(in)), Output: int64(number(out)), Cost: number(cost)}
+	u.Total = cmp.Or(int64(number(total)), int64(number(totalSnake)), u.Input+u.Output+int64(number(cacheRead))+int64(number(cacheWrite)))
+	return u
+}
+
+// withModel sets u's model: an assistant message's, where it is a string.
+func withModel(u Usage, role string, model []byte) Usage {
 	if role == "assistant" {
 		if m, ok := jsonscan.String(model); ok {
 			u.Model = m
 		}
-	}
-	var buf [8]jsonscan.Member
-	um, ok := jsonscan.SplitObjectInto(usage, buf[:0])
-	if !ok {
-		return u
-	}
-	u.Input, u.Output = int64(number(um.Get("input"))), int64(number(um.Get("output")))
-	u.Total = cmp.Or(int64(number(um.Get("totalTokens"))), int64(number(um.Get("total_tokens"))),
-		u.Input+u.Output+int64(number(um.Get("cacheRead")))+int64(number(um.Get("cacheWrite"))))
-	var cbuf [8]jsonscan.Member
-	if cm, ok := jsonscan.SplitObjectInto(um.Get("cost"), cbuf[:0]); ok {
-		u.Cost = number(cm.Get("total"))
 	}
 	return u
 }

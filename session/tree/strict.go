@@ -43,18 +43,13 @@ func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
 // Values the caller gave are kept byte for byte; a value of the wrong type
 // is refused.
 func assistantEdits(ms jsonscan.Members) ([]jsonscan.Edit, error) {
-	return assistantEditsOf(ms.Get("api"), ms.Get("provider"), ms.Get("model"), ms.Get("usage"))
+	return assistantEditsOf(ms.Get("api"), ms.Get("provider"), ms.Get("model"), ms.Get("usage"), false)
 }
 
 // assistantEditsOf is assistantEdits given the raw values of the members
-// it looks at (nil where absent).
-func assistantEditsOf(api, provider, model, usage []byte) ([]jsonscan.Edit, error) {
-	return assistantEditsFor(api, provider, model, usage, false)
-}
-
-// assistantEditsFor is assistantEditsOf; usageComplete says usage is known
-// to need nothing (completeUsage), so it is not read again.
-func assistantEditsFor(api, provider, model, usage []byte, usageComplete bool) ([]jsonscan.Edit, error) {
+// it looks at (nil where absent); usageComplete says usage is known to
+// need nothing (completeUsage), so it is not read again.
+func assistantEditsOf(api, provider, model, usage []byte, usageComplete bool) ([]jsonscan.Edit, error) {
 	var edits []jsonscan.Edit
 	for _, m := range [...]struct {
 		k string
