@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
-	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -411,7 +410,7 @@ func Abbrev(ids []string) []string {
 		}
 		return compareReversed(ids[a.i], ids[b.i])
 	})
-	need := make([]int32, len(ids))
+	need := make([]int, len(ids))
 	for k := 1; k < len(order); k++ {
 		a, b := order[k-1], order[k]
 		var n int
@@ -425,8 +424,8 @@ func Abbrev(ids []string) []string {
 		}
 		// The keys' zeros past a short id's start may match NULs of the
 		// other.
-		n = min(n, len(ids[a.i]), len(ids[b.i]), math.MaxInt32-1) + 1
-		need[a.i], need[b.i] = max(need[a.i], int32(n)), max(need[b.i], int32(n))
+		n = min(n, len(ids[a.i]), len(ids[b.i])) + 1
+		need[a.i], need[b.i] = max(need[a.i], n), max(need[b.i], n)
 	}
 	// A suffix must not also start another id. Ids mostly start alike (a
 	// time) and end at random, so the ids' first MinAbbrev characters rule
@@ -438,7 +437,7 @@ func Abbrev(ids []string) []string {
 	out := make([]string, len(ids))
 	var sorted []string
 	for i, id := range ids {
-		n := max(int(need[i]), MinAbbrev)
+		n := max(need[i], MinAbbrev)
 		for ; n < len(id); n++ {
 			suf := id[len(id)-n:]
 			if _, ok := starts[suf[:MinAbbrev]]; !ok {

@@ -113,7 +113,8 @@ unique abbreviation, accepted wherever an id is.`,
 			for i, m := range every {
 				ids[i] = m.ID
 			}
-			short := session.Abbrev(ids) // short[i] abbreviates list[i]
+			// short[i] abbreviates every[i], then list[i].
+			short := session.Abbrev(ids)
 			if filtered {
 				of := make(map[string]string, len(ids))
 				for i, id := range ids {
