@@ -13,16 +13,7 @@ func TestRequests(t *testing.T) {
 	srv, c := cloudtest.StartCountingS3(t)
 	st := srv.New(t)
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	row := func(what string, max int, fn func()) {
-		t.Helper()
-		t.Logf("%-32s %v", what, c.AtMost(t, what, max, fn))
-	}
+	must, row := requestRows(t, c)
 	wo := st.(backend.WriteOnce)
 	row("CreateFile", 1, func() { must(wo.CreateFile(ctx, "b/12/1234", []byte("x"))) })
 	row("CreateFile of a present file", 1, func() { wo.CreateFile(ctx, "b/12/1234", []byte("x")) })
@@ -48,11 +39,7 @@ func TestRequests(t *testing.T) {
 	})
 	// Twenty Syncs, more than a fan-out of 8: a Sync never folds.
 	for range 20 {
-		row("Write and Sync", 2, func() {
-			_, err := w.Write([]byte("hello\n"))
-			must(err)
-			must(w.Sync())
-		})
+		row("Write and Sync", 2, func() { appendLine(t, w) })
 	}
 	row("Close after Sync", 0, func() { must(w.Close()) })
 	// A read and a delete per part folded, one upload.
@@ -65,16 +52,8 @@ func TestRequests(t *testing.T) {
 		w, err = st.OpenWriter(ctx, "a/t.jsonl", backend.WriterOptions{Exclusive: true})
 		must(err)
 	})
-	row("its first Write and Sync", 1, func() {
-		_, err := w.Write([]byte("hello\n"))
-		must(err)
-		must(w.Sync())
-	})
-	row("its second", 2, func() {
-		_, err := w.Write([]byte("hello\n"))
-		must(err)
-		must(w.Sync())
-	})
+	row("its first Write and Sync", 1, func() { appendLine(t, w) })
+	row("its second", 2, func() { appendLine(t, w) })
 	must(w.Close())
 	wf := st.(backend.WholeFile)
 	row("PutFile", 1, func() { must(wf.PutFile(ctx, "a/m.json", []byte("{}"))) })
@@ -88,16 +67,7 @@ func TestRequestsGCS(t *testing.T) {
 	c := cloudtest.NewCounter()
 	st := cloudtest.StartGCS(t, c.Wrap).New(t)
 	ctx := t.Context()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	row := func(what string, max int, fn func()) {
-		t.Helper()
-		t.Logf("%-32s %v", what, c.AtMost(t, what, max, fn))
-	}
+	must, row := requestRows(t, c)
 	wo := st.(backend.WriteOnce)
 	wf := st.(backend.WholeFile)
 	row("CreateFile", 1, func() { must(wo.CreateFile(ctx, "s/meta.json", []byte("{}"))) })
@@ -114,19 +84,39 @@ func TestRequestsGCS(t *testing.T) {
 		w, err = st.OpenWriter(ctx, "s/t.jsonl", backend.WriterOptions{Exclusive: true})
 		must(err)
 	})
-	row("its first Write and Sync", 1, func() {
-		_, err := w.Write([]byte("hello\n"))
-		must(err)
-		must(w.Sync())
-	})
+	row("its first Write and Sync", 1, func() { appendLine(t, w) })
 	for range 10 {
-		row("Write and Sync", 2, func() {
-			_, err := w.Write([]byte("hello\n"))
-			must(err)
-			must(w.Sync())
-		})
+		row("Write and Sync", 2, func() { appendLine(t, w) })
 	}
 	row("Close after Sync", 0, func() { must(w.Close()) })
 	row("PutFile", 1, func() { must(wf.PutFile(ctx, "s/meta.json", []byte("{}"))) })
 	row("RemoveFile", 1, func() { must(wf.RemoveFile(ctx, "s/meta.json")) })
+}
+
+// requestRows returns what the request tables share: must fails the test
+// on an error, row logs what fn asked of the server and fails when that is
+// more than max.
+func requestRows(t *testing.T, c *cloudtest.Counter) (must func(error), row func(what string, max int, fn func())) {
+	must = func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	row = func(what string, max int, fn func()) {
+		t.Helper()
+		t.Logf("%-32s %v", what, c.AtMost(t, what, max, fn))
+	}
+	return must, row
+}
+
+// appendLine writes a line to w and syncs it.
+func appendLine(t *testing.T, w backend.Writer) {
+	t.Helper()
+	if _, err := w.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
 }
