@@ -560,11 +560,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		switch c.b.kind {
 		case TypeFile:
 			if tmp, ok := p.pre.take(c.path); ok {
-				if err := m.ws.rename(tmp, c.path); err != nil {
-					_ = m.ws.remove(tmp)
-					return err
-				}
-				return nil
+				return moveInto(m.ws, tmp, c.path)
 			}
 			// Streamed from the blob store, verified as it goes: a
 			// mismatch fails the write and leaves the file as it was.
@@ -579,10 +575,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 			if err := m.ws.symlink(c.b.target, tmp); err != nil {
 				return err
 			}
-			if err := m.ws.rename(tmp, c.path); err != nil {
-				_ = m.ws.remove(tmp)
-				return err
-			}
+			return moveInto(m.ws, tmp, c.path)
 		}
 		return nil
 	})

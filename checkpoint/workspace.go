@@ -87,6 +87,12 @@ func writeAtomic(ws Workspace, name string, src io.Reader, perm fs.FileMode, syn
 	if err != nil {
 		return err
 	}
+	return moveInto(ws, tmp, name)
+}
+
+// moveInto renames the temporary file tmp to name; one that cannot take
+// its place is removed.
+func moveInto(ws Workspace, tmp, name string) error {
 	if err := ws.rename(tmp, name); err != nil {
 		_ = ws.remove(tmp)
 		return err
