@@ -112,33 +112,45 @@ type layout struct {
 }
 
 // listKeys lists the keys below prefix (one level with delimited, the whole
-// tree without), as names. A listing that trips over an object vanishing
-// under it (fileblob lists a file, then fails to stat it) starts again.
+// tree without), as names.
 func (s *driver) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
 	opts := &blob.ListOptions{Prefix: enc(prefix)}
 	if delimited {
 		opts.Delimiter = "/"
 	}
-	for try := 0; ; try++ {
+	return relist(func() ([]*blob.ListObject, error) {
 		var out []*blob.ListObject
-		var err error
 		for token := blob.FirstPageToken; ; {
-			var page []*blob.ListObject
-			if page, token, err = s.b.ListPage(ctx, token, listPageSize, opts); err != nil {
-				break
+			page, next, err := s.b.ListPage(ctx, token, listPageSize, opts)
+			if err != nil {
+				return nil, err
 			}
-			for _, lo := range page {
-				lo.Key = dec(lo.Key)
-			}
-			out = append(out, page...)
-			if len(token) == 0 {
+			out = append(out, decKeys(page)...)
+			if token = next; len(token) == 0 {
 				return out, nil
 			}
 		}
-		if !isNotFound(err) || try >= maxRetries {
-			return nil, err
+	})
+}
+
+// relist runs a listing again when it trips over an object vanishing under
+// it (fileblob lists a directory, then fails to stat a file another call
+// just removed).
+func relist(list func() ([]*blob.ListObject, error)) ([]*blob.ListObject, error) {
+	for try := 0; ; try++ {
+		out, err := list()
+		if err == nil || !isNotFound(err) || try >= maxRetries {
+			return out, err
 		}
 	}
+}
+
+// decKeys turns a page's keys into names.
+func decKeys(page []*blob.ListObject) []*blob.ListObject {
+	for _, lo := range page {
+		lo.Key = dec(lo.Key)
+	}
+	return page
 }
 
 // listPageSize is the page of a whole listing: the most S3 and Azure send.
@@ -146,11 +158,10 @@ const listPageSize = 1000
 
 // listPage lists at most n keys below prefix, as names.
 func (s *driver) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
-	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
-	for _, lo := range page {
-		lo.Key = dec(lo.Key)
-	}
-	return page, err
+	return relist(func() ([]*blob.ListObject, error) {
+		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
+		return decKeys(page), err
+	})
 }
 
 // enc maps a name to its key. An element ending in ".." is wrapped in the
