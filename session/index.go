@@ -85,6 +85,11 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 	caps := s.st.Capabilities()
 	dirTimes := caps.Directories && caps.CrossProcess && !fi.ModTime.IsZero()
 	changed := false
+	rec := recorderOf(ctx)
+	var read []backend.Info // files with a writer, as stated before reading them
+	if refresh {
+		rec.uncacheable()
+	}
 	if !refresh && dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano() {
 		// Nothing was added or removed: only sessions with a writer at
 		// work (or killed) can have changed, and they are read afresh.
@@ -99,11 +104,11 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 			}
 			stale = append(stale, info)
 		}
-		before := len(stale)
+		changed = idx.moved(stale)
 		if err := s.indexFiles(ctx, idx, stale, nil, idx.open); err != nil {
 			return nil, err
 		}
-		changed = before > 0
+		read = stale
 	} else {
 		files := map[string]backend.Info{}
 		sides := map[string]int64{}
@@ -129,9 +134,14 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 		// when indexed (its meta.json was written at its Close).
 		var stale []backend.Info
 		for base, info := range files {
-			if r := idx.recs[base]; r == nil || r.size != info.Size || r.mod != info.ModTime.UnixNano() ||
-				r.side != sides[base] || slices.Contains(idx.open, base) {
+			r := idx.recs[base]
+			moved := r == nil || r.size != info.Size || r.mod != info.ModTime.UnixNano() || r.side != sides[base]
+			if moved || slices.Contains(idx.open, base) {
 				stale = append(stale, info)
+				changed = changed || moved
+			}
+			if slices.Contains(open, base) {
+				read = append(read, info)
 			}
 		}
 		for base := range idx.recs {
@@ -148,9 +158,10 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 		if dirTimes && s.cfg.now().Sub(fi.ModTime) > racyWindow(fi.ModTime) {
 			dirMod = fi.ModTime.UnixNano()
 		}
-		changed = changed || len(stale) > 0 || dirMod != idx.dirMod || !slices.Equal(open, idx.open)
+		changed = changed || dirMod != idx.dirMod || !slices.Equal(open, idx.open)
 		idx.open, idx.dirMod = open, dirMod
 	}
+	rec.record(dir, dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano(), read)
 	if changed {
 		// A cache: failing to write it costs the next listing time only.
 		if err := backend.PutFile(ctx, s.st, indexPath(dir), encodeIndex(idx)); err != nil && ctx.Err() == nil {
@@ -165,6 +176,17 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 		}
 	}
 	return out, nil
+}
+
+// moved reports whether any of files differs in size or time from its
+// record: reading it again may change what the index says.
+func (idx *dirIndex) moved(files []backend.Info) bool {
+	for _, fi := range files {
+		if r := idx.recs[fi.Base()]; r == nil || r.size != fi.Size || r.mod != fi.ModTime.UnixNano() {
+			return true
+		}
+	}
+	return false
 }
 
 // indexFiles reads the metadata of files (new or changed since indexed)

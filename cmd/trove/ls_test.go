@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -166,4 +169,110 @@ func TestShowTakesTheAbbreviationLsPrints(t *testing.T) {
 		}
 	}
 	t.Logf("1,000 sessions in a minute: abbreviations of at most %d characters, each opens its session", longest)
+}
+
+// TestLsReplaysAnUnchangedListing: `ls` prints the same listing from its
+// output cache while nothing changed (a cache file beside the index), and
+// a session added since shows at once; each format has its own cache, and
+// a --since that moves with the clock keeps none.
+func TestLsReplaysAnUnchangedListing(t *testing.T) {
+	root := t.TempDir()
+	ctx := t.Context()
+	st, err := fs.NewOS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := session.OpenStore(ctx, st, session.WithInlineBlobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(prompt string) string {
+		h, err := s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AppendMessage(ctx, json.RawMessage(fmt.Sprintf(`{"role":"user","content":%q,"timestamp":1}`, prompt))); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return h.ID()
+	}
+	add("one")
+	add("two")
+	// Times an hour old: settled, as a store's are between two commands.
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	age := func() {
+		err := filepath.WalkDir(root, func(p string, _ iofs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Chtimes(p, old, old)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	caches := func() []string {
+		m, _ := filepath.Glob(filepath.Join(root, "sessions", ".index", ".ls-*"))
+		return m
+	}
+	ls := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := trove(t, "", append([]string{"--store", root}, args...)...)
+		if code != exitOK {
+			t.Fatalf("ls: %d %s", code, errOut)
+		}
+		return out
+	}
+	// The first listings write the index (and its times), which is aged
+	// again after each, until one is kept.
+	var first string
+	for range 3 {
+		age()
+		if out := ls("--json", "ls", "--all"); first == "" {
+			first = out
+		} else if out != first {
+			t.Fatalf("ls --json changed on an unchanged store:\n%s\nwas:\n%s", out, first)
+		}
+	}
+	kept := caches()
+	if len(kept) != 1 {
+		t.Fatalf("cached listings %v, want one", kept)
+	}
+	// Replayed from now on: the same bytes, the cache left as it was.
+	stamp := func() time.Time {
+		fi, err := os.Stat(kept[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	was := stamp()
+	for range 2 {
+		if out := ls("--json", "ls", "--all"); out != first {
+			t.Fatalf("replayed ls --json:\n%s\nwas:\n%s", out, first)
+		}
+	}
+	if !stamp().Equal(was) {
+		t.Fatal("the cached listing was written again, not replayed")
+	}
+	plain := ls("ls", "--all")
+	age()
+	if plain == first || ls("ls", "--all") != plain || ls("ls", "--all") != plain || len(caches()) != 2 {
+		t.Fatalf("plain ls %q (cached %v)", plain, caches())
+	}
+	ls("--json", "ls", "--all", "--since", "2h")
+	if len(caches()) != 2 {
+		t.Fatalf("a moving --since was cached: %v", caches())
+	}
+	id := add("three")
+	if out := ls("--json", "ls", "--all"); !strings.Contains(out, id) || strings.Count(out, `"id"`) != 3 {
+		t.Fatalf("a new session is missing from ls --json:\n%s", out)
+	}
+	if out := ls("ls", "--all"); !strings.Contains(out, "three") {
+		t.Fatalf("a new session is missing from ls:\n%s", out)
+	}
 }

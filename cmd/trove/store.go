@@ -90,55 +90,14 @@ unique abbreviation, accepted wherever an id is.`,
 			if err != nil {
 				return err
 			}
-			// A listing allocates about 2 KB a session, all of it live
-			// until the command ends: collecting meanwhile frees nothing
-			// and its write barriers fault fresh pages in twice (a third
-			// of the time of 10,000 sessions). The limit still bounds a
-			// huge store.
-			defer debug.SetGCPercent(debug.SetGCPercent(-1))
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 30))
-			list, err := s.Select(ctx, q)
-			if err != nil {
-				return err
+			key := ""
+			if !refresh && !sinceAgo(since) {
+				key = listingKey(q, a.jsonOut)
 			}
-			// Abbreviations must be unique across the store, not the listing.
-			every := list
-			filtered := q.Cwd != "" || q.Limit != 0 || !q.Since.IsZero() || q.Match != ""
-			if filtered {
-				if every, err = s.Select(ctx, session.Query{}); err != nil {
-					return err
-				}
-			}
-			ids := make([]string, len(every))
-			for i, m := range every {
-				ids[i] = m.ID
-			}
-			// short[i] abbreviates every[i], then list[i].
-			short := session.Abbrev(ids)
-			if filtered {
-				of := make(map[string]string, len(ids))
-				for i, id := range ids {
-					of[id] = short[i]
-				}
-				short = make([]string, len(list))
-				for i, m := range list {
-					short[i] = of[m.ID]
-				}
-			}
-			if a.jsonOut {
-				return writeListed(a.stdout, list, short)
-			}
-			width := 4
-			for _, a := range short {
-				width = max(width, len(a))
-			}
-			// One write per 64 KiB, not per session.
-			w := bufio.NewWriterSize(a.stdout, 64<<10)
-			for i, m := range list {
-				fmt.Fprintf(w, "%-*s  %s  %4d msgs  %s  %s\n", width, short[i], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
-					clean(m.Cwd, 80), clean(firstNonEmpty(m.Title, m.FirstMessage), 100))
-			}
-			return w.Flush()
+			out := &pipeGrower{w: a.stdout}
+			return s.CachedListing(ctx, key, out, func(ctx context.Context, w io.Writer) error {
+				return a.listSessions(ctx, s, q, w)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&cwd, "cwd", "", "sessions of this working directory")
@@ -148,6 +107,116 @@ unique abbreviation, accepted wherever an id is.`,
 	cmd.Flags().StringVar(&match, "match", "", "sessions whose title or first message contains this text (any case)")
 	cmd.Flags().BoolVar(&refresh, "refresh", false, "check every session file against the index (files other programs changed in place)")
 	return cmd
+}
+
+// listSessions writes the listing of q to w, as a table or as JSON.
+func (a *app) listSessions(ctx context.Context, s *session.Store, q session.Query, w io.Writer) error {
+	// A listing allocates about 2 KB a session, all of it live
+	// until the command ends: collecting meanwhile frees nothing
+	// and its write barriers fault fresh pages in twice (a third
+	// of the time of 10,000 sessions). The limit still bounds a
+	// huge store.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 30))
+	list, err := s.Select(ctx, q)
+	if err != nil {
+		return err
+	}
+	// Abbreviations must be unique across the store, not the listing.
+	every := list
+	filtered := q.Cwd != "" || q.Limit != 0 || !q.Since.IsZero() || q.Match != ""
+	if filtered {
+		if every, err = s.Select(ctx, session.Query{}); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, len(every))
+	for i, m := range every {
+		ids[i] = m.ID
+	}
+	// short[i] abbreviates every[i], then list[i].
+	short := session.Abbrev(ids)
+	if filtered {
+		of := make(map[string]string, len(ids))
+		for i, id := range ids {
+			of[id] = short[i]
+		}
+		short = make([]string, len(list))
+		for i, m := range list {
+			short[i] = of[m.ID]
+		}
+	}
+	if a.jsonOut {
+		return writeListed(w, list, short)
+	}
+	width := 4
+	for _, a := range short {
+		width = max(width, len(a))
+	}
+	// One write per 64 KiB, not per session.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for i, m := range list {
+		fmt.Fprintf(bw, "%-*s  %s  %4d msgs  %s  %s\n", width, short[i], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
+			clean(m.Cwd, 80), clean(firstNonEmpty(m.Title, m.FirstMessage), 100))
+	}
+	return bw.Flush()
+}
+
+// sinceAgo reports whether --since is a duration ago: a time that moves
+// with every run, so its listing is never cached.
+func sinceAgo(since string) bool {
+	_, err := time.ParseDuration(since)
+	return since != "" && err == nil
+}
+
+// listingKey names everything a listing's output depends on besides the
+// sessions: the query, the format, the zone its times are printed in and
+// this program (its build and its file), so that a new trove never
+// replays an older one's output.
+func listingKey(q session.Query, jsonOut bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ls\x00json=%t\x00cwd=%s\x00since=%d\x00match=%s\x00limit=%d\x00", jsonOut, q.Cwd, unixOrZero(q.Since), q.Match, q.Limit)
+	if !jsonOut {
+		name, off := time.Now().Zone()
+		fmt.Fprintf(&b, "tz=%s,%s,%d\x00", os.Getenv("TZ"), name, off)
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(&b, "build=%s", bi.Main.Version)
+		for _, kv := range bi.Settings {
+			if strings.HasPrefix(kv.Key, "vcs.") {
+				fmt.Fprintf(&b, ",%s=%s", kv.Key, kv.Value)
+			}
+		}
+		b.WriteByte(0)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			fmt.Fprintf(&b, "exe=%s,%d,%d", exe, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// pipeGrower grows the pipe w is, if it is one, at the first large write:
+// a long listing then goes out in a few large reads.
+type pipeGrower struct {
+	w     io.Writer
+	grown bool
+}
+
+func (p *pipeGrower) Write(b []byte) (int, error) {
+	if !p.grown && len(b) >= 64<<10 {
+		p.grown = true
+		growPipe(p.w, 1<<20) // the limit for unprivileged users by default
+	}
+	return p.w.Write(b)
 }
 
 // parseSince reads --since: a duration ago, an RFC 3339 time or a date.
@@ -177,9 +246,6 @@ func writeListed(w io.Writer, list []session.Metadata, short []string) error {
 	if len(list) == 0 {
 		_, err := io.WriteString(w, "[]\n")
 		return err
-	}
-	if len(list) > 1000 {
-		growPipe(w, 1<<20) // the limit for unprivileged users by default
 	}
 	if _, err := io.WriteString(w, "[\n"); err != nil {
 		return err
