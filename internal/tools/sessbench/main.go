@@ -88,11 +88,14 @@ func run(n, rounds int, keep bool) error {
 	fmt.Fprintln(tw, "workload\ttrove\tbaseline\tratio\tgoal\t")
 	for _, r := range rows {
 		ratio := float64(r.base) / float64(r.trove)
-		verdict := "met"
-		if ratio < r.goal {
-			verdict = "MISSED"
+		goal := fmt.Sprintf(">= %gx met", r.goal)
+		switch {
+		case r.goal == 0:
+			goal = "(no goal)"
+		case ratio < r.goal:
+			goal = fmt.Sprintf(">= %gx MISSED", r.goal)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t>= %gx %s\t\n", r.name, round(r.trove), round(r.base), ratio, r.goal, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\t\n", r.name, round(r.trove), round(r.base), ratio, goal)
 	}
 	tw.Flush()
 	for _, r := range rows {
@@ -322,21 +325,45 @@ func listRows(root string, files []string, rounds int) ([]row, error) {
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building trove: %w", err)
 	}
-	var cli []time.Duration
-	for range rounds {
-		t := time.Now()
-		cmd := exec.Command(bin, "--store", root, "--json", "ls", "--all")
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("trove ls: %w", err)
+	// ls keeps what it printed and prints it again while nothing changed
+	// (sessions/.index/.ls-*): timed as it runs, then with the kept
+	// listings removed before each run, as the first listing after a
+	// change pays (that also writes the listing to keep).
+	ls := func(forget bool) ([]time.Duration, error) {
+		var ds []time.Duration
+		for range rounds {
+			if forget {
+				kept, _ := filepath.Glob(filepath.Join(root, "sessions", ".index", ".ls-*"))
+				for _, f := range kept {
+					if err := os.Remove(f); err != nil {
+						return nil, err
+					}
+				}
+			}
+			t := time.Now()
+			cmd := exec.Command(bin, "--store", root, "--json", "ls", "--all")
+			out, err := cmd.Output()
+			if err != nil {
+				return nil, fmt.Errorf("trove ls: %w", err)
+			}
+			ds = append(ds, time.Since(t))
+			var v []json.RawMessage
+			if err := json.Unmarshal(out, &v); err != nil || len(v) != len(files) {
+				return nil, fmt.Errorf("trove ls --json printed %d sessions (%v)", len(v), err)
+			}
 		}
-		cli = append(cli, time.Since(t))
-		var v []json.RawMessage
-		if err := json.Unmarshal(out, &v); err != nil || len(v) != len(files) {
-			return nil, fmt.Errorf("trove ls --json printed %d sessions (%v)", len(v), err)
-		}
+		return ds, nil
 	}
-	rows = append(rows, row{name: "trove ls --all --json, end to end", trove: median(cli), base: median(warmBase), goal: 10})
+	cli, err := ls(false)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := ls(true)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{name: "trove ls --all --json, end to end", trove: median(cli), base: median(warmBase), goal: 10},
+		row{name: "the same, first run after a change (nothing kept to print again)", trove: median(fresh), base: median(warmBase)})
 	return rows, nil
 }
 
