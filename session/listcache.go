@@ -46,6 +46,7 @@ type listHeader struct {
 	Key    string   `json:"key"`
 	Dirs   []dirSt  `json:"dirs"`
 	Open   []fileSt `json:"open,omitempty"`
+	Seen   bool     `json:"seen,omitempty"` // no body: the state was seen once
 }
 
 // dirSt is a cwd directory's time and its index file's size (-1: none)
@@ -113,7 +114,8 @@ func (r *listRecorder) uncacheable() {
 // listing reads has changed since, the bytes it wrote then are written
 // again and render is not called. key must name everything the output
 // depends on besides the sessions (the query, the format, the program's
-// version); an empty key disables the cache. render must list through
+// version); an empty key disables the cache. The output is kept at the
+// second listing of the same state, so the third is served. render must list through
 // this store with the ctx it is given. A cache that cannot be read or
 // written costs time only: render runs and w gets its output.
 func (s *Store) CachedListing(ctx context.Context, key string, w io.Writer, render func(context.Context, io.Writer) error) error {
@@ -127,23 +129,30 @@ func (s *Store) CachedListing(ctx context.Context, key string, w io.Writer, rend
 	if err != nil {
 		return render(ctx, w)
 	}
-	if ok, err := s.replayListing(ctx, name, key, before, w); ok || err != nil {
+	served, seen, err := s.replayListing(ctx, name, key, before, w)
+	if served || err != nil {
 		return err
 	}
 	rec := &listRecorder{}
-	tee := &teeWriter{w: w, keep: true}
-	if err := render(context.WithValue(ctx, recorderKey{}, rec), tee); err != nil || !tee.keep {
+	tee := &teeWriter{w: w, keep: seen} // the first sighting keeps no output
+	if err := render(context.WithValue(ctx, recorderKey{}, rec), tee); err != nil || seen && !tee.keep {
 		return err
 	}
 	hdr, ok := s.keepable(ctx, key, before, rec)
 	if !ok {
 		return nil
 	}
+	// Kept at the second listing of a state: a store that changes between
+	// listings (an agent at work) pays for a header, not for the output.
+	hdr.Seen = !seen
 	line, err := json.Marshal(hdr)
 	if err != nil {
 		return nil
 	}
-	data := append(append(line, '\n'), tee.buf.Bytes()...)
+	data := append(line, '\n')
+	if !hdr.Seen {
+		data = append(data, tee.buf.Bytes()...)
+	}
 	if err := backend.PutFile(ctx, s.st, name, data); err != nil {
 		s.cfg.log.Debug("trove/session: could not keep a listing", "err", err)
 		return nil
@@ -199,32 +208,36 @@ func (s *Store) dirStates(ctx context.Context) ([]dirSt, error) {
 }
 
 // replayListing copies the cached listing name to w if it was made with
-// key in the state dirs (and its open files are as they were); ok false
-// when it cannot serve (nothing was written to w then).
-func (s *Store) replayListing(ctx context.Context, name, key string, dirs []dirSt, w io.Writer) (ok bool, err error) {
+// key in the state dirs (and its open files are as they were): served
+// false when it cannot (nothing was written to w then), seen when name
+// records that state without a listing.
+func (s *Store) replayListing(ctx context.Context, name, key string, dirs []dirSt, w io.Writer) (served, seen bool, err error) {
 	rc, err := s.st.Open(ctx, name)
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 256<<10)
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	var h listHeader
 	if json.Unmarshal(line, &h) != nil || h.Format != listCacheFormat || h.Key != key || !slices.Equal(h.Dirs, dirs) {
-		return false, nil
+		return false, false, nil
 	}
 	for _, f := range h.Open {
 		fi, err := s.st.Stat(ctx, f.Name)
 		if err != nil || fi.Size != f.Size || unixNano(fi.ModTime) != f.Mod {
-			return false, nil
+			return false, false, nil
 		}
+	}
+	if h.Seen {
+		return false, true, nil
 	}
 	// From here on w has bytes: an error is the listing's.
 	_, err = br.WriteTo(w)
-	return true, err
+	return true, false, err
 }
 
 // keepable returns the header of a listing rendered in the state before,
