@@ -44,8 +44,9 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 	if err != nil {
 		return Metadata{}, err
 	}
-	// No blob store: refs stay refs, and nothing is resolved.
-	src, err := tree.Open(ctx, s.st, name, tree.WithClock(s.cfg.now), tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}),
+	// No blob store and lazy: refs stay refs, and nothing is resolved (nor
+	// counted as a note that it could not be).
+	src, err := tree.Open(ctx, s.st, name, tree.WithClock(s.cfg.now), tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}),
 		tree.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return Metadata{}, err
@@ -101,9 +102,12 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 	if err := s.st.WriteFile(ctx, path, buf.Bytes()); err != nil {
 		return Metadata{}, err
 	}
-	fork, err := tree.Open(ctx, s.st, path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
+	// Counted as stored: refs unresolved, so an image in the first message
+	// is left out of its text (as the source's count left it), not
+	// replaced by a note that there is no blob store here.
+	fork, err := tree.Open(ctx, s.st, path, tree.ReadOnly(), tree.LazyBlobs(), tree.WithReport(func(tree.Problem) {}), tree.WithLogger(slog.New(slog.DiscardHandler)))
 	if err == nil {
-		for _, e := range fork.Entries() {
+		for _, e := range fork.Stored() {
 			meta.count(e)
 		}
 		meta.Model = cmpOr(meta.Model, srcMeta.Model)

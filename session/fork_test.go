@@ -152,6 +152,13 @@ func TestForkOfPromptOnly(t *testing.T) {
 	if !listed || meta.MessageCount != 1 || meta.ParentID != h.ID() {
 		t.Errorf("fork listed=%v meta=%+v", listed, meta)
 	}
+	// Its first message is the source's text, the image left out, not a
+	// note that the image could not be read.
+	src, err := store.Metadata(ctx, h.ID())
+	must(t, err)
+	if meta.FirstMessage != "look" || src.FirstMessage != "look" {
+		t.Errorf("first message of the fork %q, of its source %q", meta.FirstMessage, src.FirstMessage)
+	}
 	if _, err := st.Stat(ctx, backend.Join(session.SidecarDir(meta.Path), "writer.lock")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ForkSession left a writer lock: %v", err)
 	}
