@@ -1,16 +1,11 @@
-// Package gcs registers gs:// with backend/open: import it for its side
-// effect to open Google Cloud Storage buckets by URL, with
-// gocloud.dev/blob/gcsblob's URL options and the default credentials.
 package gcs
 
 import (
 	"context"
-	"errors"
 	"net/url"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
-	"google.golang.org/api/googleapi"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud"
@@ -26,14 +21,4 @@ func init() {
 		}
 		return cloud.Connect(ctx, b, append(localblob.Options(cfg), cloud.WithHTTPStatus(Status))...)
 	})
-}
-
-// Status is the HTTP status of a GCS error, 0 if it carries none: pass it
-// to cloud.WithHTTPStatus for a GCS bucket opened some other way.
-func Status(err error) int {
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		return ge.Code
-	}
-	return 0
 }
