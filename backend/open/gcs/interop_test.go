@@ -13,7 +13,9 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/backend/open/gcs"
 )
 
@@ -314,5 +316,28 @@ func TestFailedUploadLeavesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// gs:// with STORAGE_EMULATOR_HOST set opens through backend/open, with
+// gocloud's prefix=, and without credentials.
+func TestEmulatorURL(t *testing.T) {
+	srv := cloudtest.StartGCS(t)
+	name := srv.CreateBucket(t)
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.URL(), "http://"))
+	ctx := t.Context()
+	st, err := open.URL(ctx, "gs://"+name+"?prefix=p/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.(backend.WholeFile).PutFile(ctx, "f", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := srv.Open(t, name).ReadAll(ctx, "p/f"); err != nil || string(got) != "hi" {
+		t.Fatalf("p/f: %q, %v", got, err)
+	}
+	if _, err := open.URL(ctx, "gs://"+name+"?grpc=true"); err == nil || !strings.Contains(err.Error(), "grpc=true") {
+		t.Fatalf("grpc=true: %v", err)
 	}
 }
