@@ -59,6 +59,10 @@ func TestInterop(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkObject(t, dir.to, prefix+"big", big, "application/octet-stream")
+			if err := dir.from.Copy(ctx, prefix+"copy\n", prefix+"big", nil); err != nil {
+				t.Fatal(err)
+			}
+			checkObject(t, dir.to, prefix+"copy\n", big, "application/octet-stream")
 			r, err := dir.to.NewRangeReader(ctx, prefix+"big", 1<<20, 10, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +84,7 @@ func TestInterop(t *testing.T) {
 				}
 				listed[strings.TrimPrefix(o.Key, prefix)] = true
 			}
-			for _, k := range append(keys, "big") {
+			for _, k := range append(keys, "big", "copy\n") {
 				if !listed[k] {
 					t.Errorf("%q not listed: %v", k, listed)
 				}

@@ -42,7 +42,7 @@ func (b *bucket) NewRangeReader(ctx context.Context, key string, offset, length 
 	if err != nil {
 		return nil, err
 	}
-	r, err := newReader(res, offset)
+	r, err := newReader(res, offset, length)
 	if err != nil {
 		res.Body.Close()
 		return nil, err
@@ -50,8 +50,9 @@ func (b *bucket) NewRangeReader(ctx context.Context, key string, offset, length 
 	return r, nil
 }
 
-// newReader reads res, the answer to a read from offset.
-func newReader(res *http.Response, offset int64) (*reader, error) {
+// newReader reads res, the answer to a read of length bytes (all if
+// negative) from offset.
+func newReader(res *http.Response, offset, length int64) (*reader, error) {
 	r := &reader{body: res.Body, attrs: driver.ReaderAttributes{ContentType: res.Header.Get("Content-Type"), Size: res.ContentLength}}
 	if lm := res.Header.Get("Last-Modified"); lm != "" {
 		t, err := http.ParseTime(lm)
@@ -73,6 +74,12 @@ func newReader(res *http.Response, offset int64) (*reader, error) {
 	case offset > 0:
 		// A whole object for a range would be read from the wrong place.
 		return nil, errors.New("gcs: GET object: the server ignored the range")
+	case length > 0:
+		// A whole object for a range from 0: give no more than asked.
+		r.body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(res.Body, length), res.Body}
 	default:
 		if stored := res.Header.Get("X-Goog-Stored-Content-Length"); r.attrs.Size < 0 && stored != "" {
 			r.attrs.Size, _ = strconv.ParseInt(stored, 10, 64)

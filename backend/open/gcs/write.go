@@ -126,7 +126,7 @@ func (b *bucket) send(ctx context.Context, up *upload, src io.Reader) error {
 	if len(first) <= smallUpload {
 		body = bytes.NewReader(slices.Concat([]byte(head.String()), first, []byte(tail)))
 	} else {
-		body = io.MultiReader(strings.NewReader(head.String()), bytes.NewReader(first), src, strings.NewReader(tail))
+		body = io.MultiReader(strings.NewReader(head.String()), bytes.NewReader(first), src, &sealed{ctx, strings.NewReader(tail)})
 	}
 	hdr := http.Header{"Content-Type": {"multipart/related; boundary=" + boundary}}
 	res, err := b.do(ctx, "upload", http.MethodPost, up.url, hdr, body)
@@ -135,4 +135,19 @@ func (b *bucket) send(ctx context.Context, up *upload, src io.Reader) error {
 	}
 	drain(res)
 	return nil
+}
+
+// sealed is an upload's closing boundary, handed over only while ctx
+// lives: a Close that ends the source of an upload cancelled meanwhile
+// must not complete it.
+type sealed struct {
+	ctx  context.Context
+	tail io.Reader
+}
+
+func (s *sealed) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.tail.Read(p)
 }
