@@ -193,7 +193,9 @@ func Connect(ctx context.Context, b *blob.Bucket, opts ...Option) (*Storage, err
 
 // Open opens a gocloud bucket URL with Connect. Only the schemes of the
 // gocloud drivers linked in are known: import gocloud.dev/blob/s3blob (or
-// a trove provider package, backend/open/s3) for s3:// and so on.
+// a trove provider package, backend/open/s3) for s3:// and so on; gs://
+// needs gocloud.dev/blob/gcsblob, since backend/open/gcs registers its own
+// driver with backend/open only (open.URL).
 func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {

@@ -6,9 +6,11 @@
 //     raw fileblob bucket, sidecars and all).
 //   - StartS3: gofakes3 in process, on httptest.
 //   - StartGCS: fake-gcs-server's fakestorage in process, on httptest, with
-//     its PublicHost set to the listener's 127.0.0.1:PORT (object reads go to
-//     the XML API on the endpoint's host; without it they come back
-//     NotFound).
+//     its PublicHost set to the listener's 127.0.0.1:PORT (gcsblob's object
+//     reads go to the XML API on the endpoint's host; without it they come
+//     back NotFound). Its buckets open through backend/open/gcs's driver, as
+//     the trove command's do; OpenGCSBlob opens one with gocloud's gcsblob,
+//     to check that the two read each other's objects.
 //   - StartAzure: azurite-blob 3.37.0 (npm; installed by
 //     scripts/install-test-servers into .tools/azurite, or $TROVE_AZURITE),
 //     started on first use with --inMemoryPersistence on a free port, in its
@@ -53,5 +55,5 @@
 // Imports: gocloud.dev (blob, memblob, fileblob, s3blob, gcsblob, azureblob),
 // the AWS SDK, cloud.google.com/go/storage and google.golang.org/api, the
 // Azure SDK (azcore, azblob), gofakes3, fake-gcs-server, backend,
-// backend/cloud, backend/open/s3.
+// backend/cloud, backend/open/s3, backend/open/gcs.
 package cloudtest

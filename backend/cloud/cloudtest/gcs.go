@@ -32,9 +32,9 @@ type GCS struct {
 // StartGCS starts a GCS server that stops when tb ends. Wrappers, if any,
 // see every request first (to count or fail them).
 func StartGCS(tb testing.TB, wrappers ...func(http.Handler) http.Handler) *GCS {
-	// The port must be known before the fake is built: object reads go to
-	// the XML API on the client's endpoint host, and the fake serves those
-	// only for requests whose Host is its PublicHost.
+	// The port must be known before the fake is built: gcsblob's object
+	// reads go to the XML API on the client's endpoint host, and the fake
+	// serves those only for requests whose Host is its PublicHost.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("gcs listen: %v", err)
@@ -66,17 +66,33 @@ func StartGCS(tb testing.TB, wrappers ...func(http.Handler) http.Handler) *GCS {
 // URL is the server's base URL, http://127.0.0.1:PORT.
 func (g *GCS) URL() string { return g.srv.URL }
 
-// Bucket creates a fresh bucket and opens it with an explicitly configured
-// client that can dial this server only: no process environment, so tests
-// stay independent.
+// Bucket creates a fresh bucket and opens it with backend/open/gcs's
+// driver on an explicitly configured client that can dial this server
+// only: no process environment, so tests stay independent.
 func (g *GCS) Bucket(tb testing.TB) *blob.Bucket {
+	return g.Open(tb, g.CreateBucket(tb))
+}
+
+// CreateBucket creates a fresh, empty bucket and returns its name.
+func (g *GCS) CreateBucket(tb testing.TB) string {
 	name := fmt.Sprintf("trove-%d", g.next.Add(1))
 	g.fake.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
-	return g.Open(tb, name)
+	return name
 }
 
 // Open opens the bucket name, which need not exist, as Bucket does.
 func (g *GCS) Open(tb testing.TB, name string) *blob.Bucket {
+	b, err := gcs.OpenBucket(name, &gcs.Options{Client: localClient(g.srv.Listener.Addr().String()), Endpoint: g.srv.URL})
+	if err != nil {
+		tb.Fatalf("open bucket %s: %v", name, err)
+	}
+	return b
+}
+
+// OpenGCSBlob opens the bucket name with gocloud's gcsblob (on
+// cloud.google.com/go/storage) instead, on the same kind of client: to
+// check that the two drivers read each other's objects.
+func (g *GCS) OpenGCSBlob(tb testing.TB, name string) *blob.Bucket {
 	ctx := context.Background()
 	client, err := storage.NewClient(ctx,
 		option.WithEndpoint(g.srv.URL+"/storage/v1/"),
