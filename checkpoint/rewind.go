@@ -47,6 +47,7 @@ type plan struct {
 	conflict error
 
 	deletes []string  // workspace paths to remove, any kind
+	rmdirs  []string  // directories to remove if empty (named absent)
 	unlinks []string  // symlinks in a parent's place (files checkpoints): replaced by directories
 	mkdirs  []*Entry  // directories to create
 	writes  []*change // files and symlinks to write: b holds the content
@@ -115,6 +116,16 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		if c.a.kind != TypeDir && c.b.kind != TypeDir {
 			changed = append(changed, c.path)
 		}
+	}
+	// Directories are no file change, but the undo must put them back as
+	// they were too: one the rewind makes (absent now), removes, or
+	// changes the mode of.
+	for _, e := range p.mkdirs {
+		changed = append(changed, e.Path)
+	}
+	changed = append(changed, p.deletes...)
+	for path := range p.chmods {
+		changed = append(changed, path)
 	}
 	// A path under a symlink that stands where a directory was: the link
 	// itself is what the rewind replaces, so it is what the undo keeps.
@@ -374,6 +385,11 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 					if want.exists() {
 						conflict(fmt.Errorf("%w: %q is a directory with content rewind must not remove", ErrConflict, path))
 					}
+					if man.Kind == KindFiles && e != nil {
+						// Named absent (a directory a rewind made, in its
+						// undo): it goes if nothing else is left in it.
+						p.rmdirs = append(p.rmdirs, path)
+					}
 					continue // an extra directory that holds kept files stays
 				}
 				p.deletes = append(p.deletes, path)
@@ -518,6 +534,18 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 		}
 		touch(d)
 		sc.forget(d)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(p.rmdirs)))
+	for _, d := range p.rmdirs {
+		if err := sc.check(d); err != nil {
+			return err
+		}
+		if err := m.ws.remove(d); err == nil {
+			touch(d)
+			sc.forget(d)
+		} else if !isAbsent(err) && !isNotEmpty(err) {
+			return err
+		}
 	}
 	for _, u := range p.unlinks {
 		if err := sc.check(u); err != nil {

@@ -105,6 +105,10 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 			case isAbsent(err):
 			case err != nil:
 				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			case st.isDir() && cc.undo:
+				// A rewind's undo keeps a directory it makes, removes or
+				// changes the mode of as it is: there, with its mode.
+				e = Entry{Path: p, Exists: true, Type: TypeDir, Mode: Mode(st.mode.Perm())}
 			case st.isDir():
 				return nil, fmt.Errorf("checkpoint %q: %q: %w", id, p, ErrIsDir)
 			case st.isSymlink():
@@ -662,6 +666,11 @@ func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]b
 	clear(older)
 	maps.Copy(older, kept)
 	return cur
+}
+
+// isNotEmpty: a directory removal refused for what is still inside.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
 // isAbsent: the path does not exist, or a parent is not a directory.

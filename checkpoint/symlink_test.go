@@ -121,7 +121,7 @@ func treeState(t *testing.T, dir string) map[string]string {
 			}
 			out[rel] = "link " + target
 		case fi.IsDir():
-			out[rel] = "dir"
+			out[rel] = "dir " + fi.Mode().Perm().String()
 		default:
 			out[rel] = fi.Mode().Perm().String() + " " + contentOf(t, p, fi.Size())
 		}
@@ -156,6 +156,8 @@ func TestRewindUndo(t *testing.T) {
 	write("empty", "", 0o600)
 	write("src/keep.go", "package src\n", 0o644)
 	write("src/gone.go", "package src // deleted later\n", 0o644)
+	write("lib/deep/x.go", "package deep // its directory is removed later\n", 0o644)
+	write("tools/t.go", "package tools // its directory's mode changes later\n", 0o644)
 	// A 200 MB file (sparse: cheap to make and to store), restored within
 	// bounded memory.
 	const bigSize = 200 << 20
@@ -193,6 +195,17 @@ func TestRewindUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("new/created.txt", "created after the checkpoint\n", 0o640)
+	// Directories: one removed (the rewind makes it again), an empty one
+	// made (the rewind removes it), one whose mode changed.
+	if err := os.RemoveAll(filepath.Join(dir, "lib/deep")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "made/empty"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "tools"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(filepath.Join(dir, "rel")); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +243,7 @@ func TestRewindUndo(t *testing.T) {
 		}
 	}
 	for k := range after {
-		if _, ok := before[k]; !ok && after[k] != "dir" {
+		if _, ok := before[k]; !ok {
 			t.Errorf("%s exists after the undo, not before the rewind", k)
 		}
 	}

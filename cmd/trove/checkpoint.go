@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,13 +51,18 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		defer m.Close()
 		return fn(m)
 	}
+	var maxSize string
 	create := &cobra.Command{
 		Use:   "create NAME [PATH...]",
 		Short: "Snapshot the named paths (absent ones recorded as absent), or the whole tree",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, err := parseSize(maxSize)
+			if err != nil {
+				return usageErr("--max-file-size %q: %v", maxSize, err)
+			}
 			return with(cmd, func(m *checkpoint.Manager) error {
-				var opts []checkpoint.CreateOption
+				opts := []checkpoint.CreateOption{checkpoint.WithMaxFileSize(limit)}
 				if ign := storeInside(a, dir); ign != "" {
 					opts = append(opts, checkpoint.WithIgnore(ign))
 				}
@@ -90,6 +98,7 @@ func newCheckpointCmd(a *app) *cobra.Command {
 			})
 		},
 	}
+	create.Flags().StringVar(&maxSize, "max-file-size", "16MiB", "files bigger than this are listed as skipped, not kept (0: no limit)")
 	var dryRun bool
 	var undo bool
 	rewind := &cobra.Command{
@@ -224,4 +233,22 @@ func storeInside(a *app, dir string) string {
 		return ""
 	}
 	return fmt.Sprintf("/%s/", filepath.ToSlash(rel))
+}
+
+// parseSize reads a size: bytes, or a number with a unit (KB, MB, GB in
+// powers of 1000; KiB, MiB, GiB in powers of 1024; case does not matter).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1e3, "kib": 1 << 10, "m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
+		"g": 1 << 30, "gb": 1e9, "gib": 1 << 30}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v < 0 || v*mult > math.MaxInt64/2 {
+		return 0, errors.New("want bytes or a number with KB, MB, GB, KiB, MiB or GiB")
+	}
+	return int64(v * mult), nil
 }

@@ -276,3 +276,16 @@ func TestLsReplaysAnUnchangedListing(t *testing.T) {
 		t.Fatalf("a new session is missing from ls:\n%s", out)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "4096": 4096, "16MiB": 16 << 20, "200MB": 200e6, "1.5 GiB": 3 << 29, "2k": 2048, "7b": 7} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MB", "-1", "12 parsecs", "1e400", "99999999999GiB"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
