@@ -113,11 +113,26 @@ func (w *packWriter) reset() {
 	w.entries = nil
 }
 
-// NewBatch starts a batch. It does no I/O.
+// NewBatch starts a batch. It does no I/O. An encoder's first frame
+// allocates its history (milliseconds, mostly page faults), and a batch's
+// last block is compressed in Flush, where its caller waits: the first
+// batch of a Store warms one in the background meanwhile.
 func (s *Store) NewBatch() *Batch {
 	b := &Batch{s: s, pending: map[Ref]bool{}}
 	b.encoded.L = &b.mu
+	s.warmed.Do(func() { go s.warmEncoder() })
 	return b
+}
+
+// warmEncoder readies an encoder for the free list; a failure is left to
+// the put that needs one.
+func (s *Store) warmEncoder() {
+	enc, err := s.getEncoder()
+	if err != nil {
+		return
+	}
+	enc.EncodeAll([]byte("warm"), nil)
+	s.putEncoder(enc)
 }
 
 // Put adds data to the batch and returns its ref under the store's algorithm.
