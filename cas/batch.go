@@ -91,7 +91,7 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if len(w.entries) == 0 {
 		return nil
 	}
-	id := newID()
+	id := s.packID()
 	for i := range w.entries {
 		w.entries[i].packID = id
 	}
@@ -106,6 +106,29 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	s.idx.add(&packIdx{id: id, size: int64(len(w.buf)), idxSize: int64(len(idx)), entries: w.entries})
 	w.reset()
 	return nil
+}
+
+// packDirFill is how many packs packID puts in one directory.
+const packDirFill = 64
+
+// packID names a new pack, in the directory of packs the index knows
+// while it holds fewer than packDirFill: a new directory costs a mkdir and
+// an fsync of its parent on the path a snapshot waits for. A directory
+// removed since is made again.
+func (s *Store) packID() string {
+	id := newID()
+	n := map[string]int{}
+	for _, p := range s.idx.snapshot() {
+		if validID(p.id) {
+			n[p.id[:2]]++
+		}
+	}
+	for dir, k := range n {
+		if k < packDirFill {
+			return dir + id[2:]
+		}
+	}
+	return id
 }
 
 func (w *packWriter) reset() {
