@@ -880,7 +880,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			ig = ig.with(parseIgnore(b, text))
 		}
 		var (
-			entries []treeEntry
+			entries = make([]treeEntry, 0, len(ents))
 			ignored []string
 			sub     []job
 			skipped []Skipped
