@@ -91,7 +91,7 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if len(w.entries) == 0 {
 		return nil
 	}
-	id := newID()
+	id := s.packID()
 	for i := range w.entries {
 		w.entries[i].packID = id
 	}
@@ -108,16 +108,54 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	return nil
 }
 
+// packDirFill is how many packs packID puts in one directory.
+const packDirFill = 64
+
+// packID names a new pack, in the directory of packs the index knows
+// while it holds fewer than packDirFill: a new directory costs a mkdir and
+// an fsync of its parent on the path a snapshot waits for. A directory
+// removed since is made again.
+func (s *Store) packID() string {
+	id := newID()
+	n := map[string]int{}
+	for _, p := range s.idx.snapshot() {
+		if validID(p.id) {
+			n[p.id[:2]]++
+		}
+	}
+	for dir, k := range n {
+		if k < packDirFill {
+			return dir + id[2:]
+		}
+	}
+	return id
+}
+
 func (w *packWriter) reset() {
 	w.buf = w.buf[:0]
 	w.entries = nil
 }
 
-// NewBatch starts a batch. It does no I/O.
+// NewBatch starts a batch. It does no I/O. An encoder's first frame
+// allocates its history (milliseconds, mostly page faults), and a batch's
+// last block is compressed in Flush, where its caller waits: the first
+// batch of a Store warms one in the background meanwhile.
 func (s *Store) NewBatch() *Batch {
 	b := &Batch{s: s, pending: map[Ref]bool{}}
 	b.encoded.L = &b.mu
+	s.warmed.Do(func() { go s.warmEncoder() })
 	return b
+}
+
+// warmEncoder readies an encoder for the free list; a failure is left to
+// the put that needs one.
+func (s *Store) warmEncoder() {
+	enc, err := s.getEncoder()
+	if err != nil {
+		return
+	}
+	enc.EncodeAll([]byte("warm"), nil)
+	s.putEncoder(enc)
 }
 
 // Put adds data to the batch and returns its ref under the store's algorithm.

@@ -273,3 +273,41 @@ func TestBlockCache(t *testing.T) {
 		t.Fatalf("a blob past its block's end = %v", err)
 	}
 }
+
+// Packs share a directory until it holds packDirFill: a snapshot's pack
+// in a new directory costs a mkdir and an fsync of its parent.
+func TestPacksShareDirectory(t *testing.T) {
+	ctx := t.Context()
+	st := mem.New()
+	s, err := Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := func() map[string]int {
+		n := map[string]int{}
+		for _, p := range s.idx.snapshot() {
+			n[p.id[:2]]++
+		}
+		return n
+	}
+	for i := range packDirFill + 1 {
+		if _, err := s.PutMany(ctx, [][]byte{fmt.Appendf(nil, "pack %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(dirs()); got != 1+i/packDirFill {
+			t.Fatalf("after %d packs: directories %v", i+1, dirs())
+		}
+	}
+	for dir := range dirs() {
+		var n int
+		for _, err := range st.List(ctx, s.packDir()+"/"+dir) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("directory %s: no pack stored there", dir)
+		}
+	}
+}

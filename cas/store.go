@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -29,6 +30,7 @@ type Store struct {
 	encoders freeList[*zstd.Encoder]
 	decoders freeList[*zstd.Decoder]
 	bufs     freeList[*[]byte]
+	warmed   sync.Once // an encoder warmed for batches (see NewBatch)
 
 	idx    index
 	blocks blockCache

@@ -82,6 +82,7 @@ type loader struct {
 	cache *statCache
 	// like is a digest whose algorithm workspace files are hashed with.
 	like string
+	pre  *prewriter // may hold checkpoint content loaded ahead
 }
 
 // resolve fills in a workspace file's digest: from the stat cache when the
@@ -176,6 +177,8 @@ func (l *loader) load(ctx context.Context, path string, p *pstate) error {
 	var err error
 	if p.ws {
 		data, err = l.m.ws.readFile(path, -1, nil)
+	} else if pre, ok := l.pre.content(p.digest); ok {
+		data = pre
 	} else {
 		data, err = l.m.content(ctx, p.digest, p.base, p.delta)
 		if err != nil {
@@ -309,7 +312,9 @@ func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.plan(ctx, man, loaded, nil)
+	pre := newPrewriter(ctx, m, true)
+	defer pre.discard()
+	p, err := m.plan(ctx, man, loaded, pre)
 	if err != nil {
 		return nil, err
 	}

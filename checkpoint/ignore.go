@@ -216,20 +216,25 @@ func classRune(r rune) string {
 
 // matches reports whether the rule matches rel (relative to the root).
 func (r *ignoreRule) matches(rel string, isDir bool) bool {
+	return r.matchesName(rel, rel[strings.LastIndexByte(rel, '/')+1:], isDir)
+}
+
+// matchesName is matches with rel's last element, name, found once for
+// every rule.
+func (r *ignoreRule) matchesName(rel, name string, isDir bool) bool {
 	if r.dirOnly && !isDir {
 		return false
 	}
 	if r.base != "" {
-		if !strings.HasPrefix(rel, r.base+"/") {
+		if len(rel) <= len(r.base) || rel[len(r.base)] != '/' || !strings.HasPrefix(rel, r.base) {
 			return false
 		}
 		rel = rel[len(r.base)+1:]
 	}
-	subject := rel
-	if !r.anchored {
-		if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-			subject = rel[i+1:]
-		}
+	// Unanchored, a rule matches the last element, whatever its base.
+	subject := name
+	if r.anchored {
+		subject = rel
 	}
 	switch {
 	case r.re != nil:
@@ -253,9 +258,10 @@ type ignorer struct {
 // walk never descends into an ignored directory, as git does not.
 func (ig *ignorer) ignored(rel string, isDir bool) bool {
 	ign := false
+	name := rel[strings.LastIndexByte(rel, '/')+1:]
 	for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
 		for i := range set {
-			if set[i].negate == ign && set[i].matches(rel, isDir) {
+			if set[i].negate == ign && set[i].matchesName(rel, name, isDir) {
 				ign = !set[i].negate
 			}
 		}

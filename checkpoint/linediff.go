@@ -1,6 +1,9 @@
 package checkpoint
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // diffBudget bounds the work of one line diff (compared line pairs). Past it
 // the changed middle of the two files counts as wholly replaced: an upper
@@ -28,14 +31,11 @@ func countLines(data []byte) int {
 // splitLines splits data into lines that keep their "\n", so "a" and "a\n"
 // differ, as in git's numstat.
 func splitLines(s string) []string {
-	var out []string
+	out := make([]string, 0, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		if i < len(s) {
-			i++
+		i := strings.IndexByte(s, '\n') + 1
+		if i == 0 {
+			i = len(s)
 		}
 		out = append(out, s[:i])
 		s = s[i:]

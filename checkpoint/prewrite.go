@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"sync"
 )
 
@@ -11,9 +13,13 @@ import (
 // the plan goes on and the undo checkpoint is taken; apply then only renames
 // it into place. A temporary file is no change to the workspace: nothing
 // reads or snapshots it, and one left behind is removed (removeStaleTemps).
+//
+// A dry run (and Diff) writes nothing, but its plan too loads the content
+// of the files likely to differ while it walks, for its compare.
 type prewriter struct {
 	m   *Manager
 	ctx context.Context
+	dry bool // load content ahead only, write nothing
 	sem chan struct{}
 	wg  sync.WaitGroup
 	// looking is likely's search, which reads the stat cache: it must end
@@ -23,39 +29,92 @@ type prewriter struct {
 	mu      sync.Mutex
 	temps   map[string]string // path -> its temporary file, written
 	started map[string]bool
+	ahead   map[string]*ahead // by digest: content loaded by likely
+	budget  int64             // bytes ahead may still hold
 }
 
-func newPrewriter(ctx context.Context, m *Manager) *prewriter {
-	return &prewriter{m: m, ctx: ctx, sem: make(chan struct{}, 8), temps: map[string]string{}, started: map[string]bool{}}
+// ahead is checkpoint content loaded before the plan compares it; done is
+// closed once data (verified) or err is set.
+type ahead struct {
+	done chan struct{}
+	size int64 // charged to the budget
+	data []byte
+	err  error
+}
+
+// aheadBudget bounds the content likely holds in memory at once.
+const aheadBudget = 16 << 20
+
+func newPrewriter(ctx context.Context, m *Manager, dry bool) *prewriter {
+	return &prewriter{m: m, ctx: ctx, dry: dry, sem: make(chan struct{}, 8), temps: map[string]string{}, started: map[string]bool{}, ahead: map[string]*ahead{}, budget: aheadBudget}
 }
 
 // start writes c's checkpoint content to a temporary file beside c.path,
 // when every parent of c.path is a real directory already (else apply
 // writes it). A failure is left to apply, which tries again.
 func (w *prewriter) start(c *change) {
-	if w == nil || c.b.kind != TypeFile {
+	if w == nil || w.dry || c.b.kind != TypeFile {
+		return
+	}
+	w.write(c, nil)
+}
+
+// load reads c's checkpoint content into memory for the compare and, in a
+// real rewind, writes it to its temporary file; too big for the budget, it
+// is only written (streamed).
+func (w *prewriter) load(c *change) {
+	if c.b.kind != TypeFile {
 		return
 	}
 	w.mu.Lock()
-	again := w.started[c.path]
+	_, dup := w.ahead[c.b.digest]
+	fits := !dup && c.b.size <= diffMax && c.b.size <= w.budget
+	if !fits {
+		w.mu.Unlock()
+		w.start(c)
+		return
+	}
+	a := &ahead{done: make(chan struct{}), size: c.b.size}
+	w.ahead[c.b.digest] = a
+	w.budget -= c.b.size
+	w.mu.Unlock()
+	w.write(c, a)
+}
+
+// write runs one write (or, dry, only the load of a) in the background.
+func (w *prewriter) write(c *change, a *ahead) {
+	w.mu.Lock()
+	again := !w.dry && w.started[c.path]
 	w.started[c.path] = true
 	w.mu.Unlock()
-	if again {
+	if again && a == nil {
 		return
 	}
 	w.wg.Go(func() {
 		w.sem <- struct{}{}
 		defer func() { <-w.sem }()
+		var src io.Reader
+		if a != nil {
+			a.data, a.err = w.m.content(w.ctx, c.b.digest, c.b.base, c.b.delta)
+			close(a.done)
+			if a.err != nil || w.dry || again {
+				return
+			}
+			src = bytes.NewReader(a.data)
+		}
 		sp := safeParents{ws: w.m.ws, ok: map[string]bool{}}
 		if ok, err := sp.present(c.path); !ok || err != nil {
 			return
 		}
-		rc, err := w.m.openContent(w.ctx, c.b.digest, c.b.base, c.b.delta)
-		if err != nil {
-			return
+		if src == nil {
+			rc, err := w.m.openContent(w.ctx, c.b.digest, c.b.base, c.b.delta)
+			if err != nil {
+				return
+			}
+			defer rc.Close()
+			src = rc
 		}
-		defer rc.Close()
-		tmp, err := w.m.ws.writeTemp(c.path, rc, c.b.mode, w.m.cfg.sync)
+		tmp, err := w.m.ws.writeTemp(c.path, src, c.b.mode, w.m.cfg.sync)
 		if err != nil {
 			return
 		}
@@ -65,11 +124,36 @@ func (w *prewriter) start(c *change) {
 	})
 }
 
+// content returns the content of digest that likely loaded, waiting for
+// it, and forgets it; ok is false when none was loaded (or it failed: the
+// caller loads it again and reports).
+func (w *prewriter) content(digest string) ([]byte, bool) {
+	if w == nil {
+		return nil, false
+	}
+	w.mu.Lock()
+	a, ok := w.ahead[digest]
+	delete(w.ahead, digest)
+	w.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	<-a.done
+	w.mu.Lock()
+	w.budget += a.size
+	w.mu.Unlock()
+	return a.data, a.err == nil
+}
+
 // settle waits for likely's search, which reads the stat cache: the plan
-// calls it before it returns, so the cache can change after.
+// calls it before it returns, so the cache can change after. The content
+// it loaded and the compare did not take is dropped.
 func (w *prewriter) settle() {
 	if w != nil {
 		w.looking.Wait()
+		w.mu.Lock()
+		clear(w.ahead)
+		w.mu.Unlock()
 	}
 }
 
@@ -115,12 +199,13 @@ func (w *prewriter) take(path string) (string, bool) {
 // likelyMax bounds the files a rewind writes before its plan says so.
 const likelyMax = 64
 
-// likely starts writing, before the plan has walked the workspace, the
-// files of tree checkpoint man that differ from the last tree snapshot's
-// (their trees differ, then their digests): when the workspace is close to
-// that snapshot, as it is after an agent's edits, they are what a rewind
-// writes, and their fsyncs overlap the walk. The plan decides; apply takes
-// only what it would write, at the checkpoint's content.
+// likely loads (and a real rewind starts writing), before the plan has
+// walked the workspace, the files of tree checkpoint man that differ from
+// the last tree snapshot's (their trees differ, then their digests): when
+// the workspace is close to that snapshot, as it is after an agent's edits,
+// they are what the plan compares and a rewind writes, and their loads and
+// fsyncs overlap the walk. The plan decides; apply takes only what it would
+// write, at the checkpoint's content.
 func (w *prewriter) likely(man *Manifest, cache *statCache) {
 	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
 		return
@@ -156,7 +241,7 @@ func (w *prewriter) likely(man *Manifest, cache *statCache) {
 					if ce, ok := cache.entries[p]; !ok || !cache.byLast(ce) || ce.full().ref != e.Digest {
 						n++
 						want := stateOf(e)
-						w.start(&change{path: p, b: &want})
+						w.load(&change{path: p, b: &want})
 					}
 				}
 				if k.sub != "" {

@@ -85,12 +85,9 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		return fail(err)
 	}
 	t0 := time.Now()
-	var pre *prewriter
-	if !dryRun {
-		pre = newPrewriter(ctx, m)
-		// Whatever apply did not take (a failure, a conflict) goes.
-		defer pre.discard()
-	}
+	pre := newPrewriter(ctx, m, dryRun)
+	// Whatever apply did not take (a failure, a conflict) goes.
+	defer pre.discard()
 	p, err := m.plan(ctx, man, loaded, pre)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %q: %w", id, err))
@@ -302,7 +299,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 			items = append(items, item{files[i].Path, nil, &files[i]})
 		}
 	}
-	p.loader = &loader{m: m, cache: p.cache, like: like}
+	p.loader = &loader{m: m, cache: p.cache, like: like, pre: pre}
 
 	// keptBelow: directories holding something rewind leaves alone.
 	keptBelow := make(map[string]bool)

@@ -833,7 +833,8 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		mu        sync.Mutex
 		cond      = sync.NewCond(&mu)
 		queue     = []job{{".", rootSt, base}}
-		pending   = 1 // directories queued or being read
+		byDir     = map[string][]treeEntry{} // each directory's entries, sorted by name
+		pending   = 1                        // directories queued or being read
 		first     error
 	)
 	visit := func(j job) error {
@@ -889,7 +890,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			ig = ig.with(parseIgnore(b, text))
 		}
 		var (
-			entries []treeEntry
+			entries = make([]treeEntry, 0, len(ents))
 			ignored []string
 			sub     []job
 			skipped []Skipped
@@ -935,7 +936,11 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			}
 		}
 		mu.Lock()
-		t.entries = append(t.entries, entries...)
+		if opt.unsorted {
+			t.entries = append(t.entries, entries...)
+		} else {
+			byDir[j.dir] = entries
+		}
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
 		t.temps = append(t.temps, temps...)
@@ -982,7 +987,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		return tree{}, first
 	}
 	if !opt.unsorted {
-		slices.SortFunc(t.entries, cmpTreeEntry)
+		t.entries = pathOrder(byDir, t.entries)
 	}
 	slices.Sort(t.ignored)
 	if dirty {
@@ -999,6 +1004,34 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 }
 
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
+
+// pathOrder appends the entries of every directory walked (each listing
+// sorted by name) to out in path order, from the root down, without sorting
+// them all again: a subdirectory's entries sort as its path plus "/", so
+// after a sibling such as "name.txt" ('.' is before '/'), as in git's index.
+func pathOrder(byDir map[string][]treeEntry, out []treeEntry) []treeEntry {
+	var emit func(dir string)
+	emit = func(dir string) {
+		var pending []string // subdirectories to emit, as path+"/", sorted
+		for _, e := range byDir[dir] {
+			for len(pending) > 0 && pending[0] < e.path {
+				emit(pending[0][:len(pending[0])-1])
+				pending = pending[1:]
+			}
+			out = append(out, e)
+			if e.st.isDir() {
+				key := e.path + "/"
+				i, _ := slices.BinarySearch(pending, key)
+				pending = slices.Insert(pending, i, key)
+			}
+		}
+		for _, d := range pending {
+			emit(d[:len(d)-1])
+		}
+	}
+	emit(".")
+	return out
+}
 
 // walkers is how many directories a walk reads at once.
 const walkers = 3

@@ -399,40 +399,34 @@ func newReader(b []byte) *reader {
 	return &reader{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))}
 }
 
-// decodeEntries parses the first block, then takes the entries' refs (as
-// the third block holds them) from refs.
+// decodeEntries parses the first block, once the entries' refs (as the
+// third block holds them) come from refs: each entry goes into the map as
+// it is read, with no copy of them all to gather first.
 func decodeEntries(block []byte, refs <-chan [][]byte) (map[string]cacheEntry, error) {
 	raw, err := openBlock(block)
+	rs := <-refs
 	if err != nil {
-		<-refs
 		return nil, err
 	}
 	r := newReader(raw)
 	base := r.varint()
 	ne := r.uvarint()
-	if ne > uint64(len(r.b)) {
-		<-refs
+	if ne > uint64(len(r.b)) || rs == nil || uint64(len(rs)) != ne {
 		return nil, errBadCache
 	}
-	paths := make([]string, 0, ne)
-	ents := make([]cacheEntry, 0, ne)
+	m := make(map[string]cacheEntry, ne)
 	for i := uint64(0); i < ne && r.err == nil; i++ {
-		paths = append(paths, r.str())
+		p := r.str()
 		var e cacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
-		ents = append(ents, e)
-	}
-	rs := <-refs
-	if r.err != nil || len(r.b) != 0 || rs == nil || len(rs) != len(ents) {
-		return nil, errBadCache
-	}
-	m := make(map[string]cacheEntry, len(ents))
-	for i := range ents {
 		if rs[i] != nil {
-			ents[i].raw = rs[i]
-			m[paths[i]] = ents[i]
+			e.raw = rs[i]
+			m[p] = e
 		}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, errBadCache
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"path"
 	"slices"
@@ -141,5 +142,44 @@ func TestHostileTreesRefused(t *testing.T) {
 	ok := put(treeChild{name: "d", entry: &Entry{Exists: true, Type: TypeDir, Mode: 0o755}, sub: put(treeChild{name: "c:", entry: file})})
 	if files, _, err := loadTrees(t.Context(), b, ok, nil); err != nil || len(files) != 2 || files[1].Path != "d/c:" {
 		t.Errorf("d/c: = %+v, %v", files, err)
+	}
+}
+
+// pathOrder must give what sorting every path gives, names that sort
+// before '/' ('.', '-', ' ') next to directories included.
+func TestPathOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"a", "a.txt", "a-b", "a b", "a0", "b", "A", "é", "a~"}
+	for range 200 {
+		byDir := map[string][]treeEntry{}
+		var all []treeEntry
+		var fill func(dir string, depth int)
+		fill = func(dir string, depth int) {
+			for _, n := range names {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				p := n
+				if dir != "." {
+					p = dir + "/" + n
+				}
+				e := treeEntry{path: p}
+				if depth < 3 && rng.IntN(2) == 0 {
+					e.st.mode = fs.ModeDir
+					defer fill(p, depth+1)
+				}
+				byDir[dir] = append(byDir[dir], e)
+				all = append(all, e)
+			}
+		}
+		fill(".", 0)
+		for _, es := range byDir {
+			slices.SortFunc(es, cmpTreeEntry)
+		}
+		slices.SortFunc(all, cmpTreeEntry)
+		got := pathOrder(byDir, nil)
+		if !slices.EqualFunc(got, all, func(a, b treeEntry) bool { return a.path == b.path }) {
+			t.Fatalf("pathOrder:\n%v\nwant\n%v", got, all)
+		}
 	}
 }
