@@ -95,35 +95,18 @@ func packedObject(rc io.ReadCloser, e entry) (object, error) {
 }
 
 // maxBlock bounds the original bytes of a block record a reader decodes
-// (a Batch writes blocks of about solidBlock): a hostile header cannot make
-// it decode more.
+// (a Batch writes blocks of about solidBlock, a repack of coldBlock): a
+// hostile header cannot make it decode more.
 const maxBlock = 4 << 20
 
-// solidObject is the object of a blob of a block record (rec, its whole
-// record): the blob's bytes, which the caller verifies against its ref.
-func (s *Store) solidObject(rec []byte, e entry) (object, error) {
-	block, err := s.decodeBlock(rec)
-	if err != nil {
-		return object{}, err
-	}
-	return blockObject(block, e)
-}
-
+// blockObject is the object of e's blob in its decoded block: the blob's
+// bytes, which the caller verifies against its ref.
 func blockObject(block []byte, e entry) (object, error) {
 	if e.inner > int64(len(block)) || e.size > int64(len(block))-e.inner {
 		return object{}, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
 	}
 	data := block[e.inner : e.inner+e.size]
 	return object{payload: bytes.NewReader(data), closer: io.NopCloser(nil), codec: CodecRaw, size: e.size}, nil
-}
-
-// solidMember returns the bytes of e's blob, unverified.
-func (s *Store) solidMember(rec []byte, e entry) ([]byte, error) {
-	obj, err := s.solidObject(rec, e)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(obj.payload)
 }
 
 // decodeBlock decodes a block record, bounded by its recorded length.
