@@ -2,9 +2,12 @@ package cas
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +303,86 @@ func TestCompactCorrupt(t *testing.T) {
 		if err == nil && !bytes.Equal(got, want) {
 			t.Fatalf("Get %v read wrong bytes", r)
 		}
+	}
+}
+
+// textStore is a store of n 8 KB text blobs written by one batch.
+func textStore(t testing.TB, n int) (*Store, [][]byte, []Ref) {
+	t.Helper()
+	s, err := Open(context.Background(), mem.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blobs [][]byte
+	for i := range n {
+		blobs = append(blobs, sourceLike(8000, i))
+	}
+	refs, err := s.PutMany(context.Background(), blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, blobs, refs
+}
+
+// A blob of a repack's block is read by decoding the block up to its end;
+// a later blob past that decodes further, and one before it comes from the
+// cache.
+func TestColdBlockPrefix(t *testing.T) {
+	ctx := t.Context()
+	s, blobs, refs := textStore(t, 40)
+	if _, err := s.GC(ctx, rootsOf(refs...), GCCompact()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, s.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := solidEntries(t, s)
+	es = slices.DeleteFunc(es, func(e entry) bool { return e.off != es[0].off })
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.inner, b.inner) })
+	first, mid, last := es[0], es[len(es)/2], es[len(es)-1]
+	if first.off != last.off || last.inner+last.size <= zstdBlockMax {
+		t.Fatalf("want one block of more than one zstd block")
+	}
+	get := func(e entry) {
+		t.Helper()
+		i := slices.Index(refs, e.ref)
+		if got, err := s.Get(ctx, e.ref); err != nil || !bytes.Equal(got, blobs[i]) {
+			t.Fatalf("Get at %d of the block = %v", e.inner, err)
+		}
+	}
+	get(first)
+	if c := s.blocks.get(blockKey{first.packID, first.off}); c.full || int64(len(c.data)) >= last.inner {
+		t.Fatalf("the first blob decoded %d bytes of its block, full %v", len(c.data), c.full)
+	}
+	get(last)
+	if err := s.st.Unlink(ctx, s.packName(first.packID)); err != nil {
+		t.Fatal(err)
+	}
+	get(mid)
+}
+
+// BenchmarkBlockRead reads one blob from a block not yet decoded: of a
+// batch's 64 KiB blocks (hot) and of a repack's 256 KiB ones (cold).
+func BenchmarkBlockRead(b *testing.B) {
+	ctx := context.Background()
+	for _, cold := range []bool{false, true} {
+		s, _, refs := textStore(b, 500)
+		name := "hot"
+		if cold {
+			name = "cold"
+			if _, err := s.GC(ctx, rootsOf(refs...), GCCompact()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			for b.Loop() {
+				s.blocks = blockCache{}
+				if _, err := s.Get(ctx, refs[rng.IntN(len(refs))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
