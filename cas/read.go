@@ -202,8 +202,14 @@ func (c *blockCache) put(k blockKey, data cachedBlock) {
 func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	k := blockKey{e.packID, e.off}
 	end := e.inner + e.size
-	if c := s.blocks.get(k); c.data != nil && (c.full || int64(len(c.data)) >= end) {
+	c := s.blocks.get(k)
+	if c.data != nil && (c.full || int64(len(c.data)) >= end) {
 		return blockObject(c.data, e)
+	}
+	if c.data != nil {
+		// A second blob past the start decoded: blobs read in order
+		// would decode the start again each, so all of it.
+		end = -1
 	}
 	rec, err := s.readRecord(ctx, e)
 	if err != nil {

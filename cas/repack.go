@@ -2,6 +2,7 @@ package cas
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,13 +12,13 @@ import (
 )
 
 // GC rewrites the packs batches wrote (hot packs) into cold packs, as git gc
-// repacks loose objects and small packs: the small blobs of the packs it
-// rewrites are sorted by content, so that versions of one tree object or
-// file (which begin alike) sit side by side, and go into block records
-// 4x a batch's size compressed at zstd's best level, where the repeats
-// between versions cost next to nothing. A cold pack's index is version
-// 3; GC leaves a cold pack alone until it turns sparse, except that small
-// ones are merged.
+// repacks loose objects and small packs: among the small blobs of the packs
+// it rewrites, those that begin alike (versions of one tree object or file)
+// are put side by side (repackOrder), and all go into block records 4x a
+// batch's size compressed at zstd's best level, where the repeats between
+// versions cost next to nothing. A cold pack's index is version 3; GC
+// leaves a cold pack alone until it turns sparse, except that small ones
+// are merged.
 
 const (
 	// coldBlock is the original bytes at which a repack closes a block
@@ -26,9 +27,8 @@ const (
 	coldBlock = 256 << 10
 	// repackChunk bounds the small blobs a repack holds in memory to sort.
 	repackChunk = 64 << 20
-	// similarPrefix is the leading bytes a blob that looks incompressible
-	// alone (a tree object of many digests) must share with a neighbour
-	// in sort order to join a block: the next version of itself.
+	// similarPrefix is the fewest leading bytes two blobs share to be
+	// taken for versions of one (see alike).
 	similarPrefix = 16
 )
 
@@ -195,15 +195,14 @@ func (r *repacker) room(ctx context.Context, n int) error {
 	return nil
 }
 
-// writeSmall sorts the small blobs held by content and writes them in
-// blocks of about coldBlock.
+// writeSmall writes the small blobs held, in repackOrder, in blocks of
+// about coldBlock.
 func (r *repacker) writeSmall(ctx context.Context) error {
-	blobs := r.small
+	blobs, grouped := repackOrder(r.small)
 	r.small, r.held = nil, 0
-	slices.SortFunc(blobs, func(a, b smallBlob) int { return bytes.Compare(a.data, b.data) })
 	var bl block
 	for i, b := range blobs {
-		if !blockable(blobs, i) {
+		if !grouped[i] && !looksCompressible(b.data) {
 			if err := r.addAlone(ctx, b.ref, b.data); err != nil {
 				return err
 			}
@@ -222,18 +221,57 @@ func (r *repacker) writeSmall(ctx context.Context) error {
 	return r.addBlock(ctx, bl)
 }
 
-// blockable reports whether small[i] goes into a block: when it looks
-// compressible or shares its start with a neighbour.
-func blockable(small []smallBlob, i int) bool {
-	if looksCompressible(small[i].data) {
-		return true
+// repackOrder orders blobs (held in the order they were written) for a
+// repack: sorted by content, blobs that begin alike (versions of one tree
+// object or file) form groups, and each group goes, in that sorted order,
+// where its first written member was; a blob like no other keeps its
+// place, so blobs written together (a directory's files) stay together for
+// the reads that want them together. grouped says which are in a group.
+func repackOrder(blobs []smallBlob) ([]smallBlob, []bool) {
+	byContent := make([]int, len(blobs))
+	for i := range byContent {
+		byContent[i] = i
 	}
-	similar := func(a, b []byte) bool {
-		n := min(len(a), len(b), similarPrefix)
-		return n == similarPrefix && bytes.Equal(a[:n], b[:n])
+	slices.SortStableFunc(byContent, func(i, j int) int { return bytes.Compare(blobs[i].data, blobs[j].data) })
+	type place struct{ first, group, at int }
+	places := make([]place, len(blobs))
+	size := map[int]int{} // of each group, by its first position in byContent
+	for at, i := range byContent {
+		p := place{first: i, group: at, at: at}
+		if at > 0 && alike(blobs[byContent[at-1]].data, blobs[i].data) {
+			p.group = places[at-1].group
+			p.first = min(places[at-1].first, i)
+		}
+		places[at] = p
+		size[p.group]++
 	}
-	return i > 0 && similar(small[i-1].data, small[i].data) ||
-		i+1 < len(small) && similar(small[i].data, small[i+1].data)
+	// A group's first written member is known once its last is placed.
+	for at := len(places) - 2; at >= 0; at-- {
+		if places[at].group == places[at+1].group {
+			places[at].first = places[at+1].first
+		}
+	}
+	slices.SortFunc(places, func(a, b place) int { return cmp.Or(cmp.Compare(a.first, b.first), cmp.Compare(a.at, b.at)) })
+	out := make([]smallBlob, len(blobs))
+	grouped := make([]bool, len(blobs))
+	for k, p := range places {
+		out[k] = blobs[byContent[p.at]]
+		grouped[k] = size[p.group] > 1
+	}
+	return out, grouped
+}
+
+// alike reports whether two blobs sorted next to each other look like
+// versions of one: they share their first similarPrefix bytes and, unless
+// one looks incompressible alone (a tree object: digests), an eighth of
+// the shorter (a licence header shared by many files is not enough to
+// move them away from their neighbours).
+func alike(a, b []byte) bool {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n >= similarPrefix && (n >= min(len(a), len(b))/8 || !looksCompressible(a) || !looksCompressible(b))
 }
 
 // addBlock compresses a block into one record of the pack, or stores its

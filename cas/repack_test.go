@@ -306,8 +306,9 @@ func TestCompactCorrupt(t *testing.T) {
 	}
 }
 
-// textStore is a store of n 8 KB text blobs written by one batch.
-func textStore(t testing.TB, n int) (*Store, [][]byte, []Ref) {
+// textStore is a store of n 8 KB text blobs written by one batch, each
+// beginning with head.
+func textStore(t testing.TB, n int, head string) (*Store, [][]byte, []Ref) {
 	t.Helper()
 	s, err := Open(context.Background(), mem.New())
 	if err != nil {
@@ -315,7 +316,7 @@ func textStore(t testing.TB, n int) (*Store, [][]byte, []Ref) {
 	}
 	var blobs [][]byte
 	for i := range n {
-		blobs = append(blobs, sourceLike(8000, i))
+		blobs = append(blobs, append([]byte(head), sourceLike(8000, i)...))
 	}
 	refs, err := s.PutMany(context.Background(), blobs)
 	if err != nil {
@@ -325,11 +326,11 @@ func textStore(t testing.TB, n int) (*Store, [][]byte, []Ref) {
 }
 
 // A blob of a repack's block is read by decoding the block up to its end;
-// a later blob past that decodes further, and one before it comes from the
-// cache.
+// a later blob past that decodes the rest, and then every blob comes from
+// the cache.
 func TestColdBlockPrefix(t *testing.T) {
 	ctx := t.Context()
-	s, blobs, refs := textStore(t, 40)
+	s, blobs, refs := textStore(t, 40, "")
 	if _, err := s.GC(ctx, rootsOf(refs...), GCCompact()); err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +356,16 @@ func TestColdBlockPrefix(t *testing.T) {
 	if c := s.blocks.get(blockKey{first.packID, first.off}); c.full || int64(len(c.data)) >= last.inner {
 		t.Fatalf("the first blob decoded %d bytes of its block, full %v", len(c.data), c.full)
 	}
-	get(last)
+	// A second blob past the decoded start decodes the rest: blobs read in
+	// order must not decode the start again each.
+	get(mid)
+	if c := s.blocks.get(blockKey{first.packID, first.off}); !c.full {
+		t.Fatalf("after a second blob, %d bytes of the block decoded, not all", len(c.data))
+	}
 	if err := s.st.Unlink(ctx, s.packName(first.packID)); err != nil {
 		t.Fatal(err)
 	}
-	get(mid)
+	get(last)
 }
 
 // BenchmarkBlockRead reads one blob from a block not yet decoded: of a
@@ -367,7 +373,7 @@ func TestColdBlockPrefix(t *testing.T) {
 func BenchmarkBlockRead(b *testing.B) {
 	ctx := context.Background()
 	for _, cold := range []bool{false, true} {
-		s, _, refs := textStore(b, 500)
+		s, _, refs := textStore(b, 500, "")
 		name := "hot"
 		if cold {
 			name = "cold"
@@ -384,5 +390,24 @@ func BenchmarkBlockRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Blobs like no other keep the order they were written in (a directory's
+// files, read together), through a repack, even when they share a licence
+// header.
+func TestCompactKeepsOrder(t *testing.T) {
+	for _, head := range []string{"", strings.Repeat("// Copyright 2026 The Trove Authors. All rights reserved.\n", 5)} {
+		s, _, refs := textStore(t, 40, head)
+		if _, err := s.GC(t.Context(), rootsOf(refs...), GCCompact()); err != nil {
+			t.Fatal(err)
+		}
+		es := solidEntries(t, s)
+		slices.SortFunc(es, func(a, b entry) int { return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.inner, b.inner)) })
+		for i, e := range es {
+			if e.ref != refs[i] {
+				t.Fatalf("head %d bytes: blob %d of the repack is blob %d as written", len(head), i, slices.Index(refs, e.ref))
+			}
+		}
 	}
 }
