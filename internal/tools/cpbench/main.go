@@ -365,13 +365,19 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 	if err != nil {
 		return sizes{}, err
 	}
+	last := fmt.Sprintf("cp%d", sz.checkpoints-1)
+	readsBefore, err := readCost(ctx, store, ws, last, logger)
+	if err != nil {
+		return sizes{}, err
+	}
 	ts, err := trove.New(ctx, store, trove.WithLogger(logger))
 	if err != nil {
 		return sizes{}, err
 	}
 	defer ts.Close()
 	t0 := time.Now()
-	if _, err := ts.GC(ctx); err != nil {
+	rep, err := ts.GC(ctx)
+	if err != nil {
 		return sizes{}, err
 	}
 	gcTime := time.Since(t0)
@@ -379,7 +385,14 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 	if err != nil {
 		return sizes{}, err
 	}
-	fmt.Printf("trove gc: %s -> %s in %s\n", mib(before), mib(t), round(gcTime))
+	fmt.Printf("trove gc: %s -> %s in %s (%d blobs live, %d unreferenced kept for the grace period, %d packs repacked)\n",
+		mib(before), mib(t), round(gcTime), rep.Kept, rep.Young, rep.Repacked)
+	readsAfter, err := readCost(ctx, store, ws, last, logger)
+	if err != nil {
+		return sizes{}, err
+	}
+	fmt.Printf("trove reads before -> after gc (median of 3, fresh Manager or store each): dry-run diff to cp0 %s -> %s, to %s %s -> %s, every blob once %s -> %s\n",
+		round(readsBefore[0]), round(readsAfter[0]), last, round(readsBefore[1]), round(readsAfter[1]), round(readsBefore[2]), round(readsAfter[2]))
 	g, err := dirBytes(gitDir)
 	if err != nil {
 		return sizes{}, err
@@ -388,6 +401,51 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 		return sizes{}, err
 	}
 	return sizes{files: len(paths), trove: t, git: g}, nil
+}
+
+// readCost times what reading the store costs: a dry-run diff against
+// the first checkpoint (every edited file's old content read) and against
+// the last (a few trees), and a read of every blob.
+func readCost(ctx context.Context, store backend.Storage, ws, last string, logger *slog.Logger) ([3]time.Duration, error) {
+	var out [3]time.Duration
+	diff := func(id string) func() error {
+		return func() error {
+			m, err := checkpoint.OpenDir(ctx, store, ws, checkpoint.WithLogger(logger))
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			_, err = m.Rewind(ctx, id, true)
+			return err
+		}
+	}
+	readAll := func() error {
+		blobs, err := cas.Open(ctx, store)
+		if err != nil {
+			return err
+		}
+		for ref, err := range blobs.Walk(ctx) {
+			if err != nil {
+				return err
+			}
+			if _, err := blobs.Get(ctx, ref); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, f := range []func() error{diff("cp0"), diff(last), readAll} {
+		var ds []time.Duration
+		for range 3 {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return out, err
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		out[i] = median(ds)
+	}
+	return out, nil
 }
 
 // printBreakdown says where the bytes of each side go: for trove, blobs by
