@@ -103,11 +103,15 @@ func (s *Store) repack(ctx context.Context, srcs []repackSrc, live map[Ref]struc
 	for _, src := range srcs {
 		if damaged[src.x.id] {
 			// Copying a corrupt blob would spread the damage; the pack
-			// stays for forensics and Verify names it.
-			if src.dead {
-				if err := s.dropDead(ctx, src.x.id, live); err != nil {
-					return err
-				}
+			// stays for forensics and Verify names it. Its index keeps
+			// only what was not copied, so the next GC copies nothing
+			// twice.
+			drop := func(e entry) bool {
+				_, ok := live[e.ref]
+				return r.copied[e.ref] || !ok && !src.keepAll
+			}
+			if _, err := s.dropFromPack(ctx, src.x.id, drop); err != nil {
+				return err
 			}
 			continue
 		}

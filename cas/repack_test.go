@@ -304,6 +304,21 @@ func TestCompactCorrupt(t *testing.T) {
 			t.Fatalf("Get %v read wrong bytes", r)
 		}
 	}
+	// The damaged pack's index keeps only its damaged blobs: the next GC
+	// copies nothing again.
+	count := func() (n int) {
+		for _, x := range packsOf(t, f.s) {
+			n += len(x.entries)
+		}
+		return n
+	}
+	before := count()
+	if _, err := f.s.GC(ctx, rootsOf(f.all()...), GCCompact()); err != nil {
+		t.Fatal(err)
+	}
+	if after := count(); before != len(f.data) || after != before {
+		t.Fatalf("index entries %d -> %d over a second GC (%d blobs)", before, after, len(f.data))
+	}
 }
 
 // textStore is a store of n 8 KB text blobs written by one batch, each
