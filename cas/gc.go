@@ -30,10 +30,9 @@ func GCDryRun() GCOption {
 }
 
 // GCCompact makes GC also rewrite every pack a batch wrote, and merge small
-// packs it wrote before, into cold packs (repack.go): blobs sorted by
-// content so that versions of one file or tree share a block, compressed at
-// zstd's best level, as git gc repacks a repository. Young packs are
-// rewritten too, with every blob they hold.
+// packs it wrote before, into cold packs (repack.go): versions of one file
+// or tree side by side, compressed at zstd's best level, as git gc repacks
+// a repository. Young packs are rewritten too, with every blob they hold.
 func GCCompact() GCOption {
 	return func(c *gcConfig) { c.compact = true }
 }
@@ -134,7 +133,7 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 		return rep, fmt.Errorf("cas: gc: %w", err)
 	}
 	indexed := map[string]bool{}
-	var rewrite, smallCold []repackSrc
+	var rewrite, smallCold, keptCold []repackSrc
 	for _, x := range indexes {
 		indexed[x.id] = true
 		if x.err != nil {
@@ -198,9 +197,14 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 			rewrite = append(rewrite, src)
 		case c.compact && pack.Size < s.cfg.packSize/2:
 			smallCold = append(smallCold, src)
-		case len(dead) > 0 && !c.dryRun:
-			if err := s.dropDead(ctx, x.id, live); err != nil {
-				return rep, fmt.Errorf("cas: gc: %w", err)
+		default:
+			if len(dead) > 0 && !c.dryRun {
+				if err := s.dropDead(ctx, x.id, live); err != nil {
+					return rep, fmt.Errorf("cas: gc: %w", err)
+				}
+			}
+			if x.cold {
+				keptCold = append(keptCold, src)
 			}
 		}
 	}
@@ -216,9 +220,10 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 				}
 			}
 		}
+		keptCold = append(keptCold, smallCold...)
 	}
 	if len(rewrite) > 0 {
-		if err := s.repack(ctx, rewrite, live, c.dryRun, &rep); err != nil {
+		if err := s.repack(ctx, rewrite, keptCold, live, c.dryRun, &rep); err != nil {
 			return rep, fmt.Errorf("cas: gc: %w", err)
 		}
 	}

@@ -51,15 +51,16 @@ type repacker struct {
 	enc    *zstd.Encoder
 	w      packWriter
 	small  []smallBlob
-	held   int // bytes in small
-	copied map[Ref]bool
+	held   int          // bytes in small
+	copied map[Ref]bool // in a new pack, or in a cold pack GC keeps
 }
 
 // repack copies the kept blobs of srcs into cold packs, verifying each on
 // the way, and removes the old packs only once every new pack and its
-// index are durable. A crash in between leaves blobs in both, which is
-// harmless: the next GC rewrites the old packs again.
-func (s *Store) repack(ctx context.Context, srcs []repackSrc, live map[Ref]struct{}, dryRun bool, rep *GCReport) error {
+// index are durable. A blob that a cold pack this GC keeps holds (kept) is
+// not copied again: a crash between the new packs and the removal leaves
+// blobs in both, and the next GC only removes the old packs.
+func (s *Store) repack(ctx context.Context, srcs, kept []repackSrc, live map[Ref]struct{}, dryRun bool, rep *GCReport) error {
 	for _, src := range srcs {
 		rep.Repacked++
 		rep.Removed = append(rep.Removed, s.packName(src.x.id))
@@ -77,6 +78,13 @@ func (s *Store) repack(ctx context.Context, srcs []repackSrc, live map[Ref]struc
 	}
 	defer enc.Close()
 	r := &repacker{s: s, enc: enc, w: packWriter{cold: true}, copied: map[Ref]bool{}}
+	for _, src := range kept {
+		for _, e := range src.x.entries {
+			if _, ok := live[e.ref]; ok || src.keepAll {
+				r.copied[e.ref] = true
+			}
+		}
+	}
 	damaged := map[string]bool{}
 	for _, src := range srcs {
 		keep := func(e entry) bool {
