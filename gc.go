@@ -77,7 +77,8 @@ func (s *Store) Roots(ctx context.Context) iter.Seq2[cas.Root, error] {
 }
 
 // GC removes the blobs nothing in the store refers to (see Roots) once
-// they are older than the grace period, and repacks sparse packs. Deleting
+// they are older than the grace period, and repacks sparse packs and the
+// packs written since the last GC (cas.GCCompact). Deleting
 // a session, checkpoint or run and then collecting gives back the space of
 // the blobs only it held; blobs another still holds stay.
 func (s *Store) GC(ctx context.Context, opts ...GCOption) (GCReport, error) {
@@ -107,7 +108,8 @@ func (s *Store) GC(ctx context.Context, opts ...GCOption) (GCReport, error) {
 			}
 		}
 	}
-	casRep, err := s.blobs.GC(ctx, roots, c.cas...)
+	// Compacting makes the store after gc comparable to git's after git gc.
+	casRep, err := s.blobs.GC(ctx, roots, append([]cas.GCOption{cas.GCCompact()}, c.cas...)...)
 	rep.GCReport = casRep
 	rep.SessionRefs = len(counts[LayerSessions])
 	rep.CheckpointRefs = len(counts[LayerCheckpoints])

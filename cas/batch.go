@@ -58,6 +58,7 @@ const (
 type packWriter struct {
 	buf     []byte // packMagic, then records
 	entries []entry
+	cold    bool // written by GC's repack: a version 3 index
 }
 
 func (w *packWriter) len() int64 { return int64(len(w.buf)) }
@@ -98,7 +99,7 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if err := s.st.WriteFile(ctx, s.packName(id), w.buf); err != nil {
 		return err
 	}
-	idx := encodeIndex(int64(len(w.buf)), w.entries)
+	idx := encodeIndex(int64(len(w.buf)), w.entries, w.cold)
 	if err := s.st.WriteFile(ctx, s.indexName(id), idx); err != nil {
 		return err
 	}

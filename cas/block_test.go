@@ -120,16 +120,7 @@ func TestBatchBlocks(t *testing.T) {
 func TestBlockCorrupt(t *testing.T) {
 	ctx := t.Context()
 	s, _, refs := blockStore(t)
-	e := solidEntries(t, s)[0]
-	name := s.packName(e.packID)
-	pack, err := s.st.ReadFile(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pack[e.off+headerSize+e.n/2] ^= 0x55
-	if err := s.st.WriteFile(ctx, name, pack); err != nil {
-		t.Fatal(err)
-	}
+	damageRecord(t, s, solidEntries(t, s)[0])
 	bad := 0
 	for _, ref := range refs {
 		if _, err := s.Get(ctx, ref); err != nil {
@@ -156,9 +147,23 @@ func TestBlockCorrupt(t *testing.T) {
 	}
 }
 
+// damageRecord flips a byte in the middle of e's record.
+func damageRecord(t *testing.T, s *Store, e entry) {
+	t.Helper()
+	name := s.packName(e.packID)
+	pack, err := s.st.ReadFile(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack[e.off+headerSize+e.n/2] ^= 0x55
+	if err := s.st.WriteFile(t.Context(), name, pack); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // GC keeps every live blob of a block, whether the pack keeps its block
-// (dead blobs dropped from the index) or is repacked (live blobs moved out
-// into records of their own).
+// (dead blobs dropped from the index) or is repacked (live blobs gathered
+// into a new block of a cold pack).
 func TestBlockGC(t *testing.T) {
 	ctx := t.Context()
 	for _, below := range []float64{0, 1} {
@@ -187,8 +192,8 @@ func TestBlockGC(t *testing.T) {
 		if ok, _ := s2.Has(ctx, refs[0]); ok {
 			t.Fatalf("repack below %v: a dead blob is still listed", below)
 		}
-		if n := len(solidEntries(t, s2)); below == 1 && n != 0 {
-			t.Fatalf("repacked: %d blobs still in blocks", n)
+		if es := solidEntries(t, s2); below == 1 && (len(es) != len(live) || es[0].off != es[len(es)-1].off) {
+			t.Fatalf("repacked: %d blobs in blocks, want the %d live ones in one", len(es), len(live))
 		}
 		for ref, err := range s2.Verify(ctx) {
 			if err != nil {
@@ -207,7 +212,7 @@ func TestIndexV2(t *testing.T) {
 		{ref: r1, off: 8, n: 50, codec: codecSolid, size: 300, inner: 0, packID: "p"},
 		{ref: r2, off: 8, n: 50, codec: codecSolid, size: 100, inner: 300, packID: "p"},
 	}
-	b := encodeIndex(58, in)
+	b := encodeIndex(58, in, false)
 	if !bytes.HasPrefix(b, indexMagicV2[:]) {
 		t.Fatal("an index with block blobs is not version 2")
 	}
@@ -222,8 +227,13 @@ func TestIndexV2(t *testing.T) {
 	}
 	// The second entry is written as the first's continuation; one with
 	// nothing to continue is corrupt.
-	if len(b) != len(encodeIndex(58, in[:1]))+1+32+1+1 {
-		t.Fatalf("the second blob of a block takes %d bytes", len(b)-len(encodeIndex(58, in[:1])))
+	if len(b) != len(encodeIndex(58, in[:1], false))+1+32+1+1 {
+		t.Fatalf("the second blob of a block takes %d bytes", len(b)-len(encodeIndex(58, in[:1], false)))
+	}
+	// Version 3 (a cold pack) is version 2 marked.
+	cold := encodeIndex(58, in, true)
+	if _, out, err := decodeIndex("p", cold); !isColdIndex(cold) || isColdIndex(b) || err != nil || len(out) != 2 || out[1].inner != 300 {
+		t.Fatalf("version 3 round trip = %+v, %v", out, err)
 	}
 	orphan := append(bytes.Clone(indexMagicV2[:]), 58, 1, byte(SHA256))
 	orphan = append(orphan, r1.digest[:]...)

@@ -11,7 +11,9 @@
 // loose blobs alike. Small compressible blobs of a batch share block
 // records, one zstd frame for many (they compress better together);
 // reading one decodes its block. GC marks from the refs a caller passes and sweeps the
-// rest after a grace period.
+// rest after a grace period; with GCCompact it also rewrites what batches
+// wrote into cold packs, small blobs sorted by content into larger blocks at
+// zstd's best level (repack.go).
 //
 // Layout under the store's directory (blobs/ at the root of a trove store):
 //

@@ -143,10 +143,14 @@ func parseTrailer(b []byte) (int64, error) {
 //
 // A block record is an ordinary zstd record whose original bytes are its
 // blobs back to back.
+//
+// Version 3 is version 2 written by GC's repack (a cold pack, repack.go):
+// the version tells GC the pack needs no repacking until it turns sparse.
 var (
 	packMagic    = [8]byte{'t', 'r', 'v', 'p', 'a', 'c', 'k', 1}
 	indexMagic   = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 1}
 	indexMagicV2 = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 2}
+	indexMagicV3 = [8]byte{'t', 'r', 'v', 'i', 'd', 'x', 0, 3}
 )
 
 // entry locates one blob inside a pack.
@@ -179,7 +183,7 @@ func setShares(entries []entry) {
 	}
 }
 
-func encodeIndex(packSize int64, entries []entry) []byte {
+func encodeIndex(packSize int64, entries []entry, cold bool) []byte {
 	b := make([]byte, 0, 16+len(entries)*48+sha256.Size)
 	magic := indexMagic
 	for _, e := range entries {
@@ -187,6 +191,9 @@ func encodeIndex(packSize int64, entries []entry) []byte {
 			magic = indexMagicV2
 			break
 		}
+	}
+	if cold {
+		magic = indexMagicV3
 	}
 	b = append(b, magic[:]...)
 	b = binary.AppendUvarint(b, uint64(packSize))
@@ -220,6 +227,9 @@ func encodeIndex(packSize int64, entries []entry) []byte {
 	return append(b, sum[:]...)
 }
 
+// isColdIndex reports whether an index is of a pack GC's repack wrote.
+func isColdIndex(b []byte) bool { return bytes.HasPrefix(b, indexMagicV3[:]) }
+
 var errIndex = fmt.Errorf("%w: bad pack index", ErrCorrupt)
 
 // decodeIndex checks everything an index claims against itself, so a reader
@@ -228,7 +238,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	if len(b) < len(indexMagic)+sha256.Size {
 		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
 	}
-	v2 := bytes.Equal(b[:len(indexMagic)], indexMagicV2[:])
+	v2 := bytes.Equal(b[:len(indexMagic)], indexMagicV2[:]) || isColdIndex(b)
 	if !v2 && !bytes.Equal(b[:len(indexMagic)], indexMagic[:]) {
 		return 0, nil, fmt.Errorf("%w: bad magic", errIndex)
 	}

@@ -29,22 +29,22 @@ func TestIndexRoundTrip(t *testing.T) {
 		{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000, stored: 100, packID: "p"},
 		{ref: r2, off: 108, n: 16, codec: CodecRaw, size: 0, stored: 16, packID: "p"},
 	}
-	size, out, err := decodeIndex("p", encodeIndex(124, in))
+	size, out, err := decodeIndex("p", encodeIndex(124, in, false))
 	if err != nil || size != 124 || len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
 		t.Fatalf("index round trip = %d, %+v, %v", size, out, err)
 	}
 	// Every entry must stay inside the pack the index describes.
-	b := encodeIndex(123, in)
+	b := encodeIndex(123, in, false)
 	if _, _, err := decodeIndex("p", b); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("index with a record past the pack end = %v", err)
 	}
 	// Offsets and lengths that overflow when added are refused too.
 	huge := []entry{{ref: r1, off: 1 << 62, n: 1 << 62, codec: CodecRaw}}
-	if _, _, err := decodeIndex("p", encodeIndex(1<<62, huge)); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := decodeIndex("p", encodeIndex(1<<62, huge, false)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("index whose record end overflows = %v", err)
 	}
 	// Any flipped bit is caught by the checksum.
-	good := encodeIndex(124, in)
+	good := encodeIndex(124, in, false)
 	for i := range good {
 		bad := bytes.Clone(good)
 		bad[i] ^= 1
@@ -74,14 +74,16 @@ func FuzzParseRef(f *testing.F) {
 
 func FuzzDecodeIndex(f *testing.F) {
 	r1, _ := Sum(SHA256, []byte("a"))
-	good := encodeIndex(200, []entry{{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000}})
+	good := encodeIndex(200, []entry{{ref: r1, off: 8, n: 100, codec: CodecZstd, size: 1000}}, false)
 	f.Add(good[:len(good)-sha256.Size])
 	f.Add([]byte("trvidx\x00\x01"))
 	v2 := encodeIndex(200, []entry{
 		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 1000},
 		{ref: r1, off: 8, n: 100, codec: codecSolid, size: 10, inner: 1000},
-	})
+	}, false)
 	f.Add(v2[:len(v2)-sha256.Size])
+	v3 := encodeIndex(200, []entry{{ref: r1, off: 8, n: 100, codec: codecSolid, size: 1000}}, true)
+	f.Add(v3[:len(v3)-sha256.Size])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// Checksum the fuzzed body, so the fuzzer explores the parser
 		// rather than the checksum.

@@ -1,11 +1,9 @@
 package cas
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"iter"
 	"time"
@@ -15,8 +13,9 @@ import (
 type GCOption func(*gcConfig)
 
 type gcConfig struct {
-	grace  time.Duration
-	dryRun bool
+	grace   time.Duration
+	dryRun  bool
+	compact bool
 }
 
 // GCGrace overrides the store's grace period (WithGrace) for one run; 0
@@ -28,6 +27,14 @@ func GCGrace(d time.Duration) GCOption {
 // GCDryRun makes GC report what it would do and change nothing.
 func GCDryRun() GCOption {
 	return func(c *gcConfig) { c.dryRun = true }
+}
+
+// GCCompact makes GC also rewrite every pack a batch wrote, and merge small
+// packs it wrote before, into cold packs (repack.go): versions of one file
+// or tree side by side, compressed at zstd's best level, as git gc repacks
+// a repository. Young packs are rewritten too, with every blob they hold.
+func GCCompact() GCOption {
+	return func(c *gcConfig) { c.compact = true }
 }
 
 // GCReport says what a GC run did, or would do in a dry run.
@@ -46,15 +53,18 @@ type GCReport struct {
 // grace period. roots is the caller's full set of live refs (sessions,
 // checkpoints, run logs); an error from it aborts GC before anything is
 // removed. Packs whose live share falls below WithRepackBelow are rewritten
-// with their live blobs only; packs without an index (a crash between pack
-// and index) and staging objects are removed once older than the grace.
+// with their live blobs only, into a cold pack (repack.go), as GCCompact
+// rewrites all packs batches wrote; packs without an index (a crash between
+// pack and index) and staging objects are removed once older than the grace.
 //
 // The grace period is what keeps concurrent writers safe: a blob or pack
 // written after now-grace is never removed, and a Put that finds its blob
 // older than half the grace writes it again, so a ref Put returns survives
 // at least half the grace (GCGrace overrides shorter than the store's
 // grace shorten that). A loose blob is looked at again just before it is
-// removed, so one rewritten since the listing stays.
+// removed, so one rewritten since the listing stays. A young pack GCCompact
+// rewrites keeps every blob, and a pack goes only once its blobs are in a
+// durable new pack: a reader that finds it gone rereads the indexes.
 func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCOption) (GCReport, error) {
 	c := gcConfig{grace: s.cfg.grace}
 	for _, o := range opts {
@@ -123,7 +133,7 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 		return rep, fmt.Errorf("cas: gc: %w", err)
 	}
 	indexed := map[string]bool{}
-	var sparse []indexObj
+	var rewrite, smallCold, keptCold []repackSrc
 	for _, x := range indexes {
 		indexed[x.id] = true
 		if x.err != nil {
@@ -165,9 +175,6 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 				dead = append(dead, e)
 			}
 		}
-		if len(dead) == 0 {
-			continue
-		}
 		for _, e := range dead {
 			if _, ok := deleted[e.ref]; !ok {
 				deleted[e.ref] = struct{}{}
@@ -175,6 +182,9 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 			}
 			rep.DeletedBytes += e.stored
 		}
+		// A young pack is copied whole: its unreferenced blobs may be
+		// a writer's, about to be referenced.
+		src := repackSrc{x: x, keepAll: isYoung, dead: len(dead) > 0}
 		switch {
 		case len(dead) == len(x.entries):
 			rep.Removed = append(rep.Removed, s.packName(x.id))
@@ -183,17 +193,37 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 					return rep, fmt.Errorf("cas: gc: %w", err)
 				}
 			}
-		case float64(liveBytes) < s.cfg.repackBelow*float64(pack.Size):
-			sparse = append(sparse, x)
-		case !c.dryRun:
-			drop := func(e entry) bool { _, ok := live[e.ref]; return !ok }
-			if _, err := s.dropFromPack(ctx, x.id, drop); err != nil {
-				return rep, fmt.Errorf("cas: gc: %w", err)
+		case c.compact && !x.cold, len(dead) > 0 && float64(liveBytes) < s.cfg.repackBelow*float64(pack.Size):
+			rewrite = append(rewrite, src)
+		case c.compact && pack.Size < s.cfg.packSize/2:
+			smallCold = append(smallCold, src)
+		default:
+			if len(dead) > 0 && !c.dryRun {
+				if err := s.dropDead(ctx, x.id, live); err != nil {
+					return rep, fmt.Errorf("cas: gc: %w", err)
+				}
+			}
+			if x.cold {
+				keptCold = append(keptCold, src)
 			}
 		}
 	}
-	if len(sparse) > 0 {
-		if err := s.repack(ctx, sparse, live, c.dryRun, &rep); err != nil {
+	// Small cold packs (the last of a repack is seldom full) join a
+	// repack, or are merged once there are two of them.
+	if len(rewrite) > 0 || len(smallCold) > 1 {
+		rewrite = append(rewrite, smallCold...)
+	} else {
+		for _, src := range smallCold {
+			if src.dead && !c.dryRun {
+				if err := s.dropDead(ctx, src.x.id, live); err != nil {
+					return rep, fmt.Errorf("cas: gc: %w", err)
+				}
+			}
+		}
+		keptCold = append(keptCold, smallCold...)
+	}
+	if len(rewrite) > 0 {
+		if err := s.repack(ctx, rewrite, keptCold, live, c.dryRun, &rep); err != nil {
 			return rep, fmt.Errorf("cas: gc: %w", err)
 		}
 	}
@@ -235,76 +265,9 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 	return rep, nil
 }
 
-// repack copies the live records of sparse packs into new packs, verifying
-// each on the way, and removes the old packs only once every new pack and
-// its index are durable. A crash in between leaves blobs in both, which is
-// harmless: the next GC finds the old packs sparse again.
-func (s *Store) repack(ctx context.Context, sparse []indexObj, live map[Ref]struct{}, dryRun bool, rep *GCReport) error {
-	for _, x := range sparse {
-		rep.Repacked++
-		rep.Removed = append(rep.Removed, s.packName(x.id))
-	}
-	if dryRun {
-		return nil
-	}
-	var w packWriter
-	damaged := map[string]bool{}
-	for _, x := range sparse {
-		for _, e := range x.entries {
-			if _, ok := live[e.ref]; !ok {
-				continue
-			}
-			rec, err := s.readRecord(ctx, e)
-			codec := e.codec
-			if err == nil && e.codec == codecSolid {
-				// Its block holds dead blobs too: the blob moves out
-				// into a record of its own.
-				var data []byte
-				if data, err = s.solidMember(rec, e); err == nil {
-					if got, _ := Sum(e.ref.algo, data); got != e.ref {
-						err = fmt.Errorf("%w: content hashes to %v", ErrCorrupt, got)
-					} else {
-						rec, codec, err = s.encode(nil, data)
-					}
-				}
-			} else if err == nil {
-				var obj object
-				if obj, err = packedObject(io.NopCloser(bytes.NewReader(rec)), e); err == nil {
-					err = s.drain("gc", e.ref, obj)
-				}
-			}
-			if isBad(err) {
-				// Copying it would spread the damage; keep the old pack for
-				// forensics and let Verify name it.
-				s.cfg.log.Error("cas: gc: live blob is corrupt, pack kept", "ref", e.ref, "err", err)
-				damaged[x.id] = true
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if len(w.entries) > 0 && w.len()+int64(len(rec)) > s.cfg.packSize {
-				if err := w.flush(ctx, s); err != nil {
-					return err
-				}
-			}
-			w.add(e.ref, rec, codec, e.size)
-		}
-	}
-	if err := w.flush(ctx, s); err != nil {
-		return err
-	}
-	for _, x := range sparse {
-		if damaged[x.id] {
-			drop := func(e entry) bool { _, ok := live[e.ref]; return !ok }
-			if _, err := s.dropFromPack(ctx, x.id, drop); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := s.removePack(ctx, x.id); err != nil {
-			return err
-		}
-	}
-	return nil
+// dropDead removes the entries of a pack that live does not hold from its
+// index.
+func (s *Store) dropDead(ctx context.Context, id string, live map[Ref]struct{}) error {
+	_, err := s.dropFromPack(ctx, id, func(e entry) bool { _, ok := live[e.ref]; return !ok })
+	return err
 }

@@ -251,7 +251,7 @@ func (s *Store) dropFromPack(ctx context.Context, id string, drop func(entry) bo
 	case len(keep) == 0:
 		return n, s.removePack(ctx, id)
 	}
-	return n, s.st.WriteFile(ctx, name, encodeIndex(size, keep))
+	return n, s.st.WriteFile(ctx, name, encodeIndex(size, keep, isColdIndex(data)))
 }
 
 // removePack removes a pack and its index. Unlink need not be durable, so
@@ -260,7 +260,7 @@ func (s *Store) dropFromPack(ctx context.Context, id string, drop func(entry) bo
 // (and its pack, if any) is garbage that GC removes.
 func (s *Store) removePack(ctx context.Context, id string) error {
 	name := s.indexName(id)
-	if err := s.st.WriteFile(ctx, name, encodeIndex(0, nil)); err != nil {
+	if err := s.st.WriteFile(ctx, name, encodeIndex(0, nil, false)); err != nil {
 		return err
 	}
 	if err := s.st.Unlink(ctx, s.packName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -95,20 +95,12 @@ func packedObject(rc io.ReadCloser, e entry) (object, error) {
 }
 
 // maxBlock bounds the original bytes of a block record a reader decodes
-// (a Batch writes blocks of about solidBlock): a hostile header cannot make
-// it decode more.
+// (a Batch writes blocks of about solidBlock, a repack of coldBlock): a
+// hostile header cannot make it decode more.
 const maxBlock = 4 << 20
 
-// solidObject is the object of a blob of a block record (rec, its whole
-// record): the blob's bytes, which the caller verifies against its ref.
-func (s *Store) solidObject(rec []byte, e entry) (object, error) {
-	block, err := s.decodeBlock(rec)
-	if err != nil {
-		return object{}, err
-	}
-	return blockObject(block, e)
-}
-
+// blockObject is the object of e's blob in its decoded block: the blob's
+// bytes, which the caller verifies against its ref.
 func blockObject(block []byte, e entry) (object, error) {
 	if e.inner > int64(len(block)) || e.size > int64(len(block))-e.inner {
 		return object{}, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
@@ -117,45 +109,64 @@ func blockObject(block []byte, e entry) (object, error) {
 	return object{payload: bytes.NewReader(data), closer: io.NopCloser(nil), codec: CodecRaw, size: e.size}, nil
 }
 
-// solidMember returns the bytes of e's blob, unverified.
-func (s *Store) solidMember(rec []byte, e entry) ([]byte, error) {
-	obj, err := s.solidObject(rec, e)
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(obj.payload)
-}
-
 // decodeBlock decodes a block record, bounded by its recorded length.
 func (s *Store) decodeBlock(rec []byte) ([]byte, error) {
+	block, _, err := s.decodeBlockTo(rec, -1)
+	return block, err
+}
+
+// zstdBlockMax is the most original bytes one zstd block holds.
+const zstdBlockMax = 128 << 10
+
+// decodeBlockTo decodes a block record up to at least its first n original
+// bytes (all of it for n < 0), and whether it is all: a blob of a repack's block needs the zstd
+// blocks up to its end only, on average 3/4 of a 256 KiB block record. The
+// blob is verified against its ref; the rest of the record is not read.
+func (s *Store) decodeBlockTo(rec []byte, n int64) ([]byte, bool, error) {
 	h, err := parseHeader(rec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if h.trailer || h.codec != CodecZstd || h.size > maxBlock {
-		return nil, fmt.Errorf("%w: not a block record", ErrCorrupt)
+		return nil, false, fmt.Errorf("%w: not a block record", ErrCorrupt)
 	}
 	dec, err := s.getDecoder()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer s.putDecoder(dec)
+	if n >= 0 && n < h.size && h.size > zstdBlockMax {
+		out := make([]byte, n)
+		if err := dec.Reset(bytes.NewReader(rec[headerSize:])); err != nil {
+			return nil, false, fmt.Errorf("%w: block record: %v", ErrCorrupt, err)
+		}
+		if _, err := io.ReadFull(dec, out); err != nil {
+			return nil, false, fmt.Errorf("%w: block shorter than %d bytes: %v", ErrCorrupt, n, err)
+		}
+		return out, false, nil
+	}
 	out, err := dec.DecodeAll(rec[headerSize:], make([]byte, 0, h.size))
 	if err != nil || int64(len(out)) != h.size {
-		return nil, fmt.Errorf("%w: block of %d bytes, header records %d: %v", ErrCorrupt, len(out), h.size, err)
+		return nil, false, fmt.Errorf("%w: block of %d bytes, header records %d: %v", ErrCorrupt, len(out), h.size, err)
 	}
-	return out, nil
+	return out, true, nil
 }
 
-// blockCache keeps the last few decoded blocks: blobs of one block (the
+// blockCache keeps the last few decoded blocks (or their starts): blobs of one block (the
 // trees of a snapshot, files of one directory) are often read together,
 // and each read would decode the block again. Packs never change under an
 // id, so a cached block stays right.
 type blockCache struct {
 	mu   sync.Mutex
 	keys [4]blockKey
-	data [4][]byte
+	data [4]cachedBlock
 	next int
+}
+
+// cachedBlock is a decoded block, or its start when not full.
+type cachedBlock struct {
+	data []byte
+	full bool
 }
 
 type blockKey struct {
@@ -163,20 +174,26 @@ type blockKey struct {
 	off  int64
 }
 
-func (c *blockCache) get(k blockKey) []byte {
+func (c *blockCache) get(k blockKey) cachedBlock {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, key := range c.keys {
-		if key == k && c.data[i] != nil {
+		if key == k && c.data[i].data != nil {
 			return c.data[i]
 		}
 	}
-	return nil
+	return cachedBlock{}
 }
 
-func (c *blockCache) put(k blockKey, data []byte) {
+func (c *blockCache) put(k blockKey, data cachedBlock) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i, key := range c.keys {
+		if key == k {
+			c.data[i] = data // a longer prefix of the same block
+			return
+		}
+	}
 	c.keys[c.next], c.data[c.next] = k, data
 	c.next = (c.next + 1) % len(c.keys)
 }
@@ -184,18 +201,25 @@ func (c *blockCache) put(k blockKey, data []byte) {
 // openBlockMember opens a blob of a block record, through the cache.
 func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	k := blockKey{e.packID, e.off}
-	if block := s.blocks.get(k); block != nil {
-		return blockObject(block, e)
+	end := e.inner + e.size
+	c := s.blocks.get(k)
+	if c.data != nil && (c.full || int64(len(c.data)) >= end) {
+		return blockObject(c.data, e)
+	}
+	if c.data != nil {
+		// A second blob past the start decoded: blobs read in order
+		// would decode the start again each, so all of it.
+		end = -1
 	}
 	rec, err := s.readRecord(ctx, e)
 	if err != nil {
 		return object{}, err
 	}
-	block, err := s.decodeBlock(rec)
+	block, full, err := s.decodeBlockTo(rec, end)
 	if err != nil {
 		return object{}, err
 	}
-	s.blocks.put(k, block)
+	s.blocks.put(k, cachedBlock{block, full})
 	return blockObject(block, e)
 }
 

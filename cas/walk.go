@@ -55,6 +55,7 @@ type indexObj struct {
 	info    backend.Info
 	size    int64
 	entries []entry
+	cold    bool // written by GC's repack
 	err     error
 }
 
@@ -84,6 +85,7 @@ func (s *Store) listIndexes(ctx context.Context) ([]indexObj, error) {
 			return nil, err
 		}
 		o.size, o.entries, err = decodeIndex(o.id, data)
+		o.cold = isColdIndex(data)
 		if err != nil {
 			o.err = backend.PathErr("read", fi.Name, err)
 		}
@@ -235,15 +237,24 @@ func (s *Store) verifyPack(ctx context.Context, x indexObj, yield func(Ref, erro
 	}
 	defer rc.Close()
 	pack := &countReader{r: rc}
+	// The blobs of a block follow one another: it is decoded once, not
+	// once per blob (a cold block holds thousands of small trees).
+	blockOff, block := int64(-1), []byte(nil)
 	for _, e := range entries {
 		var verr error
-		if e.off >= pack.n {
+		if e.codec == codecSolid && e.off == blockOff {
+			verr = s.verifyMember(block, e)
+		} else if e.off >= pack.n {
 			if _, err := io.CopyN(io.Discard, pack, e.off-pack.n); err != nil && !errors.Is(err, io.EOF) {
 				yield(Ref{}, err)
 				return false
 			}
 			rec := io.LimitReader(pack, e.n)
-			verr = s.verifyRecord(e, io.NopCloser(rec))
+			blockOff, block = -1, nil
+			verr = s.verifyRecord(e, io.NopCloser(rec), &block)
+			if block != nil {
+				blockOff = e.off
+			}
 			if _, err := io.Copy(io.Discard, rec); err != nil {
 				yield(Ref{}, err)
 				return false
@@ -255,7 +266,7 @@ func (s *Store) verifyPack(ctx context.Context, x indexObj, yield func(Ref, erro
 				yield(Ref{}, err)
 				return false
 			}
-			verr = s.verifyRecord(e, rc)
+			verr = s.verifyRecord(e, rc, nil)
 		}
 		if verr != nil && !isBad(verr) {
 			yield(e.ref, verr)
@@ -268,7 +279,9 @@ func (s *Store) verifyPack(ctx context.Context, x indexObj, yield func(Ref, erro
 	return true
 }
 
-func (s *Store) verifyRecord(e entry, rc io.ReadCloser) error {
+// verifyRecord verifies the blob of e in its record rc; for a blob of a
+// block, the decoded block goes to *block when block is not nil.
+func (s *Store) verifyRecord(e entry, rc io.ReadCloser, block *[]byte) error {
 	if e.codec == codecSolid {
 		rec, err := io.ReadAll(io.LimitReader(rc, e.n))
 		rc.Close()
@@ -278,15 +291,27 @@ func (s *Store) verifyRecord(e entry, rc io.ReadCloser) error {
 		if int64(len(rec)) < e.n {
 			return refErr("verify", e.ref, fmt.Errorf("%w: pack %s is truncated", ErrCorrupt, e.packID))
 		}
-		obj, err := s.solidObject(rec, e)
+		b, err := s.decodeBlock(rec)
 		if err != nil {
 			return refErr("verify", e.ref, err)
 		}
-		return s.drain("verify", e.ref, obj)
+		if block != nil {
+			*block = b
+		}
+		return s.verifyMember(b, e)
 	}
 	obj, err := packedObject(rc, e)
 	if err != nil {
 		rc.Close()
+		return refErr("verify", e.ref, err)
+	}
+	return s.drain("verify", e.ref, obj)
+}
+
+// verifyMember verifies the blob of e in its decoded block.
+func (s *Store) verifyMember(block []byte, e entry) error {
+	obj, err := blockObject(block, e)
+	if err != nil {
 		return refErr("verify", e.ref, err)
 	}
 	return s.drain("verify", e.ref, obj)

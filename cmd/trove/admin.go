@@ -51,7 +51,8 @@ func newGCCmd(a *app) *cobra.Command {
 		Short: "Remove blobs no session, checkpoint or run log refers to",
 		Long: "Remove blobs no session (any branch, transcript included), checkpoint or run log refers to,\n" +
 			"once older than the grace period (default 1h: a blob a live writer has put but not yet\n" +
-			"recorded survives), and repack sparse packs.",
+			"recorded survives), and repack sparse packs and those written since the last gc (versions\n" +
+			"of a file or directory side by side, compressed harder), as git gc does.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -5,7 +5,8 @@
 // same generated tree: first snapshot, snapshot after changing 10 files,
 // dry-run diff against the first snapshot, and rewind of those 10 files;
 // then the store size after many checkpoints of a smaller tree with a few
-// files edited between each, against the git repository after git gc. It
+// files edited between each, after trove's GC, against the git repository
+// after git gc. It
 // prints one table with the ratio git/trove per operation and the sizes.
 //
 // Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
@@ -31,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/cas"
@@ -283,7 +285,7 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 	fmt.Printf("\n(wall clock; median of %d rounds for the speed rows; CPU = user+system time of the same runs;\n", rounds)
 	fmt.Printf(" git = git %s with --git-dir/--work-tree, including process start;\n", gitVersion())
 	fmt.Printf(" trove = a fresh checkpoint.Manager per operation on backend/fs, stat cache read from the store; rewind fsyncs;\n")
-	fmt.Printf(" store size = bytes of every file in the trove store and in the shadow repository after git gc)\n")
+	fmt.Printf(" store size = bytes of every file in the trove store after trove's GC and in the shadow repository after git gc)\n")
 	return nil
 }
 
@@ -354,13 +356,43 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 			return sizes{}, err
 		}
 	}
+	// Each side measured after its own gc: git gc, and the GC trove gc
+	// runs (it repacks what the checkpoints wrote).
 	if err := git("gc", "-q"); err != nil {
 		return sizes{}, err
 	}
+	before, err := dirBytes(storeDir)
+	if err != nil {
+		return sizes{}, err
+	}
+	last := fmt.Sprintf("cp%d", sz.checkpoints-1)
+	readsBefore, err := readCost(ctx, store, ws, last, logger)
+	if err != nil {
+		return sizes{}, err
+	}
+	ts, err := trove.New(ctx, store, trove.WithLogger(logger))
+	if err != nil {
+		return sizes{}, err
+	}
+	defer ts.Close()
+	t0 := time.Now()
+	rep, err := ts.GC(ctx)
+	if err != nil {
+		return sizes{}, err
+	}
+	gcTime := time.Since(t0)
 	t, err := dirBytes(storeDir)
 	if err != nil {
 		return sizes{}, err
 	}
+	fmt.Printf("trove gc: %s -> %s in %s (%d blobs live, %d unreferenced kept for the grace period, %d packs repacked)\n",
+		mib(before), mib(t), round(gcTime), rep.Kept, rep.Young, rep.Repacked)
+	readsAfter, err := readCost(ctx, store, ws, last, logger)
+	if err != nil {
+		return sizes{}, err
+	}
+	fmt.Printf("trove reads before -> after gc (median of 3, fresh Manager or store each): dry-run diff to cp0 %s -> %s, to %s %s -> %s, every blob once %s -> %s\n",
+		round(readsBefore[0]), round(readsAfter[0]), last, round(readsBefore[1]), round(readsAfter[1]), round(readsBefore[2]), round(readsAfter[2]))
 	g, err := dirBytes(gitDir)
 	if err != nil {
 		return sizes{}, err
@@ -369,6 +401,51 @@ func sizeScenario(ctx context.Context, dir string, sz sizeConfig, logger *slog.L
 		return sizes{}, err
 	}
 	return sizes{files: len(paths), trove: t, git: g}, nil
+}
+
+// readCost times what reading the store costs: a dry-run diff against
+// the first checkpoint (every edited file's old content read) and against
+// the last (a few trees), and a read of every blob.
+func readCost(ctx context.Context, store backend.Storage, ws, last string, logger *slog.Logger) ([3]time.Duration, error) {
+	var out [3]time.Duration
+	diff := func(id string) func() error {
+		return func() error {
+			m, err := checkpoint.OpenDir(ctx, store, ws, checkpoint.WithLogger(logger))
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			_, err = m.Rewind(ctx, id, true)
+			return err
+		}
+	}
+	readAll := func() error {
+		blobs, err := cas.Open(ctx, store)
+		if err != nil {
+			return err
+		}
+		for ref, err := range blobs.Walk(ctx) {
+			if err != nil {
+				return err
+			}
+			if _, err := blobs.Get(ctx, ref); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, f := range []func() error{diff("cp0"), diff(last), readAll} {
+		var ds []time.Duration
+		for range 3 {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return out, err
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		out[i] = median(ds)
+	}
+	return out, nil
 }
 
 // printBreakdown says where the bytes of each side go: for trove, blobs by
