@@ -137,14 +137,10 @@ func (w *packWriter) reset() {
 	w.entries = nil
 }
 
-// NewBatch starts a batch. It does no I/O. An encoder's first frame
-// allocates its history (milliseconds, mostly page faults), and a batch's
-// last block is compressed in Flush, where its caller waits: the first
-// batch of a Store warms one in the background meanwhile.
+// NewBatch starts a batch. It does no I/O.
 func (s *Store) NewBatch() *Batch {
 	b := &Batch{s: s, pending: map[Ref]bool{}}
 	b.encoded.L = &b.mu
-	s.warmed.Do(func() { go s.warmEncoder() })
 	return b
 }
 
@@ -279,6 +275,10 @@ func (b *Batch) addSmall(ctx context.Context, ref Ref, data []byte) error {
 		return err
 	}
 	b.pending[ref] = true
+	// An encoder's first frame allocates its history (milliseconds, mostly
+	// page faults), and a batch's last block is compressed in Flush, where
+	// its caller waits: the first block of a Store warms one meanwhile.
+	b.s.warmed.Do(func() { go b.s.warmEncoder() })
 	b.block.refs = append(b.block.refs, ref)
 	b.block.sizes = append(b.block.sizes, int64(len(data)))
 	b.block.buf = append(b.block.buf, data...)

@@ -30,7 +30,7 @@ type Store struct {
 	encoders freeList[*zstd.Encoder]
 	decoders freeList[*zstd.Decoder]
 	bufs     freeList[*[]byte]
-	warmed   sync.Once // an encoder warmed for batches (see NewBatch)
+	warmed   sync.Once // an encoder warmed for batches (see addSmall)
 
 	idx    index
 	blocks blockCache
