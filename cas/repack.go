@@ -135,6 +135,18 @@ func (s *Store) repack(ctx context.Context, srcs, kept []repackSrc, live map[Ref
 // corrupt.
 func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bool) (damaged bool, err error) {
 	s := r.s
+	// One read of the whole pack, not one per record: on a bucket each
+	// is a request.
+	pack, err := s.st.ReadFile(ctx, s.packName(x.id))
+	if err != nil {
+		return false, err
+	}
+	record := func(e entry) ([]byte, error) {
+		if e.off+e.n > int64(len(pack)) {
+			return nil, fmt.Errorf("%w: pack %s is truncated", ErrCorrupt, e.packID)
+		}
+		return pack[e.off : e.off+e.n], nil
+	}
 	var blockOff int64 = -1
 	var block []byte
 	for _, e := range x.entries {
@@ -149,7 +161,7 @@ func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bo
 				// The blobs of a block come one after another: it is
 				// decoded once.
 				blockOff, block = -1, nil
-				if rec, err = s.readRecord(ctx, e); err == nil {
+				if rec, err = record(e); err == nil {
 					if block, err = s.decodeBlock(rec); err == nil {
 						blockOff = e.off
 					}
@@ -162,7 +174,7 @@ func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bo
 				}
 			}
 		default:
-			if rec, err = s.readRecord(ctx, e); err == nil {
+			if rec, err = record(e); err == nil {
 				var obj object
 				if obj, err = packedObject(io.NopCloser(bytes.NewReader(rec)), e); err == nil {
 					if small(e) {

@@ -72,4 +72,39 @@ func bucketRequests(t *testing.T, c *cloudtest.Counter, st backend.Storage) {
 	// A fresh store on the same bucket: another process.
 	row("Get from a fresh store", 1, get(open()))
 	row("Put of a stored blob into a fresh store", 3, put(open(), first))
+
+	// A compacting GC reads each pack once, however many records it holds.
+	var refs []cas.Ref
+	for range 5 {
+		var blobs [][]byte
+		for range 40 {
+			b := make([]byte, 1000)
+			for i := range b {
+				b[i] = byte(rng.UintN(256)) // raw: a record each
+			}
+			blobs = append(blobs, b)
+		}
+		got, err := s.PutMany(ctx, blobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, got...)
+	}
+	got := c.During(func() {
+		live := func(yield func(cas.Ref, error) bool) {
+			for _, r := range append(refs, ref) {
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+		if _, err := s.GC(ctx, live, cas.GCCompact()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// An index and a pack each, not a read per record (200).
+	if got["GET"] > 12 {
+		t.Errorf("compacting GC of 5 packs of 40 blobs: %v requests, want at most 12 GET", got)
+	}
+	t.Logf("compacting GC of 5 packs of 40 blobs: %v requests", got)
 }
