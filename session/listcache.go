@@ -115,9 +115,9 @@ func (r *listRecorder) uncacheable() {
 // again and render is not called. key must name everything the output
 // depends on besides the sessions (the query, the format, the program's
 // version); an empty key disables the cache. The output is kept at the
-// second listing of the same state, so the third is served. render must list through
-// this store with the ctx it is given. A cache that cannot be read or
-// written costs time only: render runs and w gets its output.
+// second listing of the same state, so the third is served. render must
+// list through this store with the ctx it is given. A cache that cannot
+// be read or written costs time only: render runs and w gets its output.
 func (s *Store) CachedListing(ctx context.Context, key string, w io.Writer, render func(context.Context, io.Writer) error) error {
 	caps := s.st.Capabilities()
 	if key == "" || !caps.Directories || !caps.CrossProcess {
