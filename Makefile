@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-append bench-checkpoint bench-sessions torture lint fmt
+.PHONY: demo deps test unit conformance bench bench-append bench-checkpoint probe-checkpoint bench-sessions torture lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -46,6 +46,13 @@ bench-append:
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:
 	$(GO) run ./internal/tools/cpbench
+
+## probe-checkpoint: create, diff, rewind and undo through the CLI on a tree with
+## symlinks, an executable, a 200 MB file and changed directories; undo must
+## give back the workspace exactly, each rewind within 128 MiB
+probe-checkpoint:
+	$(GO) build -o $(TOOLS)/bin/trove-probe ./cmd/trove
+	bash internal/tools/ckprobe.sh $(TOOLS)/bin/trove-probe
 
 ## bench-sessions: the session store's table (listing 10,000 sessions, ls --json,
 ## durable appends, load) against baselines run in the same process
