@@ -58,6 +58,10 @@ func racyWindow(t time.Time) time.Duration {
 	return 3 * time.Second
 }
 
+// settled reports whether a time t seen at now is old enough to be
+// trusted: a change since would have moved it.
+func settled(now, t time.Time) bool { return now.Sub(t) > racyWindow(t) }
+
 func indexPath(dir string) string { return backend.Join(IndexDir, backend.Base(dir)) }
 
 // idxRec is one session file of a directory as the index remembers it.
@@ -85,12 +89,14 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 	caps := s.st.Capabilities()
 	dirTimes := caps.Directories && caps.CrossProcess && !fi.ModTime.IsZero()
 	changed := false
+	// The shortcut: the index was written since the directory last changed.
+	shortcut := func() bool { return dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano() }
 	rec := recorderOf(ctx)
 	var read []backend.Info // files with a writer, as stated before reading them
 	if refresh {
 		rec.uncacheable()
 	}
-	if !refresh && dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano() {
+	if !refresh && shortcut() {
 		// Nothing was added or removed: only sessions with a writer at
 		// work (or killed) can have changed, and they are read afresh.
 		var stale []backend.Info
@@ -134,8 +140,7 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 		// when indexed (its meta.json was written at its Close).
 		var stale []backend.Info
 		for base, info := range files {
-			r := idx.recs[base]
-			moved := r == nil || r.size != info.Size || r.mod != info.ModTime.UnixNano() || r.side != sides[base]
+			moved := idx.movedFile(info) || idx.recs[base].side != sides[base]
 			if moved || slices.Contains(idx.open, base) {
 				stale = append(stale, info)
 				changed = changed || moved
@@ -155,13 +160,13 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 		}
 		slices.Sort(open)
 		dirMod := int64(0)
-		if dirTimes && s.cfg.now().Sub(fi.ModTime) > racyWindow(fi.ModTime) {
+		if dirTimes && settled(s.cfg.now(), fi.ModTime) {
 			dirMod = fi.ModTime.UnixNano()
 		}
 		changed = changed || dirMod != idx.dirMod || !slices.Equal(open, idx.open)
 		idx.open, idx.dirMod = open, dirMod
 	}
-	rec.record(dir, dirTimes && idx.dirMod != 0 && idx.dirMod == fi.ModTime.UnixNano(), read)
+	rec.record(dir, shortcut(), read)
 	if changed {
 		// A cache: failing to write it costs the next listing time only.
 		if err := backend.PutFile(ctx, s.st, indexPath(dir), encodeIndex(idx)); err != nil && ctx.Err() == nil {
@@ -181,12 +186,13 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 // moved reports whether any of files differs in size or time from its
 // record: reading it again may change what the index says.
 func (idx *dirIndex) moved(files []backend.Info) bool {
-	for _, fi := range files {
-		if r := idx.recs[fi.Base()]; r == nil || r.size != fi.Size || r.mod != fi.ModTime.UnixNano() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(files, idx.movedFile)
+}
+
+// movedFile reports whether fi has no record or another size or time.
+func (idx *dirIndex) movedFile(fi backend.Info) bool {
+	r := idx.recs[fi.Base()]
+	return r == nil || r.size != fi.Size || r.mod != fi.ModTime.UnixNano()
 }
 
 // indexFiles reads the metadata of files (new or changed since indexed)
@@ -663,6 +669,24 @@ func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]*idxRe
 		}
 		return s.listDir(ctx, dir, fi, refresh)
 	}
+	dirs, err := s.cwdDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([][]*idxRec, len(dirs))
+	errs := make([]error, len(dirs))
+	parallel(len(dirs), 4, func(i int) {
+		parts[i], errs[i] = s.listDir(ctx, dirs[i].Name, dirs[i], refresh)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
+}
+
+// cwdDirs lists the cwd directories of the store (none when it has no
+// sessions directory).
+func (s *Store) cwdDirs(ctx context.Context) ([]backend.Info, error) {
 	var dirs []backend.Info
 	for fi, err := range s.st.List(ctx, SessionsDir) {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -675,15 +699,7 @@ func (s *Store) collect(ctx context.Context, cwd string, refresh bool) ([]*idxRe
 			dirs = append(dirs, fi)
 		}
 	}
-	parts := make([][]*idxRec, len(dirs))
-	errs := make([]error, len(dirs))
-	parallel(len(dirs), 4, func(i int) {
-		parts[i], errs[i] = s.listDir(ctx, dirs[i].Name, dirs[i], refresh)
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return slices.Concat(parts...), nil
+	return dirs, nil
 }
 
 // parallel runs f(0..n-1), at most limit at once.

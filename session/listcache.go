@@ -183,17 +183,12 @@ func (t *teeWriter) Write(p []byte) (int, error) {
 
 // dirStates states every cwd directory and its index, by name.
 func (s *Store) dirStates(ctx context.Context) ([]dirSt, error) {
+	dirs, err := s.cwdDirs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []dirSt
-	for fi, err := range s.st.List(ctx, SessionsDir) {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir || !strings.HasPrefix(fi.Base(), "--") {
-			continue
-		}
+	for _, fi := range dirs {
 		d := dirSt{Name: fi.Name, Mod: unixNano(fi.ModTime), IdxSize: -1}
 		switch ii, err := s.st.Stat(ctx, indexPath(fi.Name)); {
 		case err == nil:
@@ -254,17 +249,14 @@ func (s *Store) keepable(ctx context.Context, key string, before []dirSt, rec *l
 		return listHeader{}, false
 	}
 	now := s.cfg.now()
-	settled := func(ns int64) bool {
-		t := time.Unix(0, ns)
-		return ns == 0 || now.Sub(t) > racyWindow(t)
-	}
+	old := func(ns int64) bool { return ns == 0 || settled(now, time.Unix(0, ns)) }
 	for _, d := range before {
-		if shortcut, listed := rec.dirs[d.Name]; listed && !shortcut || !settled(d.Mod) || !settled(d.IdxMod) {
+		if shortcut, listed := rec.dirs[d.Name]; listed && !shortcut || !old(d.Mod) || !old(d.IdxMod) {
 			return listHeader{}, false
 		}
 	}
 	for _, f := range rec.open {
-		if !settled(f.Mod) {
+		if !old(f.Mod) {
 			return listHeader{}, false
 		}
 	}

@@ -106,14 +106,14 @@ func (f *failAfter) Write(b []byte) (int, error) {
 
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	if got, err := parseSince("36h", now); err != nil || !got.Equal(now.Add(-36*time.Hour)) {
-		t.Fatalf("36h: %v %v", got, err)
+	if got, ago, err := parseSince("36h", now); err != nil || !got.Equal(now.Add(-36*time.Hour)) || !ago {
+		t.Fatalf("36h: %v %v %v", got, ago, err)
 	}
-	if got, err := parseSince("2026-11-01T00:00:00Z", now); err != nil || got.Day() != 1 {
-		t.Fatalf("rfc3339: %v %v", got, err)
+	if got, ago, err := parseSince("2026-11-01T00:00:00Z", now); err != nil || got.Day() != 1 || ago {
+		t.Fatalf("rfc3339: %v %v %v", got, ago, err)
 	}
 	for _, bad := range []string{"yesterday", "-5h", ""} {
-		if _, err := parseSince(bad, now); err == nil {
+		if _, _, err := parseSince(bad, now); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
 	}

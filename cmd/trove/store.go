@@ -69,12 +69,13 @@ unique abbreviation, accepted wherever an id is.`,
 				return usageErr("--limit %d: want 0 (all) or more", limit)
 			}
 			q := session.Query{Cwd: cwd, Match: match, Limit: limit, Refresh: refresh}
+			moving := false // --since a duration ago: a time that moves with every run
 			if since != "" {
-				t, err := parseSince(since, time.Now())
+				t, ago, err := parseSince(since, time.Now())
 				if err != nil {
 					return usageErr("--since %q: %v", since, err)
 				}
-				q.Since = t
+				q.Since, moving = t, ago
 			}
 			if !all && cwd == "" {
 				wd, err := os.Getwd()
@@ -90,8 +91,8 @@ unique abbreviation, accepted wherever an id is.`,
 			if err != nil {
 				return err
 			}
-			key := ""
-			if !refresh && !sinceAgo(since) {
+			key := "" // no cached listing: it would never be asked for again
+			if !refresh && !moving {
 				key = listingKey(q, a.jsonOut)
 			}
 			out := &pipeGrower{w: a.stdout}
@@ -162,20 +163,13 @@ func (a *app) listSessions(ctx context.Context, s *session.Store, q session.Quer
 	return bw.Flush()
 }
 
-// sinceAgo reports whether --since is a duration ago: a time that moves
-// with every run, so its listing is never cached.
-func sinceAgo(since string) bool {
-	_, err := time.ParseDuration(since)
-	return since != "" && err == nil
-}
-
 // listingKey names everything a listing's output depends on besides the
 // sessions: the query, the format, the zone its times are printed in and
 // this program (its build and its file), so that a new trove never
 // replays an older one's output.
 func listingKey(q session.Query, jsonOut bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ls\x00json=%t\x00cwd=%s\x00since=%d\x00match=%s\x00limit=%d\x00", jsonOut, q.Cwd, unixOrZero(q.Since), q.Match, q.Limit)
+	fmt.Fprintf(&b, "ls\x00json=%t\x00cwd=%s\x00since=%s\x00match=%s\x00limit=%d\x00", jsonOut, q.Cwd, q.Since.Format(time.RFC3339Nano), q.Match, q.Limit)
 	if !jsonOut {
 		name, off := time.Now().Zone()
 		fmt.Fprintf(&b, "tz=%s,%s,%d\x00", os.Getenv("TZ"), name, off)
@@ -197,13 +191,6 @@ func listingKey(q session.Query, jsonOut bool) string {
 	return b.String()
 }
 
-func unixOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // pipeGrower grows the pipe w is, if it is one, at the first large write:
 // a long listing then goes out in a few large reads.
 type pipeGrower struct {
@@ -219,21 +206,22 @@ func (p *pipeGrower) Write(b []byte) (int, error) {
 	return p.w.Write(b)
 }
 
-// parseSince reads --since: a duration ago, an RFC 3339 time or a date.
-func parseSince(s string, now time.Time) (time.Time, error) {
+// parseSince reads --since: a duration ago (ago true), an RFC 3339 time or
+// a date.
+func parseSince(s string, now time.Time) (t time.Time, ago bool, err error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return time.Time{}, errors.New("a negative duration")
+			return time.Time{}, false, errors.New("a negative duration")
 		}
-		return now.Add(-d), nil
+		return now.Add(-d), true, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		return t, false, nil
 	}
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
-		return t, nil
+		return t, false, nil
 	}
-	return time.Time{}, errors.New("want a duration (36h), an RFC 3339 time or a date (2026-11-24)")
+	return time.Time{}, false, errors.New("want a duration (36h), an RFC 3339 time or a date (2026-11-24)")
 }
 
 // writeListed writes `trove ls --json`: an array of the sessions'
