@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/afero"
 )
@@ -114,7 +115,27 @@ func (w *fsWorkspace) mkdir(rel string, perm fs.FileMode) error {
 	return w.fs.Mkdir(w.name(rel), perm)
 }
 
-func (w *fsWorkspace) remove(rel string) error { return w.fs.Remove(w.name(rel)) }
+// remove removes a file or an empty directory, as os.Remove does: afero's
+// memory Fs removes a directory whatever it holds, and a rewind relies on
+// the refusal to keep what it does not cover.
+func (w *fsWorkspace) remove(rel string) error {
+	name := w.name(rel)
+	if st, err := w.lstat(rel); err == nil && st.isDir() {
+		d, err := w.fs.Open(name)
+		if err != nil {
+			return err
+		}
+		names, err := d.Readdirnames(1)
+		d.Close()
+		if len(names) > 0 {
+			return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+	}
+	return w.fs.Remove(name)
+}
 
 func (w *fsWorkspace) symlink(target, rel string) error {
 	if l, ok := w.fs.(afero.Linker); ok {
