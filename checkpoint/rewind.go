@@ -381,8 +381,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 				if h.kind == TypeDir && (keptBelow[path] || man.Kind == KindFiles) {
 					if want.exists() {
 						conflict(fmt.Errorf("%w: %q is a directory with content rewind must not remove", ErrConflict, path))
-					}
-					if man.Kind == KindFiles && e != nil {
+					} else if man.Kind == KindFiles {
 						// Named absent (a directory a rewind made, in its
 						// undo): it goes if nothing else is left in it.
 						p.rmdirs = append(p.rmdirs, path)
