@@ -11,7 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
+
+	"github.com/trovekit/trove/internal/beneath"
 )
 
 // errTooBig: a file over the size limit of a read.
@@ -23,9 +24,8 @@ type dirWorkspace struct {
 	root *os.Root
 	path string
 	// Linux fast path of readDir (see ws_dir_linux.go).
-	rootfd    int
-	noOpenat2 atomic.Bool
-	bufs      sync.Pool
+	fast *beneath.Root
+	bufs sync.Pool
 }
 
 // Dir opens the workspace at the directory path. Close it when done (the
@@ -39,7 +39,7 @@ func Dir(dir string) (Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint workspace: %w", err)
 	}
-	w := &dirWorkspace{root: root, path: abs, rootfd: openRootFD(abs)}
+	w := &dirWorkspace{root: root, path: abs, fast: beneath.Open(abs)}
 	w.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	return w, nil
 }
@@ -49,8 +49,7 @@ func osName(name string) string { return filepath.FromSlash(name) }
 func (w *dirWorkspace) abs() string     { return w.path }
 func (w *dirWorkspace) dirMtimes() bool { return true }
 func (w *dirWorkspace) Close() error {
-	closeRootFD(w.rootfd)
-	w.rootfd = -1
+	w.fast.Close()
 	return w.root.Close()
 }
 

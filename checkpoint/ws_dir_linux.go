@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trovekit/trove/internal/beneath"
 )
 
 // On Linux the walk reads directories with raw system calls: one openat2
@@ -18,36 +20,15 @@ import (
 // ReadDir costs several more calls per directory, and the stat pass is what
 // bounds an incremental snapshot.
 
-func openRootFD(path string) int {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
-	}
-	return fd
-}
-
-func closeRootFD(fd int) {
-	if fd >= 0 {
-		_ = unix.Close(fd)
-	}
-}
-
 // readDirFast lists dir; ok is false when the kernel lacks openat2 and the
 // caller must use the portable path.
 func (w *dirWorkspace) readDirFast(dir string) (ents []dirEntry, ok bool, err error) {
-	if w.rootfd < 0 || w.noOpenat2.Load() {
-		return nil, false, nil
-	}
-	fd, err := unix.Openat2(w.rootfd, dir, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		w.noOpenat2.Store(true) // old kernel or a seccomp filter
+	fd, err := w.fast.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, true)
+	if errors.Is(err, beneath.ErrUnsupported) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, true, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return nil, true, err // a symlink where the walk saw a directory included
 	}
 	defer unix.Close(fd)
 	bp := w.bufs.Get().(*[]byte)
@@ -85,21 +66,12 @@ func (w *dirWorkspace) readDirFast(dir string) (ents []dirEntry, ok bool, err er
 // ok is false when the caller must use os.Root: no openat2, or a symlink
 // in the path (os.Root follows those that stay inside the root).
 func (w *dirWorkspace) openFast(name string) (*os.File, bool, error) {
-	if w.rootfd < 0 || w.noOpenat2.Load() {
+	fd, err := w.fast.OpenFile(name, unix.O_RDONLY, true)
+	if beneath.Undecided(err) {
 		return nil, false, nil
 	}
-	fd, err := unix.Openat2(w.rootfd, name, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	switch {
-	case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
-		w.noOpenat2.Store(true)
-		return nil, false, nil
-	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EAGAIN):
-		return nil, false, nil
-	case err != nil:
-		return nil, true, &fs.PathError{Op: "open", Path: name, Err: err}
+	if err != nil {
+		return nil, true, err
 	}
 	return os.NewFile(uintptr(fd), name), true, nil
 }
@@ -109,7 +81,8 @@ func (w *dirWorkspace) openFast(name string) (*os.File, bool, error) {
 // parent swapped for a symlink meanwhile changes the parent's own stat, and
 // content is read through the os.Root.
 func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bool, error) {
-	if w.rootfd < 0 {
+	rootfd := w.fast.FD()
+	if rootfd < 0 {
 		return nil, false, nil
 	}
 	out := make([]dirEntry, 0, len(names))
@@ -128,7 +101,7 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bo
 		}
 		buf = append(append(buf[:prefix], n...), 0)
 		var st unix.Stat_t
-		err := lstatAt(w.rootfd, buf, &st)
+		err := lstatAt(rootfd, buf, &st)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue
 		}

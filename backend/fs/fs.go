@@ -109,7 +109,7 @@ func NewOS(root string, opts ...Option) (*Storage, error) {
 	if err != nil {
 		return nil, backend.PathErr(op, root, classify(err))
 	}
-	return open(osTree{r}, true, abs, opts), nil
+	return open(newOSTree(r, abs), true, abs, opts), nil
 }
 
 // New opens a Storage on the directory root inside fsys, creating it (0700)

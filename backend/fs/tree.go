@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/afero"
+
+	"github.com/trovekit/trove/internal/beneath"
 )
 
 // tree is the little a Storage needs from a file system, with names that are
@@ -23,9 +25,25 @@ type tree interface {
 // osTree resolves every name through an os.Root: the kernel walks each
 // element with openat and O_NOFOLLOW, so a symlink out of the root is refused
 // even if it is swapped in between a check and the use.
-type osTree struct{ r *os.Root }
+// Reads, which are most of a store's opens, resolve in one call where the
+// kernel can (see package beneath): os.Root opens each directory on the way.
+type osTree struct {
+	r *os.Root
+	b *beneath.Root
+}
+
+func newOSTree(r *os.Root, abs string) osTree { return osTree{r: r, b: beneath.Open(abs)} }
 
 func (t osTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
+	if flag == os.O_RDONLY {
+		fd, err := t.b.OpenFile(name, os.O_RDONLY, false)
+		if err == nil {
+			return os.NewFile(uintptr(fd), name), nil
+		}
+		if !beneath.Undecided(err) {
+			return nil, err
+		}
+	}
 	f, err := t.r.OpenFile(filepath.FromSlash(name), flag, perm)
 	if err != nil {
 		return nil, err // not a typed nil in an interface
@@ -44,7 +62,10 @@ func (t osTree) rename(from, to string) error {
 	return t.r.Rename(filepath.FromSlash(from), filepath.FromSlash(to))
 }
 func (t osTree) remove(name string) error { return t.r.Remove(filepath.FromSlash(name)) }
-func (t osTree) close() error             { return t.r.Close() }
+func (t osTree) close() error {
+	t.b.Close()
+	return t.r.Close()
+}
 
 // aferoTree is any afero.Fs below a base directory. It relies on the Fs for
 // containment; names are validated before they get here.
