@@ -137,7 +137,7 @@ func New(fsys afero.Fs, root string, opts ...Option) (*Storage, error) {
 	if !fi.IsDir() {
 		return nil, backend.PathErr(op, root, backend.ErrNotDir)
 	}
-	return open(aferoTree{fs: fsys, base: root}, false, "", opts), nil
+	return open(aferoTree{fs: fsys, base: root, excl: new(sync.Mutex)}, false, "", opts), nil
 }
 
 func open(t tree, onOS bool, abs string, opts []Option) *Storage {

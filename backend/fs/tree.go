@@ -4,6 +4,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/afero"
 
@@ -72,6 +73,9 @@ func (t osTree) close() error {
 type aferoTree struct {
 	fs   afero.Fs
 	base string
+	// excl makes an exclusive create atomic: afero's MemMapFs checks
+	// O_EXCL and creates in two steps, so two racers could both create.
+	excl *sync.Mutex
 }
 
 func (t aferoTree) path(name string) string {
@@ -82,6 +86,10 @@ func (t aferoTree) path(name string) string {
 }
 
 func (t aferoTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
+	if flag&os.O_EXCL != 0 {
+		t.excl.Lock()
+		defer t.excl.Unlock()
+	}
 	return t.fs.OpenFile(t.path(name), flag, perm)
 }
 func (t aferoTree) mkdir(name string, perm iofs.FileMode) error {
