@@ -21,6 +21,8 @@
 //	blobs/packs/<id[:2]>/<id>      a pack: many small blobs back to back
 //	blobs/index/<id>               the index of pack <id>, written after it
 //	blobs/tmp/<id>                 a streamed put in progress
+//	blobs/index.cache              every index at some refresh, in one file
+//	                               sorted by ref (advisory; see idxcache.go)
 //
 // Pack ids are 32 random hex digits. Every stored blob, loose or packed,
 // starts with a 16-byte header ("trvb", version, codec, flags, original

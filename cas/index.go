@@ -18,7 +18,8 @@ type index struct {
 	mu     sync.RWMutex
 	loaded bool
 	packs  map[string]*packIdx
-	refs   map[Ref]entry
+	refs   map[Ref]entry // of the packs not taken from table
+	table  *idxTable     // the index cache this process read (idxcache.go)
 }
 
 type packIdx struct {
@@ -26,14 +27,36 @@ type packIdx struct {
 	size    int64     // of the pack
 	idxSize int64     // of the index object, to see it rewritten
 	modTime time.Time // of the index object
-	entries []entry
+	entries []entry   // nil when cached: see index.entriesOf
+	// cached: the pack came from the index cache, number num of its table;
+	// its entries are the table's records.
+	cached bool
+	num    int
 }
 
 func (x *index) lookup(ref Ref) (entry, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	e, ok := x.refs[ref]
-	return e, ok
+	if e, ok := x.refs[ref]; ok {
+		return e, true
+	}
+	if x.table == nil {
+		return entry{}, false
+	}
+	// A record counts while its pack is the one the cache had: dropped or
+	// rewritten since, the pack is another (or no) packIdx.
+	return x.table.find(ref, func(p *packIdx) bool { return x.packs[p.id] == p })
+}
+
+// entriesOf returns the entries of p, a pack of x.
+func (x *index) entriesOf(p *packIdx) []entry {
+	if !p.cached {
+		return p.entries
+	}
+	x.mu.RLock()
+	t := x.table
+	x.mu.RUnlock()
+	return t.entriesOf(p.num)
 }
 
 func (x *index) isLoaded() bool {
@@ -67,6 +90,12 @@ func (x *index) packsHolding(ref Ref) []string {
 	defer x.mu.RUnlock()
 	var ids []string
 	for id, p := range x.packs {
+		if p.cached {
+			if _, ok := x.table.find(ref, func(q *packIdx) bool { return q == p }); ok {
+				ids = append(ids, id)
+			}
+			continue
+		}
 		for _, e := range p.entries {
 			if e.ref == ref {
 				ids = append(ids, id)
@@ -125,12 +154,32 @@ func (s *Store) refresh(ctx context.Context) error {
 	}
 
 	x.mu.RLock()
+	first := !x.loaded
+	x.mu.RUnlock()
+	// A process's first refresh takes what it can from the index cache,
+	// where there are indexes enough for it to have been written.
+	var t *idxTable
+	cachedPacks := map[string]*packIdx{}
+	if first && len(listed) >= idxCacheRewrite {
+		if t = s.readIdxCache(ctx); t != nil {
+			for _, p := range t.packs {
+				cachedPacks[p.id] = p
+			}
+		}
+	}
+
+	x.mu.RLock()
 	var load []backend.Info
+	var adopted []*packIdx
 	changed := false
 	for id, fi := range listed {
 		p := x.packs[id]
 		switch {
 		case p == nil:
+			if c := cachedPacks[id]; c != nil && c.idxSize == fi.Size && !c.modTime.IsZero() && c.modTime.Equal(fi.ModTime) {
+				adopted = append(adopted, c)
+				continue
+			}
 			load = append(load, fi)
 		case p.idxSize != fi.Size || (!p.modTime.IsZero() && !p.modTime.Equal(fi.ModTime)):
 			load = append(load, fi)
@@ -165,7 +214,6 @@ func (s *Store) refresh(ctx context.Context) error {
 	}
 
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.packs == nil {
 		// Sized at once: growing it entry by entry costs more than
 		// reading the indexes.
@@ -173,8 +221,17 @@ func (s *Store) refresh(ctx context.Context) error {
 		for _, p := range fresh {
 			n += len(p.entries)
 		}
-		x.packs = make(map[string]*packIdx, len(fresh))
+		x.packs = make(map[string]*packIdx, len(fresh)+len(adopted))
 		x.refs = make(map[Ref]entry, n)
+	}
+	if len(adopted) > 0 {
+		x.table = t
+		for i, p := range t.packs {
+			p.num = i
+		}
+	}
+	for _, p := range adopted {
+		x.packs[p.id] = p
 	}
 	for _, p := range fresh {
 		x.packs[p.id] = p
@@ -190,7 +247,7 @@ func (s *Store) refresh(ctx context.Context) error {
 	if changed {
 		x.refs = make(map[Ref]entry, len(x.refs))
 		for _, p := range x.packs {
-			for _, e := range p.entries {
+			for _, e := range p.entries { // none for a cached pack
 				if _, ok := x.refs[e.ref]; !ok {
 					x.refs[e.ref] = e
 				}
@@ -206,6 +263,26 @@ func (s *Store) refresh(ctx context.Context) error {
 		}
 	}
 	x.loaded = true
+	// The cache is written again once it saves less than it could: enough
+	// indexes were read one by one, or it names packs gone since.
+	stale := 0
+	if t != nil {
+		stale = len(t.packs) - len(adopted)
+	}
+	var data []byte
+	if len(fresh)+stale >= idxCacheRewrite {
+		packs := make([]*packIdx, 0, len(x.packs))
+		for _, p := range x.packs {
+			packs = append(packs, p)
+		}
+		data = encodeIdxCache(packs, x.table)
+	}
+	x.mu.Unlock()
+	if data != nil {
+		if err := s.st.WriteFile(ctx, s.idxCacheName(), data); err != nil {
+			s.cfg.log.Warn("cas: index cache not saved", "name", s.idxCacheName(), "err", err)
+		}
+	}
 	return nil
 }
 

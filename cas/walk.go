@@ -133,7 +133,7 @@ func (s *Store) Walk(ctx context.Context) iter.Seq2[Ref, error] {
 		packs := s.idx.snapshot()
 		slices.SortFunc(packs, func(a, b *packIdx) int { return strings.Compare(a.id, b.id) })
 		for _, p := range packs {
-			for _, e := range p.entries {
+			for _, e := range s.idx.entriesOf(p) {
 				if _, ok := seen[e.ref]; ok {
 					continue
 				}

@@ -1,0 +1,289 @@
+package cas
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"slices"
+	"time"
+)
+
+// The index cache holds what every pack index of the store said, at some
+// refresh, in one file sorted by ref: a process's first lookup reads it and
+// searches it in place, where it would read, check and decode every index
+// (one file per pack written: after hundreds of checkpoints, most of the
+// time of a small operation). It is advisory: the indexes stay the truth.
+// A pack is taken from the cache only when its index is listed with the
+// size and time the cache recorded (dropFromPack rewrites an index, and it
+// always shrinks), any other is read; a damaged or missing cache costs the
+// reads, nothing else. Older trove binaries neither read nor mind it.
+//
+// Layout: cacheMagic; uvarint pack count; per pack its 32-digit id, uvarint
+// pack size, uvarint index size, varint index mtime (ns, 0 for none); then
+// uvarint entry count and the entries as fixed records (idxRecSize bytes,
+// below), sorted by algorithm then digest; then the CRC-32C of all before.
+const (
+	idxCacheMagic = "trove-idxcache-1\n"
+	// record: algo, codec, 2 zero bytes, pack number (uint32), digest,
+	// then off, n, size, inner, stored (int64 each), little endian.
+	idxRecSize = 4 + 4 + 32 + 5*8
+	// idxCacheRewrite is how many indexes a refresh must read before it
+	// writes the cache again: the rewrite costs about what reading a few
+	// dozen indexes does.
+	idxCacheRewrite = 8
+)
+
+var idxCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (s *Store) idxCacheName() string { return s.cfg.dir + "/index.cache" }
+
+// idxTable is a decoded cache: its packs by number and its records.
+type idxTable struct {
+	packs []*packIdx // by the records' pack number
+	recs  []byte     // len(recs) % idxRecSize == 0, sorted by ref
+}
+
+func (t *idxTable) len() int { return len(t.recs) / idxRecSize }
+
+func (t *idxTable) rec(i int) []byte { return t.recs[i*idxRecSize : (i+1)*idxRecSize] }
+
+func recRef(r []byte) Ref {
+	var ref Ref
+	ref.algo = Algorithm(r[0])
+	copy(ref.digest[:], r[8:40])
+	return ref
+}
+
+func cmpRefs(a, b Ref) int {
+	if c := cmp.Compare(a.algo, b.algo); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.digest[:], b.digest[:])
+}
+
+func recEntry(r []byte, p *packIdx) entry {
+	le := binary.LittleEndian
+	return entry{
+		ref:    recRef(r),
+		codec:  Codec(r[1]),
+		off:    int64(le.Uint64(r[40:])),
+		n:      int64(le.Uint64(r[48:])),
+		size:   int64(le.Uint64(r[56:])),
+		inner:  int64(le.Uint64(r[64:])),
+		stored: int64(le.Uint64(r[72:])),
+		packID: p.id,
+	}
+}
+
+func appendRec(b []byte, e entry, pack uint32) []byte {
+	le := binary.LittleEndian
+	b = append(b, byte(e.ref.algo), byte(e.codec), 0, 0)
+	b = le.AppendUint32(b, pack)
+	b = append(b, e.ref.digest[:]...)
+	for _, v := range [...]int64{e.off, e.n, e.size, e.inner, e.stored} {
+		b = le.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+// find returns an entry of ref whose pack ok accepts.
+func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
+	n := t.len()
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmpRefs(recRef(t.rec(m)), ref) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for ; lo < n; lo++ {
+		r := t.rec(lo)
+		if recRef(r) != ref {
+			break
+		}
+		if p := t.packs[binary.LittleEndian.Uint32(r[4:])]; ok(p) {
+			return recEntry(r, p), true
+		}
+	}
+	return entry{}, false
+}
+
+// entriesOf returns the records of pack number k, in ref order.
+func (t *idxTable) entriesOf(k int) []entry {
+	var out []entry
+	for i := range t.len() {
+		if r := t.rec(i); binary.LittleEndian.Uint32(r[4:]) == uint32(k) {
+			out = append(out, recEntry(r, t.packs[k]))
+		}
+	}
+	return out
+}
+
+var errIdxCache = errors.New("index cache damaged")
+
+// decodeIdxCache parses a cache; its packs are marked as from it (cached).
+func decodeIdxCache(b []byte) (*idxTable, error) {
+	if len(b) < len(idxCacheMagic)+4 || string(b[:len(idxCacheMagic)]) != idxCacheMagic {
+		return nil, errIdxCache
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, idxCastagnoli) != binary.LittleEndian.Uint32(b[len(body):]) {
+		return nil, errIdxCache
+	}
+	r := body[len(idxCacheMagic):]
+	uv := func() uint64 {
+		v, k := binary.Uvarint(r)
+		if k <= 0 {
+			r = nil
+			return 0
+		}
+		r = r[k:]
+		return v
+	}
+	np := uv()
+	if np > uint64(len(r)/34) {
+		return nil, errIdxCache
+	}
+	t := &idxTable{packs: make([]*packIdx, 0, np)}
+	for range np {
+		if len(r) < 32 {
+			return nil, errIdxCache
+		}
+		p := &packIdx{id: string(r[:32]), cached: true}
+		r = r[32:]
+		p.size, p.idxSize = int64(uv()), int64(uv())
+		mt, k := binary.Varint(r)
+		if k <= 0 || !validID(p.id) {
+			return nil, errIdxCache
+		}
+		r = r[k:]
+		if mt != 0 {
+			p.modTime = time.Unix(0, mt)
+		}
+		t.packs = append(t.packs, p)
+	}
+	ne := uv()
+	if r == nil || ne > uint64(len(r)/idxRecSize) || uint64(len(r)) != ne*idxRecSize {
+		return nil, errIdxCache
+	}
+	t.recs = r
+	for i := range t.len() {
+		rec := t.rec(i)
+		if int(binary.LittleEndian.Uint32(rec[4:])) >= len(t.packs) || !Algorithm(rec[0]).valid() {
+			return nil, errIdxCache
+		}
+		if i > 0 && cmpRefs(recRef(t.rec(i-1)), recRef(rec)) > 0 {
+			return nil, errIdxCache
+		}
+	}
+	return t, nil
+}
+
+// encodeIdxCache writes a cache of packs, taking the entries of those
+// that came from the old table t (nil: none) from it.
+func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
+	slices.SortFunc(packs, func(a, b *packIdx) int { return cmp.Compare(a.id, b.id) })
+	num := make(map[*packIdx]uint32, len(packs))
+	b := []byte(idxCacheMagic)
+	b = binary.AppendUvarint(b, uint64(len(packs)))
+	n := 0
+	for i, p := range packs {
+		num[p] = uint32(i)
+		b = append(b, p.id...)
+		b = binary.AppendUvarint(b, uint64(p.size))
+		b = binary.AppendUvarint(b, uint64(p.idxSize))
+		var mt int64
+		if !p.modTime.IsZero() {
+			mt = p.modTime.UnixNano()
+		}
+		b = binary.AppendVarint(b, mt)
+		n += len(p.entries)
+	}
+	recs := make([]byte, 0, (n+t.lenOrZero())*idxRecSize)
+	if t != nil {
+		for i := range t.len() {
+			r := t.rec(i)
+			if k, ok := num[t.packs[binary.LittleEndian.Uint32(r[4:])]]; ok {
+				recs = append(recs, r...)
+				binary.LittleEndian.PutUint32(recs[len(recs)-idxRecSize+4:], k)
+			}
+		}
+	}
+	for _, p := range packs {
+		if !p.cached {
+			for _, e := range p.entries {
+				recs = appendRec(recs, e, num[p])
+			}
+		}
+	}
+	sortRecs(recs)
+	b = binary.AppendUvarint(b, uint64(len(recs)/idxRecSize))
+	b = append(b, recs...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, idxCastagnoli))
+}
+
+func (t *idxTable) lenOrZero() int {
+	if t == nil {
+		return 0
+	}
+	return t.len()
+}
+
+// sortRecs sorts fixed records by ref, in place: by a key of the
+// algorithm and the digest's first 8 bytes (digests are uniform), the rest
+// only on a tie.
+func sortRecs(recs []byte) {
+	type key struct {
+		algo byte
+		hi   uint64
+		i    int
+	}
+	n := len(recs) / idxRecSize
+	keys := make([]key, n)
+	for i := range keys {
+		r := recs[i*idxRecSize:]
+		keys[i] = key{r[0], binary.BigEndian.Uint64(r[8:16]), i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.algo, b.algo); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+			return c
+		}
+		if c := cmpRefs(recRef(recs[a.i*idxRecSize:]), recRef(recs[b.i*idxRecSize:])); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	sorted := make([]byte, 0, len(recs))
+	for _, k := range keys {
+		sorted = append(sorted, recs[k.i*idxRecSize:(k.i+1)*idxRecSize]...)
+	}
+	copy(recs, sorted)
+}
+
+// readIdxCache reads the cache; nil when there is none or it is damaged.
+func (s *Store) readIdxCache(ctx context.Context) *idxTable {
+	name := s.idxCacheName()
+	data, err := s.st.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		s.cfg.log.Debug("cas: index cache unreadable", "name", name, "err", err)
+		return nil
+	}
+	t, err := decodeIdxCache(data)
+	if err != nil {
+		s.cfg.log.Warn("cas: index cache damaged, reading the indexes", "name", name, "err", err)
+		return nil
+	}
+	return t
+}

@@ -1,0 +1,216 @@
+package cas_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/backend/spy"
+	"github.com/trovekit/trove/cas"
+)
+
+// packs writes n packs of k small blobs each, one batch per pack, and
+// returns the blobs by ref.
+func packs(t *testing.T, s *cas.Store, n, k int, tag string) map[cas.Ref]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[cas.Ref]string{}
+	for i := range n {
+		b := s.NewBatch()
+		for j := range k {
+			data := fmt.Sprintf("%s blob %d of pack %d: %s", tag, j, i, strings.Repeat("x", j))
+			ref, err := b.Put(ctx, []byte(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[ref] = data
+		}
+		if err := b.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func indexReads(sp *spy.Storage) int {
+	n := 0
+	for _, c := range sp.Calls() {
+		if c.Op == "ReadFile" && strings.Contains(c.Name, "/index/") {
+			n++
+		}
+	}
+	return n
+}
+
+// A fresh process finds every blob through the index cache, reading no
+// pack index, and never one the indexes no longer hold: a deleted blob (its
+// index rewritten), a swept pack, or any blob when the cache is damaged.
+func TestIndexCache(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	open := func() (*cas.Store, *spy.Storage) {
+		t.Helper()
+		sp := spy.New(st)
+		s, err := cas.Open(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, sp
+	}
+	w, _ := open()
+	blobs := packs(t, w, 12, 5, "first")
+	check := func(s *cas.Store, want map[cas.Ref]string, gone ...cas.Ref) {
+		t.Helper()
+		for ref, data := range want {
+			got, err := s.Get(ctx, ref)
+			if err != nil || string(got) != data {
+				t.Fatalf("Get %v = %q, %v; want %q", ref, got, err, data)
+			}
+		}
+		for _, ref := range gone {
+			if ok, err := s.Has(ctx, ref); ok || err != nil {
+				t.Errorf("Has %v = %v, %v after it went", ref, ok, err)
+			}
+			if _, err := s.Get(ctx, ref); !errors.Is(err, iofs.ErrNotExist) {
+				t.Errorf("Get %v: %v, want iofs.ErrNotExist", ref, err)
+			}
+		}
+	}
+
+	// The first reader reads the 12 indexes and writes the cache.
+	r, sp := open()
+	check(r, blobs)
+	if n := indexReads(sp); n != 12 {
+		t.Fatalf("first reader read %d indexes, want 12", n)
+	}
+	if _, err := st.Stat(ctx, "blobs/index.cache"); err != nil {
+		t.Fatalf("no index cache written: %v", err)
+	}
+	// The next reads none of them.
+	r, sp = open()
+	check(r, blobs)
+	if n := indexReads(sp); n != 0 {
+		t.Fatalf("reader with the cache read %d indexes, want 0", n)
+	}
+
+	// New packs since the cache are read, and found; the cache is written
+	// again only once enough of them came.
+	more := packs(t, w, 3, 4, "second")
+	r, sp = open()
+	check(r, blobs)
+	check(r, more)
+	if n := indexReads(sp); n != 3 {
+		t.Fatalf("read %d indexes, want the 3 new ones", n)
+	}
+	for ref, data := range more {
+		blobs[ref] = data
+	}
+
+	// A deleted blob: its index is rewritten, and the cache's record of it
+	// must not count.
+	var del cas.Ref
+	for ref := range blobs {
+		del = ref
+		break
+	}
+	if err := w.Delete(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	delete(blobs, del)
+	r, _ = open()
+	check(r, blobs, del)
+
+	// A swept pack: GC with the blobs of one pack unrooted removes it.
+	sweep := packs(t, w, 1, 3, "swept")
+	r, _ = open()
+	check(r, sweep)
+	roots := func(yield func(cas.Ref, error) bool) {
+		for ref := range blobs {
+			if !yield(ref, nil) {
+				return
+			}
+		}
+	}
+	gcs, err := cas.Open(ctx, st, cas.WithGrace(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcs.GC(ctx, roots); err != nil {
+		t.Fatal(err)
+	}
+	var gone []cas.Ref
+	for ref := range sweep {
+		gone = append(gone, ref)
+	}
+	r, _ = open()
+	check(r, blobs, gone...)
+
+	// A damaged cache is read around, with the same answers.
+	data, err := st.ReadFile(ctx, "blobs/index.cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := st.WriteFile(ctx, "blobs/index.cache", data); err != nil {
+		t.Fatal(err)
+	}
+	r, sp = open()
+	check(r, blobs, gone...)
+	if indexReads(sp) == 0 {
+		t.Fatal("a damaged cache was trusted")
+	}
+	var _ backend.Storage = sp
+}
+
+// BenchmarkLoadIndexes is a process's first lookup in a store on disk of
+// 115 packs of 90 blobs (a long agent session's checkpoints), with the
+// index cache and without it.
+func BenchmarkLoadIndexes(b *testing.B) {
+	ctx := context.Background()
+	st, err := fs.NewOS(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	w, err := cas.Open(ctx, st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 115 {
+		bt := w.NewBatch()
+		for j := range 90 {
+			if _, err := bt.Put(ctx, fmt.Appendf(nil, "blob %d of pack %d", j, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := bt.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, cached := range []bool{false, true} {
+		b.Run(fmt.Sprintf("cache=%v", cached), func(b *testing.B) {
+			for b.Loop() {
+				if !cached {
+					b.StopTimer()
+					if err := st.Unlink(ctx, "blobs/index.cache"); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				s, err := cas.Open(ctx, st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.LoadIndexes(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
