@@ -256,6 +256,13 @@ func (s *Store) GC(ctx context.Context, roots iter.Seq2[Ref, error], opts ...GCO
 		}
 	}
 	rep.Kept = len(kept)
+	if !c.dryRun {
+		// The index cache names packs that may be gone: the next reader
+		// with indexes enough writes it again, smaller.
+		if err := s.st.Unlink(ctx, s.idxCacheName()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, fmt.Errorf("cas: gc: %w", err)
+		}
+	}
 	if err := s.refresh(ctx); err != nil {
 		return rep, fmt.Errorf("cas: gc: %w", err)
 	}

@@ -31,9 +31,13 @@ const (
 	// record: algo, codec, 2 zero bytes, pack number (uint32), digest,
 	// then off, n, size, inner, stored (int64 each), little endian.
 	idxRecSize = 4 + 4 + 32 + 5*8
-	// idxCacheRewrite is how many indexes a refresh must read before it
-	// writes the cache again: the rewrite costs about what reading a few
-	// dozen indexes does.
+	// idxCacheMin is how many indexes a store needs for the cache to be
+	// read or written: fewer are read in well under a millisecond, and the
+	// cache takes twice their bytes.
+	idxCacheMin = 32
+	// idxCacheRewrite is how many indexes a refresh must read (or find
+	// gone) before it writes the cache again: the rewrite costs about what
+	// reading a few dozen indexes does.
 	idxCacheRewrite = 8
 )
 

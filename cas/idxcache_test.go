@@ -64,7 +64,7 @@ func TestIndexCache(t *testing.T) {
 		return s, sp
 	}
 	w, _ := open()
-	blobs := packs(t, w, 12, 5, "first")
+	blobs := packs(t, w, 40, 5, "first")
 	check := func(s *cas.Store, want map[cas.Ref]string, gone ...cas.Ref) {
 		t.Helper()
 		for ref, data := range want {
@@ -83,11 +83,11 @@ func TestIndexCache(t *testing.T) {
 		}
 	}
 
-	// The first reader reads the 12 indexes and writes the cache.
+	// The first reader reads the 40 indexes and writes the cache.
 	r, sp := open()
 	check(r, blobs)
-	if n := indexReads(sp); n != 12 {
-		t.Fatalf("first reader read %d indexes, want 12", n)
+	if n := indexReads(sp); n != 40 {
+		t.Fatalf("first reader read %d indexes, want 40", n)
 	}
 	if _, err := st.Stat(ctx, "blobs/index.cache"); err != nil {
 		t.Fatalf("no index cache written: %v", err)

@@ -160,7 +160,7 @@ func (s *Store) refresh(ctx context.Context) error {
 	// where there are indexes enough for it to have been written.
 	var t *idxTable
 	cachedPacks := map[string]*packIdx{}
-	if first && len(listed) >= idxCacheRewrite {
+	if first && len(listed) >= idxCacheMin {
 		if t = s.readIdxCache(ctx); t != nil {
 			for _, p := range t.packs {
 				cachedPacks[p.id] = p
@@ -270,7 +270,7 @@ func (s *Store) refresh(ctx context.Context) error {
 		stale = len(t.packs) - len(adopted)
 	}
 	var data []byte
-	if len(fresh)+stale >= idxCacheRewrite {
+	if len(fresh)+stale >= idxCacheRewrite && len(x.packs) >= idxCacheMin {
 		packs := make([]*packIdx, 0, len(x.packs))
 		for _, p := range x.packs {
 			packs = append(packs, p)
