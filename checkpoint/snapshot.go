@@ -552,7 +552,16 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var head chan cacheHead
 	if save {
 		head = make(chan cacheHead, 1)
-		go func() { head <- cache.encodeHead(start) }()
+		go func() {
+			// A tree snapshot's files are its entries, in path order.
+			order := make([]string, 0, len(cache.entries))
+			for _, f := range man.Files {
+				if _, ok := cache.entries[f.Path]; ok && f.typ() == TypeFile {
+					order = append(order, f.Path)
+				}
+			}
+			head <- cache.encodeHead(start, order)
+		}()
 	}
 	var root string
 	var trees []string

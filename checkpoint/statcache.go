@@ -177,7 +177,7 @@ func (c *statCache) reverify(path string, ce cacheEntry, st fileStat, verified i
 // (treeOf) in the order of the second, and the last snapshot.
 
 // encode writes the whole cache.
-func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
+func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified, nil)) }
 
 // cacheHead is the first two blocks, compressed, and the order their
 // entries and listings were written in.
@@ -188,9 +188,14 @@ type cacheHead struct {
 }
 
 // encodeHead encodes the entries and listings, verified times relative to
-// base (any time; the snapshot's start keeps them short).
-func (c *statCache) encodeHead(base int64) cacheHead {
-	paths := slices.Sorted(maps.Keys(c.entries))
+// base (any time; the snapshot's start keeps them short). sorted, when it
+// is the entries' paths sorted (a tree snapshot's files are), spares
+// sorting them again.
+func (c *statCache) encodeHead(base int64, sorted []string) cacheHead {
+	paths := sorted
+	if !c.isKeyOrder(sorted) {
+		paths = slices.Sorted(maps.Keys(c.entries))
+	}
 	b := make([]byte, 0, 64+len(paths)*80)
 	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(paths)))
@@ -217,6 +222,23 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 		}
 	}
 	return cacheHead{entries: entries, dirs: compressCache(appendCRC(b), false), paths: paths, order: order}
+}
+
+// isKeyOrder reports whether paths are the entries' paths, sorted: as
+// many, in strictly increasing order, each one of them.
+func (c *statCache) isKeyOrder(paths []string) bool {
+	if len(paths) != len(c.entries) {
+		return false
+	}
+	for i, p := range paths {
+		if i > 0 && paths[i-1] >= p {
+			return false
+		}
+		if _, ok := c.entries[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeTail encodes the refs, trees and the last snapshot after head and

@@ -188,3 +188,27 @@ func TestDamagedCacheOnlyCostsTime(t *testing.T) {
 		t.Fatal("with a damaged cache the file must be re-hashed")
 	}
 }
+
+// The entries are written sorted by path whatever order the caller offers:
+// a right one is taken as is, any other is sorted afresh.
+func TestEncodeHeadOrder(t *testing.T) {
+	c := newStatCache()
+	var paths []string
+	for i := range 50 {
+		p := fmt.Sprintf("d%d/f%02d", i%3, i)
+		paths = append(paths, p)
+		c.put(p, fileStat{mode: 0o644, size: int64(i), mtime: 1e9}, &Entry{Digest: sumRef([]byte{byte(i)})}, 99)
+	}
+	want := c.encodeHead(99, nil).entries
+	sorted := slices.Sorted(slices.Values(paths))
+	swapped := slices.Clone(sorted)
+	swapped[3], swapped[4] = swapped[4], swapped[3]
+	dup := slices.Clone(sorted)
+	dup[5] = dup[4]
+	extra := append(slices.Clone(sorted[1:]), "zz/other")
+	for name, order := range map[string][]string{"sorted": sorted, "unsorted": swapped, "duplicate": dup, "missing": sorted[1:], "extra": extra, "written order": paths} {
+		if got := c.encodeHead(99, order).entries; !slices.Equal(got, want) {
+			t.Errorf("%s: entries block differs from the sorted one", name)
+		}
+	}
+}
