@@ -11,6 +11,12 @@
 //
 // Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
 // [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
+// [-reuse dir]
+//
+// -reuse runs the rounds again on the trees and stores of a directory a
+// -keep run left, with no first snapshot: two builds run alternately on one
+// tree differ by their code only (add -size-files 0 to skip the size
+// scenario).
 package main
 
 import (
@@ -44,6 +50,7 @@ func main() {
 	mb := flag.Int("mb", 100, "approximate total size in MB")
 	rounds := flag.Int("rounds", 5, "rounds of change, snapshot, diff, rewind (the median is reported)")
 	keep := flag.Bool("keep", false, "keep the temporary directory")
+	reuse := flag.String("reuse", "", "run the rounds again in a directory kept by -keep (no first snapshot): for A/B runs of two builds on one tree")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
 	verbose := flag.Bool("v", false, "log trove's debug timings")
 	var sz sizeConfig
@@ -53,9 +60,15 @@ func main() {
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if *verbose {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			// Microseconds: the steps of one operation are a few ms apart.
+			if a.Key == slog.TimeKey {
+				return slog.String("t", a.Value.Time().Format("05.000000"))
+			}
+			return a
+		}}))
 	}
-	if err := run(*files, *mb, *rounds, *keep, *cpuprofile, logger, sz); err != nil {
+	if err := run(*files, *mb, *rounds, *keep, *reuse, *cpuprofile, logger, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "cpbench:", err)
 		os.Exit(1)
 	}
@@ -77,11 +90,16 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logger, sz sizeConfig) error {
+func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile string, logger *slog.Logger, sz sizeConfig) error {
 	if _, err := exec.LookPath("git"); err != nil {
 		return fmt.Errorf("git is needed for the comparison: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "cpbench-")
+	tmp, err := reuseDir, error(nil)
+	if tmp == "" {
+		tmp, err = os.MkdirTemp("", "cpbench-")
+	} else {
+		keep = true
+	}
 	if err != nil {
 		return err
 	}
@@ -93,12 +111,18 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 	storeDir := filepath.Join(tmp, "store")
 	gitDir := filepath.Join(tmp, "shadow.git")
 
-	fmt.Printf("building two identical trees of %d files, ~%d MB ...\n", nfiles, mb)
-	paths, total, err := buildTree(wsTrove, nfiles, int64(mb)<<20)
-	if err != nil {
-		return err
-	}
-	if _, _, err := buildTree(wsGit, nfiles, int64(mb)<<20); err != nil {
+	var paths []string
+	var total int64
+	if reuseDir == "" {
+		fmt.Printf("building two identical trees of %d files, ~%d MB ...\n", nfiles, mb)
+		paths, total, err = buildTree(wsTrove, nfiles, int64(mb)<<20)
+		if err != nil {
+			return err
+		}
+		if _, _, err := buildTree(wsGit, nfiles, int64(mb)<<20); err != nil {
+			return err
+		}
+	} else if paths, total, err = listTree(wsTrove); err != nil {
 		return err
 	}
 	fmt.Printf("tree: %d files, %.1f MB, %d CPUs, %s\n", len(paths), float64(total)/(1<<20), runtime.NumCPU(), runtime.Version())
@@ -152,32 +176,32 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 		}
 		return time.Since(t0), nil
 	}
-	if err := git("init", "-q"); err != nil {
-		return err
-	}
-	for _, kv := range [][2]string{{"core.autocrlf", "false"}, {"commit.gpgsign", "false"}, {"gc.auto", "0"}} {
-		if err := git("config", kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-
 	first := &result{name: "first snapshot", target: 5}
 	incr := &result{name: "snapshot after changing 10 files", target: 2}
 	diff := &result{name: "dry-run diff (10 files)", target: 1}
 	rewind := &result{name: "rewind of 10 files", target: 2}
-
-	d, err := troveOp("first", func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
-	if err != nil {
-		return err
-	}
-	first.trove, first.troveCPU = append(first.trove, d), append(first.troveCPU, lastCPU)
-	d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", "cp0"})
-	if err != nil {
-		return err
-	}
-	first.git, first.gitCPU = append(first.git, d), append(first.gitCPU, lastCPU)
-	if err := git("tag", "cp0"); err != nil {
-		return err
+	if reuseDir == "" {
+		if err := git("init", "-q"); err != nil {
+			return err
+		}
+		for _, kv := range [][2]string{{"core.autocrlf", "false"}, {"commit.gpgsign", "false"}, {"gc.auto", "0"}} {
+			if err := git("config", kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		d, err := troveOp("first", func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
+		if err != nil {
+			return err
+		}
+		first.trove, first.troveCPU = append(first.trove, d), append(first.troveCPU, lastCPU)
+		d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", "cp0"})
+		if err != nil {
+			return err
+		}
+		first.git, first.gitCPU = append(first.git, d), append(first.gitCPU, lastCPU)
+		if err := git("tag", "cp0"); err != nil {
+			return err
+		}
 	}
 
 	// The profile covers the incremental operations, where the stat pass,
@@ -194,14 +218,19 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 		defer pprof.StopCPUProfile()
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
+	base := 0
+	if reuseDir != "" {
+		base = int(time.Now().UnixNano() % 1e9)
+		rng = rand.New(rand.NewPCG(uint64(base), 7))
+	}
 	for r := range rounds {
 		changed := pickText(paths, rng, 10)
 		for _, ws := range []string{wsTrove, wsGit} {
-			if err := changeFiles(ws, changed, r); err != nil {
+			if err := changeFiles(ws, changed, base+r); err != nil {
 				return err
 			}
 		}
-		id := fmt.Sprintf("cp%d", r+1)
+		id := fmt.Sprintf("cp%d", base+r+1)
 		d, err := troveOp("incremental", func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
 		if err != nil {
 			return err
@@ -256,6 +285,9 @@ func run(nfiles, mb, rounds int, keep bool, cpuprofile string, logger *slog.Logg
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\ttrove\tshadow git\tgit/trove\ttarget\ttrove CPU\tgit CPU\tCPU git/trove\t")
 	for _, r := range []*result{first, incr, diff, rewind} {
+		if len(r.trove) == 0 {
+			continue
+		}
 		t, g := median(r.trove), median(r.git)
 		ratio := float64(g) / float64(t)
 		target := "-"
@@ -645,4 +677,25 @@ func changeFiles(root string, paths []string, round int) error {
 		}
 	}
 	return nil
+}
+
+// listTree returns the files under root, as buildTree does.
+func listTree(root string) ([]string, int64, error) {
+	var paths []string
+	var sum int64
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		paths = append(paths, filepath.ToSlash(rel))
+		sum += fi.Size()
+		return nil
+	})
+	slices.Sort(paths)
+	return paths, sum, err
 }
