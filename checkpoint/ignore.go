@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -252,13 +253,85 @@ func (r *ignoreRule) matchesName(rel, name string, isDir bool) bool {
 type ignorer struct {
 	rules []ignoreRule
 	extra []ignoreRule
+
+	once sync.Once
+	fast *nameRules // see fastRules
+}
+
+// nameRules are rules without a negation, sorted by how they match: with no
+// "!" anywhere, a path is ignored when any rule matches it, in any order,
+// and the rules most sets are made of (a name, "*.ext", with or without a
+// trailing slash, from the root's rules) need no loop over all of them.
+type nameRules struct {
+	names, dirNames       map[string]bool
+	suffixes, dirSuffixes []string
+	rest                  []ignoreRule
+}
+
+// fastRules returns ig's rules as nameRules, or nil when one negates.
+func (ig *ignorer) fastRules() *nameRules {
+	ig.once.Do(func() {
+		f := &nameRules{names: map[string]bool{}, dirNames: map[string]bool{}}
+		for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
+			for _, r := range set {
+				switch {
+				case r.negate:
+					return
+				case r.base != "" || r.anchored || r.re != nil:
+					f.rest = append(f.rest, r)
+				case r.isSuffix && r.dirOnly:
+					f.dirSuffixes = append(f.dirSuffixes, r.literal)
+				case r.isSuffix:
+					f.suffixes = append(f.suffixes, r.literal)
+				case r.dirOnly:
+					f.dirNames[r.literal] = true
+				default:
+					f.names[r.literal] = true
+				}
+			}
+		}
+		ig.fast = f
+	})
+	return ig.fast
+}
+
+func (f *nameRules) ignored(rel, name string, isDir bool) bool {
+	if f.names[name] || isDir && f.dirNames[name] {
+		return true
+	}
+	for _, s := range f.suffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	if isDir {
+		for _, s := range f.dirSuffixes {
+			if strings.HasSuffix(name, s) {
+				return true
+			}
+		}
+	}
+	for i := range f.rest {
+		if f.rest[i].matchesName(rel, name, isDir) {
+			return true
+		}
+	}
+	return false
 }
 
 // ignored reports whether rel is ignored. Parents are not consulted: the
 // walk never descends into an ignored directory, as git does not.
 func (ig *ignorer) ignored(rel string, isDir bool) bool {
-	ign := false
 	name := rel[strings.LastIndexByte(rel, '/')+1:]
+	if f := ig.fastRules(); f != nil {
+		return f.ignored(rel, name, isDir)
+	}
+	return ig.inOrder(rel, name, isDir)
+}
+
+// inOrder runs every rule in order, the last that matches deciding.
+func (ig *ignorer) inOrder(rel, name string, isDir bool) bool {
+	ign := false
 	for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
 		for i := range set {
 			if set[i].negate == ign && set[i].matchesName(rel, name, isDir) {

@@ -197,3 +197,46 @@ func TestGlobRegexpNeverPanics(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+// Without a negation the rules are matched by name and suffix at once; the
+// answer is the one running them all in order gives, for every kind of rule.
+func TestFastIgnoreRules(t *testing.T) {
+	rootRules := "*.log\nbuild/\n/only-root.txt\ndocs/*.md\n**/gen/\n*.tmp/\nexact\n[ab]*.c\n"
+	paths := []string{
+		"a.log", "x/a.log", "build", "x/build", "only-root.txt", "x/only-root.txt",
+		"docs/a.md", "x/docs/a.md", "gen", "x/gen", "y.tmp", "x/y.tmp", "exact", "x/exact",
+		"a1.c", "c1.c", "node_modules", "x/node_modules", ".DS_Store", "x/.git", "x/y.pyc",
+		"sub/keep.txt", "sub/local.txt", "sub/deep/local.txt", "local.txt", "x/local.txt", "plain.go", "x/plain.go",
+	}
+	for _, extra := range []string{"", "sub/*.txt", "!sub/keep.txt"} {
+		base := baseIgnorer(&Manifest{DefaultIgnore: DefaultIgnores()})
+		ig := base.with(parseIgnore("", []byte(rootRules)))
+		ig = ig.with(parseIgnore("sub", []byte("local.txt\n")))
+		for _, p := range strings.Split(extra, "\n") {
+			if r, ok := compileIgnore("", p); ok {
+				ig.extra = append(ig.extra, r)
+			}
+		}
+		if (ig.fastRules() == nil) != strings.Contains(extra, "!") {
+			t.Fatalf("extra %q: fast rules %v", extra, ig.fastRules() != nil)
+		}
+		for _, p := range paths {
+			name := p[strings.LastIndexByte(p, '/')+1:]
+			for _, dir := range []bool{false, true} {
+				if got, want := ig.ignored(p, dir), ig.inOrder(p, name, dir); got != want {
+					t.Errorf("extra %q: ignored(%q, dir %v) = %v, in order %v", extra, p, dir, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkIgnored is the walk's check of one path against the default
+// rules and a root .gitignore.
+func BenchmarkIgnored(b *testing.B) {
+	ig := baseIgnorer(&Manifest{DefaultIgnore: DefaultIgnores()}).with(parseIgnore("", []byte("*.log\nbuild/\n/tmp\n")))
+	paths := []string{"pkg03/sub05/leaf2/file0123.go", "pkg03/sub05/leaf2", "pkg03/sub05/leaf2/asset0124.bin", "README.md"}
+	for i := 0; b.Loop(); i++ {
+		ig.ignored(paths[i%len(paths)], i%4 == 1)
+	}
+}
