@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -49,6 +50,9 @@ func (s *Store) idxCacheName() string { return s.cfg.dir + "/index.cache" }
 type idxTable struct {
 	packs []*packIdx // by the records' pack number
 	recs  []byte     // len(recs) % idxRecSize == 0, sorted by ref
+
+	once   sync.Once
+	byPack [][]int32 // record numbers of each pack, made on first need
 }
 
 func (t *idxTable) len() int { return len(t.recs) / idxRecSize }
@@ -118,13 +122,20 @@ func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
 	return entry{}, false
 }
 
-// entriesOf returns the records of pack number k, in ref order.
+// entriesOf returns the records of pack number k, in ref order. The
+// records are grouped by pack once, in one pass: a listing of every blob
+// asks for each pack in turn.
 func (t *idxTable) entriesOf(k int) []entry {
-	var out []entry
-	for i := range t.len() {
-		if r := t.rec(i); binary.LittleEndian.Uint32(r[4:]) == uint32(k) {
-			out = append(out, recEntry(r, t.packs[k]))
+	t.once.Do(func() {
+		t.byPack = make([][]int32, len(t.packs))
+		for i := range t.len() {
+			n := binary.LittleEndian.Uint32(t.rec(i)[4:])
+			t.byPack[n] = append(t.byPack[n], int32(i))
 		}
+	})
+	out := make([]entry, 0, len(t.byPack[k]))
+	for _, i := range t.byPack[k] {
+		out = append(out, recEntry(t.rec(int(i)), t.packs[k]))
 	}
 	return out
 }

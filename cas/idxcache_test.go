@@ -98,6 +98,22 @@ func TestIndexCache(t *testing.T) {
 	if n := indexReads(sp); n != 0 {
 		t.Fatalf("reader with the cache read %d indexes, want 0", n)
 	}
+	// Walk lists every blob, the cached packs' too, each once.
+	walked := map[cas.Ref]int{}
+	for ref, err := range r.Walk(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked[ref]++
+	}
+	for ref := range blobs {
+		if walked[ref] != 1 {
+			t.Fatalf("Walk yielded %v %d times", ref, walked[ref])
+		}
+	}
+	if len(walked) != len(blobs) {
+		t.Fatalf("Walk yielded %d blobs, want %d", len(walked), len(blobs))
+	}
 
 	// New packs since the cache are read, and found; the cache is written
 	// again only once enough of them came.
