@@ -23,7 +23,7 @@ import (
 // readDirFast lists dir; ok is false when the kernel lacks openat2 and the
 // caller must use the portable path.
 func (w *dirWorkspace) readDirFast(dir string) (ents []dirEntry, ok bool, err error) {
-	fd, err := w.fast.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, true)
+	fd, err := w.fast.OpenFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0, true)
 	if errors.Is(err, beneath.ErrUnsupported) {
 		return nil, false, nil
 	}
@@ -66,7 +66,7 @@ func (w *dirWorkspace) readDirFast(dir string) (ents []dirEntry, ok bool, err er
 // ok is false when the caller must use os.Root: no openat2, or a symlink
 // in the path (os.Root follows those that stay inside the root).
 func (w *dirWorkspace) openFast(name string) (*os.File, bool, error) {
-	fd, err := w.fast.OpenFile(name, unix.O_RDONLY, true)
+	fd, err := w.fast.OpenFile(name, unix.O_RDONLY, 0, true)
 	if beneath.Undecided(err) {
 		return nil, false, nil
 	}

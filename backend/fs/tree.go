@@ -26,8 +26,9 @@ type tree interface {
 // osTree resolves every name through an os.Root: the kernel walks each
 // element with openat and O_NOFOLLOW, so a symlink out of the root is refused
 // even if it is swapped in between a check and the use.
-// Reads, which are most of a store's opens, resolve in one call where the
-// kernel can (see package beneath): os.Root opens each directory on the way.
+// Opens resolve in one call where the kernel can (see package beneath):
+// os.Root opens each directory on the way, and a store opens a file for
+// every read, append and atomic write.
 type osTree struct {
 	r *os.Root
 	b *beneath.Root
@@ -36,20 +37,33 @@ type osTree struct {
 func newOSTree(r *os.Root, abs string) osTree { return osTree{r: r, b: beneath.Open(abs)} }
 
 func (t osTree) openFile(name string, flag int, perm iofs.FileMode) (afero.File, error) {
-	if flag == os.O_RDONLY {
-		fd, err := t.b.OpenFile(name, os.O_RDONLY, false)
-		if err == nil {
-			return os.NewFile(uintptr(fd), name), nil
-		}
-		if !beneath.Undecided(err) {
-			return nil, err
-		}
+	fd, err := t.b.OpenFile(name, flag, unixMode(perm), false)
+	if err == nil {
+		return os.NewFile(uintptr(fd), name), nil
+	}
+	if !beneath.Undecided(err) {
+		return nil, err
 	}
 	f, err := t.r.OpenFile(filepath.FromSlash(name), flag, perm)
 	if err != nil {
 		return nil, err // not a typed nil in an interface
 	}
 	return f, nil
+}
+
+// unixMode is perm as open(2) takes it, as os does.
+func unixMode(perm iofs.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&iofs.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if perm&iofs.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if perm&iofs.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	return m
 }
 
 func (t osTree) mkdir(name string, perm iofs.FileMode) error {

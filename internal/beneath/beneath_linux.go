@@ -28,16 +28,20 @@ func (r *Root) Close() {
 }
 
 // OpenFile opens name, a slash path relative to the root, with flags
-// (O_CLOEXEC and O_NOCTTY added), never through a symlink that leads out
-// of the root, nor through any symlink when noSymlinks is set. A failure is
+// (O_CLOEXEC and O_NOCTTY added) and, when it creates the file, mode
+// (before the umask), never through a symlink that leads out of the root,
+// nor through any symlink when noSymlinks is set. A failure is
 // ErrUnsupported or an *fs.PathError; see Undecided.
-func (r *Root) OpenFile(name string, flags int, noSymlinks bool) (fd int, err error) {
+func (r *Root) OpenFile(name string, flags int, mode uint32, noSymlinks bool) (fd int, err error) {
 	if r.fd < 0 || r.off.Load() {
 		return -1, ErrUnsupported
 	}
 	how := unix.OpenHow{
 		Flags:   uint64(flags | unix.O_CLOEXEC | unix.O_NOCTTY),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+		how.Mode = uint64(mode) // openat2 refuses a mode with neither
 	}
 	if noSymlinks {
 		how.Resolve |= unix.RESOLVE_NO_SYMLINKS

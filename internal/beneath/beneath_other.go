@@ -9,7 +9,7 @@ func Open(string) *Root { return &Root{fd: -1} }
 func (r *Root) Close() {}
 
 // OpenFile always fails with ErrUnsupported.
-func (r *Root) OpenFile(string, int, bool) (int, error) { return -1, ErrUnsupported }
+func (r *Root) OpenFile(string, int, uint32, bool) (int, error) { return -1, ErrUnsupported }
 
 // Undecided reports whether err leaves the answer to os.Root: here, always.
 func Undecided(error) bool { return true }

@@ -27,7 +27,7 @@ func TestOpenFile(t *testing.T) {
 	r := Open(root)
 	defer r.Close()
 	read := func(name string, noSymlinks bool) (string, error) {
-		fd, err := r.OpenFile(name, os.O_RDONLY, noSymlinks)
+		fd, err := r.OpenFile(name, os.O_RDONLY, 0, noSymlinks)
 		if err != nil {
 			return "", err
 		}
@@ -65,6 +65,25 @@ func TestOpenFile(t *testing.T) {
 	_, err := read("a/nope", false)
 	if !errors.Is(err, fs.ErrNotExist) || Undecided(err) {
 		t.Errorf("a/nope: %v, want fs.ErrNotExist, decided", err)
+	}
+	// Creates: the mode is the one given, an existing name with O_EXCL
+	// is an answer, and nothing is created out of the root.
+	fd, err := r.OpenFile("a/new", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600, true)
+	if err != nil {
+		t.Fatalf("create a/new: %v", err)
+	}
+	os.NewFile(uintptr(fd), "a/new").Close()
+	if fi, err := os.Stat(filepath.Join(root, "a", "new")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a/new: %v, %v; want mode 0600", fi.Mode(), err)
+	}
+	if _, err := r.OpenFile("a/new", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600, true); !errors.Is(err, fs.ErrExist) || Undecided(err) {
+		t.Errorf("create a/new again: %v, want fs.ErrExist, decided", err)
+	}
+	if _, err := r.OpenFile("abslink/new", os.O_WRONLY|os.O_CREATE, 0o600, false); err == nil || !Undecided(err) {
+		t.Errorf("create abslink/new: %v, want refused, undecided", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file was created out of the root: %v", err)
 	}
 	r.Close()
 	if _, err := read("a/b/f", false); !errors.Is(err, ErrUnsupported) {
