@@ -55,8 +55,9 @@ type MirrorReport struct {
 // so an interrupted Mirror leaves dst valid and a rerun finishes it. Blobs
 // go first, so a session file never lands before the blobs it refers to.
 // Writer locks, leases, open markers and puts in progress (blobs/tmp) are
-// not copied: they belong to live processes; nor is the listing index
-// (sessions/.index), a cache of the source's file times.
+// not copied: they belong to live processes; nor are the listing index
+// (sessions/.index) and the pack index cache (blobs/index.cache), caches of
+// the source's file times.
 func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
 	var cfg mirrorConfig
 	for _, o := range opts {
@@ -105,12 +106,13 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 
 // skipMirror says what belongs to the source's live processes (writer
 // locks, leases, open markers, puts in progress) or is a cache of the
-// source's own file times (the listing index), which the destination
-// builds for itself.
+// source's own file times (the listing index, the pack index cache), which
+// the destination builds for itself.
 func skipMirror(name string) bool {
 	b := backend.Base(name)
 	return b == "writer.lock" || b == "writer.lease" || strings.HasSuffix(b, session.OpenSuffix) ||
-		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/")
+		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/") ||
+		name == "blobs/index.cache"
 }
 
 // mirrorRank orders blob objects and packs before pack indexes (a reader
