@@ -66,11 +66,12 @@ func recRef(r []byte) Ref {
 	return ref
 }
 
-func cmpRefs(a, b Ref) int {
-	if c := cmp.Compare(a.algo, b.algo); c != 0 {
+// cmpRec compares the ref of record r with algo and digest, in place.
+func cmpRec(r []byte, algo byte, digest []byte) int {
+	if c := cmp.Compare(r[0], algo); c != 0 {
 		return c
 	}
-	return bytes.Compare(a.digest[:], b.digest[:])
+	return bytes.Compare(r[8:40], digest)
 }
 
 func recEntry(r []byte, p *packIdx) entry {
@@ -104,7 +105,7 @@ func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
 	lo, hi := 0, n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if cmpRefs(recRef(t.rec(m)), ref) < 0 {
+		if cmpRec(t.rec(m), byte(ref.algo), ref.digest[:]) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -112,7 +113,7 @@ func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
 	}
 	for ; lo < n; lo++ {
 		r := t.rec(lo)
-		if recRef(r) != ref {
+		if cmpRec(r, byte(ref.algo), ref.digest[:]) != 0 {
 			break
 		}
 		if p := t.packs[binary.LittleEndian.Uint32(r[4:])]; ok(p) {
@@ -193,7 +194,7 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		if int(binary.LittleEndian.Uint32(rec[4:])) >= len(t.packs) || !Algorithm(rec[0]).valid() {
 			return nil, errIdxCache
 		}
-		if i > 0 && cmpRefs(recRef(t.rec(i-1)), recRef(rec)) > 0 {
+		if i > 0 && cmpRec(t.rec(i-1), rec[0], rec[8:40]) > 0 {
 			return nil, errIdxCache
 		}
 	}
@@ -272,7 +273,7 @@ func sortRecs(recs []byte) {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
 			return c
 		}
-		if c := cmpRefs(recRef(recs[a.i*idxRecSize:]), recRef(recs[b.i*idxRecSize:])); c != 0 {
+		if c := cmpRec(recs[a.i*idxRecSize:], recs[b.i*idxRecSize], recs[b.i*idxRecSize+8:b.i*idxRecSize+40]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.i, b.i)

@@ -1,0 +1,47 @@
+package cas
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+	"time"
+)
+
+// The cache's records are searched in place, so a file whose records are
+// out of order is refused like a damaged one, even with a right checksum;
+// a right one finds every entry of its packs.
+func TestIdxCacheOrder(t *testing.T) {
+	var packs []*packIdx
+	for i := range 3 {
+		p := &packIdx{id: newID(), size: 100, idxSize: 50, modTime: time.Unix(0, int64(1e9+i))}
+		for j := range 20 {
+			ref, _ := Sum(SHA256, []byte{byte(i), byte(j)})
+			p.entries = append(p.entries, entry{ref: ref, off: int64(j), n: 10, codec: CodecRaw, size: 3, packID: p.id})
+		}
+		packs = append(packs, p)
+	}
+	data := encodeIdxCache(packs, nil)
+	tb, err := decodeIdxCache(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range packs {
+		for _, e := range p.entries {
+			got, ok := tb.find(e.ref, func(q *packIdx) bool { return q.id == p.id })
+			if !ok || got.off != e.off || got.packID != p.id {
+				t.Fatalf("pack %d: find %v = %+v, %v", k, e.ref, got, ok)
+			}
+		}
+	}
+	// Swap the first two records and fix the checksum.
+	recs := data[len(data)-4-tb.len()*idxRecSize : len(data)-4]
+	a := append([]byte(nil), recs[:idxRecSize]...)
+	copy(recs[:idxRecSize], recs[idxRecSize:2*idxRecSize])
+	copy(recs[idxRecSize:2*idxRecSize], a)
+	body := data[:len(data)-4]
+	binary.LittleEndian.PutUint32(data[len(body):], crc32.Checksum(body, idxCastagnoli))
+	if _, err := decodeIdxCache(data); !errors.Is(err, errIdxCache) {
+		t.Fatalf("records out of order: %v, want errIdxCache", err)
+	}
+}
