@@ -1,14 +1,17 @@
 package cas_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/backend/spy"
@@ -228,5 +231,45 @@ func BenchmarkLoadIndexes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A store whose cache cannot be written (read-only credentials, a full
+// disk) answers as one without a cache.
+func TestIndexCacheUnwritable(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	w, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := packs(t, w, 40, 3, "ro")
+	ro := faulty.New(st, faulty.WithHook(func(op, name string) error {
+		switch op {
+		case "EnsureDir", "WriteFile", "WriteFrom", "OpenWriter", "CreateFile", "PutFile", "RemoveFile", "Rename", "Unlink", "Compact":
+			return iofs.ErrPermission
+		}
+		return nil
+	}))
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	for range 2 {
+		r, err := cas.Open(ctx, ro, cas.WithLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ref, data := range blobs {
+			got, err := r.Get(ctx, ref)
+			if err != nil || string(got) != data {
+				t.Fatalf("Get %v = %q, %v", ref, got, err)
+			}
+		}
+	}
+	if _, err := st.Stat(ctx, "blobs/index.cache"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("cache written through a read-only store: %v", err)
+	}
+	// Nor does every start of a reader warn about it.
+	if logs.Len() > 0 {
+		t.Errorf("logged: %s", logs.String())
 	}
 }

@@ -279,8 +279,10 @@ func (s *Store) refresh(ctx context.Context) error {
 	}
 	x.mu.Unlock()
 	if data != nil {
+		// A store this process may only read (a backup, a viewer's
+		// credentials) refuses it at every start: not worth a warning.
 		if err := s.st.WriteFile(ctx, s.idxCacheName(), data); err != nil {
-			s.cfg.log.Warn("cas: index cache not saved", "name", s.idxCacheName(), "err", err)
+			s.cfg.log.Debug("cas: index cache not saved", "name", s.idxCacheName(), "err", err)
 		}
 	}
 	return nil
