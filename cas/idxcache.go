@@ -23,7 +23,7 @@ import (
 // always shrinks), any other is read; a damaged or missing cache costs the
 // reads, nothing else. Older trove binaries neither read nor mind it.
 //
-// Layout: cacheMagic; uvarint pack count; per pack its 32-digit id, uvarint
+// Layout: idxCacheMagic; uvarint pack count; per pack its 32-digit id, uvarint
 // pack size, uvarint index size, varint index mtime (ns, 0 for none); then
 // uvarint entry count and the entries as fixed records (idxRecSize bytes,
 // below), sorted by algorithm then digest; then the CRC-32C of all before.
@@ -193,6 +193,17 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		rec := t.rec(i)
 		if int(binary.LittleEndian.Uint32(rec[4:])) >= len(t.packs) || !Algorithm(rec[0]).valid() {
 			return nil, errIdxCache
+		}
+		// The numbers a pack index would refuse (decodeIndex), refused.
+		switch Codec(rec[1]) {
+		case CodecRaw, CodecZstd, codecSolid:
+		default:
+			return nil, errIdxCache
+		}
+		for off := 40; off < idxRecSize; off += 8 {
+			if binary.LittleEndian.Uint64(rec[off:]) > 1<<62 {
+				return nil, errIdxCache
+			}
 		}
 		if i > 0 && cmpRec(t.rec(i-1), rec[0], rec[8:40]) > 0 {
 			return nil, errIdxCache

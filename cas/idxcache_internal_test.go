@@ -44,4 +44,24 @@ func TestIdxCacheOrder(t *testing.T) {
 	if _, err := decodeIdxCache(data); !errors.Is(err, errIdxCache) {
 		t.Fatalf("records out of order: %v, want errIdxCache", err)
 	}
+	// Numbers no index would hold (a negative length, read as a huge one)
+	// and an unknown codec are refused too, checksum or not.
+	copy(recs[idxRecSize:2*idxRecSize], recs[:idxRecSize])
+	copy(recs[:idxRecSize], a)
+	binary.LittleEndian.PutUint32(data[len(body):], crc32.Checksum(body, idxCastagnoli))
+	for _, damage := range []func(r []byte){
+		func(r []byte) { binary.LittleEndian.PutUint64(r[48:], ^uint64(0)) },
+		func(r []byte) { r[1] = 9 },
+	} {
+		bad := append([]byte(nil), data...)
+		r := bad[len(bad)-4-tb.len()*idxRecSize:]
+		damage(r)
+		binary.LittleEndian.PutUint32(bad[len(bad)-4:], crc32.Checksum(bad[:len(bad)-4], idxCastagnoli))
+		if _, err := decodeIdxCache(bad); !errors.Is(err, errIdxCache) {
+			t.Fatalf("damaged record: %v, want errIdxCache", err)
+		}
+	}
+	if _, err := decodeIdxCache(data); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
 }

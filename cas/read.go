@@ -598,6 +598,9 @@ func (s *Store) readRecord(ctx context.Context, e entry) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
+	if e.n < 0 {
+		return nil, fmt.Errorf("%w: pack %s: a record of %d bytes", ErrCorrupt, e.packID, e.n)
+	}
 	if e.n > maxBlock+headerSize+trailerSize {
 		// Not one of ours: read as it comes, never sized by the index.
 		rec, err := io.ReadAll(io.LimitReader(rc, e.n))
