@@ -173,9 +173,10 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		}
 		p := &packIdx{id: string(r[:32]), cached: true}
 		r = r[32:]
-		p.size, p.idxSize = int64(uv()), int64(uv())
+		size, idxSize := uv(), uv()
+		p.size, p.idxSize = int64(size), int64(idxSize)
 		mt, k := binary.Varint(r)
-		if k <= 0 || !validID(p.id) {
+		if k <= 0 || !validID(p.id) || size > 1<<62 || idxSize > 1<<62 {
 			return nil, errIdxCache
 		}
 		r = r[k:]
