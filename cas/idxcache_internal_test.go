@@ -65,3 +65,30 @@ func TestIdxCacheOrder(t *testing.T) {
 		t.Fatalf("restored: %v", err)
 	}
 }
+
+// FuzzDecodeIdxCache: no input panics, and what decodes can be searched.
+func FuzzDecodeIdxCache(f *testing.F) {
+	p := &packIdx{id: newID(), size: 10, idxSize: 5, modTime: time.Unix(0, 7)}
+	for j := range 3 {
+		ref, _ := Sum(SHA256, []byte{byte(j)})
+		p.entries = append(p.entries, entry{ref: ref, off: int64(j), n: 4, size: 2})
+	}
+	f.Add(encodeIdxCache([]*packIdx{p}, nil))
+	f.Add([]byte(idxCacheMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tb, err := decodeIdxCache(b)
+		if err != nil {
+			return
+		}
+		for i := range tb.len() {
+			r := tb.rec(i)
+			e, ok := tb.find(recRef(r), func(*packIdx) bool { return true })
+			if !ok || e.off < 0 || e.n < 0 {
+				t.Fatalf("record %d: %+v, %v", i, e, ok)
+			}
+		}
+		for k := range tb.packs {
+			tb.entriesOf(k)
+		}
+	})
+}
