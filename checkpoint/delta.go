@@ -240,7 +240,7 @@ func (m *Manager) openContent(ctx context.Context, digest, base, delta string) (
 // digest: as a delta against the last version stored whole when prev (the
 // stat cache's entry for the path) has one and the delta is small, else
 // whole. A base that cannot be read only costs the saving.
-func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, data []byte, prev *cacheEntry) error {
+func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, data []byte, prev *cacheRefs) error {
 	e.Size, e.Base, e.Delta = int64(len(data)), "", ""
 	if prev != nil && len(data) >= deltaMin && len(data) <= deltaMax {
 		digest, err := m.blobs.sumLike("", data)

@@ -23,7 +23,7 @@ type prefetcher struct {
 
 type prefetchJob struct {
 	te   treeEntry
-	prev *cacheEntry // the stat cache's entry of the path: a delta's base
+	prev *cacheRefs // the stat cache's entry of the path: a delta's base
 }
 
 // prefetched is a file stored while the walk went on, and the stat it had.
@@ -68,10 +68,10 @@ func (p *prefetcher) found(te treeEntry, cached bool) {
 	if cached || !te.st.isRegular() || te.st.size > diffMax || p.limit >= 0 && te.st.size > p.limit {
 		return
 	}
-	var prev *cacheEntry
+	var prev *cacheRefs
 	if ce, ok := p.cache.entries[te.path]; ok {
-		ce = ce.full()
-		prev = &ce
+		refs := p.cache.refsOf(ce)
+		prev = &refs
 	}
 	select {
 	case p.jobs <- prefetchJob{te: te, prev: prev}:

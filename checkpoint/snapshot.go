@@ -230,6 +230,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	// Paths this snapshot did not store (deleted, ignored since, or only
 	// named by a files checkpoint) would only grow the cache.
 	maps.DeleteFunc(m.cache.entries, func(_ string, e cacheEntry) bool { return e.verified != start.UnixNano() })
+	m.cache.compactAdded()
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -274,7 +275,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	for _, i := range idx {
 		e := &man.Files[i]
 		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
-			full := ce.full()
+			full := cache.refsOf(ce)
 			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
 			// The stat proves the content, not that its blobs are still
 			// stored: a GC after the checkpoints holding them were deleted
@@ -300,11 +301,11 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 		jobs = append(jobs, i)
 	}
 	// The last stored version of each changed path: the base of a delta.
-	prev := make(map[int]*cacheEntry, len(jobs))
+	prev := make(map[int]*cacheRefs, len(jobs))
 	for _, i := range jobs {
 		if ce, ok := cache.entries[man.Files[i].Path]; ok {
-			ce = ce.full()
-			prev[i] = &ce
+			refs := cache.refsOf(ce)
+			prev[i] = &refs
 		}
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))

@@ -45,6 +45,12 @@ type statCache struct {
 	// while its manifest is stored, naming the same root tree, GC keeps
 	// every blob it names, so those entries' blobs need no lookup.
 	last lastSnapshot
+	// read and added hold the entries' refs as the file does (three
+	// appendCacheRef each: ref, base, delta): read is the decoded block
+	// they were read from, added what put wrote since. An entry holds
+	// where its own are, so it has no pointer: the map of thousands of
+	// them costs the GC nothing to scan, nor a write barrier to fill.
+	read, added []byte
 }
 
 type lastSnapshot struct {
@@ -59,24 +65,35 @@ type dirCacheEntry struct {
 }
 
 type cacheEntry struct {
-	st          fileStat
-	ref         string
-	base, delta string // how ref is stored, when as a delta (see Entry)
-	// raw, in an entry read from the cache file, holds ref, base and delta
-	// as the file does (see appendCacheRef) until full turns them into
-	// strings: most entries are only compared by stat.
-	raw      []byte
+	st       fileStat
 	verified int64 // ns: when the snapshot that last hashed or checked it started
+	// refs are the entry's ref, base and delta in statCache.read, or in
+	// statCache.added when off has refsAdded set (see refsOf): most
+	// entries are only compared by stat, never turned into strings.
+	off uint32
+	n   uint16
 }
 
-// full returns e with its refs as strings.
-func (e cacheEntry) full() cacheEntry {
-	if e.raw != nil {
-		r := &reader{b: e.raw}
-		e.ref, e.base, e.delta = r.cacheRef(), r.cacheRef(), r.cacheRef()
-		e.raw = nil
+// refsAdded marks an offset into statCache.added.
+const refsAdded = 1 << 31
+
+// cacheRefs is an entry's content: ref, and how it is stored when as a
+// delta (base, delta; see Entry).
+type cacheRefs struct{ ref, base, delta string }
+
+// rawRefs returns the bytes of e's refs, as the file holds them.
+func (c *statCache) rawRefs(e cacheEntry) []byte {
+	if e.off&refsAdded != 0 {
+		off := e.off &^ refsAdded
+		return c.added[off : off+uint32(e.n)]
 	}
-	return e
+	return c.read[e.off : e.off+uint32(e.n)]
+}
+
+// refsOf returns e's refs as strings.
+func (c *statCache) refsOf(e cacheEntry) cacheRefs {
+	r := &reader{b: c.rawRefs(e)}
+	return cacheRefs{r.cacheRef(), r.cacheRef(), r.cacheRef()}
 }
 
 // cacheMagic starts the file (see encode for the rest).
@@ -111,7 +128,10 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]st
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
 	e, ok := c.lookupEntry(path, st, window)
-	return e.full().ref, ok
+	if !ok {
+		return "", false
+	}
+	return c.refsOf(e).ref, true
 }
 
 // lookupEntry is lookup returning the whole entry.
@@ -153,7 +173,32 @@ func racy(e cacheEntry, window time.Duration) bool {
 
 // put records path's stat and e's content.
 func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
-	c.entries[path] = cacheEntry{st: st, ref: e.Digest, base: e.Base, delta: e.Delta, verified: verified}
+	off := len(c.added)
+	c.added = appendCacheRef(appendCacheRef(appendCacheRef(c.added, e.Digest), e.Base), e.Delta)
+	c.entries[path] = cacheEntry{st: st, verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
+}
+
+// addedMax is how many bytes of refs put may leave behind in added (those
+// of entries put again or deleted since) before compactAdded drops them:
+// a Manager an agent keeps for a long session puts on every snapshot.
+const addedMax = 1 << 20
+
+// compactAdded copies the refs entries still use out of added, when it has
+// grown past addedMax; nothing may read the cache meanwhile.
+func (c *statCache) compactAdded() {
+	if len(c.added) <= addedMax {
+		return
+	}
+	var b []byte
+	for p, e := range c.entries {
+		if e.off&refsAdded != 0 {
+			raw := c.rawRefs(e)
+			e.off = uint32(len(b)) | refsAdded
+			b = append(b, raw...)
+			c.entries[p] = e
+		}
+	}
+	c.added = b
 }
 
 // reverify records that the entry of path, content unchanged, has stat st
@@ -251,14 +296,7 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(len(head.paths)))
 	for _, p := range head.paths {
-		e := c.entries[p]
-		if e.raw != nil {
-			b = append(b, e.raw...)
-			continue
-		}
-		b = appendCacheRef(b, e.ref)
-		b = appendCacheRef(b, e.base)
-		b = appendCacheRef(b, e.delta)
+		b = append(b, c.rawRefs(c.entries[p])...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.trees)))
 	for r, t := range c.trees {
@@ -379,9 +417,9 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	var (
 		wg         sync.WaitGroup
 		errE, errD error
-		order      []string                 // of the listings
-		listed     = make(chan struct{})    // closed once order is set
-		refs       = make(chan [][]byte, 1) // the entries' refs, nil on failure
+		order      []string                  // of the listings
+		listed     = make(chan struct{})     // closed once order is set
+		refs       = make(chan []refSpan, 1) // the entries' refs, nil on failure
 	)
 	wg.Go(func() { c.entries, errE = decodeEntries(blocks[0], refs) })
 	wg.Go(func() {
@@ -424,7 +462,7 @@ func newReader(b []byte) *reader {
 // decodeEntries parses the first block, once the entries' refs (as the
 // third block holds them) come from refs: each entry goes into the map as
 // it is read, with no copy of them all to gather first.
-func decodeEntries(block []byte, refs <-chan [][]byte) (map[string]cacheEntry, error) {
+func decodeEntries(block []byte, refs <-chan []refSpan) (map[string]cacheEntry, error) {
 	raw, err := openBlock(block)
 	rs := <-refs
 	if err != nil {
@@ -442,8 +480,8 @@ func decodeEntries(block []byte, refs <-chan [][]byte) (map[string]cacheEntry, e
 		var e cacheEntry
 		e.st = r.stat()
 		e.verified = base - r.varint()
-		if rs[i] != nil {
-			e.raw = rs[i]
+		if rs[i].n > 0 {
+			e.off, e.n = rs[i].off, rs[i].n
 			m[p] = e
 		}
 	}
@@ -490,29 +528,36 @@ func decodeListings(block []byte) (map[string]dirCacheEntry, []string, error) {
 	return dirs, order, nil
 }
 
+// refSpan is where an entry's refs are in the third block (n 0: none).
+type refSpan struct {
+	off uint32
+	n   uint16
+}
+
 // decodeTail parses the third block: it hands the entries' refs to refs
 // (always once, nil on failure), then reads the trees, and the directories'
 // tree refs once the listings are read (listed closed, order set).
-func (c *statCache) decodeTail(block []byte, refs chan<- [][]byte, listed <-chan struct{}, order *[]string) error {
+func (c *statCache) decodeTail(block []byte, refs chan<- []refSpan, listed <-chan struct{}, order *[]string) error {
 	raw, err := openBlock(block)
 	if err != nil {
 		refs <- nil
 		return err
 	}
+	c.read = raw
 	r := newReader(raw)
 	ne := r.uvarint()
 	if ne > uint64(len(r.b)) {
 		refs <- nil
 		return errBadCache
 	}
-	rs := make([][]byte, ne)
+	rs := make([]refSpan, ne)
 	for i := range rs {
-		at := r.b
+		at := len(raw) - len(r.b)
 		ref, base, delta := r.skipCacheRef(), r.skipCacheRef(), r.skipCacheRef()
 		// The checksum guards against damage; refs are checked again where
 		// a manifest is loaded.
 		if r.err == nil && ref && delta == base {
-			rs[i] = at[: len(at)-len(r.b) : len(at)-len(r.b)]
+			rs[i] = refSpan{uint32(at), uint16(len(raw) - len(r.b) - at)}
 		}
 	}
 	if r.err != nil {

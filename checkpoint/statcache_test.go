@@ -20,13 +20,12 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	if len(got.entries) != 100 {
 		t.Fatalf("%d entries back", len(got.entries))
 	}
-	same := func(a, b cacheEntry) bool {
-		a, b = a.full(), b.full()
-		return a.st == b.st && a.ref == b.ref && a.base == b.base && a.delta == b.delta && a.verified == b.verified
+	same := func(ac *statCache, a cacheEntry, bc *statCache, b cacheEntry) bool {
+		return a.st == b.st && ac.refsOf(a) == bc.refsOf(b) && a.verified == b.verified
 	}
 	for p, e := range c.entries {
-		if !same(got.entries[p], e) {
-			t.Fatalf("%s: %+v, want %+v", p, got.entries[p].full(), e)
+		if !same(got, got.entries[p], c, e) {
+			t.Fatalf("%s: %+v, want %+v", p, got.refsOf(got.entries[p]), c.refsOf(e))
 		}
 	}
 	// Entries read back keep their refs as read through another round.
@@ -35,8 +34,8 @@ func TestStatCacheRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p, e := range c.entries {
-		if !same(again.entries[p], e) {
-			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.entries[p].full(), e)
+		if !same(again, again.entries[p], c, e) {
+			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.refsOf(again.entries[p]), c.refsOf(e))
 		}
 	}
 	for _, i := range []int{0, len(cacheMagic) + 3, len(data) / 2, len(data) - 1} {
@@ -210,5 +209,31 @@ func TestEncodeHeadOrder(t *testing.T) {
 		if got := c.encodeHead(99, order).entries; !slices.Equal(got, want) {
 			t.Errorf("%s: entries block differs from the sorted one", name)
 		}
+	}
+}
+
+// A cache a long session keeps putting into drops the refs nothing uses
+// any more, and keeps the rest right.
+func TestCompactAdded(t *testing.T) {
+	c := newStatCache()
+	compacted := false
+	for round := 0; !compacted; round++ {
+		for i := range 100 {
+			c.put(fmt.Sprintf("f%d", i), fileStat{size: int64(round)}, &Entry{Digest: sumRef([]byte{byte(i), byte(round), byte(round >> 8)})}, 1)
+		}
+		before := len(c.added)
+		c.compactAdded()
+		compacted = len(c.added) < before
+		if round > 1000 {
+			t.Fatal("never compacted")
+		}
+		for i := range 100 {
+			if got, want := c.refsOf(c.entries[fmt.Sprintf("f%d", i)]).ref, sumRef([]byte{byte(i), byte(round), byte(round >> 8)}); got != want {
+				t.Fatalf("round %d, f%d: %s, want %s", round, i, got, want)
+			}
+		}
+	}
+	if len(c.added) > addedMax {
+		t.Fatalf("added holds %d bytes, over %d", len(c.added), addedMax)
 	}
 }
