@@ -135,6 +135,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
+	m.cache.compactAdded() // an agent may take thousands of these in one process
 	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
 }
 
