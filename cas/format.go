@@ -101,12 +101,17 @@ func parseHeader(b []byte) (header, error) {
 		h.trailer, h.size = true, -1
 		return h, nil
 	}
-	if n > 1<<62 {
+	if n > maxStored {
 		return header{}, fmt.Errorf("%w: recorded length %d", ErrTooLarge, n)
 	}
 	h.size = int64(n)
 	return h, nil
 }
+
+// maxStored bounds every length, offset and size read from a header, a
+// trailer or an index (and the index cache): far above anything stored,
+// and a number that stays positive as an int64 in any sum of two.
+const maxStored = 1 << 62
 
 func appendTrailer(dst []byte, size int64) []byte {
 	var t [trailerSize]byte
@@ -120,7 +125,7 @@ func parseTrailer(b []byte) (int64, error) {
 		return 0, fmt.Errorf("%w: bad trailer", ErrCorrupt)
 	}
 	n := binary.LittleEndian.Uint64(b[:8])
-	if n > 1<<62 {
+	if n > maxStored {
 		return 0, fmt.Errorf("%w: recorded length %d", ErrTooLarge, n)
 	}
 	return int64(n), nil
@@ -249,7 +254,7 @@ func decodeIndex(packID string, b []byte) (packSize int64, entries []entry, err 
 	r := body[len(indexMagic):]
 	uv := func() (int64, error) {
 		v, k := binary.Uvarint(r)
-		if k <= 0 || v > 1<<62 {
+		if k <= 0 || v > maxStored {
 			return 0, fmt.Errorf("%w: bad number", errIndex)
 		}
 		r = r[k:]

@@ -143,7 +143,8 @@ func (t *idxTable) entriesOf(k int) []entry {
 
 var errIdxCache = errors.New("index cache damaged")
 
-// decodeIdxCache parses a cache; its packs are marked as from it (cached).
+// decodeIdxCache parses a cache; its packs are marked as from it (cached,
+// with their number in it).
 func decodeIdxCache(b []byte) (*idxTable, error) {
 	if len(b) < len(idxCacheMagic)+4 || string(b[:len(idxCacheMagic)]) != idxCacheMagic {
 		return nil, errIdxCache
@@ -171,12 +172,12 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		if len(r) < 32 {
 			return nil, errIdxCache
 		}
-		p := &packIdx{id: string(r[:32]), cached: true}
+		p := &packIdx{id: string(r[:32]), cached: true, num: len(t.packs)}
 		r = r[32:]
 		size, idxSize := uv(), uv()
 		p.size, p.idxSize = int64(size), int64(idxSize)
 		mt, k := binary.Varint(r)
-		if k <= 0 || !validID(p.id) || size > 1<<62 || idxSize > 1<<62 {
+		if k <= 0 || !validID(p.id) || size > maxStored || idxSize > maxStored {
 			return nil, errIdxCache
 		}
 		r = r[k:]
@@ -202,7 +203,7 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 			return nil, errIdxCache
 		}
 		for off := 40; off < idxRecSize; off += 8 {
-			if binary.LittleEndian.Uint64(rec[off:]) > 1<<62 {
+			if binary.LittleEndian.Uint64(rec[off:]) > maxStored {
 				return nil, errIdxCache
 			}
 		}
@@ -233,7 +234,10 @@ func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 		b = binary.AppendVarint(b, mt)
 		n += len(p.entries)
 	}
-	recs := make([]byte, 0, (n+t.lenOrZero())*idxRecSize)
+	if t != nil {
+		n += t.len()
+	}
+	recs := make([]byte, 0, n*idxRecSize)
 	if t != nil {
 		for i := range t.len() {
 			r := t.rec(i)
@@ -250,23 +254,16 @@ func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 			}
 		}
 	}
-	sortRecs(recs)
+	recs = sortRecs(recs)
 	b = binary.AppendUvarint(b, uint64(len(recs)/idxRecSize))
 	b = append(b, recs...)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, idxCastagnoli))
 }
 
-func (t *idxTable) lenOrZero() int {
-	if t == nil {
-		return 0
-	}
-	return t.len()
-}
-
-// sortRecs sorts fixed records by ref, in place: by a key of the
-// algorithm and the digest's first 8 bytes (digests are uniform), the rest
-// only on a tie.
-func sortRecs(recs []byte) {
+// sortRecs returns fixed records sorted by ref: by a key of the algorithm
+// and the digest's first 8 bytes (digests are uniform), the rest only on a
+// tie.
+func sortRecs(recs []byte) []byte {
 	type key struct {
 		algo byte
 		hi   uint64
@@ -294,7 +291,7 @@ func sortRecs(recs []byte) {
 	for _, k := range keys {
 		sorted = append(sorted, recs[k.i*idxRecSize:(k.i+1)*idxRecSize]...)
 	}
-	copy(recs, sorted)
+	return sorted
 }
 
 // readIdxCache reads the cache; nil when there is none or it is damaged.

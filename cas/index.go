@@ -226,9 +226,6 @@ func (s *Store) refresh(ctx context.Context) error {
 	}
 	if len(adopted) > 0 {
 		x.table = t
-		for i, p := range t.packs {
-			p.num = i
-		}
 	}
 	for _, p := range adopted {
 		x.packs[p.id] = p

@@ -593,14 +593,14 @@ func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
 // readRecord reads one stored record of a pack into memory; records are
 // below the pack threshold, and the index was checked to stay in its pack.
 func (s *Store) readRecord(ctx context.Context, e entry) ([]byte, error) {
+	if e.n < 0 {
+		return nil, fmt.Errorf("%w: pack %s: a record of %d bytes", ErrCorrupt, e.packID, e.n)
+	}
 	rc, err := s.st.OpenRange(ctx, s.packName(e.packID), e.off, e.n)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	if e.n < 0 {
-		return nil, fmt.Errorf("%w: pack %s: a record of %d bytes", ErrCorrupt, e.packID, e.n)
-	}
 	if e.n > maxBlock+headerSize+trailerSize {
 		// Not one of ours: read as it comes, never sized by the index.
 		rec, err := io.ReadAll(io.LimitReader(rc, e.n))
