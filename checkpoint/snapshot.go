@@ -555,10 +555,12 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	if save {
 		head = make(chan cacheHead, 1)
 		go func() {
-			// A tree snapshot's files are its entries, in path order.
+			// A tree snapshot's files are its entries, in path order;
+			// encodeHead checks that they are, so a lookup here would
+			// only do its work twice.
 			order := make([]string, 0, len(cache.entries))
 			for _, f := range man.Files {
-				if _, ok := cache.entries[f.Path]; ok && f.typ() == TypeFile {
+				if f.typ() == TypeFile {
 					order = append(order, f.Path)
 				}
 			}
