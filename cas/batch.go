@@ -144,6 +144,13 @@ func (s *Store) NewBatch() *Batch {
 	return b
 }
 
+// Warm readies a zstd encoder in the background, once per Store: its first
+// frame allocates its tables (a millisecond or more, mostly page faults),
+// and a batch's last block is compressed in Flush, where its caller waits.
+// A caller about to do other work before it puts small blobs (a snapshot's
+// trees come after its walk) calls it first; a Store's first block does.
+func (s *Store) Warm() { s.warmed.Do(func() { go s.warmEncoder() }) }
+
 // warmEncoder readies an encoder for the free list; a failure is left to
 // the put that needs one.
 func (s *Store) warmEncoder() {
@@ -275,10 +282,7 @@ func (b *Batch) addSmall(ctx context.Context, ref Ref, data []byte) error {
 		return err
 	}
 	b.pending[ref] = true
-	// An encoder's first frame allocates its history (milliseconds, mostly
-	// page faults), and a batch's last block is compressed in Flush, where
-	// its caller waits: the first block of a Store warms one meanwhile.
-	b.s.warmed.Do(func() { go b.s.warmEncoder() })
+	b.s.Warm()
 	b.block.refs = append(b.block.refs, ref)
 	b.block.sizes = append(b.block.sizes, int64(len(data)))
 	b.block.buf = append(b.block.buf, data...)

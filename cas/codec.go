@@ -42,9 +42,15 @@ func (s *Store) getEncoder() (*zstd.Encoder, error) {
 		zstd.WithEncoderCRC(false))
 }
 
-func (s *Store) putEncoder(e *zstd.Encoder) {
+// putEncoder keeps e for reuse. EncodeAll leaves nothing behind; a stream
+// resets it to nil first (see putStreamEncoder). Resetting one only ever
+// used by EncodeAll would allocate its stream state, over a megabyte.
+func (s *Store) putEncoder(e *zstd.Encoder) { s.encoders.put(e) }
+
+// putStreamEncoder keeps e after a stream, dropping its writer.
+func (s *Store) putStreamEncoder(e *zstd.Encoder) {
 	e.Reset(nil)
-	s.encoders.put(e)
+	s.putEncoder(e)
 }
 
 func (s *Store) getDecoder() (*zstd.Decoder, error) {

@@ -269,7 +269,7 @@ func (s *Store) putStaged(ctx context.Context, op string, algo Algorithm, want R
 			return Ref{}, refErr(op, want, err)
 		}
 		er.enc.Reset(&er.out)
-		defer s.putEncoder(er.enc)
+		defer s.putStreamEncoder(er.enc)
 	}
 	er.out.Write(appendHeader(nil, codec, -1))
 	tmp := s.tmpDir() + "/" + newID()

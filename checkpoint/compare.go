@@ -307,7 +307,7 @@ func diffResult(from, to string, changes []*change) *DiffResult {
 func (m *Manager) Diff(ctx context.Context, id string) (*DiffResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer m.warmBlobs(ctx)()
+	defer m.warmBlobs(ctx, false)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return nil, err

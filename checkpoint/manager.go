@@ -276,12 +276,17 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 
 // warmBlobs has a cas store load its pack indexes in the background (a
 // process's first lookup reads them all) while the caller reads the stat
-// cache and walks the workspace; the returned function waits for it.
-func (m *Manager) warmBlobs(ctx context.Context) func() {
+// cache and walks the workspace, and, when the caller will put blobs
+// (puts), ready an encoder (see cas.Store.Warm); the returned function
+// waits for the indexes.
+func (m *Manager) warmBlobs(ctx context.Context, puts bool) func() {
 	cb, _ := m.blobs.(casBlobs)
 	s, ok := cb.s.(*cas.Store)
 	if !ok {
 		return func() {}
+	}
+	if puts {
+		s.Warm()
 	}
 	done := make(chan struct{})
 	go func() {

@@ -79,7 +79,7 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 	fail := func(err error) (*RewindFilesResult, error) {
 		return &RewindFilesResult{CanRewind: false, Error: err.Error()}, err
 	}
-	defer m.warmBlobs(ctx)()
+	defer m.warmBlobs(ctx, !dryRun)()
 	man, loaded, err := m.loadForPlan(ctx, id)
 	if err != nil {
 		return fail(err)

@@ -154,7 +154,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer m.warmBlobs(ctx)()
+	defer m.warmBlobs(ctx, true)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
 	if !cc.noDefaults {
