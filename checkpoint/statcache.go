@@ -289,9 +289,12 @@ func (c *statCache) isKeyOrder(paths []string) bool {
 // encodeTail encodes the refs, trees and the last snapshot after head and
 // returns the whole file.
 func (c *statCache) encodeTail(head cacheHead) []byte {
-	size := 64 + len(head.paths)*36
+	// The exact bound: growing b would copy it, and the garbage of a
+	// snapshot is what its GC cycles cost.
+	size := 2*binary.MaxVarintLen64 + len(head.paths)*3*cacheRefMax + len(head.order)*cacheRefMax +
+		binary.MaxVarintLen64 + len(c.last.id) + cacheRefMax + binary.MaxVarintLen64 + crc32.Size
 	for _, t := range c.trees {
-		size += len(t) + 40
+		size += cacheRefMax + binary.MaxVarintLen64 + len(t) + 1
 	}
 	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(len(head.paths)))
@@ -343,6 +346,10 @@ func compressCache(b []byte, better bool) []byte {
 // only needs damage detected: a wrong entry costs a rehash at most, and
 // whoever can write the store can write manifests too.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// cacheRefMax is the most bytes appendCacheRef writes: flag, algorithm
+// and a 32-byte digest (cas.Ref.Digest).
+const cacheRefMax = 2 + 32
 
 // appendCacheRef writes a ref as a flag byte and, when set, its algorithm
 // byte and digest (the tree objects' form); "" is one zero byte.
