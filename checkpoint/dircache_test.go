@@ -44,9 +44,8 @@ func TestDirListingCache(t *testing.T) {
 	settle := func() {
 		// Pretend the last snapshot was verified long after the writes, so
 		// that ctimes (which Chtimes cannot set back) are not racy.
-		for d, e := range m.cache.dirs {
-			e.verified += int64(2 * time.Hour)
-			m.cache.dirs[d] = e
+		for _, r := range m.cache.dirs {
+			r.verified += int64(2 * time.Hour)
 		}
 	}
 	one, err := m.CreateTree(ctx, "one")

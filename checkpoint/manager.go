@@ -391,7 +391,7 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 	}
 	t0 := time.Now()
 	defer func() {
-		m.cfg.log.Debug("checkpoint: stat cache loaded", "entries", len(m.cache.entries), "trees", len(m.cache.trees), "took", time.Since(t0))
+		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", len(m.cache.dirs), "trees", len(m.cache.trees), "took", time.Since(t0))
 	}()
 	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
 	switch {

@@ -107,9 +107,10 @@ func TestCtimeCatchesRestoredMtime(t *testing.T) {
 	if _, err := m.CreateTree(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
-	for p, e := range m.cache.entries {
-		e.verified += int64(time.Hour)
-		m.cache.entries[p] = e
+	for _, r := range m.cache.dirs {
+		for i := range r.ents {
+			r.ents[i].verified += int64(time.Hour)
+		}
 	}
 	if err := os.WriteFile(p, []byte("BBBB"), 0o644); err != nil {
 		t.Fatal(err)

@@ -51,13 +51,11 @@ func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
 func settle(m *Manager) {
 	const d = int64(2 * time.Hour)
 	m.loadCache(context.Background())
-	for p, e := range m.cache.entries {
-		e.verified += d
-		m.cache.entries[p] = e
-	}
-	for p, e := range m.cache.dirs {
-		e.verified += d
-		m.cache.dirs[p] = e
+	for _, r := range m.cache.dirs {
+		r.verified += d
+		for i := range r.ents {
+			r.ents[i].verified += d
+		}
 	}
 	m.cache.last.verified += d
 }

@@ -69,7 +69,7 @@ func (p *prefetcher) found(te treeEntry, cached bool) {
 		return
 	}
 	var prev *cacheRefs
-	if ce, ok := p.cache.entries[te.path]; ok {
+	if ce, ok := p.cache.entry(te.path); ok {
 		refs := p.cache.refsOf(ce)
 		prev = &refs
 	}

@@ -238,7 +238,7 @@ func (w *prewriter) likely(man *Manifest, cache *statCache) {
 				}
 				p := prefix + k.name
 				if e := k.entry; e != nil && e.Exists && e.typ() == TypeFile && n < likelyMax {
-					if ce, ok := cache.entries[p]; !ok || !cache.byLast(ce) || cache.refsOf(ce).ref != e.Digest {
+					if ce, ok := cache.entry(p); !ok || !cache.byLast(ce) || cache.refsOf(ce).ref != e.Digest {
 						n++
 						want := stateOf(e)
 						w.load(&change{path: p, b: &want})

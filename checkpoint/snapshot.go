@@ -223,14 +223,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
-	for d, l := range tree.listings {
-		l.verified = start.UnixNano()
-		tree.listings[d] = l
-	}
-	m.cache.dirs = tree.listings
-	// Paths this snapshot did not store (deleted, ignored since, or only
-	// named by a files checkpoint) would only grow the cache.
-	maps.DeleteFunc(m.cache.entries, func(_ string, e cacheEntry) bool { return e.verified != start.UnixNano() })
+	m.cache.relist(tree.listings, start.UnixNano())
 	m.cache.compactAdded()
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
@@ -273,9 +266,11 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	var jobs, done []int        // files to store, files stored by the prefetch
 	stored := map[string]bool{} // refs known to be in the store, this call
 	kept := m.lastKept(ctx)
+	var cur cacheCursor
 	for _, i := range idx {
 		e := &man.Files[i]
-		if ce, ok := cache.lookupEntry(e.Path, sts[i], m.cfg.racy); ok {
+		if slot := cur.slot(cache, e.Path); slot != nil && proves(*slot, sts[i], m.cfg.racy) {
+			ce := *slot
 			full := cache.refsOf(ce)
 			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
 			// The stat proves the content, not that its blobs are still
@@ -289,7 +284,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 				}
 			}
 			if ok {
-				cache.reverify(e.Path, ce, sts[i], start)
+				slot.st, slot.verified = sts[i], start
 				continue
 			}
 			e.Digest, e.Base, e.Delta = "", "", ""
@@ -304,7 +299,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	// The last stored version of each changed path: the base of a delta.
 	prev := make(map[int]*cacheRefs, len(jobs))
 	for _, i := range jobs {
-		if ce, ok := cache.entries[man.Files[i].Path]; ok {
+		if ce, ok := cache.entry(man.Files[i].Path); ok {
 			refs := cache.refsOf(ce)
 			prev[i] = &refs
 		}
@@ -554,18 +549,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var head chan cacheHead
 	if save {
 		head = make(chan cacheHead, 1)
-		go func() {
-			// A tree snapshot's files are its entries, in path order;
-			// encodeHead checks that they are, so a lookup here would
-			// only do its work twice.
-			order := make([]string, 0, len(cache.entries))
-			for _, f := range man.Files {
-				if f.typ() == TypeFile {
-					order = append(order, f.Path)
-				}
-			}
-			head <- cache.encodeHead(start, order)
-		}()
+		go func() { head <- cache.encodeHead(start) }()
 	}
 	var root string
 	var trees []string
@@ -740,13 +724,13 @@ func (pc *parentCheck) check(p string) (parentState, string, error) {
 
 // tree is the result of a walk.
 type tree struct {
-	listings map[string]dirCacheEntry // every directory read, for the stat cache
-	entries  []treeEntry              // dirs, files, symlinks, others; sorted by path (see walkOptions)
-	ignored  []string                 // ignored paths (not descended), sorted
-	skipped  []Skipped                // names a manifest cannot hold
-	temps    []treeEntry              // rewind's temporary files (see removeStaleTemps)
+	listings map[string]dirListing // every directory read, for the stat cache
+	entries  []treeEntry           // dirs, files, symlinks, others; sorted by path (see walkOptions)
+	ignored  []string              // ignored paths (not descended), sorted
+	skipped  []Skipped             // names a manifest cannot hold
+	temps    []treeEntry           // rewind's temporary files (see removeStaleTemps)
 	// dirty, when the walk was asked for it, holds every directory that
-	// may differ from the last tree snapshot (see provenSame), and its
+	// may differ from the last tree snapshot (see statCache.byLast), and its
 	// ancestors: a read directory not in it is, with all below it, as the
 	// last snapshot stored it.
 	dirty map[string]bool
@@ -811,7 +795,7 @@ type walkOptions struct {
 	dirty bool
 	// found, when set, is called with every entry kept but directories,
 	// from the walk's goroutines, as soon as it is listed, and whether the
-	// stat cache vouches for its content (see statCache.lookupEntry).
+	// stat cache vouches for its content (see proves).
 	found func(te treeEntry, cached bool)
 	// unsorted leaves tree.entries in any order: the caller sorts what
 	// it keeps.
@@ -842,7 +826,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 	dirty = dirty && useListings && cache.last.tree != ""
 	var (
 		dirtyDirs []string
-		t         = tree{listings: make(map[string]dirCacheEntry, len(cache.dirs)), entries: make([]treeEntry, 0, len(cache.entries)+len(cache.dirs))}
+		t         = tree{listings: make(map[string]dirListing, len(cache.dirs)), entries: make([]treeEntry, 0, cache.size())}
 		mu        sync.Mutex
 		cond      = sync.NewCond(&mu)
 		queue     = []job{{".", rootSt, base}}
@@ -856,9 +840,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		}
 		var ents []dirEntry
 		var err error
-		names, cached := cache.listing(j.dir, j.st, m.cfg.racy)
+		rec, cached := cache.listing(j.dir, j.st, m.cfg.racy)
 		if cached && useListings {
-			ents, err = m.ws.statNames(j.dir, names)
+			ents, err = m.ws.statNames(j.dir, rec.names)
 		} else {
 			ents, err = m.ws.readDir(j.dir)
 		}
@@ -873,18 +857,19 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			}
 			return err
 		}
-		old, known := cache.dirs[j.dir]
-		known = known && old.verified == cache.last.verified
+		known := rec != nil && rec.listed && rec.verified == cache.last.verified
 		isDirty := dirty && !(cached && known)
 		// Whether the .gitignore here is the last snapshot's: the same
 		// file, or none then and now (a listing the cache had tells).
-		_, hadIgnore := slices.BinarySearch(old.names, ".gitignore")
-		rulesSame := known && !hadIgnore
+		rulesSame := known && rec.find(".gitignore") < 0
 		// Listings are kept sorted, so a cached one needs no sort.
 		if !slices.IsSortedFunc(ents, cmpDirEntry) {
 			slices.SortFunc(ents, cmpDirEntry)
 		}
-		if !cached || !useListings || len(names) != len(ents) {
+		var names []string
+		if cached && useListings && len(rec.names) == len(ents) {
+			names = rec.names
+		} else {
 			names = make([]string, len(ents))
 			for i, e := range ents {
 				names[i] = e.name
@@ -909,14 +894,26 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			skipped []Skipped
 		)
 		var temps []treeEntry
+		at := 0 // rec's names before it are before the entry's: both are sorted
 		for _, e := range ents {
 			rel := e.name
 			if j.dir != "." {
 				rel = j.dir + "/" + e.name
 			}
+			// The entry the cache has for it, found by position.
+			var ce cacheEntry
+			if rec != nil {
+				for at < len(rec.names) && rec.names[at] < e.name {
+					at++
+				}
+				if at < len(rec.names) && rec.names[at] == e.name {
+					ce = rec.ents[at]
+				}
+			}
+			hit := proves(ce, e.st, m.cfg.racy)
 			if dirty && e.name == ".gitignore" {
 				// Even when ignored: it decides the rules below.
-				rulesSame = known && e.st.isRegular() && cache.provenSame(rel, e.st, m.cfg.racy)
+				rulesSame = known && e.st.isRegular() && hit && cache.byLast(ce)
 				isDirty = isDirty || !rulesSame
 			}
 			if strings.HasPrefix(e.name, tempPrefix) {
@@ -938,11 +935,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			}
 			entries = append(entries, treeEntry{path: rel, st: e.st})
 			if !isDir && (dirty || opt.found != nil) {
-				ce, cached := cache.lookupEntry(rel, e.st, m.cfg.racy)
 				if opt.found != nil {
-					opt.found(treeEntry{path: rel, st: e.st}, cached)
+					opt.found(treeEntry{path: rel, st: e.st}, hit)
 				}
-				isDirty = isDirty || dirty && !(cached && cache.byLast(ce))
+				isDirty = isDirty || dirty && !(hit && cache.byLast(ce))
 			}
 			if isDir {
 				sub = append(sub, job{rel, e.st, ig})
@@ -957,7 +953,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
 		t.temps = append(t.temps, temps...)
-		t.listings[j.dir] = dirCacheEntry{st: j.st, names: names}
+		t.listings[j.dir] = dirListing{st: j.st, names: names}
 		if isDirty {
 			dirtyDirs = append(dirtyDirs, j.dir)
 		}

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -24,13 +24,14 @@ import (
 // changed. It is an optimisation only: a missing, stale or damaged cache
 // costs time, never correctness, because an entry is trusted only when the
 // stat matches exactly and the entry is not racy (see racy).
+//
+// It is kept per directory, as the walk goes: a directory's record holds
+// its listing and its files' entries side by side, so the walk finds an
+// entry by its position in the listing (no map of every path to build at
+// load or to look up per file), and anyone else by the directory's record
+// and a binary search of its names.
 type statCache struct {
-	entries map[string]cacheEntry
-	// dirs remembers directory listings: a directory's mtime and ctime
-	// change whenever an entry is added, removed or renamed in it, so while
-	// its stat is unchanged (and not racy) its names are too, and the walk
-	// stats them without opening and reading the directory.
-	dirs map[string]dirCacheEntry
+	dirs map[string]*dirRec
 	// trees holds the tree objects of the last tree snapshot by ref, so
 	// loading a checkpoint reads from cas only the trees that differ from
 	// it.
@@ -39,7 +40,7 @@ type statCache struct {
 	older map[string]bool
 	// treeOf is the ref of the tree object of each directory of the last
 	// tree snapshot that has one (git's cache-tree): a directory proven
-	// unchanged since (see provenSame) has that tree again.
+	// unchanged since (see byLast) has that tree again.
 	treeOf map[string]string
 	// last is the tree snapshot that wrote entries verified at its start:
 	// while its manifest is stored, naming the same root tree, GC keeps
@@ -48,8 +49,8 @@ type statCache struct {
 	// read and added hold the entries' refs as the file does (three
 	// appendCacheRef each: ref, base, delta): read is the decoded block
 	// they were read from, added what put wrote since. An entry holds
-	// where its own are, so it has no pointer: the map of thousands of
-	// them costs the GC nothing to scan, nor a write barrier to fill.
+	// where its own are, so it has no pointer: the thousands of them cost
+	// the GC nothing to scan, nor a write barrier to fill.
 	read, added []byte
 }
 
@@ -58,10 +59,30 @@ type lastSnapshot struct {
 	verified int64
 }
 
-type dirCacheEntry struct {
+// dirRec is one directory's record. A directory's mtime and ctime change
+// whenever an entry is added, removed or renamed in it, so while its stat
+// is st (and not racy), the names of a listed record are its names, and
+// the walk stats them without opening and reading the directory. A record
+// not listed (a files checkpoint put into a directory no walk read, or a
+// name the listing lacked) only holds entries.
+type dirRec struct {
 	st       fileStat
-	names    []string
 	verified int64
+	listed   bool
+	names    []string     // sorted
+	ents     []cacheEntry // ents[i] is names[i]'s entry; n 0 for none
+}
+
+// find returns the index of name in r's names, or -1.
+func (r *dirRec) find(name string) int {
+	if r == nil {
+		return -1
+	}
+	i, ok := slices.BinarySearch(r.names, name)
+	if !ok {
+		return -1
+	}
+	return i
 }
 
 type cacheEntry struct {
@@ -71,7 +92,7 @@ type cacheEntry struct {
 	// statCache.added when off has refsAdded set (see refsOf): most
 	// entries are only compared by stat, never turned into strings.
 	off uint32
-	n   uint16
+	n   uint16 // 0: no entry
 }
 
 // refsAdded marks an offset into statCache.added.
@@ -97,7 +118,7 @@ func (c *statCache) refsOf(e cacheEntry) cacheRefs {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-11\n"
+const cacheMagic = "trove-statcache-12\n"
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -112,46 +133,70 @@ const (
 )
 
 func newStatCache() *statCache {
-	return &statCache{entries: make(map[string]cacheEntry), dirs: make(map[string]dirCacheEntry), trees: make(map[string][]byte), older: make(map[string]bool), treeOf: make(map[string]string)}
+	return &statCache{dirs: make(map[string]*dirRec), trees: make(map[string][]byte), older: make(map[string]bool), treeOf: make(map[string]string)}
 }
 
-// listing returns the cached names of dir when st proves them current.
-func (c *statCache) listing(dir string, st fileStat, window time.Duration) ([]string, bool) {
-	d, ok := c.dirs[dir]
-	if !ok || d.st != st || racy(cacheEntry{st: d.st, verified: d.verified}, window) {
-		return nil, false
+// listing returns dir's record, if any, and whether st proves its names
+// current.
+func (c *statCache) listing(dir string, st fileStat, window time.Duration) (*dirRec, bool) {
+	r := c.dirs[dir]
+	if r == nil || !r.listed || r.st != st || racy(cacheEntry{st: r.st, verified: r.verified}, window) {
+		return r, false
 	}
-	return d.names, true
+	return r, true
+}
+
+// size is how many names the records hold: a walk's size.
+func (c *statCache) size() int {
+	n := 0
+	for _, r := range c.dirs {
+		n += len(r.names)
+	}
+	return n
+}
+
+// splitPath returns p's directory ("." for the root) and name.
+func splitPath(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return ".", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// slot returns the entry of path, to read or update in place, or nil.
+func (c *statCache) slot(path string) *cacheEntry {
+	var k cacheCursor
+	return k.slot(c, path)
+}
+
+// entry returns the entry of path.
+func (c *statCache) entry(path string) (cacheEntry, bool) {
+	if e := c.slot(path); e != nil {
+		return *e, true
+	}
+	return cacheEntry{}, false
 }
 
 // lookup returns the cached digest of path when st proves the content
 // unchanged: identical stat and not racy.
 func (c *statCache) lookup(path string, st fileStat, window time.Duration) (string, bool) {
-	e, ok := c.lookupEntry(path, st, window)
-	if !ok {
+	e, _ := c.entry(path)
+	if !proves(e, st, window) {
 		return "", false
 	}
 	return c.refsOf(e).ref, true
 }
 
-// lookupEntry is lookup returning the whole entry.
-func (c *statCache) lookupEntry(path string, st fileStat, window time.Duration) (cacheEntry, bool) {
-	e, ok := c.entries[path]
-	if !ok || e.st != st || racy(e, window) {
-		return cacheEntry{}, false
-	}
-	return e, true
+// proves reports whether e vouches for the content of a file with stat st:
+// an entry, with that very stat, and not racy.
+func proves(e cacheEntry, st fileStat, window time.Duration) bool {
+	return e.n > 0 && e.st == st && !racy(e, window)
 }
 
-// provenSame reports whether path, with stat st, is the file the last
-// tree snapshot stored: its entry is the one that snapshot verified (not
-// one a files checkpoint put since) and the stat proves the content.
-func (c *statCache) provenSame(path string, st fileStat, window time.Duration) bool {
-	e, ok := c.lookupEntry(path, st, window)
-	return ok && c.byLast(e)
-}
-
-// byLast reports whether the last tree snapshot verified e.
+// byLast reports whether the last tree snapshot verified e: with a stat
+// that proves its content (see proves), the file is the one that snapshot
+// stored, not one a files checkpoint put since.
 func (c *statCache) byLast(e cacheEntry) bool {
 	return c.last.tree != "" && e.verified == c.last.verified
 }
@@ -175,7 +220,27 @@ func racy(e cacheEntry, window time.Duration) bool {
 func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 	off := len(c.added)
 	c.added = appendCacheRef(appendCacheRef(appendCacheRef(c.added, e.Digest), e.Base), e.Delta)
-	c.entries[path] = cacheEntry{st: st, verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
+	ce := cacheEntry{st: st, verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
+	if s := c.slot(path); s != nil {
+		*s = ce
+		return
+	}
+	dir, name := splitPath(path)
+	r := c.dirs[dir]
+	if r == nil {
+		r = &dirRec{}
+		c.dirs[dir] = r
+	}
+	i, ok := slices.BinarySearch(r.names, name)
+	if !ok {
+		// A name the listing lacks: it is no longer the directory's.
+		r.listed = false
+		// Clipped, so that a record decoded into a shared array never
+		// writes into its neighbour's.
+		r.names = slices.Insert(slices.Clip(r.names), i, name)
+		r.ents = slices.Insert(slices.Clip(r.ents), i, cacheEntry{})
+	}
+	r.ents[i] = ce
 }
 
 // addedMax is how many bytes of refs put may leave behind in added (those
@@ -190,100 +255,139 @@ func (c *statCache) compactAdded() {
 		return
 	}
 	var b []byte
-	for p, e := range c.entries {
-		if e.off&refsAdded != 0 {
-			raw := c.rawRefs(e)
-			e.off = uint32(len(b)) | refsAdded
-			b = append(b, raw...)
-			c.entries[p] = e
+	for _, r := range c.dirs {
+		for i, e := range r.ents {
+			if e.n > 0 && e.off&refsAdded != 0 {
+				raw := c.rawRefs(e)
+				r.ents[i].off = uint32(len(b)) | refsAdded
+				b = append(b, raw...)
+			}
 		}
 	}
 	c.added = b
 }
 
-// reverify records that the entry of path, content unchanged, has stat st
-// as of verified.
-func (c *statCache) reverify(path string, ce cacheEntry, st fileStat, verified int64) {
-	ce.st, ce.verified = st, verified
-	c.entries[path] = ce
+// relist makes the listings of a tree snapshot's walk the cache's records,
+// keeping of the entries only those the snapshot verified (at verified):
+// the paths it did not store (deleted, ignored since, or only named by a
+// files checkpoint) would only grow the cache.
+func (c *statCache) relist(listings map[string]dirListing, verified int64) {
+	dirs := make(map[string]*dirRec, len(listings))
+	recs := make([]dirRec, len(listings))
+	n := 0
+	for _, l := range listings {
+		n += len(l.names)
+	}
+	ents := make([]cacheEntry, n)
+	k := 0
+	for d, l := range listings {
+		r := &recs[k]
+		k++
+		r.st, r.verified, r.listed, r.names = l.st, verified, true, l.names
+		r.ents, ents = ents[:len(l.names):len(l.names)], ents[len(l.names):]
+		if old := c.dirs[d]; old != nil {
+			// Both sorted: one pass.
+			j := 0
+			for i, name := range r.names {
+				for j < len(old.names) && old.names[j] < name {
+					j++
+				}
+				if j < len(old.names) && old.names[j] == name && old.ents[j].n > 0 && old.ents[j].verified == verified {
+					r.ents[i] = old.ents[j]
+				}
+			}
+		}
+		dirs[d] = r
+	}
+	c.dirs = dirs
 }
 
-// The cache is written as three S2 blocks: magic, uvarint length of the
-// first, the first, uvarint length of the second, the second, the third.
-// A snapshot compresses the first two (entries and listings, final once its
-// files are stored) while it builds its trees, and only the third (trees
-// and the last snapshot) after; a reader decodes the three at once. Each
-// block ends with the CRC-32C of its bytes. Decoded, the first is a base
-// time and the entries sorted by path (verified as the distance back from
-// the base, one byte for nearly all) without their refs; the second the
-// base time and the listings; the third the entries' refs in the order of
-// the first (beside the trees, which hold the same digests, so they
-// compress against them), the trees, the tree refs of the directories
-// (treeOf) in the order of the second, and the last snapshot.
+// cacheCursor finds the entries of paths in order, looking a directory's
+// record up once for all its files.
+type cacheCursor struct {
+	dir string
+	rec *dirRec
+}
+
+// slot is statCache.slot.
+func (k *cacheCursor) slot(c *statCache, path string) *cacheEntry {
+	dir, name := splitPath(path)
+	if k.rec == nil || dir != k.dir {
+		k.dir, k.rec = dir, c.dirs[dir]
+	}
+	if i := k.rec.find(name); i >= 0 && k.rec.ents[i].n > 0 {
+		return &k.rec.ents[i]
+	}
+	return nil
+}
+
+// dirListing is a directory as a walk read it.
+type dirListing struct {
+	st    fileStat
+	names []string // sorted
+}
+
+// The cache is written as two S2 blocks: magic, uvarint length of the
+// first, the first, the second. A snapshot compresses the first (the
+// directories, final once its files are stored) while it builds its trees,
+// and only the second (trees and the last snapshot) after; a reader decodes
+// the two at once. Each block ends with the CRC-32C of its bytes. Decoded,
+// the first is a base time and the directories: path, stat, verified (as
+// the distance back from the base, one byte for nearly all), whether
+// listed, and the names, each with a byte telling whether an entry
+// follows, its stat and verified time, without its refs. The second holds
+// the number of entries and their refs in the order of the first (beside the trees, which hold
+// the same digests, so they compress against them), the trees, the tree
+// refs of the directories (treeOf) in the order of the first, and the last
+// snapshot.
 
 // encode writes the whole cache.
-func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified, nil)) }
+func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
 
-// cacheHead is the first two blocks, compressed, and the order their
-// entries and listings were written in.
+// cacheHead is the first block, compressed, and the order it holds the
+// directories in.
 type cacheHead struct {
-	entries, dirs []byte
-	paths         []string
-	order         []string // of dirs
+	block   []byte
+	paths   []string
+	recs    []*dirRec
+	refs    int // bytes of the entries' refs
+	entries int
 }
 
-// encodeHead encodes the entries and listings, verified times relative to
-// base (any time; the snapshot's start keeps them short). sorted, when it
-// is the entries' paths sorted (a tree snapshot's files are), spares
-// sorting them again.
-func (c *statCache) encodeHead(base int64, sorted []string) cacheHead {
-	paths := sorted
-	if !c.isKeyOrder(sorted) {
-		paths = slices.Sorted(maps.Keys(c.entries))
+// encodeHead encodes the directories, verified times relative to base (any
+// time; the snapshot's start keeps them short).
+func (c *statCache) encodeHead(base int64) cacheHead {
+	h := cacheHead{paths: make([]string, 0, len(c.dirs)), recs: make([]*dirRec, 0, len(c.dirs))}
+	size := 64
+	for d, r := range c.dirs {
+		size += len(d) + 48 + len(r.names)*(24+40)
 	}
-	b := make([]byte, 0, 64+len(paths)*80)
-	b = binary.AppendVarint(b, base)
-	b = binary.AppendUvarint(b, uint64(len(paths)))
-	for _, p := range paths {
-		e := c.entries[p]
-		b = appendStr(b, p)
-		b = appendStat(b, e.st)
-		b = binary.AppendVarint(b, base-e.verified)
-	}
-	entries := compressCache(appendCRC(b), false)
-	// Directories and trees in map order: nothing needs them sorted.
-	b = b[:0]
+	b := make([]byte, 0, size)
 	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(c.dirs)))
-	order := make([]string, 0, len(c.dirs))
-	for d, e := range c.dirs {
-		order = append(order, d)
+	// In map order: nothing needs them sorted.
+	for d, r := range c.dirs {
+		h.paths = append(h.paths, d)
+		h.recs = append(h.recs, r)
 		b = appendStr(b, d)
-		b = appendStat(b, e.st)
-		b = binary.AppendVarint(b, base-e.verified)
-		b = binary.AppendUvarint(b, uint64(len(e.names)))
-		for _, n := range e.names {
+		b = appendStat(b, r.st)
+		b = binary.AppendVarint(b, base-r.verified)
+		b = appendBool(b, r.listed)
+		b = binary.AppendUvarint(b, uint64(len(r.names)))
+		for i, n := range r.names {
 			b = appendStr(b, n)
+			e := r.ents[i]
+			b = appendBool(b, e.n > 0)
+			if e.n > 0 {
+				b = appendStat(b, e.st)
+				b = binary.AppendVarint(b, base-e.verified)
+				h.refs += int(e.n)
+				h.entries++
+			}
 		}
 	}
-	return cacheHead{entries: entries, dirs: compressCache(appendCRC(b), false), paths: paths, order: order}
-}
-
-// isKeyOrder reports whether paths are the entries' paths, sorted: as
-// many, in strictly increasing order, each one of them.
-func (c *statCache) isKeyOrder(paths []string) bool {
-	if len(paths) != len(c.entries) {
-		return false
-	}
-	for i, p := range paths {
-		if i > 0 && paths[i-1] >= p {
-			return false
-		}
-		if _, ok := c.entries[p]; !ok {
-			return false
-		}
-	}
-	return true
+	h.block = compressCache(appendCRC(b), false)
+	return h
 }
 
 // encodeTail encodes the refs, trees and the last snapshot after head and
@@ -291,15 +395,19 @@ func (c *statCache) isKeyOrder(paths []string) bool {
 func (c *statCache) encodeTail(head cacheHead) []byte {
 	// The exact bound: growing b would copy it, and the garbage of a
 	// snapshot is what its GC cycles cost.
-	size := 2*binary.MaxVarintLen64 + len(head.paths)*3*cacheRefMax + len(head.order)*cacheRefMax +
+	size := 2*binary.MaxVarintLen64 + head.refs + len(head.paths)*cacheRefMax +
 		binary.MaxVarintLen64 + len(c.last.id) + cacheRefMax + binary.MaxVarintLen64 + crc32.Size
 	for _, t := range c.trees {
 		size += cacheRefMax + binary.MaxVarintLen64 + len(t) + 1
 	}
 	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(head.paths)))
-	for _, p := range head.paths {
-		b = append(b, c.rawRefs(c.entries[p])...)
+	b = binary.AppendUvarint(b, uint64(head.entries))
+	for _, r := range head.recs {
+		for _, e := range r.ents {
+			if e.n > 0 {
+				b = append(b, c.rawRefs(e)...)
+			}
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.trees)))
 	for r, t := range c.trees {
@@ -308,19 +416,17 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = append(b, t...)
 		b = appendBool(b, c.older[r])
 	}
-	for _, d := range head.order {
+	for _, d := range head.paths {
 		b = appendCacheRef(b, c.treeOf[d])
 	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
 	b = binary.AppendVarint(b, c.last.verified)
 	tail := compressCache(appendCRC(b), true)
-	out := make([]byte, 0, len(cacheMagic)+20+len(head.entries)+len(head.dirs)+len(tail))
+	out := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+len(tail))
 	out = append(out, cacheMagic...)
-	out = binary.AppendUvarint(out, uint64(len(head.entries)))
-	out = append(out, head.entries...)
-	out = binary.AppendUvarint(out, uint64(len(head.dirs)))
-	out = append(out, head.dirs...)
+	out = binary.AppendUvarint(out, uint64(len(head.block)))
+	out = append(out, head.block...)
 	return append(out, tail...)
 }
 
@@ -404,41 +510,33 @@ func (r *reader) skipCacheRef() bool {
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; anything else is errBadCache.
-// The three blocks are decoded at once: the cache is read before a walk
-// can start.
+// The two blocks are decoded at once: the cache is read before a walk can
+// start.
 func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, errBadCache
 	}
 	rest := data[len(cacheMagic):]
-	var blocks [3][]byte
-	for i := range 2 {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || n > uint64(len(rest)-k) {
-			return nil, errBadCache
-		}
-		blocks[i], rest = rest[k:k+int(n)], rest[k+int(n):]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n > uint64(len(rest)-k) {
+		return nil, errBadCache
 	}
-	blocks[2] = rest
+	head, tail := rest[k:k+int(n)], rest[k+int(n):]
 	c := &statCache{older: make(map[string]bool)}
 	var (
-		wg         sync.WaitGroup
-		errE, errD error
-		order      []string                  // of the listings
-		listed     = make(chan struct{})     // closed once order is set
-		refs       = make(chan []refSpan, 1) // the entries' refs, nil on failure
+		wg     sync.WaitGroup
+		errD   error
+		order  []string                  // of the directories
+		listed = make(chan struct{})     // closed once order is set
+		refs   = make(chan []refSpan, 1) // the entries' refs, nil on failure
 	)
-	wg.Go(func() { c.entries, errE = decodeEntries(blocks[0], refs) })
 	wg.Go(func() {
 		defer close(listed)
-		c.dirs, order, errD = decodeListings(blocks[1])
+		c.dirs, order, errD = decodeDirs(head, refs)
 	})
-	err := c.decodeTail(blocks[2], refs, listed, &order)
+	err := c.decodeTail(tail, refs, listed, &order)
 	wg.Wait()
-	if err == nil {
-		err = cmp.Or(errE, errD)
-	}
-	if err != nil {
+	if err = cmp.Or(err, errD); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -466,44 +564,18 @@ func newReader(b []byte) *reader {
 	return &reader{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))}
 }
 
-// decodeEntries parses the first block, once the entries' refs (as the
-// third block holds them) come from refs: each entry goes into the map as
-// it is read, with no copy of them all to gather first.
-func decodeEntries(block []byte, refs <-chan []refSpan) (map[string]cacheEntry, error) {
+// decodeDirs parses the first block, once the entries' refs (as the second
+// holds them) come from refs, returning the records and the order they
+// were written in. The names and entries of all records share two arrays,
+// each record's clipped to its own.
+func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []string, error) {
 	raw, err := openBlock(block)
 	rs := <-refs
 	if err != nil {
-		return nil, err
-	}
-	r := newReader(raw)
-	base := r.varint()
-	ne := r.uvarint()
-	if ne > uint64(len(r.b)) || rs == nil || uint64(len(rs)) != ne {
-		return nil, errBadCache
-	}
-	m := make(map[string]cacheEntry, ne)
-	for i := uint64(0); i < ne && r.err == nil; i++ {
-		p := r.str()
-		var e cacheEntry
-		e.st = r.stat()
-		e.verified = base - r.varint()
-		if rs[i].n > 0 {
-			e.off, e.n = rs[i].off, rs[i].n
-			m[p] = e
-		}
-	}
-	if r.err != nil || len(r.b) != 0 {
-		return nil, errBadCache
-	}
-	return m, nil
-}
-
-// decodeListings parses the second block, returning the listings and the
-// order they were written in.
-func decodeListings(block []byte) (map[string]dirCacheEntry, []string, error) {
-	raw, err := openBlock(block)
-	if err != nil {
 		return nil, nil, err
+	}
+	if rs == nil {
+		return nil, nil, errBadCache
 	}
 	r := newReader(raw)
 	base := r.varint()
@@ -511,25 +583,48 @@ func decodeListings(block []byte) (map[string]dirCacheEntry, []string, error) {
 	if nd > uint64(len(r.b)) {
 		return nil, nil, errBadCache
 	}
-	dirs := make(map[string]dirCacheEntry, nd)
+	dirs := make(map[string]*dirRec, nd)
 	order := make([]string, 0, nd)
-	for i := uint64(0); i < nd && r.err == nil; i++ {
+	recs := make([]dirRec, nd)
+	names := make([]string, 0, len(rs)+int(nd))
+	ents := make([]cacheEntry, 0, len(rs)+int(nd))
+	k := 0 // the next ref
+	for i := range recs {
+		if r.err != nil {
+			break
+		}
 		d := r.str()
 		order = append(order, d)
-		var e dirCacheEntry
-		e.st = r.stat()
-		e.verified = base - r.varint()
+		rec := &recs[i]
+		rec.st = r.stat()
+		rec.verified = base - r.varint()
+		rec.listed = r.bool()
 		nn := r.uvarint()
 		if nn > uint64(len(r.b)) {
 			return nil, nil, errBadCache
 		}
-		e.names = make([]string, 0, nn)
+		n0 := len(names)
 		for j := uint64(0); j < nn && r.err == nil; j++ {
-			e.names = append(e.names, r.str())
+			names = append(names, r.str())
+			var e cacheEntry
+			if r.bool() {
+				e.st = r.stat()
+				e.verified = base - r.varint()
+				if k >= len(rs) {
+					return nil, nil, errBadCache
+				}
+				e.off, e.n = rs[k].off, rs[k].n
+				k++
+			}
+			ents = append(ents, e)
 		}
-		dirs[d] = e
+		rec.names, rec.ents = names[n0:len(names):len(names)], ents[n0:len(ents):len(ents)]
+		if !slices.IsSorted(rec.names) {
+			return nil, nil, errBadCache
+		}
+		dirs[d] = rec
 	}
-	if r.err != nil || len(r.b) != 0 {
+	if r.err != nil || len(r.b) != 0 || k != len(rs) {
 		return nil, nil, errBadCache
 	}
 	return dirs, order, nil

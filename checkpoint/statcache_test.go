@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"testing"
 	"time"
@@ -17,15 +19,15 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.entries) != 100 {
-		t.Fatalf("%d entries back", len(got.entries))
+	if len(got.allEntries()) != 100 {
+		t.Fatalf("%d entries back", len(got.allEntries()))
 	}
 	same := func(ac *statCache, a cacheEntry, bc *statCache, b cacheEntry) bool {
 		return a.st == b.st && ac.refsOf(a) == bc.refsOf(b) && a.verified == b.verified
 	}
-	for p, e := range c.entries {
-		if !same(got, got.entries[p], c, e) {
-			t.Fatalf("%s: %+v, want %+v", p, got.refsOf(got.entries[p]), c.refsOf(e))
+	for p, e := range c.allEntries() {
+		if g, _ := got.entry(p); !same(got, g, c, e) {
+			t.Fatalf("%s: %+v, want %+v", p, got.refsOf(g), c.refsOf(e))
 		}
 	}
 	// Entries read back keep their refs as read through another round.
@@ -33,9 +35,9 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, e := range c.entries {
-		if !same(again, again.entries[p], c, e) {
-			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.refsOf(again.entries[p]), c.refsOf(e))
+	for p, e := range c.allEntries() {
+		if g, _ := again.entry(p); !same(again, g, c, e) {
+			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.refsOf(g), c.refsOf(e))
 		}
 	}
 	for _, i := range []int{0, len(cacheMagic) + 3, len(data) / 2, len(data) - 1} {
@@ -188,30 +190,6 @@ func TestDamagedCacheOnlyCostsTime(t *testing.T) {
 	}
 }
 
-// The entries are written sorted by path whatever order the caller offers:
-// a right one is taken as is, any other is sorted afresh.
-func TestEncodeHeadOrder(t *testing.T) {
-	c := newStatCache()
-	var paths []string
-	for i := range 50 {
-		p := fmt.Sprintf("d%d/f%02d", i%3, i)
-		paths = append(paths, p)
-		c.put(p, fileStat{mode: 0o644, size: int64(i), mtime: 1e9}, &Entry{Digest: sumRef([]byte{byte(i)})}, 99)
-	}
-	want := c.encodeHead(99, nil).entries
-	sorted := slices.Sorted(slices.Values(paths))
-	swapped := slices.Clone(sorted)
-	swapped[3], swapped[4] = swapped[4], swapped[3]
-	dup := slices.Clone(sorted)
-	dup[5] = dup[4]
-	extra := append(slices.Clone(sorted[1:]), "zz/other")
-	for name, order := range map[string][]string{"sorted": sorted, "unsorted": swapped, "duplicate": dup, "missing": sorted[1:], "extra": extra, "written order": paths} {
-		if got := c.encodeHead(99, order).entries; !slices.Equal(got, want) {
-			t.Errorf("%s: entries block differs from the sorted one", name)
-		}
-	}
-}
-
 // A cache a long session keeps putting into drops the refs nothing uses
 // any more, and keeps the rest right.
 func TestCompactAdded(t *testing.T) {
@@ -228,7 +206,8 @@ func TestCompactAdded(t *testing.T) {
 			t.Fatal("never compacted")
 		}
 		for i := range 100 {
-			if got, want := c.refsOf(c.entries[fmt.Sprintf("f%d", i)]).ref, sumRef([]byte{byte(i), byte(round), byte(round >> 8)}); got != want {
+			e, _ := c.entry(fmt.Sprintf("f%d", i))
+			if got, want := c.refsOf(e).ref, sumRef([]byte{byte(i), byte(round), byte(round >> 8)}); got != want {
 				t.Fatalf("round %d, f%d: %s, want %s", round, i, got, want)
 			}
 		}
@@ -236,4 +215,144 @@ func TestCompactAdded(t *testing.T) {
 	if len(c.added) > addedMax {
 		t.Fatalf("added holds %d bytes, over %d", len(c.added), addedMax)
 	}
+}
+
+// allEntries returns every entry by path.
+func (c *statCache) allEntries() map[string]cacheEntry {
+	out := map[string]cacheEntry{}
+	for d, r := range c.dirs {
+		for i, e := range r.ents {
+			if e.n > 0 {
+				p := r.names[i]
+				if d != "." {
+					p = d + "/" + p
+				}
+				out[p] = e
+			}
+		}
+	}
+	return out
+}
+
+// A record keeps its listing only while it holds the directory's names: a
+// name put that it lacked unlists it, one it has does not.
+func TestPutUnlists(t *testing.T) {
+	c := newStatCache()
+	const v = 1e12 // long after every mtime: nothing is racy
+	c.relist(map[string]dirListing{"d": {st: fileStat{mode: fs.ModeDir | 0o755, mtime: 5}, names: []string{"a", "c"}}}, v)
+	st := fileStat{mode: 0o644, size: 1, mtime: 1}
+	c.put("d/a", st, &Entry{Digest: sumRef([]byte("a"))}, v)
+	if r, ok := c.listing("d", fileStat{mode: fs.ModeDir | 0o755, mtime: 5}, time.Nanosecond); !ok || len(r.names) != 2 {
+		t.Fatal("a put of a listed name unlisted the directory")
+	}
+	c.put("d/b", st, &Entry{Digest: sumRef([]byte("b"))}, v)
+	if _, ok := c.listing("d", fileStat{mode: fs.ModeDir | 0o755, mtime: 5}, time.Nanosecond); ok {
+		t.Fatal("a listing that lacks a name put is still trusted")
+	}
+	for p, want := range map[string]string{"d/a": "a", "d/b": "b"} {
+		if e, ok := c.entry(p); !ok || c.refsOf(e).ref != sumRef([]byte(want)) {
+			t.Fatalf("%s: entry %v %v", p, ok, c.refsOf(e))
+		}
+	}
+	if _, ok := c.entry("d/c"); ok {
+		t.Fatal("a name of the listing without an entry has one")
+	}
+	// Written and read back, the record is still unlisted, names sorted.
+	got, err := decodeStatCache(c.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := got.dirs["d"]
+	if r.listed || !slices.Equal(r.names, []string{"a", "b", "c"}) {
+		t.Fatalf("read back: listed %v, names %v", r.listed, r.names)
+	}
+}
+
+// relist keeps the entries the snapshot verified, under the walk's
+// listings, and drops the rest with the directories it did not read.
+func TestRelist(t *testing.T) {
+	c := newStatCache()
+	st := fileStat{mode: 0o644, size: 1, mtime: 1}
+	for _, p := range []string{"d/kept", "d/stale", "gone/x", "d/sub/y"} {
+		v := int64(7e12)
+		if p == "d/stale" {
+			v = 3e12
+		}
+		c.put(p, st, &Entry{Digest: sumRef([]byte(p))}, v)
+	}
+	c.relist(map[string]dirListing{
+		"d":     {st: fileStat{mode: fs.ModeDir, mtime: 9}, names: []string{"kept", "new", "stale", "sub"}},
+		"d/sub": {st: fileStat{mode: fs.ModeDir, mtime: 9}, names: []string{"y"}},
+	}, 7e12)
+	if len(c.dirs) != 2 {
+		t.Fatalf("%d records, want the 2 walked", len(c.dirs))
+	}
+	for p, want := range map[string]bool{"d/kept": true, "d/sub/y": true, "d/stale": false, "d/new": false, "gone/x": false} {
+		if _, ok := c.entry(p); ok != want {
+			t.Errorf("%s: entry %v, want %v", p, ok, want)
+		}
+	}
+	if r, ok := c.listing("d", fileStat{mode: fs.ModeDir, mtime: 9}, time.Nanosecond); !ok || !slices.Equal(r.names, []string{"kept", "new", "stale", "sub"}) {
+		t.Fatal("the walk's listing is not the record's")
+	}
+}
+
+// Records whose names are out of order, or that hold more entries than
+// the refs written, are damage.
+func TestDecodeDirsChecks(t *testing.T) {
+	c := newStatCache()
+	c.put("d/a", fileStat{size: 1}, &Entry{Digest: sumRef([]byte("a"))}, 1)
+	c.put("d/b", fileStat{size: 2}, &Entry{Digest: sumRef([]byte("b"))}, 1)
+	if _, err := decodeStatCache(c.encode()); err != nil {
+		t.Fatal(err)
+	}
+	r := c.dirs["d"]
+	r.names[0], r.names[1] = r.names[1], r.names[0]
+	if _, err := decodeStatCache(c.encode()); !errors.Is(err, errBadCache) {
+		t.Fatalf("unsorted names: %v", err)
+	}
+	r.names[0], r.names[1] = r.names[1], r.names[0]
+	// Two entries in the first block, the refs of one in the second.
+	head := c.encodeHead(1)
+	r.ents[1].n = 0
+	if _, err := decodeStatCache(c.encodeTail(head)); !errors.Is(err, errBadCache) {
+		t.Fatalf("refs of fewer entries than the directories hold: %v", err)
+	}
+}
+
+// FuzzDecodeStatCache: no input panics the decoder, and a cache it accepts
+// can be looked up and written again.
+func FuzzDecodeStatCache(f *testing.F) {
+	c := newStatCache()
+	for i := range 20 {
+		c.put(fmt.Sprintf("d%d/f%d", i%3, i), fileStat{mode: 0o644, size: int64(i), mtime: 1e9}, &Entry{Digest: sumRef([]byte{byte(i)})}, 99)
+	}
+	c.relist(map[string]dirListing{"d0": {st: fileStat{mode: fs.ModeDir, mtime: 3}, names: []string{"f0", "f3", "x"}}}, 99)
+	f.Add(c.encode())
+	f.Add([]byte(cacheMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeStatCache(data)
+		if err != nil {
+			if !errors.Is(err, errBadCache) {
+				t.Fatalf("error %v does not wrap errBadCache", err)
+			}
+			return
+		}
+		for d, r := range got.dirs {
+			if len(r.names) != len(r.ents) {
+				t.Fatalf("%s: %d names, %d entries", d, len(r.names), len(r.ents))
+			}
+			for i, n := range r.names {
+				if r.ents[i].n > 0 {
+					got.refsOf(r.ents[i])
+				}
+				if i := r.find(n); i < 0 {
+					t.Fatalf("%s: %q not found", d, n)
+				}
+			}
+		}
+		if _, err := decodeStatCache(got.encode()); err != nil {
+			t.Fatalf("written again: %v", err)
+		}
+	})
 }
