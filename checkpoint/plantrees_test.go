@@ -233,6 +233,30 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	if _, built := snapshot("five", WithIgnore("x.txt")); built != 0 {
 		t.Errorf("nothing changed, yet %d trees built", built)
 	}
+	// A new directory beside unchanged ones, an empty one, a link, and a
+	// file gone: only the changed directories' entries are gathered, and
+	// the unchanged ones beside them keep their trees.
+	for _, d := range []string{"c/new", "e"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c/new/q.txt"), []byte("q\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d/w.txt", filepath.Join(dir, "c/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "a/b/y.txt")); err != nil {
+		t.Fatal(err)
+	}
+	man, built := snapshot("six", WithIgnore("x.txt"))
+	if built != 4 {
+		t.Errorf("%d trees built, want 4 (c/new, c, a/b and the root)", built)
+	}
+	if man.find("c/d/w.txt") != nil || man.find("c/new/q.txt") == nil || man.find("c/link") == nil || man.find("e") == nil {
+		t.Error("the snapshot lacks an entry of an unchanged or new directory")
+	}
 }
 
 // TestRewindPrewritesCleanUp: a rewind writes changed files to temporary

@@ -446,18 +446,25 @@ func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser
 }
 
 func (r *reuser) reuse(dir string) (string, bool) {
-	ref := r.treeOf[dir]
-	if ref == "" || !r.t.same(dir) {
+	if !r.reused(dir) {
 		return "", false
+	}
+	r.top[dir] = true
+	return r.treeOf[dir], true
+}
+
+// reused reports whether reuse takes dir's tree, without recording it.
+func (r *reuser) reused(dir string) bool {
+	if r.treeOf[dir] == "" || !r.t.same(dir) {
+		return false
 	}
 	for d := dir; d != "."; {
 		d = path.Dir(d)
 		if r.changed[d] {
-			return "", false
+			return false
 		}
 	}
-	r.top[dir] = true
-	return ref, true
+	return true
 }
 
 // covered reports whether dir is at or below a reused directory.
@@ -566,7 +573,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		treeOf := map[string]string{}
 		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
 		if ru != nil {
-			hooks.reuse = ru.reuse
+			hooks.reuse, hooks.reused = ru.reuse, ru.reused
 		}
 		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
 		if err == nil && ru != nil && len(ru.top) > 0 {

@@ -53,6 +53,9 @@ type tnode struct {
 	name  string
 	entry *Entry // nil: a directory only passed through
 	kids  []*tnode
+	// reused: a directory whose tree treeHooks.reused vouches for, its
+	// entries left out.
+	reused bool
 }
 
 // putTrees stores the tree objects of files (sorted, validated entries)
@@ -68,6 +71,10 @@ type treeHooks struct {
 	// reuse returns the ref of dir's tree ("." the root) when it is known
 	// without building it: nothing below dir is built or put.
 	reuse func(dir string) (string, bool)
+	// reused, with reuse, tells ahead, without its side effects, whether
+	// reuse will take dir's tree: the entries in dir are then not even
+	// gathered (a snapshot that changed a few files reuses nearly all).
+	reused func(dir string) bool
 	// built is told the ref of each tree built.
 	built func(dir, ref string)
 }
@@ -98,11 +105,20 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 		dirs[p] = n
 		return n
 	}
+	var lastParent string // and whether its tree is reused: files come by directory
+	var skip bool
 	for i := range files {
 		p := files[i].Path
 		parent, name := "", p
 		if j := strings.LastIndexByte(p, '/'); j >= 0 {
 			parent, name = p[:j], p[j+1:]
+		}
+		if parent != lastParent {
+			lastParent = parent
+			skip = hooks.reused != nil && parent != "" && hooks.reused(parent)
+		}
+		if skip {
+			continue // in a directory whose tree is taken as it is
 		}
 		if n, ok := dirs[p]; ok {
 			n.entry = &files[i] // a directory passed through before its entry
@@ -116,6 +132,7 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 		// have entries below it (validate refuses the rest).
 		if !files[i].Exists || files[i].typ() == TypeDir {
 			dirs[p] = n
+			n.reused = hooks.reused != nil && files[i].Exists && hooks.reused(p)
 		}
 	}
 	var refs []string
@@ -132,7 +149,7 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 		}
 		subs := make([]string, len(n.kids))
 		for i, k := range n.kids {
-			if len(k.kids) > 0 {
+			if len(k.kids) > 0 || k.reused {
 				sub := k.name
 				if dir != "." {
 					sub = dir + "/" + k.name
