@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -902,11 +903,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		)
 		var temps []treeEntry
 		at := 0 // rec's names before it are before the entry's: both are sorted
-		for _, e := range ents {
-			rel := e.name
-			if j.dir != "." {
-				rel = j.dir + "/" + e.name
-			}
+		paths := relPaths(j.dir, ents)
+		for i, e := range ents {
+			rel := paths[i]
 			// The entry the cache has for it, found by position.
 			var ce cacheEntry
 			if rec != nil {
@@ -1020,6 +1019,31 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 }
 
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
+
+// relPaths returns the workspace paths of dir's entries, all in one
+// allocation: a walk makes one per entry.
+func relPaths(dir string, ents []dirEntry) []string {
+	out := make([]string, len(ents))
+	if dir == "." {
+		for i, e := range ents {
+			out[i] = e.name
+		}
+		return out
+	}
+	n := 0
+	for _, e := range ents {
+		n += len(dir) + 1 + len(e.name)
+	}
+	// Never written again once a path is taken from it, and never grown:
+	// the strings share it.
+	buf := make([]byte, 0, n)
+	for i, e := range ents {
+		at := len(buf)
+		buf = append(append(append(buf, dir...), '/'), e.name...)
+		out[i] = unsafe.String(&buf[at], len(buf)-at)
+	}
+	return out
+}
 
 // pathOrder appends the entries of every directory walked (each listing
 // sorted by name) to out in path order, from the root down, without sorting

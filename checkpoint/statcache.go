@@ -32,6 +32,8 @@ import (
 // and a binary search of its names.
 type statCache struct {
 	dirs map[string]*dirRec
+	// names is how many names dirs held when read or relisted.
+	names int
 	// trees holds the tree objects of the last tree snapshot by ref, so
 	// loading a checkpoint reads from cas only the trees that differ from
 	// it.
@@ -146,14 +148,8 @@ func (c *statCache) listing(dir string, st fileStat, window time.Duration) (*dir
 	return r, true
 }
 
-// size is how many names the records hold: a walk's size.
-func (c *statCache) size() int {
-	n := 0
-	for _, r := range c.dirs {
-		n += len(r.names)
-	}
-	return n
-}
+// size is about how many names the records hold: a walk's size.
+func (c *statCache) size() int { return c.names }
 
 // splitPath returns p's directory ("." for the root) and name.
 func splitPath(p string) (dir, name string) {
@@ -299,7 +295,7 @@ func (c *statCache) relist(listings map[string]dirListing, verified int64) {
 		}
 		dirs[d] = r
 	}
-	c.dirs = dirs
+	c.dirs, c.names = dirs, n
 }
 
 // cacheCursor finds the entries of paths in order, looking a directory's
@@ -532,7 +528,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	)
 	wg.Go(func() {
 		defer close(listed)
-		c.dirs, order, errD = decodeDirs(head, refs)
+		c.dirs, order, c.names, errD = decodeDirs(head, refs)
 	})
 	err := c.decodeTail(tail, refs, listed, &order)
 	wg.Wait()
@@ -565,23 +561,23 @@ func newReader(b []byte) *reader {
 }
 
 // decodeDirs parses the first block, once the entries' refs (as the second
-// holds them) come from refs, returning the records and the order they
-// were written in. The names and entries of all records share two arrays,
+// holds them) come from refs, returning the records, the order they were
+// written in and how many names they hold. The names and entries of all records share two arrays,
 // each record's clipped to its own.
-func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []string, error) {
+func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []string, int, error) {
 	raw, err := openBlock(block)
 	rs := <-refs
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if rs == nil {
-		return nil, nil, errBadCache
+		return nil, nil, 0, errBadCache
 	}
 	r := newReader(raw)
 	base := r.varint()
 	nd := r.uvarint()
 	if nd > uint64(len(r.b)) {
-		return nil, nil, errBadCache
+		return nil, nil, 0, errBadCache
 	}
 	dirs := make(map[string]*dirRec, nd)
 	order := make([]string, 0, nd)
@@ -601,7 +597,7 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 		rec.listed = r.bool()
 		nn := r.uvarint()
 		if nn > uint64(len(r.b)) {
-			return nil, nil, errBadCache
+			return nil, nil, 0, errBadCache
 		}
 		n0 := len(names)
 		for j := uint64(0); j < nn && r.err == nil; j++ {
@@ -611,7 +607,7 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 				e.st = r.stat()
 				e.verified = base - r.varint()
 				if k >= len(rs) {
-					return nil, nil, errBadCache
+					return nil, nil, 0, errBadCache
 				}
 				e.off, e.n = rs[k].off, rs[k].n
 				k++
@@ -620,14 +616,14 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 		}
 		rec.names, rec.ents = names[n0:len(names):len(names)], ents[n0:len(ents):len(ents)]
 		if !slices.IsSorted(rec.names) {
-			return nil, nil, errBadCache
+			return nil, nil, 0, errBadCache
 		}
 		dirs[d] = rec
 	}
 	if r.err != nil || len(r.b) != 0 || k != len(rs) {
-		return nil, nil, errBadCache
+		return nil, nil, 0, errBadCache
 	}
-	return dirs, order, nil
+	return dirs, order, len(names), nil
 }
 
 // refSpan is where an entry's refs are in the third block (n 0: none).
