@@ -257,6 +257,14 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	if man.find("c/d/w.txt") != nil || man.find("c/new/q.txt") == nil || man.find("c/link") == nil || man.find("e") == nil {
 		t.Error("the snapshot lacks an entry of an unchanged or new directory")
 	}
+	// A change after an unchanged directory's entries, in path order: what
+	// is below the unchanged one is left out, and nothing after it.
+	if err := os.WriteFile(filepath.Join(dir, "c/z.txt"), []byte("z changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, built := snapshot("seven", WithIgnore("x.txt")); built != 2 {
+		t.Errorf("%d trees built, want 2 (c and the root)", built)
+	}
 }
 
 // TestRewindPrewritesCleanUp: a rewind writes changed files to temporary

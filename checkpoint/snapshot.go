@@ -425,7 +425,7 @@ type reuser struct {
 	t       *tree
 	treeOf  map[string]string // the last snapshot's
 	changed map[string]bool   // t.rulesChanged
-	top     map[string]bool   // directories reused, not below another
+	took    int               // trees reuse took
 }
 
 // newReuser returns nil when nothing can be reused: no last snapshot whose
@@ -439,7 +439,7 @@ func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser
 	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
 		return nil
 	}
-	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged)), top: map[string]bool{}}
+	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged))}
 	for _, d := range t.rulesChanged {
 		r.changed[d] = true
 	}
@@ -450,14 +450,21 @@ func (r *reuser) reuse(dir string) (string, bool) {
 	if !r.reused(dir) {
 		return "", false
 	}
-	r.top[dir] = true
+	r.took++
 	return r.treeOf[dir], true
 }
 
 // reused reports whether reuse takes dir's tree, without recording it.
+// Of a directory the walk read, it is also whether it is at or below one
+// reuse took: everything below a directory reuse takes is unchanged too,
+// and a directory reuse could take is reached from the root through
+// directories it could not, each built.
 func (r *reuser) reused(dir string) bool {
 	if r.treeOf[dir] == "" || !r.t.same(dir) {
 		return false
+	}
+	if len(r.changed) == 0 {
+		return true
 	}
 	for d := dir; d != "."; {
 		d = path.Dir(d)
@@ -466,18 +473,6 @@ func (r *reuser) reused(dir string) bool {
 		}
 	}
 	return true
-}
-
-// covered reports whether dir is at or below a reused directory.
-func (r *reuser) covered(dir string) bool {
-	for d := dir; ; d = path.Dir(d) {
-		if r.top[d] {
-			return true
-		}
-		if d == "." {
-			return false
-		}
-	}
 }
 
 // allStored reports whether every ref is in the blob store, remembering
@@ -577,10 +572,10 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 			hooks.reuse, hooks.reused = ru.reuse, ru.reused
 		}
 		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
-		if err == nil && ru != nil && len(ru.top) > 0 {
+		if err == nil && ru != nil && ru.took > 0 {
 			// Below a reused tree, every directory has the last snapshot's.
-			for d := range cache.dirs {
-				if ref := ru.treeOf[d]; ref != "" && ru.covered(d) {
+			for d, ref := range ru.treeOf {
+				if ru.reused(d) {
 					treeOf[d] = ref
 					trees = append(trees, ref)
 					if b, ok := cache.trees[ref]; ok && kept != nil {

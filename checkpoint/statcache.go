@@ -417,12 +417,14 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
 	b = binary.AppendVarint(b, c.last.verified)
-	tail := compressCache(appendCRC(b))
-	out := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+len(tail))
+	b = appendCRC(b)
+	// The second block is compressed in place, at the end of the file.
+	out := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+s2.MaxEncodedLen(len(b)))
 	out = append(out, cacheMagic...)
 	out = binary.AppendUvarint(out, uint64(len(head.block)))
 	out = append(out, head.block...)
-	return append(out, tail...)
+	enc := s2.Encode(out[len(out):cap(out)], b)
+	return out[:len(out)+len(enc)]
 }
 
 // appendCRC appends the CRC-32C of b.

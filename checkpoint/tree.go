@@ -82,13 +82,34 @@ type treeHooks struct {
 // putTreesWith is putTrees with hooks; the refs it returns leave out the
 // trees below a reused one.
 func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[string][]byte, hooks treeHooks) (string, []string, error) {
+	// The entries to gather: not those below a directory whose tree is
+	// taken as it is. Sorted by path, everything below a directory comes
+	// together, starting with one of its own entries.
+	gather := make([]int, 0, 64)
+	var lastParent string
+	for i := 0; i < len(files); i++ {
+		parent := ""
+		if j := strings.LastIndexByte(files[i].Path, '/'); j >= 0 {
+			parent = files[i].Path[:j]
+		}
+		if hooks.reused != nil && parent != lastParent {
+			lastParent = parent
+			if parent != "" && hooks.reused(parent) {
+				for i+1 < len(files) && below(files[i+1].Path, parent) {
+					i++
+				}
+				continue
+			}
+		}
+		gather = append(gather, i)
+	}
 	// One node per entry, allocated at once; directories are found by path
 	// in a map of directories only. Siblings come in name order, since
 	// files is sorted by path, except directories a files checkpoint only
 	// passes through, added when first needed (sorted below).
-	nodes := make([]tnode, len(files)+1)
-	root := &nodes[len(files)]
-	dirs := make(map[string]*tnode, len(files)/4+1)
+	nodes := make([]tnode, len(gather)+1)
+	root := &nodes[len(gather)]
+	dirs := make(map[string]*tnode, len(gather)/4+1)
 	dirs[""] = root
 	var dirOf func(p string) *tnode
 	dirOf = func(p string) *tnode {
@@ -105,26 +126,17 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 		dirs[p] = n
 		return n
 	}
-	var lastParent string // and whether its tree is reused: files come by directory
-	var skip bool
-	for i := range files {
+	for k, i := range gather {
 		p := files[i].Path
 		parent, name := "", p
 		if j := strings.LastIndexByte(p, '/'); j >= 0 {
 			parent, name = p[:j], p[j+1:]
 		}
-		if parent != lastParent {
-			lastParent = parent
-			skip = hooks.reused != nil && parent != "" && hooks.reused(parent)
-		}
-		if skip {
-			continue // in a directory whose tree is taken as it is
-		}
 		if n, ok := dirs[p]; ok {
 			n.entry = &files[i] // a directory passed through before its entry
 			continue
 		}
-		n := &nodes[i]
+		n := &nodes[k]
 		n.name, n.entry = name, &files[i]
 		pn := dirOf(parent)
 		pn.kids = append(pn.kids, n)
@@ -187,6 +199,11 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 }
 
 func cmpNode(a, b *tnode) int { return strings.Compare(a.name, b.name) }
+
+// below reports whether path is below dir.
+func below(path, dir string) bool {
+	return len(path) > len(dir) && path[len(dir)] == '/' && path[:len(dir)] == dir
+}
 
 func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 	b = appendStr(b, k.name)
