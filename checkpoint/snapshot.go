@@ -558,6 +558,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var trees []string
 	var built int // tree objects built, not reused
 	var err error
+	treeOf := map[string]string{}
 	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
 		// A few named files (a rewind's undo, an agent's checkpoint before
 		// an edit) are listed in the manifest itself, version 1: a tree
@@ -566,13 +567,25 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		man.Version = manifestV1
 	} else {
 		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
-		treeOf := map[string]string{}
 		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
 		if ru != nil {
 			hooks.reuse, hooks.reused = ru.reuse, ru.reused
 		}
 		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
-		if err == nil && ru != nil && ru.took > 0 {
+	}
+	if err != nil {
+		if save {
+			<-head
+		}
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	// The pack is written (its fsyncs are most of what is left) while the
+	// cache's trees are made ready.
+	flushed := make(chan error, 1)
+	go func() { flushed <- batch.flush(ctx) }()
+	if man.Version != manifestV1 {
+		if ru != nil && ru.took > 0 {
 			// Below a reused tree, every directory has the last snapshot's.
 			for d, ref := range ru.treeOf {
 				if ru.reused(d) {
@@ -588,13 +601,6 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 			cache.treeOf = treeOf
 		}
 	}
-	if err != nil {
-		if save {
-			<-head
-		}
-		batch.discard()
-		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
-	}
 	man.Tree, man.trees = root, trees
 	if keep {
 		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
@@ -608,7 +614,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		wg.Go(func() { m.writeCache(ctx, cache.encodeTail(<-head)) })
 	}
 	defer wg.Wait()
-	if err := batch.flush(ctx); err != nil {
+	if err := <-flushed; err != nil {
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
