@@ -402,7 +402,11 @@ func (m *Manager) loadCache(ctx context.Context) *statCache {
 		m.cache = newStatCache()
 	default:
 		c, err := decodeStatCache(data)
-		if err != nil {
+		switch {
+		case errors.Is(err, errCacheVersion):
+			m.cfg.log.Info("checkpoint: stat cache written by another version of trove, rebuilding", "name", m.cfg.cacheName)
+			c = newStatCache()
+		case err != nil:
 			m.cfg.log.Warn("checkpoint: stat cache damaged, rehashing", "name", m.cfg.cacheName, "err", err)
 			c = newStatCache()
 		}

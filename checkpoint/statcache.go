@@ -120,7 +120,13 @@ func (c *statCache) refsOf(e cacheEntry) cacheRefs {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = "trove-statcache-12\n"
+const cacheMagic = cacheFamily + "12\n"
+
+// cacheFamily starts every version's cache: one another version of trove
+// wrote is not damage, only rebuilt (errCacheVersion).
+const cacheFamily = "trove-statcache-"
+
+var errCacheVersion = fmt.Errorf("%w: written by another version", errBadCache)
 
 // cacheMaxBody bounds what a damaged or hostile cache decompresses to.
 const cacheMaxBody = 1 << 30
@@ -503,11 +509,15 @@ func (r *reader) skipCacheRef() bool {
 
 var errBadCache = errors.New("stat cache damaged")
 
-// decodeStatCache parses what encode wrote; anything else is errBadCache.
+// decodeStatCache parses what encode wrote; another version's cache is
+// errCacheVersion, anything else errBadCache.
 // The two blocks are decoded at once: the cache is read before a walk can
 // start.
 func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
+		if bytes.HasPrefix(data, []byte(cacheFamily)) {
+			return nil, errCacheVersion
+		}
 		return nil, errBadCache
 	}
 	rest := data[len(cacheMagic):]

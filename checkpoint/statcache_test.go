@@ -356,3 +356,14 @@ func FuzzDecodeStatCache(f *testing.F) {
 		}
 	})
 }
+
+// A cache another version of trove wrote is told from damage: it is only
+// rebuilt, without a warning.
+func TestCacheVersion(t *testing.T) {
+	for data, version := range map[string]bool{"trove-statcache-11\nold": true, "trove-statcache-99\n": true, "garbage": false, "": false} {
+		_, err := decodeStatCache([]byte(data))
+		if !errors.Is(err, errBadCache) || errors.Is(err, errCacheVersion) != version {
+			t.Errorf("%q: %v", data, err)
+		}
+	}
+}
