@@ -584,7 +584,10 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 	r := newReader(raw)
 	base := r.varint()
 	nd := r.uvarint()
-	if nd > uint64(len(r.b)) {
+	// A record takes 10 bytes at least (path length, six stat fields,
+	// verified, listed, names): more than the block holds is damage, not
+	// an allocation to make.
+	if nd > uint64(len(r.b))/10 {
 		return nil, nil, 0, errBadCache
 	}
 	dirs := make(map[string]*dirRec, nd)
