@@ -129,6 +129,11 @@ func (s *Store) packID() string {
 			return dir + id[2:]
 		}
 	}
+	// Every directory is full: a new one (a random name could be a full
+	// one's, once in 256; with all 256 full, any is).
+	for try := 0; n[id[:2]] > 0 && try < 64; try++ {
+		id = newID()
+	}
 	return id
 }
 

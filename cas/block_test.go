@@ -301,6 +301,17 @@ func TestPacksShareDirectory(t *testing.T) {
 		return n
 	}
 	for i := range packDirFill + 1 {
+		if i == packDirFill {
+			// The directory is full: a new pack never goes there, not
+			// even when its random name starts as the directory's.
+			for range 2000 {
+				for dir, n := range dirs() {
+					if id := s.packID(); id[:2] == dir {
+						t.Fatalf("pack %s named into directory %s, which holds %d", id, dir, n)
+					}
+				}
+			}
+		}
 		if _, err := s.PutMany(ctx, [][]byte{fmt.Appendf(nil, "pack %d", i)}); err != nil {
 			t.Fatal(err)
 		}
