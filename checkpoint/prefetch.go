@@ -68,13 +68,8 @@ func (p *prefetcher) found(te treeEntry, cached bool) {
 	if cached || !te.st.isRegular() || te.st.size > diffMax || p.limit >= 0 && te.st.size > p.limit {
 		return
 	}
-	var prev *cacheRefs
-	if ce, ok := p.cache.entry(te.path); ok {
-		refs := p.cache.refsOf(ce)
-		prev = &refs
-	}
 	select {
-	case p.jobs <- prefetchJob{te: te, prev: prev}:
+	case p.jobs <- prefetchJob{te: te, prev: p.cache.prevRefs(te.path)}:
 	case <-p.ctx.Done():
 	}
 }

@@ -300,9 +300,8 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	// The last stored version of each changed path: the base of a delta.
 	prev := make(map[int]*cacheRefs, len(jobs))
 	for _, i := range jobs {
-		if ce, ok := cache.entry(man.Files[i].Path); ok {
-			refs := cache.refsOf(ce)
-			prev[i] = &refs
+		if refs := cache.prevRefs(man.Files[i].Path); refs != nil {
+			prev[i] = refs
 		}
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
@@ -910,10 +909,8 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			// The entry the cache has for it, found by position.
 			var ce cacheEntry
 			if rec != nil {
-				for at < len(rec.names) && rec.names[at] < e.name {
-					at++
-				}
-				if at < len(rec.names) && rec.names[at] == e.name {
+				var ok bool
+				if at, ok = rec.seek(at, e.name); ok {
 					ce = rec.ents[at]
 				}
 			}

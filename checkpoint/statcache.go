@@ -75,6 +75,15 @@ type dirRec struct {
 	ents     []cacheEntry // ents[i] is names[i]'s entry; n 0 for none
 }
 
+// seek moves at, an index into r's names, forward to name's place and
+// reports whether name is there: names asked for in order take one pass.
+func (r *dirRec) seek(at int, name string) (int, bool) {
+	for at < len(r.names) && r.names[at] < name {
+		at++
+	}
+	return at, at < len(r.names) && r.names[at] == name
+}
+
 // find returns the index of name in r's names, or -1.
 func (r *dirRec) find(name string) int {
 	if r == nil {
@@ -170,6 +179,17 @@ func splitPath(p string) (dir, name string) {
 func (c *statCache) slot(path string) *cacheEntry {
 	var k cacheCursor
 	return k.slot(c, path)
+}
+
+// prevRefs returns the refs of path's entry, if any: a changed file's
+// last stored version, the base of its delta.
+func (c *statCache) prevRefs(path string) *cacheRefs {
+	ce, ok := c.entry(path)
+	if !ok {
+		return nil
+	}
+	refs := c.refsOf(ce)
+	return &refs
 }
 
 // entry returns the entry of path.
@@ -288,13 +308,10 @@ func (c *statCache) relist(listings map[string]dirListing, verified int64) {
 		r.st, r.verified, r.listed, r.names = l.st, verified, true, l.names
 		r.ents, ents = ents[:len(l.names):len(l.names)], ents[len(l.names):]
 		if old := c.dirs[d]; old != nil {
-			// Both sorted: one pass.
 			j := 0
 			for i, name := range r.names {
-				for j < len(old.names) && old.names[j] < name {
-					j++
-				}
-				if j < len(old.names) && old.names[j] == name && old.ents[j].n > 0 && old.ents[j].verified == verified {
+				var ok bool
+				if j, ok = old.seek(j, name); ok && old.ents[j].n > 0 && old.ents[j].verified == verified {
 					r.ents[i] = old.ents[j]
 				}
 			}
