@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io/fs"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -99,24 +100,33 @@ func appendRec(b []byte, e entry, pack uint32) []byte {
 	return b
 }
 
-// find returns an entry of ref whose pack ok accepts.
-func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
-	n := t.len()
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cmpRec(t.rec(m), byte(ref.algo), ref.digest[:]) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
+// holding returns the records of ref, each with its pack, in a range
+// found by one binary search.
+func (t *idxTable) holding(ref Ref) iter.Seq2[[]byte, *packIdx] {
+	return func(yield func([]byte, *packIdx) bool) {
+		n := t.len()
+		lo, hi := 0, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if cmpRec(t.rec(m), byte(ref.algo), ref.digest[:]) < 0 {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		for ; lo < n; lo++ {
+			r := t.rec(lo)
+			if cmpRec(r, byte(ref.algo), ref.digest[:]) != 0 || !yield(r, t.packs[binary.LittleEndian.Uint32(r[4:])]) {
+				return
+			}
 		}
 	}
-	for ; lo < n; lo++ {
-		r := t.rec(lo)
-		if cmpRec(r, byte(ref.algo), ref.digest[:]) != 0 {
-			break
-		}
-		if p := t.packs[binary.LittleEndian.Uint32(r[4:])]; ok(p) {
+}
+
+// find returns an entry of ref whose pack ok accepts.
+func (t *idxTable) find(ref Ref, ok func(*packIdx) bool) (entry, bool) {
+	for r, p := range t.holding(ref) {
+		if ok(p) {
 			return recEntry(r, p), true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,11 +90,17 @@ func (x *index) packsHolding(ref Ref) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var ids []string
+	if x.table != nil {
+		// The cached packs holding it, in one search of the table: a
+		// record counts while its pack is the one the cache had.
+		for _, p := range x.table.holding(ref) {
+			if x.packs[p.id] == p && !slices.Contains(ids, p.id) {
+				ids = append(ids, p.id)
+			}
+		}
+	}
 	for id, p := range x.packs {
 		if p.cached {
-			if _, ok := x.table.find(ref, func(q *packIdx) bool { return q == p }); ok {
-				ids = append(ids, id)
-			}
 			continue
 		}
 		for _, e := range p.entries {
