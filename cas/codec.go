@@ -1,6 +1,8 @@
 package cas
 
 import (
+	"runtime"
+
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -30,8 +32,34 @@ func (f *freeList[T]) put(v T) {
 	}
 }
 
+// coders are kept for the whole process, not per Store: an encoder is over
+// a megabyte of tables, and a program that opens a store per operation (the
+// CLI, a checkpoint.Manager per snapshot) allocated and faulted them in
+// every time, most of a small snapshot's page faults. A channel, not a
+// sync.Pool, so that a GC does not empty it in the middle of a snapshot. A
+// coder keeps nothing of its last use (EncodeAll leaves no state, streams
+// and decoders are reset before they are put back).
+type coders struct {
+	encoders freeList[*zstd.Encoder]
+	decoders freeList[*zstd.Decoder] // for stores of DefaultMaxBlobSize
+	bufs     freeList[*[]byte]
+}
+
+func newCoders() *coders {
+	n := min(runtime.GOMAXPROCS(0), 4)
+	c := &coders{}
+	c.encoders.init(n)
+	c.decoders.init(n)
+	c.bufs.init(2 * n)
+	return c
+}
+
+// shared is every Store's coders but those of a store whose blobs may be
+// larger than default, whose decoders accept more memory.
+var shared = newCoders()
+
 func (s *Store) getEncoder() (*zstd.Encoder, error) {
-	if e, ok := s.encoders.get(); ok {
+	if e, ok := s.coders.encoders.get(); ok {
 		return e, nil
 	}
 	return zstd.NewWriter(nil,
@@ -45,7 +73,7 @@ func (s *Store) getEncoder() (*zstd.Encoder, error) {
 // putEncoder keeps e for reuse. EncodeAll leaves nothing behind; a stream
 // resets it to nil first (see putStreamEncoder). Resetting one only ever
 // used by EncodeAll would allocate its stream state, over a megabyte.
-func (s *Store) putEncoder(e *zstd.Encoder) { s.encoders.put(e) }
+func (s *Store) putEncoder(e *zstd.Encoder) { s.coders.encoders.put(e) }
 
 // putStreamEncoder keeps e after a stream, dropping its writer.
 func (s *Store) putStreamEncoder(e *zstd.Encoder) {
@@ -54,7 +82,7 @@ func (s *Store) putStreamEncoder(e *zstd.Encoder) {
 }
 
 func (s *Store) getDecoder() (*zstd.Decoder, error) {
-	if d, ok := s.decoders.get(); ok {
+	if d, ok := s.coders.decoders.get(); ok {
 		return d, nil
 	}
 	return zstd.NewReader(nil,
@@ -69,14 +97,14 @@ func (s *Store) getDecoder() (*zstd.Decoder, error) {
 
 func (s *Store) putDecoder(d *zstd.Decoder) {
 	_ = d.Reset(nil)
-	s.decoders.put(d)
+	s.coders.decoders.put(d)
 }
 
 // maxPooledBuf keeps the free list from pinning the buffers of huge blobs.
 const maxPooledBuf = 16 << 20
 
 func (s *Store) getBuf() *[]byte {
-	if b, ok := s.bufs.get(); ok {
+	if b, ok := s.coders.bufs.get(); ok {
 		return b
 	}
 	b := make([]byte, 0, 64<<10)
@@ -86,7 +114,7 @@ func (s *Store) getBuf() *[]byte {
 func (s *Store) putBuf(b *[]byte) {
 	if cap(*b) <= maxPooledBuf {
 		*b = (*b)[:0]
-		s.bufs.put(b)
+		s.coders.bufs.put(b)
 	}
 }
 

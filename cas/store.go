@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
@@ -27,10 +26,8 @@ type Store struct {
 	st  backend.Storage
 	cfg config
 
-	encoders freeList[*zstd.Encoder]
-	decoders freeList[*zstd.Decoder]
-	bufs     freeList[*[]byte]
-	warmed   sync.Once // an encoder warmed for batches (see addSmall)
+	coders *coders   // see shared
+	warmed sync.Once // an encoder warmed for batches (see addSmall)
 
 	idx    index
 	blocks blockCache
@@ -73,13 +70,10 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := &Store{st: st, cfg: cfg}
-	// Coders hold megabytes of tables and history: keep a few for the life
-	// of the store rather than in a sync.Pool that every GC empties.
-	n := min(runtime.GOMAXPROCS(0), 4)
-	s.encoders.init(n)
-	s.decoders.init(n)
-	s.bufs.init(2 * n)
+	s := &Store{st: st, cfg: cfg, coders: shared}
+	if cfg.maxBlobSize != DefaultMaxBlobSize {
+		s.coders = newCoders()
+	}
 	return s, nil
 }
 
