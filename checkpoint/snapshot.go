@@ -842,7 +842,13 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		pending   = 1                        // directories queued or being read
 		first     error
 	)
-	visit := func(j job) error {
+	// scratch is a walker's own, reused from one directory to the next:
+	// nothing of it outlives a visit.
+	type scratch struct {
+		ents    []dirEntry
+		entries []treeEntry
+	}
+	visit := func(j job, sc *scratch) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -850,7 +856,8 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		var err error
 		rec, cached := cache.listing(j.dir, j.st, m.cfg.racy)
 		if cached && useListings {
-			ents, err = m.ws.statNames(j.dir, rec.names)
+			ents, err = m.ws.statNames(j.dir, rec.names, sc.ents)
+			sc.ents = ents
 		} else {
 			ents, err = m.ws.readDir(j.dir)
 		}
@@ -896,11 +903,16 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			ig = ig.with(parseIgnore(b, text))
 		}
 		var (
-			entries = make([]treeEntry, 0, len(ents))
+			entries []treeEntry
 			ignored []string
 			sub     []job
 			skipped []Skipped
 		)
+		if opt.unsorted {
+			entries = sc.entries[:0] // copied into t.entries below
+		} else {
+			entries = make([]treeEntry, 0, len(ents))
+		}
 		var temps []treeEntry
 		at := 0 // rec's names before it are before the entry's: both are sorted
 		paths := relPaths(j.dir, ents)
@@ -951,6 +963,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 		mu.Lock()
 		if opt.unsorted {
 			t.entries = append(t.entries, entries...)
+			sc.entries = entries
 		} else {
 			byDir[j.dir] = entries
 		}
@@ -972,6 +985,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 	var wg sync.WaitGroup
 	for range walkers {
 		wg.Go(func() {
+			var sc scratch
 			mu.Lock()
 			defer mu.Unlock()
 			for {
@@ -985,7 +999,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 				j := queue[len(queue)-1]
 				queue = queue[:len(queue)-1]
 				mu.Unlock()
-				err := visit(j)
+				err := visit(j, &sc)
 				mu.Lock()
 				if err != nil && first == nil {
 					first = err

@@ -18,7 +18,8 @@ type Workspace interface {
 	readDir(dir string) ([]dirEntry, error)
 	// statNames describes the named entries of dir as by lstat, leaving
 	// out those that are gone: readDir for a listing known from the cache.
-	statNames(dir string, names []string) ([]dirEntry, error)
+	// The result is appended to buf[:0], which the walk reuses.
+	statNames(dir string, names []string, buf []dirEntry) ([]dirEntry, error)
 	// readFile reads name, refusing (errTooBig) more than limit bytes
 	// when limit >= 0, into buf's storage when it is big enough.
 	readFile(name string, limit int64, buf []byte) ([]byte, error)
@@ -101,8 +102,8 @@ func moveInto(ws Workspace, tmp, name string) error {
 }
 
 // statNamesWith is statNames on top of lstat.
-func statNamesWith(lstat func(string) (fileStat, error), dir string, names []string) ([]dirEntry, error) {
-	out := make([]dirEntry, 0, len(names))
+func statNamesWith(lstat func(string) (fileStat, error), dir string, names []string, buf []dirEntry) ([]dirEntry, error) {
+	out := buf[:0]
 	for _, n := range names {
 		rel := n
 		if dir != "." {

@@ -88,11 +88,11 @@ func (w *dirWorkspace) readDir(dir string) ([]dirEntry, error) {
 	return out, nil
 }
 
-func (w *dirWorkspace) statNames(dir string, names []string) ([]dirEntry, error) {
-	if ents, ok, err := w.statNamesFast(dir, names); ok {
+func (w *dirWorkspace) statNames(dir string, names []string, buf []dirEntry) ([]dirEntry, error) {
+	if ents, ok, err := w.statNamesFast(dir, names, buf); ok {
 		return ents, err
 	}
-	return statNamesWith(w.lstat, dir, names)
+	return statNamesWith(w.lstat, dir, names, buf)
 }
 
 func (w *dirWorkspace) readFile(name string, limit int64, buf []byte) ([]byte, error) {

@@ -80,12 +80,12 @@ func (w *dirWorkspace) openFast(name string) (*os.File, bool, error) {
 // fstatat each, no open, no getdents. Only metadata is read this way; a
 // parent swapped for a symlink meanwhile changes the parent's own stat, and
 // content is read through the os.Root.
-func (w *dirWorkspace) statNamesFast(dir string, names []string) ([]dirEntry, bool, error) {
+func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry) ([]dirEntry, bool, error) {
 	rootfd := w.fast.FD()
 	if rootfd < 0 {
 		return nil, false, nil
 	}
-	out := make([]dirEntry, 0, len(names))
+	out := dst[:0]
 	// One NUL-terminated path buffer for the whole directory: the stat pass
 	// is most of an incremental snapshot, and a string per name (and its
 	// C copy) was a fair part of it.

@@ -6,7 +6,7 @@ import "os"
 
 func (w *dirWorkspace) readDirFast(string) ([]dirEntry, bool, error) { return nil, false, nil }
 
-func (w *dirWorkspace) statNamesFast(string, []string) ([]dirEntry, bool, error) {
+func (w *dirWorkspace) statNamesFast(string, []string, []dirEntry) ([]dirEntry, bool, error) {
 	return nil, false, nil
 }
 

@@ -91,8 +91,8 @@ func (w *fsWorkspace) readDir(dir string) ([]dirEntry, error) {
 	return out, nil
 }
 
-func (w *fsWorkspace) statNames(dir string, names []string) ([]dirEntry, error) {
-	return statNamesWith(w.lstat, dir, names)
+func (w *fsWorkspace) statNames(dir string, names []string, buf []dirEntry) ([]dirEntry, error) {
+	return statNamesWith(w.lstat, dir, names, buf)
 }
 
 func (w *fsWorkspace) readFile(rel string, limit int64, buf []byte) ([]byte, error) {
