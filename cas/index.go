@@ -160,9 +160,7 @@ func (s *Store) refresh(ctx context.Context) error {
 		}
 	}
 
-	x.mu.RLock()
-	first := !x.loaded
-	x.mu.RUnlock()
+	first := !x.isLoaded()
 	// A process's first refresh takes what it can from the index cache,
 	// where there are indexes enough for it to have been written.
 	var t *idxTable

@@ -654,15 +654,16 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 	return dirs, order, len(names), nil
 }
 
-// refSpan is where an entry's refs are in the third block (n 0: none).
+// refSpan is where an entry's refs are in the second block (n 0: none).
 type refSpan struct {
 	off uint32
 	n   uint16
 }
 
-// decodeTail parses the third block: it hands the entries' refs to refs
+// decodeTail parses the second block: it hands the entries' refs to refs
 // (always once, nil on failure), then reads the trees, and the directories'
-// tree refs once the listings are read (listed closed, order set).
+// tree refs once the first block's directories are read (listed closed,
+// order set).
 func (c *statCache) decodeTail(block []byte, refs chan<- []refSpan, listed <-chan struct{}, order *[]string) error {
 	raw, err := openBlock(block)
 	if err != nil {
