@@ -129,7 +129,7 @@ func (c *statCache) refsOf(e cacheEntry) cacheRefs {
 }
 
 // cacheMagic starts the file (see encode for the rest).
-const cacheMagic = cacheFamily + "12\n"
+const cacheMagic = cacheFamily + "13\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (errCacheVersion).
@@ -346,11 +346,13 @@ type dirListing struct {
 	names []string // sorted
 }
 
-// The cache is written as two S2 blocks: magic, uvarint length of the
-// first, the first, the second. A snapshot compresses the first (the
-// directories, final once its files are stored) while it builds its trees,
-// and only the second (trees and the last snapshot) after; a reader decodes
-// the two at once. Each block ends with the CRC-32C of its bytes. Decoded,
+// The cache is written as two blocks: magic, uvarint length of the first,
+// the first (S2-compressed), the second (raw: its refs and trees are
+// digests, which S2 shrank by a sixth at the cost of a copy to decode). A
+// snapshot compresses the first (the directories, final once its files
+// are stored) while it builds its trees, and writes the second (trees and
+// the last snapshot) after; a reader decodes the two at once. Each block
+// ends with the CRC-32C of its bytes. Decoded,
 // the first is a base time and the directories: path, stat, verified (as
 // the distance back from the base, one byte for nearly all), whether
 // listed, and the names, each with a byte telling whether an entry
@@ -413,12 +415,17 @@ func (c *statCache) encodeHead(base int64) cacheHead {
 func (c *statCache) encodeTail(head cacheHead) []byte {
 	// The exact bound: growing b would copy it, and the garbage of a
 	// snapshot is what its GC cycles cost.
-	size := 2*binary.MaxVarintLen64 + head.refs + len(head.paths)*cacheRefMax +
+	size := 3*binary.MaxVarintLen64 + head.refs + len(head.paths)*cacheRefMax +
 		binary.MaxVarintLen64 + len(c.last.id) + cacheRefMax + binary.MaxVarintLen64 + crc32.Size
 	for _, t := range c.trees {
 		size += cacheRefMax + binary.MaxVarintLen64 + len(t) + 1
 	}
-	b := make([]byte, 0, size)
+	// The second block is written raw, in place after the first.
+	b := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+size)
+	b = append(b, cacheMagic...)
+	b = binary.AppendUvarint(b, uint64(len(head.block)))
+	b = append(b, head.block...)
+	tail := len(b)
 	b = binary.AppendUvarint(b, uint64(head.entries))
 	for _, r := range head.recs {
 		for _, e := range r.ents {
@@ -427,6 +434,10 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 			}
 		}
 	}
+	b = binary.AppendUvarint(b, uint64(len(head.paths)))
+	for _, d := range head.paths {
+		b = appendCacheRef(b, c.treeOf[d])
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.trees)))
 	for r, t := range c.trees {
 		b = appendCacheRef(b, r)
@@ -434,25 +445,18 @@ func (c *statCache) encodeTail(head cacheHead) []byte {
 		b = append(b, t...)
 		b = appendBool(b, c.older[r])
 	}
-	for _, d := range head.paths {
-		b = appendCacheRef(b, c.treeOf[d])
-	}
 	b = appendStr(b, c.last.id)
 	b = appendCacheRef(b, c.last.tree)
 	b = binary.AppendVarint(b, c.last.verified)
-	b = appendCRC(b)
-	// The second block is compressed in place, at the end of the file.
-	out := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+s2.MaxEncodedLen(len(b)))
-	out = append(out, cacheMagic...)
-	out = binary.AppendUvarint(out, uint64(len(head.block)))
-	out = append(out, head.block...)
-	enc := s2.Encode(out[len(out):cap(out)], b)
-	return out[:len(out)+len(enc)]
+	return appendCRCFrom(b, tail)
 }
 
 // appendCRC appends the CRC-32C of b.
-func appendCRC(b []byte) []byte {
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+func appendCRC(b []byte) []byte { return appendCRCFrom(b, 0) }
+
+// appendCRCFrom appends the CRC-32C of b[from:].
+func appendCRCFrom(b []byte, from int) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[from:], castagnoli))
 }
 
 // compressCache is one S2 block (snappy's successor, from the zstd module),
@@ -527,7 +531,8 @@ func (r *reader) skipCacheRef() bool {
 var errBadCache = errors.New("stat cache damaged")
 
 // decodeStatCache parses what encode wrote; another version's cache is
-// errCacheVersion, anything else errBadCache.
+// errCacheVersion, anything else errBadCache. The cache keeps slices of
+// data's second block: the caller must never write data again.
 // The two blocks are decoded at once: the cache is read before a walk can
 // start.
 func decodeStatCache(data []byte) (*statCache, error) {
@@ -545,17 +550,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	head, tail := rest[k:k+int(n)], rest[k+int(n):]
 	c := &statCache{older: make(map[string]bool)}
 	var (
-		wg     sync.WaitGroup
-		errD   error
-		order  []string                  // of the directories
-		listed = make(chan struct{})     // closed once order is set
-		refs   = make(chan []refSpan, 1) // the entries' refs, nil on failure
+		wg   sync.WaitGroup
+		errD error
+		refs = make(chan *tailRefs, 1) // nil on failure
 	)
 	wg.Go(func() {
-		defer close(listed)
-		c.dirs, order, c.names, errD = decodeDirs(head, refs)
+		c.dirs, c.treeOf, c.names, errD = decodeDirs(head, refs)
 	})
-	err := c.decodeTail(tail, refs, listed, &order)
+	err := c.decodeTail(tail, refs)
 	wg.Wait()
 	if err = cmp.Or(err, errD); err != nil {
 		return nil, err
@@ -569,6 +571,11 @@ func openBlock(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return checkCRC(raw)
+}
+
+// checkCRC checks the CRC-32C that ends raw and returns what it covers.
+func checkCRC(raw []byte) ([]byte, error) {
 	if len(raw) < 4 {
 		return nil, errBadCache
 	}
@@ -586,29 +593,33 @@ func newReader(b []byte) *reader {
 }
 
 // decodeDirs parses the first block, once the entries' refs (as the second
-// holds them) come from refs, returning the records, the order they were
-// written in and how many names they hold. The names and entries of all records share two arrays,
-// each record's clipped to its own.
-func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []string, int, error) {
+// holds them) come from refs, returning the records, the directories' tree
+// refs (which the second holds in the order of the first) and how many
+// names the records hold. The names and entries of all records share two
+// arrays, each record's clipped to its own.
+func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*dirRec, map[string]string, int, error) {
 	raw, err := openBlock(block)
-	rs := <-refs
+	tr := <-refs
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if rs == nil {
+	if tr == nil {
 		return nil, nil, 0, errBadCache
 	}
+	rs := tr.spans
 	r := newReader(raw)
 	base := r.varint()
 	nd := r.uvarint()
 	// A record takes 10 bytes at least (path length, six stat fields,
 	// verified, listed, names): more than the block holds is damage, not
 	// an allocation to make.
-	if nd > uint64(len(r.b))/10 {
+	if nd > uint64(len(r.b))/10 || nd != tr.dirs {
 		return nil, nil, 0, errBadCache
 	}
 	dirs := make(map[string]*dirRec, nd)
-	order := make([]string, 0, nd)
+	// The refs of the trees share one buffer.
+	trees := &reader{b: tr.treeOf, arena: make([]byte, 0, (int(nd)+1)*(len("blob:sha256:")+64))}
+	treeOf := make(map[string]string, nd)
 	recs := make([]dirRec, nd)
 	names := make([]string, 0, len(rs)+int(nd))
 	ents := make([]cacheEntry, 0, len(rs)+int(nd))
@@ -618,7 +629,9 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 			break
 		}
 		d := r.str()
-		order = append(order, d)
+		if ref := trees.cacheRef(); ref != "" {
+			treeOf[d] = ref
+		}
 		rec := &recs[i]
 		rec.st = r.stat()
 		rec.verified = base - r.varint()
@@ -648,10 +661,18 @@ func decodeDirs(block []byte, refs <-chan []refSpan) (map[string]*dirRec, []stri
 		}
 		dirs[d] = rec
 	}
-	if r.err != nil || len(r.b) != 0 || k != len(rs) {
+	if r.err != nil || len(r.b) != 0 || k != len(rs) || trees.err != nil || len(trees.b) != 0 {
 		return nil, nil, 0, errBadCache
 	}
-	return dirs, order, len(names), nil
+	return dirs, treeOf, len(names), nil
+}
+
+// tailRefs is what the first block's decoding needs of the second: where
+// the entries' refs are, and the directories' tree refs.
+type tailRefs struct {
+	spans  []refSpan
+	treeOf []byte // a cacheRef per directory, in the first block's order
+	dirs   uint64 // how many
 }
 
 // refSpan is where an entry's refs are in the second block (n 0: none).
@@ -660,12 +681,11 @@ type refSpan struct {
 	n   uint16
 }
 
-// decodeTail parses the second block: it hands the entries' refs to refs
-// (always once, nil on failure), then reads the trees, and the directories'
-// tree refs once the first block's directories are read (listed closed,
-// order set).
-func (c *statCache) decodeTail(block []byte, refs chan<- []refSpan, listed <-chan struct{}, order *[]string) error {
-	raw, err := openBlock(block)
+// decodeTail parses the second block: it hands the entries' refs and the
+// directories' tree refs to refs (always once, nil on failure), for the
+// first block's decoding, then reads the trees and the last snapshot.
+func (c *statCache) decodeTail(block []byte, refs chan<- *tailRefs) error {
+	raw, err := checkCRC(block)
 	if err != nil {
 		refs <- nil
 		return err
@@ -687,11 +707,16 @@ func (c *statCache) decodeTail(block []byte, refs chan<- []refSpan, listed <-cha
 			rs[i] = refSpan{uint32(at), uint16(len(raw) - len(r.b) - at)}
 		}
 	}
-	if r.err != nil {
+	nd := r.uvarint()
+	at := len(r.b)
+	for range min(nd, uint64(len(r.b))) {
+		r.skipCacheRef()
+	}
+	if r.err != nil || nd > uint64(at) {
 		refs <- nil
 		return errBadCache
 	}
-	refs <- rs
+	refs <- &tailRefs{spans: rs, treeOf: raw[len(raw)-at : len(raw)-len(r.b)], dirs: nd}
 	nt := r.uvarint()
 	if nt > uint64(len(r.b)) {
 		return errBadCache
@@ -704,14 +729,6 @@ func (c *statCache) decodeTail(block []byte, refs chan<- []refSpan, listed <-cha
 		c.trees[ref] = r.bytes()
 		if r.bool() {
 			c.older[ref] = true
-		}
-	}
-	<-listed // the order of the tree refs
-	r.arena = make([]byte, 0, (len(*order)+1)*(len("blob:sha256:")+64))
-	c.treeOf = make(map[string]string, len(*order))
-	for _, d := range *order {
-		if ref := r.cacheRef(); ref != "" {
-			c.treeOf[d] = ref
 		}
 	}
 	c.last = lastSnapshot{id: r.str(), tree: r.cacheRef(), verified: r.varint()}
