@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sync"
 )
 
 // A plan compares a tree checkpoint with the workspace. Most of a large
@@ -19,7 +20,7 @@ import (
 // proved the workspace the same (skip reports those directories and
 // below). ok is false when the stat cache cannot tell (no last snapshot,
 // or its trees are gone): the caller loads every entry.
-func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (files []Entry, skip func(dir string) bool, ok bool, err error) {
+func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, trees *treeFetch) (files []Entry, skip func(dir string) bool, ok bool, err error) {
 	cache := m.loadCache(ctx)
 	if last := cache.last.tree; last == "" || cache.treeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
 		return nil, nil, false, nil
@@ -37,12 +38,9 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (f
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, ok := cache.trees[ref]
-		if !ok {
-			var err error
-			if data, err = m.blobs.get(ctx, ref); err != nil {
-				return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, dir, err)
-			}
+		data, err := trees.get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, dir, err)
 		}
 		kids, err := decodeTree(data)
 		if err != nil {
@@ -104,4 +102,56 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree) (f
 		return s
 	}
 	return files, skip, true, nil
+}
+
+// treeFetch reads the tree objects of a checkpoint that the stat cache does
+// not hold, each from cas once per plan: likely reads those that differ
+// from the last snapshot's while the walk goes on, and changedEntries the
+// same ones after it (waiting for a read likely has under way). Safe for
+// concurrent use.
+type treeFetch struct {
+	blobs blobStore
+	known map[string][]byte // the stat cache's trees, read only
+	mu    sync.Mutex
+	got   map[string]*fetched
+}
+
+// fetched is one read: done is closed once data or err is set.
+type fetched struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+func newTreeFetch(blobs blobStore, known map[string][]byte) *treeFetch {
+	return &treeFetch{blobs: blobs, known: known, got: map[string]*fetched{}}
+}
+
+func (f *treeFetch) get(ctx context.Context, ref string) ([]byte, error) {
+	if data, ok := f.known[ref]; ok {
+		return data, nil
+	}
+	f.mu.Lock()
+	r, ok := f.got[ref]
+	if !ok {
+		r = &fetched{done: make(chan struct{})}
+		f.got[ref] = r
+	}
+	f.mu.Unlock()
+	if ok {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if r.err == nil {
+			return r.data, nil
+		}
+		// A failed read is tried again: the first reader's context may
+		// have ended, or the error be the caller's to report.
+		return f.blobs.get(ctx, ref)
+	}
+	r.data, r.err = f.blobs.get(ctx, ref)
+	close(r.done)
+	return r.data, r.err
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,12 +61,13 @@ func settle(m *Manager) {
 	m.cache.last.verified += d
 }
 
-// TestPlanReadsOnlyChangedTrees: a plan compares only the directories on
-// the paths to what changed since the last snapshot, and still sees every
-// change there.
-func TestPlanReadsOnlyChangedTrees(t *testing.T) {
+// oneThenTwo is a Manager of files and "a/b/y.txt", "c/z.txt" with tree
+// checkpoint "one", then "two" after a line added to a/b/y.txt.
+func oneThenTwo(t *testing.T, files map[string]string) *Manager {
+	t.Helper()
 	ctx := context.Background()
-	m, dir := dirManager(t, map[string]string{"a/x.txt": "x\n", "a/b/y.txt": "y\n", "c/z.txt": "z\n", "top.txt": "t\n"})
+	files["a/b/y.txt"], files["c/z.txt"] = "y\n", "z\n"
+	m, dir := dirManager(t, files)
 	if _, err := m.CreateTree(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +79,15 @@ func TestPlanReadsOnlyChangedTrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(m)
+	return m
+}
+
+// TestPlanReadsOnlyChangedTrees: a plan compares only the directories on
+// the paths to what changed since the last snapshot, and still sees every
+// change there.
+func TestPlanReadsOnlyChangedTrees(t *testing.T) {
+	ctx := context.Background()
+	m := oneThenTwo(t, map[string]string{"a/x.txt": "x\n", "top.txt": "t\n"})
 	man, err := m.loadHeader(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +96,7 @@ func TestPlanReadsOnlyChangedTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, skip, ok, err := m.changedEntries(ctx, man, &walked)
+	files, skip, ok, err := m.changedEntries(ctx, man, &walked, newTreeFetch(m.blobs, m.cache.trees))
 	if err != nil || !ok {
 		t.Fatalf("changedEntries: %v, %v", ok, err)
 	}
@@ -367,5 +378,49 @@ func TestRewindLikelyWritesCleanUp(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, p)); string(b) != want {
 			t.Errorf("%s = %q, want %q", p, b, want)
 		}
+	}
+}
+
+// countingBlobs counts the gets of each ref.
+type countingBlobs struct {
+	blobStore
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (c *countingBlobs) get(ctx context.Context, ref string) ([]byte, error) {
+	c.mu.Lock()
+	c.gets[ref]++
+	c.mu.Unlock()
+	return c.blobStore.get(ctx, ref)
+}
+
+// TestPlanReadsTreesOnce: the trees of a checkpoint that the stat cache
+// does not hold are read from the blob store once per plan, though both
+// likely (during the walk) and the compare (after it) need them.
+func TestPlanReadsTreesOnce(t *testing.T) {
+	ctx := context.Background()
+	m := oneThenTwo(t, map[string]string{"a/x.txt": "x\n"})
+	// As after many snapshots: the cache holds only the last one's trees.
+	for ref := range m.cache.older {
+		delete(m.cache.trees, ref)
+	}
+	cb := &countingBlobs{blobStore: m.blobs, gets: map[string]int{}}
+	m.blobs = cb
+	res, err := m.Rewind(ctx, "one", true)
+	if err != nil || !slices.Equal(res.FilesChanged, []string{"a/b/y.txt"}) {
+		t.Fatalf("dry run: %v, %v", res, err)
+	}
+	trees := 0
+	for ref, n := range cb.gets {
+		if n > 1 {
+			t.Errorf("%s read %d times", ref, n)
+		}
+		trees++
+	}
+	// The trees of ".", "a" and "a/b" differ from the last snapshot's, and
+	// the old content of y.txt is read for its line counts.
+	if trees != 4 {
+		t.Errorf("%d refs read, want 4", trees)
 	}
 }

@@ -206,7 +206,7 @@ const likelyMax = 64
 // they are what the plan compares and a rewind writes, and their loads and
 // fsyncs overlap the walk. The plan decides; apply takes only what it would
 // write, at the checkpoint's content.
-func (w *prewriter) likely(man *Manifest, cache *statCache) {
+func (w *prewriter) likely(man *Manifest, cache *statCache, trees *treeFetch) {
 	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
 		return
 	}
@@ -217,12 +217,9 @@ func (w *prewriter) likely(man *Manifest, cache *statCache) {
 			if ref == cache.treeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
 				return
 			}
-			data, ok := cache.trees[ref]
-			if !ok {
-				var err error
-				if data, err = w.m.blobs.get(w.ctx, ref); err != nil {
-					return // the plan reports it
-				}
+			data, err := trees.get(w.ctx, ref)
+			if err != nil {
+				return // the plan reports it
 			}
 			kids, err := decodeTree(data)
 			if err != nil {

@@ -114,6 +114,9 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 			changed = append(changed, c.path)
 		}
 	}
+	if dryRun {
+		return res, nil
+	}
 	// Directories are no file change, but the undo must put them back as
 	// they were too: one the rewind makes (absent now), removes, or
 	// changes the mode of.
@@ -131,9 +134,6 @@ func (m *Manager) Rewind(ctx context.Context, id string, dryRun bool) (*RewindFi
 		if state, dir, err := pc.check(path); err == nil && state == parentSymlink {
 			changed[i] = dir
 		}
-	}
-	if dryRun {
-		return res, nil
 	}
 	if len(changed) > 0 {
 		// Nothing is lost to a rewind: what it overwrites and deletes is
@@ -214,7 +214,8 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		// The walk takes the workspace's .gitignore files; it is redone
 		// with the checkpoint's own when one differs (the rules a
 		// snapshot used decide what counts as created since).
-		p.pre.likely(man, p.cache)
+		trees := newTreeFetch(m.blobs, p.cache.trees)
+		p.pre.likely(man, p.cache, trees)
 		seen := &seenGitignores{files: map[string][]byte{}}
 		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
 		if err != nil {
@@ -222,7 +223,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		}
 		// Only the entries of trees that may differ from the workspace,
 		// when the stat cache can tell; else all of them.
-		files, skip, partial, err := m.changedEntries(ctx, man, &t)
+		files, skip, partial, err := m.changedEntries(ctx, man, &t, trees)
 		if err != nil {
 			return nil, err
 		}
