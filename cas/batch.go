@@ -156,15 +156,18 @@ func (s *Store) NewBatch() *Batch {
 // trees come after its walk) calls it first; a Store's first block does.
 func (s *Store) Warm() { s.warmed.Do(func() { go s.warmEncoder() }) }
 
-// warmEncoder readies an encoder for the free list; a failure is left to
-// the put that needs one.
+// warmEncoder readies an encoder of each kind for the free lists: blocks
+// take fast ones, big blobs the others. A failure is left to the put that
+// needs one.
 func (s *Store) warmEncoder() {
-	enc, err := s.getEncoder()
-	if err != nil {
-		return
+	for _, fast := range []bool{true, false} {
+		enc, err := s.getEncoderFor(fast)
+		if err != nil {
+			return
+		}
+		enc.EncodeAll([]byte("warm"), nil)
+		s.putEncoderFor(enc, fast)
 	}
-	enc.EncodeAll([]byte("warm"), nil)
-	s.putEncoder(enc)
 }
 
 // Put adds data to the batch and returns its ref under the store's algorithm.
@@ -315,12 +318,14 @@ func (b *Batch) takeBlock() block {
 // not pay (each blob is then stored raw). A block of one blob is that
 // blob's own record.
 func (s *Store) encodeBlock(bl block) ([]byte, Codec, error) {
+	// GC compresses small blobs again when it repacks them.
+	const fast = true
 	if len(bl.refs) == 1 {
-		return s.encode(nil, bl.buf)
+		return s.encodeFor(nil, bl.buf, fast)
 	}
 	n := len(bl.buf)
 	rec := appendHeader(make([]byte, 0, headerSize+n/2), CodecZstd, int64(n))
-	rec, err := s.frame(rec, bl.buf)
+	rec, err := s.frame(rec, bl.buf, fast)
 	if err != nil || !saves(len(rec)-headerSize, n) {
 		return nil, CodecRaw, err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/trovekit/trove/backend/mem"
 )
 
@@ -330,5 +332,76 @@ func TestPacksShareDirectory(t *testing.T) {
 		if n == 0 {
 			t.Fatalf("directory %s: no pack stored there", dir)
 		}
+	}
+}
+
+// The blocks of small blobs a batch writes are compressed at zstd's
+// fastest level (GC compresses them again at its best when it repacks
+// them); a blob big enough to be kept as written, at the default level.
+func TestBlockLevels(t *testing.T) {
+	ctx := t.Context()
+	s, _, _ := blockStore(t)
+	big := sourceLike(3*solidMax, 99)
+	b := s.NewBatch()
+	bigRef, err := b.Put(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	encoder := func(level zstd.EncoderLevel) *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdWindow), zstd.WithEncoderCRC(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	fast, def := encoder(zstd.SpeedFastest), encoder(zstd.SpeedDefault)
+	// level reports which encoder wrote the payload of record rec, whose
+	// original bytes are orig.
+	level := func(rec, orig []byte) string {
+		payload := rec[headerSize:]
+		f, d := fast.EncodeAll(orig, nil), def.EncodeAll(orig, nil)
+		switch {
+		case bytes.Equal(f, d):
+			t.Fatal("both levels write the same frame: the test tells nothing")
+		case bytes.Equal(payload, f):
+			return "fastest"
+		case bytes.Equal(payload, d):
+			return "default"
+		}
+		return "another"
+	}
+	if err := s.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blocks, bigs := 0, 0
+	for _, p := range s.idx.snapshot() {
+		for _, e := range p.entries {
+			rec, err := s.readRecord(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case e.codec == codecSolid:
+				orig, err := s.decodeBlock(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := level(rec, orig); got != "fastest" {
+					t.Errorf("block at %d: %s level", e.off, got)
+				}
+				blocks++
+			case e.ref == bigRef:
+				if got := level(rec, big); got != "default" {
+					t.Errorf("big blob: %s level", got)
+				}
+				bigs++
+			}
+		}
+	}
+	if blocks == 0 || bigs != 1 {
+		t.Fatalf("%d block records, %d big blobs checked", blocks, bigs)
 	}
 }
