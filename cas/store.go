@@ -31,6 +31,7 @@ type Store struct {
 
 	idx    index
 	blocks blockCache
+	loose  looseSeen
 }
 
 // Info describes a stored blob.
@@ -155,6 +156,7 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 		if err := encode(); err != nil {
 			return ref, refErr(op, ref, err)
 		}
+		s.loose.wrote(ref.algo)
 		err := backend.CreateFile(ctx, s.st, s.looseName(ref), stored)
 		if !errors.Is(err, fs.ErrExist) {
 			return ref, refErr(op, ref, err)
@@ -175,6 +177,7 @@ func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Re
 	// blob takes the write-once create (one request on a bucket); one that
 	// appeared meanwhile was put by another writer. An old or corrupt copy
 	// is replaced.
+	s.loose.wrote(ref.algo)
 	if missing && s.st.Capabilities().WriteOnce {
 		err = backend.CreateFile(ctx, s.st, s.looseName(ref), stored)
 		if errors.Is(err, fs.ErrExist) {
@@ -287,6 +290,7 @@ func (s *Store) putStaged(ctx context.Context, op string, algo Algorithm, want R
 		drop()
 		return ref, refErr(op, ref, err)
 	}
+	s.loose.wrote(ref.algo)
 	if err := s.st.Rename(ctx, tmp, s.looseName(ref)); err != nil {
 		drop()
 		return Ref{}, refErr(op, ref, err)
@@ -438,6 +442,9 @@ func (s *Store) exists(ctx context.Context, ref Ref, fresh bool) (bool, error) {
 			return true, nil
 		}
 	}
+	if fresh && s.loose.none(ctx, s, ref.algo) {
+		return false, nil
+	}
 	fi, err := s.st.Stat(ctx, s.looseName(ref))
 	if err == nil {
 		return !fresh || s.young(fi.ModTime), nil
@@ -446,6 +453,51 @@ func (s *Store) exists(ctx context.Context, ref Ref, fresh bool) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// looseSeen remembers, per algorithm, whether the store holds no loose
+// object of it (its directory missing or empty), so that a put looks up
+// only the pack indexes: a first snapshot of 5,000 files spent 50 ms of CPU
+// (and on a bucket would spend a request each) looking for loose copies
+// that a store of packs never has. Asked once per Store, forgotten when the
+// Store writes one. Only puts ask (present): a loose object another process
+// writes meanwhile costs at worst a second copy of its blob, in a pack,
+// never a blob; Has and Get always look.
+type looseSeen struct {
+	mu    sync.Mutex
+	known map[Algorithm]bool // algorithm -> no loose object
+}
+
+// none reports whether s has no loose object of algo, listing its
+// directory the first time.
+func (l *looseSeen) none(ctx context.Context, s *Store, algo Algorithm) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if none, ok := l.known[algo]; ok {
+		return none
+	}
+	none := true // empty
+	for _, err := range s.st.List(ctx, s.looseDir(algo)) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false // unknown: asked again next time
+		}
+		none = err != nil // missing; an entry is a fan-out directory
+		break
+	}
+	if l.known == nil {
+		l.known = map[Algorithm]bool{}
+	}
+	l.known[algo] = none
+	return none
+}
+
+// wrote records that a loose object of algo is about to be written.
+func (l *looseSeen) wrote(algo Algorithm) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.known != nil {
+		l.known[algo] = false
+	}
 }
 
 // young reports whether an object written at t is safe from GC for at
