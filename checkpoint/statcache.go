@@ -358,8 +358,9 @@ type dirListing struct {
 // listed, and the names, each with a byte telling whether an entry
 // follows, its stat and verified time, without its refs. The second holds
 // the number of entries and their refs in the order of the first, the
-// trees, the tree refs of the directories (treeOf) in the order of the
-// first, and the last snapshot.
+// number of directories and their tree refs (treeOf) in the order of the
+// first (which the first's decoder reads, while the trees are read), the
+// trees, and the last snapshot.
 
 // encode writes the whole cache.
 func (c *statCache) encode() []byte { return c.encodeTail(c.encodeHead(c.last.verified)) }
