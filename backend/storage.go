@@ -49,7 +49,7 @@ type Storage interface {
 
 	// WriteFile replaces name with data, all or nothing: a reader, and the
 	// file after a crash, holds the old content or the new, never a mix.
-	// It is durable when it returns.
+	// It is durable when it returns, and data is the caller's again.
 	WriteFile(ctx context.Context, name string, data []byte) error
 
 	// WriteFrom is WriteFile for a stream: it copies r to name atomically

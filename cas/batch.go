@@ -63,7 +63,8 @@ type packWriter struct {
 
 func (w *packWriter) len() int64 { return int64(len(w.buf)) }
 
-func (w *packWriter) add(ref Ref, rec []byte, codec Codec, size int64) {
+func (w *packWriter) add(s *Store, ref Ref, rec []byte, codec Codec, size int64) {
+	w.room(s, len(rec))
 	if len(w.buf) == 0 {
 		w.buf = append(w.buf, packMagic[:]...)
 	}
@@ -72,7 +73,8 @@ func (w *packWriter) add(ref Ref, rec []byte, codec Codec, size int64) {
 }
 
 // addBlock adds the record rec of block bl.
-func (w *packWriter) addBlock(bl block, rec []byte) {
+func (w *packWriter) addBlock(s *Store, bl block, rec []byte) {
+	w.room(s, len(rec))
 	if len(w.buf) == 0 {
 		w.buf = append(w.buf, packMagic[:]...)
 	}
@@ -105,8 +107,45 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	}
 	s.cfg.log.Debug("cas: wrote pack", "id", id, "blobs", len(w.entries), "bytes", len(w.buf))
 	s.idx.add(&packIdx{id: id, size: int64(len(w.buf)), idxSize: int64(len(idx)), entries: w.entries})
-	w.reset()
+	// WriteFile is done with the bytes (the conformance suite checks it).
+	w.release(s)
 	return nil
+}
+
+// packBufCap holds a pack of DefaultPackSize and the record that ends it.
+const packBufCap = DefaultPackSize + DefaultPackThreshold + blockBufSize
+
+// room readies w.buf for n more bytes (and the pack's magic): where it
+// would grow, a buffer of packBufCap from the free list, or a new one once
+// the pack is past packBufAt (release keeps it). A snapshot writes a pack
+// per 3 MiB of files (see checkpoint's rotatingBatch), each of which grew
+// its buffer from nothing, copying what it held at every doubling.
+func (w *packWriter) room(s *Store, n int) {
+	need := len(w.buf) + len(packMagic) + n
+	if need <= cap(w.buf) || need > packBufCap {
+		return // or append grows it
+	}
+	nb, ok := s.coders.packs.get()
+	if !ok && need <= packBufAt {
+		return
+	}
+	if !ok {
+		nb = make([]byte, 0, packBufCap)
+	}
+	w.buf = append(nb, w.buf...)
+}
+
+// packBufAt is the size past which a pack takes a buffer of packBufCap
+// even when none is free: most batches of a snapshot after a few edits
+// stay below.
+const packBufAt = 256 << 10
+
+// release gives w's buffer to the free list and empties w.
+func (w *packWriter) release(s *Store) {
+	if cap(w.buf) == packBufCap {
+		s.coders.packs.put(w.buf[:0])
+	}
+	w.buf, w.entries = nil, nil
 }
 
 // packDirFill is how many packs packID puts in one directory.
@@ -274,7 +313,7 @@ func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {
 	if err := b.roomFor(ctx, len(rec)); err != nil {
 		return refErr("put", ref, err)
 	}
-	b.pack.add(ref, rec, codec, int64(len(data)))
+	b.pack.add(b.s, ref, rec, codec, int64(len(data)))
 	b.pending[ref] = true
 	return nil
 }
@@ -291,6 +330,9 @@ func (b *Batch) addSmall(ctx context.Context, ref Ref, data []byte) error {
 	}
 	b.pending[ref] = true
 	b.s.Warm()
+	if b.block.buf == nil {
+		b.block.buf = b.s.getBlockBuf()
+	}
 	b.block.refs = append(b.block.refs, ref)
 	b.block.sizes = append(b.block.sizes, int64(len(data)))
 	b.block.buf = append(b.block.buf, data...)
@@ -300,10 +342,23 @@ func (b *Batch) addSmall(ctx context.Context, ref Ref, data []byte) error {
 	}
 	full := b.takeBlock()
 	b.mu.Unlock()
-	rec, codec, err := b.s.encodeBlock(full)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.addEncoded(ctx, full, rec, codec, err)
+	return b.encodeAndAdd(ctx, full, true)
+}
+
+// encodeAndAdd compresses a full block and adds it to the pack (mu held
+// with locked, else taken for the add), then gives its buffers back: the
+// pack holds a copy of the record.
+func (b *Batch) encodeAndAdd(ctx context.Context, full block, lock bool) error {
+	recBuf := b.s.getBlockBuf()
+	rec, codec, err := b.s.encodeBlock(full, recBuf)
+	if lock {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	err = b.addEncoded(ctx, full, rec, codec, err)
+	b.s.putBlockBuf(full.buf)
+	b.s.putBlockBuf(recBuf)
+	return err
 }
 
 // takeBlock hands the gathered blobs to an encoder; mu is held.
@@ -316,15 +371,15 @@ func (b *Batch) takeBlock() block {
 
 // encodeBlock compresses a block into one record; CodecRaw when that does
 // not pay (each blob is then stored raw). A block of one blob is that
-// blob's own record.
-func (s *Store) encodeBlock(bl block) ([]byte, Codec, error) {
+// blob's own record. The record is appended to dst[:0].
+func (s *Store) encodeBlock(bl block, dst []byte) ([]byte, Codec, error) {
 	// GC compresses small blobs again when it repacks them.
 	const fast = true
 	if len(bl.refs) == 1 {
-		return s.encodeFor(nil, bl.buf, fast)
+		return s.encodeFor(dst[:0], bl.buf, fast)
 	}
 	n := len(bl.buf)
-	rec := appendHeader(make([]byte, 0, headerSize+n/2), CodecZstd, int64(n))
+	rec := appendHeader(dst[:0], CodecZstd, int64(n))
 	rec, err := s.frame(rec, bl.buf, fast)
 	if err != nil || !saves(len(rec)-headerSize, n) {
 		return nil, CodecRaw, err
@@ -348,7 +403,7 @@ func (b *Batch) addEncoded(ctx context.Context, bl block, rec []byte, codec Code
 		if err := b.roomFor(ctx, len(rec)); err != nil {
 			return err
 		}
-		b.pack.add(bl.refs[0], rec, codec, bl.sizes[0])
+		b.pack.add(b.s, bl.refs[0], rec, codec, bl.sizes[0])
 		return nil
 	}
 	if codec != CodecZstd {
@@ -359,14 +414,14 @@ func (b *Batch) addEncoded(ctx context.Context, bl block, rec []byte, codec Code
 			if err := b.roomFor(ctx, len(raw)); err != nil {
 				return err
 			}
-			b.pack.add(ref, raw, CodecRaw, bl.sizes[i])
+			b.pack.add(b.s, ref, raw, CodecRaw, bl.sizes[i])
 		}
 		return nil
 	}
 	if err := b.roomFor(ctx, len(rec)); err != nil {
 		return err
 	}
-	b.pack.addBlock(bl, rec)
+	b.pack.addBlock(b.s, bl, rec)
 	return nil
 }
 
@@ -391,9 +446,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		return b.err
 	}
 	if len(b.block.refs) > 0 {
-		full := b.takeBlock()
-		rec, codec, err := b.s.encodeBlock(full)
-		if err := b.addEncoded(ctx, full, rec, codec, err); err != nil {
+		if err := b.encodeAndAdd(ctx, b.takeBlock(), false); err != nil {
 			return err
 		}
 	}
@@ -422,6 +475,7 @@ func (b *Batch) Discard() {
 		b.encoded.Wait()
 	}
 	b.pack.reset()
+	b.s.putBlockBuf(b.block.buf)
 	b.block = block{}
 	clear(b.pending)
 }

@@ -199,7 +199,7 @@ func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bo
 			if err := r.room(ctx, len(rec)); err != nil {
 				return damaged, err
 			}
-			r.w.add(e.ref, rec, e.codec, e.size)
+			r.w.add(r.s, e.ref, rec, e.codec, e.size)
 			continue
 		}
 		r.small = append(r.small, smallBlob{e.ref, data})
@@ -308,7 +308,7 @@ func (r *repacker) addBlock(ctx context.Context, bl block) error {
 			if err := r.room(ctx, len(rec)); err != nil {
 				return err
 			}
-			r.w.addBlock(bl, rec)
+			r.w.addBlock(r.s, bl, rec)
 			return nil
 		}
 	}
@@ -331,6 +331,6 @@ func (r *repacker) addAlone(ctx context.Context, ref Ref, data []byte) error {
 	if err := r.room(ctx, len(rec)); err != nil {
 		return err
 	}
-	r.w.add(ref, rec, codec, int64(len(data)))
+	r.w.add(r.s, ref, rec, codec, int64(len(data)))
 	return nil
 }
