@@ -9,8 +9,12 @@
 // together (Batch, PutMany) go into pack objects with an index, so a snapshot
 // of thousands of files costs a handful of objects; readers see packed and
 // loose blobs alike. Small compressible blobs of a batch share block
-// records, one zstd frame for many (they compress better together);
-// reading one decodes its block. GC marks from the refs a caller passes and sweeps the
+// records, one zstd frame for many (they compress better together), at
+// zstd's fastest level; reading one decodes its block. The zstd coders and
+// the buffers blocks and packs are gathered in are kept by the process, not
+// the Store, for the next Store (a program that opens one per operation):
+// after a first snapshot of a large tree, about 10 MiB of pack buffers and
+// a few encoders stay. GC marks from the refs a caller passes and sweeps the
 // rest after a grace period; with GCCompact it also rewrites what batches
 // wrote into cold packs, small blobs sorted by content into larger blocks at
 // zstd's best level (repack.go).
