@@ -126,11 +126,15 @@ func (w *prewriter) write(c *change, a *ahead) {
 
 // content returns the content of digest that likely loaded, waiting for
 // it, and forgets it; ok is false when none was loaded (or it failed: the
-// caller loads it again and reports).
+// caller loads it again and reports). It waits for likely's search first:
+// a file it would load, asked for before the search reached it, was read
+// twice. The search reads trees the compare has read already (treeFetch),
+// so it is done or nearly by then.
 func (w *prewriter) content(digest string) ([]byte, bool) {
 	if w == nil {
 		return nil, false
 	}
+	w.looking.Wait()
 	w.mu.Lock()
 	a, ok := w.ahead[digest]
 	delete(w.ahead, digest)
