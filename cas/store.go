@@ -491,13 +491,15 @@ func (l *looseSeen) none(ctx context.Context, s *Store, algo Algorithm) bool {
 	return none
 }
 
-// wrote records that a loose object of algo is about to be written.
+// wrote records that a loose object of algo is about to be written, before
+// any look: one racing the write would find the directory still missing.
 func (l *looseSeen) wrote(algo Algorithm) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.known != nil {
-		l.known[algo] = false
+	if l.known == nil {
+		l.known = map[Algorithm]bool{}
 	}
+	l.known[algo] = false
 }
 
 // young reports whether an object written at t is safe from GC for at
