@@ -176,11 +176,6 @@ func (s *Store) packID() string {
 	return id
 }
 
-func (w *packWriter) reset() {
-	w.buf = w.buf[:0]
-	w.entries = nil
-}
-
 // NewBatch starts a batch. It does no I/O.
 func (s *Store) NewBatch() *Batch {
 	b := &Batch{s: s, pending: map[Ref]bool{}}
@@ -474,7 +469,7 @@ func (b *Batch) Discard() {
 	for b.encoding > 0 {
 		b.encoded.Wait()
 	}
-	b.pack.reset()
+	b.pack.release(b.s)
 	b.s.putBlockBuf(b.block.buf)
 	b.block = block{}
 	clear(b.pending)

@@ -115,7 +115,7 @@ func (s *Store) putEncoderFor(e *zstd.Encoder, fast bool) {
 // putEncoder keeps e for reuse. EncodeAll leaves nothing behind; a stream
 // resets it to nil first (see putStreamEncoder). Resetting one only ever
 // used by EncodeAll would allocate its stream state, over a megabyte.
-func (s *Store) putEncoder(e *zstd.Encoder) { s.coders.encoders.put(e) }
+func (s *Store) putEncoder(e *zstd.Encoder) { s.putEncoderFor(e, false) }
 
 // putStreamEncoder keeps e after a stream, dropping its writer.
 func (s *Store) putStreamEncoder(e *zstd.Encoder) {

@@ -68,11 +68,7 @@ func (s *Store) repack(ctx context.Context, srcs, kept []repackSrc, live map[Ref
 	if dryRun {
 		return nil
 	}
-	enc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedBestCompression),
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(zstdWindow),
-		zstd.WithEncoderCRC(false))
+	enc, err := newEncoder(zstd.SpeedBestCompression)
 	if err != nil {
 		return err
 	}

@@ -484,10 +484,7 @@ func (l *looseSeen) none(ctx context.Context, s *Store, algo Algorithm) bool {
 		none = err != nil // missing; an entry is a fan-out directory
 		break
 	}
-	if l.known == nil {
-		l.known = map[Algorithm]bool{}
-	}
-	l.known[algo] = none
+	l.set(algo, none)
 	return none
 }
 
@@ -496,10 +493,15 @@ func (l *looseSeen) none(ctx context.Context, s *Store, algo Algorithm) bool {
 func (l *looseSeen) wrote(algo Algorithm) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.set(algo, false)
+}
+
+// set records what is known of algo; mu is held.
+func (l *looseSeen) set(algo Algorithm, none bool) {
 	if l.known == nil {
 		l.known = map[Algorithm]bool{}
 	}
-	l.known[algo] = false
+	l.known[algo] = none
 }
 
 // young reports whether an object written at t is safe from GC for at
