@@ -243,10 +243,6 @@ func (c *statCache) put(path string, st fileStat, e *Entry, verified int64) {
 	off := len(c.added)
 	c.added = appendCacheRef(appendCacheRef(appendCacheRef(c.added, e.Digest), e.Base), e.Delta)
 	ce := cacheEntry{st: st, verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
-	if s := c.slot(path); s != nil {
-		*s = ce
-		return
-	}
 	dir, name := splitPath(path)
 	r := c.dirs[dir]
 	if r == nil {
