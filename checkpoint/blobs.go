@@ -22,8 +22,7 @@ func validRef(s string) bool {
 // hex>, without cas.ParseRef's allocations: manifests hold thousands.
 func fastRef(s string) (cas.Algorithm, [32]byte, bool) {
 	var d [32]byte
-	const n = len("blob:sha256:") + 64
-	if len(s) != n || s[:5] != "blob:" || s[11] != ':' {
+	if len(s) != refLen || s[:5] != "blob:" || s[11] != ':' {
 		return 0, d, false
 	}
 	var algo cas.Algorithm

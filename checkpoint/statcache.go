@@ -512,7 +512,7 @@ func (r *reader) skipCacheRef() bool {
 	n := 1
 	if set {
 		n += 33
-		if len(r.b) < n || len("blob:")+len(cas.Algorithm(r.b[1]).String())+1+64 > len("blob:sha256:")+64 {
+		if len(r.b) < n || len("blob:")+len(cas.Algorithm(r.b[1]).String())+1+64 > refLen {
 			r.err = errBadCache
 			return false
 		}
@@ -615,7 +615,7 @@ func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*dirRec, map[st
 	}
 	dirs := make(map[string]*dirRec, nd)
 	// The refs of the trees share one buffer.
-	trees := &reader{b: tr.treeOf, arena: make([]byte, 0, (int(nd)+1)*(len("blob:sha256:")+64))}
+	trees := &reader{b: tr.treeOf, arena: make([]byte, 0, (int(nd)+1)*refLen)}
 	treeOf := make(map[string]string, nd)
 	recs := make([]dirRec, nd)
 	names := make([]string, 0, len(rs)+int(nd))
@@ -719,7 +719,7 @@ func (c *statCache) decodeTail(block []byte, refs chan<- *tailRefs) error {
 		return errBadCache
 	}
 	// The trees' refs share one buffer, the directories' another.
-	r.arena = make([]byte, 0, (int(nt)+1)*(len("blob:sha256:")+64))
+	r.arena = make([]byte, 0, (int(nt)+1)*refLen)
 	c.trees = make(map[string][]byte, nt)
 	for i := uint64(0); i < nt && r.err == nil; i++ {
 		ref := r.cacheRef()

@@ -277,12 +277,16 @@ func appendRef(b []byte, s string) ([]byte, error) {
 	return append(b, d[:]...), nil
 }
 
+// refLen is the length of a ref as this package writes it, of either
+// algorithm (sha256 and blake3 are both six letters).
+const refLen = len("blob:sha256:") + 64
+
 func (r *reader) ref() string {
 	if r.err != nil || len(r.b) < 33 {
 		r.err = errBadCache
 		return ""
 	}
-	var buf [len("blob:sha256:") + 64]byte
+	var buf [refLen]byte
 	n := copy(buf[:], "blob:")
 	n += copy(buf[n:], cas.Algorithm(r.b[0]).String())
 	if n+1+64 > len(buf) {
