@@ -1,0 +1,283 @@
+package crypt_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/crypt"
+	"github.com/trovekit/trove/backend/mem"
+)
+
+func newCrypt(t *testing.T) (*crypt.Storage, *mem.Storage) {
+	t.Helper()
+	inner := mem.New()
+	c, err := crypt.New(inner, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, inner
+}
+
+// objects lists every object of the inner store with its bytes.
+func objects(t *testing.T, inner backend.Storage) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for info, err := range backend.Walk(t.Context(), inner, ".") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.IsDir {
+			b, err := inner.ReadFile(t.Context(), info.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[info.Name] = b
+		}
+	}
+	return out
+}
+
+func TestNamesAndContentHidden(t *testing.T) {
+	c, inner := newCrypt(t)
+	ctx := t.Context()
+	secret := "sessions/--home-alice-secretproject--/2026_0199aabbcc.jsonl"
+	body := bytes.Repeat([]byte("the launch code is 0000; "), 10000)
+	if err := c.WriteFile(ctx, secret, body); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range objects(t, inner) {
+		for _, needle := range []string{"alice", "secretproject", "0199aabbcc", "sessions", "launch code"} {
+			if strings.Contains(name, needle) || bytes.Contains(b, []byte(needle)) {
+				t.Errorf("object %s shows %q", name, needle)
+			}
+		}
+	}
+	got, err := c.ReadFile(ctx, secret)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("ReadFile: %d bytes, %v", len(got), err)
+	}
+	info, err := c.Stat(ctx, secret)
+	if err != nil || info.Size != int64(len(body)) {
+		t.Fatalf("Stat: %+v, %v", info, err)
+	}
+}
+
+// TestEveryByteFlipped flips each byte of every object in turn (a whole
+// file of three frames, an appended one, small files): every read fails
+// with ErrCorrupt naming the file, or, for a flip that makes the last
+// append look torn, returns a prefix of the content; never other bytes.
+func TestEveryByteFlipped(t *testing.T) {
+	c, inner := newCrypt(t)
+	ctx := t.Context()
+	files := map[string][]byte{
+		"a/whole": bytes.Repeat([]byte("0123456789abcdef"), (2*crypt.FrameSize+100)/16),
+		"a/small": []byte("hello"),
+		"a/empty": nil,
+	}
+	for name, data := range files {
+		if err := c.WriteFile(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := c.OpenWriter(ctx, "a/log.jsonl", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []byte
+	for i := range 3 {
+		line := []byte(strings.Repeat("x", i+1) + "\n")
+		log = append(log, line...)
+		if _, err := w.Write(line); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	files["a/log.jsonl"] = log
+	stored := objects(t, inner)
+	if len(stored) != len(files) {
+		t.Fatalf("%d objects for %d files", len(stored), len(files))
+	}
+	names := map[string]string{} // stored -> logical
+	for name := range files {
+		for sname := range stored {
+			b := stored[sname]
+			inner.WriteFile(ctx, sname, append(b[:len(b):len(b)], 0)) // mark
+			if got, _ := c.ReadFile(ctx, name); got == nil {
+				names[sname] = name
+			}
+			inner.WriteFile(ctx, sname, b)
+		}
+	}
+	for sname, b := range stored {
+		name := names[sname]
+		for i := range b {
+			if !probe(i, len(b)) {
+				continue
+			}
+			bad := bytes.Clone(b)
+			bad[i] ^= 0x40
+			if err := inner.WriteFile(ctx, sname, bad); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.ReadFile(ctx, name)
+			switch {
+			case err != nil:
+				var pe *fs.PathError
+				if !errors.Is(err, crypt.ErrCorrupt) || !errors.As(err, &pe) || pe.Path != name {
+					t.Fatalf("%s byte %d: %v, want ErrCorrupt naming it", name, i, err)
+				}
+			case !bytes.HasPrefix(files[name], got) || !strings.HasSuffix(name, ".jsonl"):
+				t.Fatalf("%s byte %d flipped: read %q with no error", name, i, got)
+			}
+		}
+		inner.WriteFile(ctx, sname, b)
+	}
+}
+
+// probe picks the bytes a flip test tries in an object of n bytes: every
+// byte of a small one; in a big one, every byte near a frame's start or end
+// (headers, nonces, tags, trailers) and one in 61 between.
+func probe(i, n int) bool {
+	if n < 4096 {
+		return true
+	}
+	const full = crypt.FrameSize + crypt.Overhead
+	at := i % full
+	return at < 64 || at >= full-64 || i >= n-64 || i%61 == 0
+}
+
+func TestSwappedObjectsFail(t *testing.T) {
+	c, inner := newCrypt(t)
+	ctx := t.Context()
+	c.WriteFile(ctx, "x", []byte("one"))
+	c.WriteFile(ctx, "y", []byte("two"))
+	st := objects(t, inner)
+	var names []string
+	for n := range st {
+		names = append(names, n)
+	}
+	inner.WriteFile(ctx, names[0], st[names[1]])
+	inner.WriteFile(ctx, names[1], st[names[0]])
+	for _, n := range []string{"x", "y"} {
+		if _, err := c.ReadFile(ctx, n); !errors.Is(err, crypt.ErrCorrupt) {
+			t.Errorf("ReadFile(%s) after a swap: %v, want ErrCorrupt", n, err)
+		}
+	}
+}
+
+// TestTornAppend cuts an appended file inside its last frame, as a crash
+// may: reads drop that frame, and a new writer appends after the last
+// complete one.
+func TestTornAppend(t *testing.T) {
+	c, inner := newCrypt(t)
+	ctx := t.Context()
+	w, _ := c.OpenWriter(ctx, "s.jsonl", backend.WriterOptions{})
+	w.Write([]byte("one\n"))
+	w.Sync()
+	w.Write([]byte("two\n"))
+	w.Sync()
+	w.Close()
+	var sname string
+	var b []byte
+	for n, data := range objects(t, inner) {
+		sname, b = n, data
+	}
+	inner.WriteFile(ctx, sname, b[:len(b)-3])
+	got, err := c.ReadFile(ctx, "s.jsonl")
+	if err != nil || string(got) != "one\n" {
+		t.Fatalf("torn read: %q, %v", got, err)
+	}
+	if info, err := c.Stat(ctx, "s.jsonl"); err != nil || info.Size != 4 {
+		t.Fatalf("torn Stat: %+v, %v", info, err)
+	}
+	w, err = c.OpenWriter(ctx, "s.jsonl", backend.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("three\n"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.ReadFile(ctx, "s.jsonl")
+	if err != nil || string(got) != "one\nthree\n" {
+		t.Fatalf("after append: %q, %v", got, err)
+	}
+	rc, err := c.OpenRange(ctx, "s.jsonl", 5, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(mid) != "hre" {
+		t.Fatalf("OpenRange(5, 3) = %q, %v", mid, err)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	if _, err := crypt.Open(ctx, inner, []byte("pw")); !errors.Is(err, crypt.ErrNotEncrypted) {
+		t.Fatalf("Open of an empty store: %v", err)
+	}
+	c, err := crypt.Init(ctx, inner, []byte("first"), crypt.WithScrypt(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteFile(ctx, "f", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	before := objects(t, inner)
+	if _, err := crypt.Open(ctx, inner, []byte("wrong")); !errors.Is(err, crypt.ErrWrongKey) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	id2, err := crypt.AddKey(ctx, inner, []byte("first"), []byte("second"), crypt.WithScrypt(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id3, err := crypt.ChangeKey(ctx, inner, []byte("first"), []byte("third"), crypt.WithScrypt(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crypt.Open(ctx, inner, []byte("first")); !errors.Is(err, crypt.ErrWrongKey) {
+		t.Fatalf("a changed passphrase still opens: %v", err)
+	}
+	for _, pw := range []string{"second", "third"} {
+		c2, err := crypt.Open(ctx, inner, []byte(pw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c2.ReadFile(ctx, "f"); err != nil || string(got) != "data" {
+			t.Fatalf("%s: %q, %v", pw, got, err)
+		}
+	}
+	keys, err := crypt.ListKeys(ctx, inner)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("ListKeys: %v, %v", keys, err)
+	}
+	if err := crypt.RemoveKey(ctx, inner, []byte("third"), id2); err != nil {
+		t.Fatal(err)
+	}
+	if err := crypt.RemoveKey(ctx, inner, []byte("third"), id3); !errors.Is(err, crypt.ErrLastKey) {
+		t.Fatalf("removing the last key: %v", err)
+	}
+	// The data objects were never rewritten.
+	after := objects(t, inner)
+	for name, b := range before {
+		if strings.HasPrefix(name, crypt.KeysDir+"/") {
+			continue
+		}
+		if !bytes.Equal(after[name], b) {
+			t.Errorf("%s changed with the keys", name)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package crypt
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// The frame format (docs/security.md): an object is a sequence of frames,
+//
+//	kind(1) plainLen(4) nonce(24) ciphertext(plainLen) tag(16) plainLen(4) plainEnd(8)
+//
+// sealed with XChaCha20-Poly1305 under a random nonce, with the logical
+// name, the kind and the plaintext offset as associated data. Whole writes
+// cut the content into frames of FrameSize (kind whole, the last kind end);
+// each Sync of an append writer adds one frame of kind append. The trailer
+// repeats the length and gives the plaintext end, so the size of an
+// appended file is read from its last bytes.
+const (
+	// FrameSize is the plaintext of a full frame.
+	FrameSize = 64 << 10
+
+	hdrSize     = 5
+	nonceSize   = chacha20poly1305.NonceSizeX
+	tagSize     = chacha20poly1305.Overhead
+	trailerSize = 12
+	// Overhead is what a frame adds to its plaintext.
+	Overhead  = hdrSize + nonceSize + tagSize + trailerSize
+	fullFrame = FrameSize + Overhead
+)
+
+// Frame kinds.
+const (
+	kindWhole  byte = 1 // a full frame of a whole write, more follow
+	kindEnd    byte = 2 // the last frame of a whole write
+	kindAppend byte = 3 // one Sync of an append writer
+)
+
+// ErrCorrupt is the error of an object whose bytes fail authentication: a
+// complete frame whose tag fails, a frame out of place, a whole write cut
+// short. It is never a torn append (a crash), which reads as the bytes
+// before it.
+var ErrCorrupt = errors.New("encrypted object corrupt or tampered with")
+
+const adDomain = "trove/crypt/1\x00"
+
+// sealer seals and opens frames of one store.
+type sealer struct{ aead cipher.AEAD }
+
+func newSealer(key []byte) (*sealer, error) {
+	a, err := chacha20poly1305.NewX(key)
+	if err != nil {
+		return nil, err
+	}
+	return &sealer{aead: a}, nil
+}
+
+func ad(name string, kind byte, off int64, n int) []byte {
+	b := make([]byte, 0, len(adDomain)+13+len(name))
+	b = append(b, adDomain...)
+	b = append(b, kind)
+	b = binary.LittleEndian.AppendUint64(b, uint64(off))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	return append(b, name...)
+}
+
+// seal appends the frame of p, at plaintext offset off of name, to dst.
+func (s *sealer) seal(dst []byte, name string, kind byte, off int64, p []byte) []byte {
+	dst = append(dst, kind)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(p)))
+	n := len(dst)
+	dst = append(dst, make([]byte, nonceSize)...)
+	rand.Read(dst[n:])
+	dst = s.aead.Seal(dst, dst[n:n+nonceSize], p, ad(name, kind, off, len(p)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(p)))
+	return binary.LittleEndian.AppendUint64(dst, uint64(off)+uint64(len(p)))
+}
+
+// sealWhole appends the frames of a whole write of p to dst. An empty
+// write is one empty end frame, so that cutting a whole file is seen.
+func (s *sealer) sealWhole(dst []byte, name string, p []byte) []byte {
+	var off int64
+	for {
+		n := min(len(p), FrameSize)
+		kind := kindWhole
+		if n == len(p) {
+			kind = kindEnd
+		}
+		dst = s.seal(dst, name, kind, off, p[:n])
+		p, off = p[n:], off+int64(n)
+		if kind == kindEnd {
+			return dst
+		}
+	}
+}
+
+// header reads a frame's kind and plaintext length.
+func header(b []byte) (kind byte, n int) {
+	return b[0], int(binary.LittleEndian.Uint32(b[1:hdrSize]))
+}
+
+// validHeader says whether kind and n can start a frame.
+func validHeader(kind byte, n int) bool {
+	return kind >= kindWhole && kind <= kindAppend && n <= FrameSize && (kind != kindWhole || n == FrameSize)
+}
+
+// open decrypts the frame f (whole, with its trailer), which must sit at
+// plaintext offset off, appending the plaintext to dst.
+func (s *sealer) open(dst []byte, name string, off int64, f []byte) ([]byte, byte, error) {
+	if len(f) < Overhead {
+		return dst, 0, fmt.Errorf("%w: frame of %d bytes", ErrCorrupt, len(f))
+	}
+	kind, n := header(f)
+	if !validHeader(kind, n) || len(f) != n+Overhead {
+		return dst, 0, fmt.Errorf("%w: bad frame header at plaintext offset %d", ErrCorrupt, off)
+	}
+	tr := f[len(f)-trailerSize:]
+	if int(binary.LittleEndian.Uint32(tr)) != n || binary.LittleEndian.Uint64(tr[4:]) != uint64(off)+uint64(n) {
+		return dst, 0, fmt.Errorf("%w: bad frame trailer at plaintext offset %d", ErrCorrupt, off)
+	}
+	nonce := f[hdrSize : hdrSize+nonceSize]
+	out, err := s.aead.Open(dst, nonce, f[hdrSize+nonceSize:len(f)-trailerSize], ad(name, kind, off, n))
+	if err != nil {
+		return dst, 0, fmt.Errorf("%w: frame at plaintext offset %d fails authentication", ErrCorrupt, off)
+	}
+	return out, kind, nil
+}
+
+// tornOrCorrupt judges a frame cut short by the end of the object: rest
+// holds every byte from the frame's start to the end. A crash leaves a
+// torn append; but if the object ends with the trailer of a complete frame
+// starting at or after this one, a header was damaged: corruption.
+func tornOrCorrupt(rest []byte) bool {
+	if len(rest) > 0 && rest[0] != kindAppend {
+		return true // whole writes are atomic: never torn
+	}
+	if len(rest) < Overhead {
+		return false
+	}
+	tr := rest[len(rest)-trailerSize:]
+	n := int(binary.LittleEndian.Uint32(tr))
+	start := len(rest) - n - Overhead
+	if n > FrameSize || start < 0 {
+		return false
+	}
+	k, m := header(rest[start:])
+	return validHeader(k, m) && m == n
+}
+
+// wholeSize is the plaintext size of a whole-written object of c bytes.
+func wholeSize(c int64) int64 {
+	if c <= 0 {
+		return 0
+	}
+	n := (c + fullFrame - 1) / fullFrame
+	return max(c-n*Overhead, 0)
+}
+
+// trailerEnd reads a plausible plaintext end from the last bytes of an
+// object, tail (the last min(size, len) bytes of an object of size c); ok is
+// false when they are no trailer of a frame (a torn append).
+func trailerEnd(tail []byte, c int64) (end int64, start int64, ok bool) {
+	if len(tail) < trailerSize || c < Overhead {
+		return 0, 0, false
+	}
+	tr := tail[len(tail)-trailerSize:]
+	n := int64(binary.LittleEndian.Uint32(tr))
+	end = int64(binary.LittleEndian.Uint64(tr[4:]))
+	start = c - n - Overhead
+	if n > FrameSize || start < 0 || end < n {
+		return 0, 0, false
+	}
+	if i := int64(len(tail)) - (c - start); i >= 0 {
+		k, m := header(tail[i:])
+		if !validHeader(k, m) || int64(m) != n {
+			return 0, 0, false
+		}
+	}
+	return end, start, true
+}
