@@ -345,7 +345,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"checkpoint ls --dir " + ws + " --session " + short[h.ID()], "the session's checkpoint"},
 		{"runs show " + w.RunID(), "the run log"},
 		{"fsck", "check everything"},
-		{"serve", "browse it all at http://127.0.0.1:8765"},
+		{"serve", "browse it all: open the URL it prints (it holds a token)"},
 	} {
 		d.say("  %-60s # %s\n", "trove"+store+" "+l[0], l[1])
 	}

@@ -24,26 +24,47 @@ import (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr string
+	var (
+		addr    string
+		noToken bool
+		allow   []string
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "A read-only local web viewer of the store's sessions, checkpoints and runs",
-		Args:  cobra.NoArgs,
+		Long: `A read-only local web viewer of the store's sessions, checkpoints and runs.
+
+The first line serve prints is the URL to open: it carries a random token for
+this run, which the viewer moves into a cookie. Requests without the token or
+the cookie get 401, and requests naming any host but the address serve listens
+on (or localhost, 127.0.0.1 and [::1] with its port) get 421, so a web page
+that rebinds its DNS name to this machine reads nothing.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return usageErr("serve --addr %s: %v", addr, err)
+			}
+			defer ln.Close()
+			tcp := ln.Addr().(*net.TCPAddr)
+			if noToken && !tcp.IP.IsLoopback() {
+				return usageErr("serve: --no-token on %s would show the store to anyone who can reach it: keep the token or listen on loopback", tcp)
+			}
 			ts, err := a.troveStore(ctx)
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
+			token := ""
+			if !noToken {
+				if token, err = newToken(); err != nil {
+					return err
+				}
 			}
-			if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
-				fmt.Fprintf(a.stderr, "warning: the viewer has no authentication and listens on %s, beyond this machine\n", ln.Addr())
-			}
-			srv := &http.Server{Handler: newViewer(ts, a.log), ReadHeaderTimeout: 10 * time.Second}
-			a.printf("serving the store read-only on http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+			g := newGuard(newViewer(ts, a.log), tcp, token, allow, interfaceIPs())
+			srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+			a.printf("%s\n", viewerURL(tcp, token))
+			fmt.Fprintf(a.stderr, "serving the store read-only on %s (Ctrl-C to stop)\n", tcp)
 			go func() {
 				<-ctx.Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -56,7 +77,9 @@ func newServeCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8765", "address to listen on (keep it on loopback: the viewer has no authentication)")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8765", "address to listen on")
+	cmd.Flags().BoolVar(&noToken, "no-token", false, "serve without a token (loopback addresses only)")
+	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "also answer requests naming this host (a deliberate LAN name; repeatable)")
 	return cmd
 }
 
