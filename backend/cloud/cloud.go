@@ -256,7 +256,7 @@ func (s *driver) lostRace(ctx context.Context, key string, err error) bool {
 }
 
 func isNotFound(err error) bool {
-	return gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, syscall.ENOTDIR)
+	return gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, errNoObject)
 }
 
 // replaced reports a read that met an object being replaced: every server

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,18 +228,47 @@ func (s *driver) resolve(ctx context.Context, name string, sized bool) (layout, 
 			return l, nil
 		}
 	}
-	attrs, err := s.b.Attributes(ctx, enc(name))
+	size, mod, err := s.head(ctx, name)
 	if err != nil {
 		return l, err
 	}
-	l.mod = attrs.ModTime
+	l.mod = mod
 	if l.plain {
-		l.size = attrs.Size
-		l.parts[0].size = attrs.Size
+		l.size = size
+		l.parts[0].size = size
 		return l, nil
 	}
-	chain(&l, name, attrs.Size, attrs.ModTime)
+	chain(&l, name, size, mod)
 	return l, nil
+}
+
+// errNoObject is head's answer for a key no listing holds.
+var errNoObject = fmt.Errorf("no such object: %w", fs.ErrNotExist)
+
+// head describes the object under name as a listing of the directory
+// does, so that Stat and List agree by construction: S3 answers a HEAD
+// with whole seconds where its listing has milliseconds, and gofakes3
+// stamps the HEAD's time when the upload starts but the listing's when it
+// is stored (a Stat a second before List when an upload straddles one).
+// So it lists one key: name sorts first among the keys it prefixes. On
+// fileblob a listing walks the parent directory, and a HEAD reads the
+// same stat of the same file: there it asks for the attributes.
+func (s *driver) head(ctx context.Context, name string) (size int64, mod time.Time, err error) {
+	if s.opts.localDir != "" {
+		a, err := s.b.Attributes(ctx, enc(name))
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		return a.Size, a.ModTime, nil
+	}
+	page, err := s.listPage(ctx, name, 1)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if len(page) == 0 || page[0].Key != name || page[0].IsDir {
+		return 0, time.Time{}, errNoObject
+	}
+	return page[0].Size, page[0].ModTime, nil
 }
 
 // chain fills the parts, size and time of a segmented file's layout from

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -58,8 +60,38 @@ type S3 struct {
 // StartS3 starts an S3 server that stops when tb ends. Wrappers, if any,
 // see every request first (to count or fail them).
 func StartS3(tb testing.TB, wrappers ...func(http.Handler) http.Handler) *S3 {
-	mem := s3mem.New()
-	var h http.Handler = gofakes3.New(mem).Server()
+	return startS3(tb, s3mem.New(), nil, wrappers)
+}
+
+// StartSlowClockS3 is StartS3 on a server whose clock moves on by step at
+// every reading, as a server's does while an upload's body arrives: it
+// stamps an object's Last-Modified header when a PUT begins and its
+// listed time when the object is stored, so the two disagree whenever a
+// reading crosses a second.
+func StartSlowClockS3(tb testing.TB, step time.Duration, wrappers ...func(http.Handler) http.Handler) *S3 {
+	clock := &tickingClock{now: time.Now(), step: step}
+	return startS3(tb, s3mem.New(s3mem.WithTimeSource(clock)),
+		[]gofakes3.Option{gofakes3.WithTimeSource(clock), gofakes3.WithTimeSkewLimit(0)}, wrappers)
+}
+
+// tickingClock is a gofakes3.TimeSource that moves on by step at each Now.
+type tickingClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+func (c *tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func startS3(tb testing.TB, mem *s3mem.Backend, opts []gofakes3.Option, wrappers []func(http.Handler) http.Handler) *S3 {
+	var h http.Handler = gofakes3.New(mem, opts...).Server()
 	for _, w := range wrappers {
 		h = w(h)
 	}

@@ -51,6 +51,12 @@
 //     zero bytes on Azure and fileblob.
 //   - A reader opened before the object is overwritten still returns the old
 //     bytes on all four (small objects).
+//   - An object's time: S3 lists it in milliseconds but answers a HEAD or
+//     GET in whole seconds, and gofakes3 stamps the HEAD's Last-Modified
+//     when a PUT begins but the listed time when the object is stored, a
+//     second apart when the upload straddles one (StartSlowClockS3 makes
+//     that happen every time). GCS, Azure, memblob and fileblob report one
+//     time both ways.
 //
 // Imports: gocloud.dev (blob, memblob, fileblob, s3blob, gcsblob, azureblob),
 // the AWS SDK, cloud.google.com/go/storage and google.golang.org/api, the
