@@ -1,15 +1,11 @@
 package importer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/trovekit/trove/session/tree"
 )
 
 type claudeLine struct {
@@ -104,64 +100,92 @@ type claudeConv struct {
 // conversation, rooted apart from the main one) make sub-conversations, one
 // per sidechain root.
 func parseClaude(data []byte) (*conversation, error) {
-	main := &claudeConv{conversation: &conversation{alias: map[string]string{}}}
-	owner := map[string]*claudeConv{} // uuid of a sidechain line -> its conversation
-	tools := map[string]string{}      // tool_use id -> name
-	tasks := map[string]string{}      // a Task call's prompt -> its description
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 256<<20)
-	for sc.Scan() {
-		var l claudeLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		if l.Type == "summary" && l.Summary != "" && main.title == "" {
-			main.title = l.Summary
-		}
-		c := main
-		if l.IsSidechain && owner[l.ParentUUID] != nil {
-			c = owner[l.ParentUUID]
-		}
-		switch {
-		case l.UUID == "":
-			continue // summaries and damaged lines
-		case l.Type == "system" && l.Subtype == "compact_boundary":
-			c.alias[l.UUID] = l.LogicalParentUUID
-			c.preTokens = l.CompactMetadata.PreTokens
-			if l.IsSidechain {
-				owner[l.UUID] = c
-			}
-			continue
-		case l.Message == nil || l.IsMeta:
-			// Other system lines and what the harness injected: their
-			// children hang from their parent.
-			c.alias[l.UUID] = l.ParentUUID
-			if l.IsSidechain {
-				owner[l.UUID] = c
-			}
-			continue
-		}
+	p := newClaudeParser()
+	if err := eachLine(data, p.line); err != nil {
+		return nil, err
+	}
+	nameSubagents(p.main.conversation, p.tasks)
+	return p.main.conversation, nil
+}
+
+// claudeParser is parseClaude's state between lines, so a file that grows
+// is parsed a line at a time (Follower).
+type claudeParser struct {
+	main  *claudeConv
+	owner map[string]*claudeConv // uuid of a sidechain line -> its conversation
+	tools map[string]string      // tool_use id -> name
+	tasks map[string]string      // a Task call's prompt -> its description
+	subs  map[*conversation]*claudeConv
+}
+
+func newClaudeParser() *claudeParser {
+	p := &claudeParser{main: &claudeConv{conversation: &conversation{alias: map[string]string{}}},
+		owner: map[string]*claudeConv{}, tools: map[string]string{}, tasks: map[string]string{}, subs: map[*conversation]*claudeConv{}}
+	p.main.tasks = p.tasks
+	return p
+}
+
+func (p *claudeParser) line(b []byte) error {
+	var l claudeLine
+	if json.Unmarshal(b, &l) != nil {
+		return nil
+	}
+	main := p.main
+	if l.Type == "summary" && l.Summary != "" && main.title == "" {
+		main.title = l.Summary
+	}
+	c := main
+	if l.IsSidechain && p.owner[l.ParentUUID] != nil {
+		c = p.owner[l.ParentUUID]
+	}
+	switch {
+	case l.UUID == "":
+		return nil // summaries and damaged lines
+	case l.Type == "system" && l.Subtype == "compact_boundary":
+		c.alias[l.UUID] = l.LogicalParentUUID
+		c.preTokens = l.CompactMetadata.PreTokens
 		if l.IsSidechain {
-			if c == main {
-				c = &claudeConv{conversation: &conversation{alias: map[string]string{}, key: l.UUID}}
-				main.subs = append(main.subs, c.conversation)
-				l.ParentUUID = "" // its root, whatever it names outside the sidechain
-			}
-			owner[l.UUID] = c
+			p.owner[l.UUID] = c
 		}
-		if c.cwd == "" {
-			c.cwd = l.Cwd
+		return nil
+	case l.Message == nil || l.IsMeta:
+		// Other system lines and what the harness injected: their
+		// children hang from their parent.
+		c.alias[l.UUID] = l.ParentUUID
+		if l.IsSidechain {
+			p.owner[l.UUID] = c
 		}
-		if !c.add(l, tools, tasks) {
-			main.damaged++ // lenient, as for any line that does not parse
-		}
+		return nil
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
+	if l.IsSidechain {
+		if c == main {
+			c = &claudeConv{conversation: &conversation{alias: map[string]string{}, key: l.UUID}}
+			main.subs = append(main.subs, c.conversation)
+			p.subs[c.conversation] = c
+			l.ParentUUID = "" // its root, whatever it names outside the sidechain
+		}
+		p.owner[l.UUID] = c
 	}
-	main.tasks = tasks
-	nameSubagents(main.conversation, tasks)
-	return main.conversation, nil
+	if c.cwd == "" {
+		c.cwd = l.Cwd
+	}
+	if !c.add(l, p.tools, p.tasks) {
+		main.damaged++ // lenient, as for any line that does not parse
+	}
+	return nil
+}
+
+// frontier is the index of the first message of c a later line may still
+// change: the assistant message the next line may continue.
+func (p *claudeParser) frontier(c *conversation) int {
+	cc := p.main
+	if c != p.main.conversation {
+		cc = p.subs[c]
+	}
+	if cc.last.apiID != "" {
+		return cc.last.index
+	}
+	return len(c.msgs)
 }
 
 // nameSubagents titles each subagent conversation of c with the

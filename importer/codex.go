@@ -1,13 +1,9 @@
 package importer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/trovekit/trove/session/tree"
 )
 
 type codexLine struct {
@@ -43,142 +39,172 @@ type codexPart struct {
 // (event_msg lines repeat them for the UI and are skipped). Consecutive
 // reasoning, assistant text and function calls make one assistant message.
 func parseCodex(data []byte) (*conversation, error) {
-	c := &conversation{alias: map[string]string{}}
-	tools := map[string]string{}
-	var pending []any
-	var pendingTS int64
-	n := 0
-	add := func(m json.RawMessage) {
-		parent := ""
-		if n > 0 {
-			parent = fmt.Sprint(n - 1)
-		}
-		c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(n), parent: parent, msg: m})
-		n++
+	p := newCodexParser()
+	if err := eachLine(data, p.line); err != nil {
+		return nil, err
 	}
-	flush := func() {
-		if len(pending) == 0 {
-			return
-		}
-		stop := "stop"
-		if b, ok := pending[len(pending)-1].(map[string]any); ok && b["type"] == "toolCall" {
-			stop = "toolUse"
-		}
-		add(assistant(pending, c.model, "openai", pendingTS, stop, tokens{}))
-		pending = nil
+	p.flush()
+	return p.c, nil
+}
+
+// codexParser is parseCodex's state between lines, so a file that grows
+// is parsed a line at a time (Follower).
+type codexParser struct {
+	c         *conversation
+	tools     map[string]string
+	pending   []any // blocks of the assistant message being gathered
+	pendingTS int64
+	n         int
+}
+
+func newCodexParser() *codexParser {
+	return &codexParser{c: &conversation{alias: map[string]string{}}, tools: map[string]string{}}
+}
+
+func (p *codexParser) add(m json.RawMessage) {
+	parent := ""
+	if p.n > 0 {
+		parent = fmt.Sprint(p.n - 1)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 256<<20)
-	for sc.Scan() {
-		var l codexLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
+	p.c.msgs = append(p.c.msgs, srcMsg{id: fmt.Sprint(p.n), parent: parent, msg: m})
+	p.n++
+}
+
+// gathered is the assistant message the pending blocks make.
+func (p *codexParser) gathered() json.RawMessage {
+	stop := "stop"
+	if b, ok := p.pending[len(p.pending)-1].(map[string]any); ok && b["type"] == "toolCall" {
+		stop = "toolUse"
+	}
+	return assistant(p.pending, p.c.model, "openai", p.pendingTS, stop, tokens{})
+}
+
+func (p *codexParser) flush() {
+	if len(p.pending) == 0 {
+		return
+	}
+	p.add(p.gathered())
+	p.pending = nil
+}
+
+// unflushed is the message the end of the file would flush, if any.
+func (p *codexParser) unflushed() []srcMsg {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	parent := ""
+	if p.n > 0 {
+		parent = fmt.Sprint(p.n - 1)
+	}
+	return []srcMsg{{id: fmt.Sprint(p.n), parent: parent, msg: p.gathered()}}
+}
+
+func (p *codexParser) line(b []byte) error {
+	c := p.c
+	var l codexLine
+	if json.Unmarshal(b, &l) != nil {
+		return nil
+	}
+	var it codexItem
+	if json.Unmarshal(l.Payload, &it) != nil {
+		return nil
+	}
+	ts := millis(l.Timestamp)
+	switch l.Type {
+	case "session_meta":
+		if c.cwd == "" {
+			c.cwd, c.created, c.srcID = it.Cwd, ts, it.ID
 		}
-		var it codexItem
-		if json.Unmarshal(l.Payload, &it) != nil {
-			continue
+		return nil
+	case "turn_context":
+		if it.Model != "" {
+			c.model = it.Model
 		}
-		ts := millis(l.Timestamp)
-		switch l.Type {
-		case "session_meta":
-			if c.cwd == "" {
-				c.cwd, c.created, c.srcID = it.Cwd, ts, it.ID
-			}
-			continue
-		case "turn_context":
-			if it.Model != "" {
-				c.model = it.Model
-			}
-			if c.cwd == "" {
-				c.cwd = it.Cwd
-			}
-			continue
-		case "compacted":
-			// The history so far was replaced by this summary: a
-			// compaction keeping the last message.
-			flush()
-			if n > 0 && it.Message != "" {
-				c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(n), parent: fmt.Sprint(n - 1), at: ts, kind: kindCompaction,
-					summary: it.Message, firstKept: fmt.Sprint(n - 1)})
-				n++
-			}
-			continue
-		case "response_item":
-		default:
-			continue
+		if c.cwd == "" {
+			c.cwd = it.Cwd
 		}
-		switch it.Type {
-		case "message":
-			var parts []codexPart
-			json.Unmarshal(it.Content, &parts)
-			if it.Role == "developer" || it.Role == "system" || harnessContext(parts) {
-				continue // instructions and context the harness injects, not a turn
-			}
-			if it.Role == "assistant" {
-				for _, p := range parts {
-					if p.Text != "" {
-						pending = append(pending, map[string]any{"type": "text", "text": p.Text})
-					}
+		return nil
+	case "compacted":
+		// The history so far was replaced by this summary: a
+		// compaction keeping the last message.
+		p.flush()
+		if p.n > 0 && it.Message != "" {
+			c.msgs = append(c.msgs, srcMsg{id: fmt.Sprint(p.n), parent: fmt.Sprint(p.n - 1), at: ts, kind: kindCompaction,
+				summary: it.Message, firstKept: fmt.Sprint(p.n - 1)})
+			p.n++
+		}
+		return nil
+	case "response_item":
+	default:
+		return nil
+	}
+	switch it.Type {
+	case "message":
+		var parts []codexPart
+		json.Unmarshal(it.Content, &parts)
+		if it.Role == "developer" || it.Role == "system" || harnessContext(parts) {
+			return nil // instructions and context the harness injects, not a turn
+		}
+		if it.Role == "assistant" {
+			for _, part := range parts {
+				if part.Text != "" {
+					p.pending = append(p.pending, map[string]any{"type": "text", "text": part.Text})
 				}
-				pendingTS = ts
-				continue
 			}
-			flush()
-			var content []any
-			for _, p := range parts {
-				switch {
-				case p.Type == "input_image":
-					if mime, data, ok := dataURL(p.ImageURL); ok {
-						content = append(content, map[string]any{"type": "image", "data": data, "mimeType": mime})
-					}
-				case p.Text != "":
-					content = append(content, map[string]any{"type": "text", "text": p.Text})
-				}
-			}
-			if len(content) > 0 {
-				m, _ := json.Marshal(map[string]any{"role": "user", "content": content, "timestamp": ts})
-				add(m)
-			}
-		case "reasoning":
-			var parts []codexPart
-			json.Unmarshal(it.Summary, &parts)
-			var text []string
-			for _, p := range parts {
-				text = append(text, p.Text)
-			}
-			if len(text) > 0 {
-				pending = append(pending, map[string]any{"type": "thinking", "thinking": strings.Join(text, "\n\n")})
-				pendingTS = ts
-			}
-		case "function_call", "custom_tool_call", "local_shell_call":
-			args := json.RawMessage(it.Arguments)
+			p.pendingTS = ts
+			return nil
+		}
+		p.flush()
+		var content []any
+		for _, part := range parts {
 			switch {
-			case it.Type == "local_shell_call":
-				args, it.Name = it.Action, "local_shell"
-			case it.Type == "custom_tool_call":
-				args, _ = json.Marshal(map[string]string{"input": it.Input})
-			case !json.Valid(args):
-				args, _ = json.Marshal(map[string]string{"input": it.Arguments})
+			case part.Type == "input_image":
+				if mime, data, ok := dataURL(part.ImageURL); ok {
+					content = append(content, map[string]any{"type": "image", "data": data, "mimeType": mime})
+				}
+			case part.Text != "":
+				content = append(content, map[string]any{"type": "text", "text": part.Text})
 			}
-			if len(args) == 0 || !json.Valid(args) {
-				args = json.RawMessage("{}")
-			}
-			tools[it.CallID] = it.Name
-			pending = append(pending, map[string]any{"type": "toolCall", "id": it.CallID, "name": it.Name, "arguments": args})
-			pendingTS = ts
-		case "function_call_output", "custom_tool_call_output":
-			flush()
-			out := codexOutput(it.Output)
-			m, _ := json.Marshal(map[string]any{"role": "toolResult", "toolCallId": it.CallID, "toolName": tools[it.CallID],
-				"content": []any{map[string]any{"type": "text", "text": out}}, "isError": false, "timestamp": ts})
-			add(m)
 		}
+		if len(content) > 0 {
+			m, _ := json.Marshal(map[string]any{"role": "user", "content": content, "timestamp": ts})
+			p.add(m)
+		}
+	case "reasoning":
+		var parts []codexPart
+		json.Unmarshal(it.Summary, &parts)
+		var text []string
+		for _, part := range parts {
+			text = append(text, part.Text)
+		}
+		if len(text) > 0 {
+			p.pending = append(p.pending, map[string]any{"type": "thinking", "thinking": strings.Join(text, "\n\n")})
+			p.pendingTS = ts
+		}
+	case "function_call", "custom_tool_call", "local_shell_call":
+		args := json.RawMessage(it.Arguments)
+		switch {
+		case it.Type == "local_shell_call":
+			args, it.Name = it.Action, "local_shell"
+		case it.Type == "custom_tool_call":
+			args, _ = json.Marshal(map[string]string{"input": it.Input})
+		case !json.Valid(args):
+			args, _ = json.Marshal(map[string]string{"input": it.Arguments})
+		}
+		if len(args) == 0 || !json.Valid(args) {
+			args = json.RawMessage("{}")
+		}
+		p.tools[it.CallID] = it.Name
+		p.pending = append(p.pending, map[string]any{"type": "toolCall", "id": it.CallID, "name": it.Name, "arguments": args})
+		p.pendingTS = ts
+	case "function_call_output", "custom_tool_call_output":
+		p.flush()
+		out := codexOutput(it.Output)
+		m, _ := json.Marshal(map[string]any{"role": "toolResult", "toolCallId": it.CallID, "toolName": p.tools[it.CallID],
+			"content": []any{map[string]any{"type": "text", "text": out}}, "isError": false, "timestamp": ts})
+		p.add(m)
 	}
-	flush()
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
-	}
-	return c, nil
+	return nil
 }
 
 // harnessContext reports whether a user message is only what Codex

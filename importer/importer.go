@@ -369,6 +369,21 @@ func idFrom(h []byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// eachLine calls fn with each line of data, without its end.
+func eachLine(data []byte, fn func([]byte) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 256<<20)
+	for sc.Scan() {
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %v", tree.ErrInvalid, err)
+	}
+	return nil
+}
+
 func detect(data []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 64<<20)
@@ -465,6 +480,57 @@ type v3 struct {
 // aliases, and the source's times.
 func (c *conversation) toV3(id string) *v3 {
 	f := &v3{cwd: c.cwd, title: c.title, parent: c.parent, model: c.model}
+	em := newEmitter(id, c.created)
+	for _, m := range c.msgs {
+		if e := em.emit(c, m); e != nil {
+			f.entries = append(f.entries, e)
+		}
+	}
+	f.created, f.updated = c.times(em, f.entries)
+	return f
+}
+
+// times are when the conversation started and was last written to, once
+// em has emitted its entries (the first of them in first).
+func (c *conversation) times(em *emitter, first []map[string]any) (created, updated time.Time) {
+	created, updated = time.UnixMilli(c.created).UTC(), time.UnixMilli(em.at).UTC()
+	if c.created == 0 && len(first) > 0 {
+		created, _ = time.Parse(time.RFC3339Nano, first[0]["timestamp"].(string))
+	}
+	return created, updated
+}
+
+// emitter turns a conversation's messages into spec 003 entries one at a
+// time, so a growing source's new messages are converted alone. A fork
+// converts messages a later line may still change without touching its
+// base.
+type emitter struct {
+	base   *emitter
+	ids    *ids
+	mapped map[string]string // source id -> entry id
+	leaf   string
+	at     int64
+}
+
+func newEmitter(session string, created int64) *emitter {
+	return &emitter{ids: newIDs(session), mapped: map[string]string{}, at: created}
+}
+
+func (e *emitter) fork() *emitter {
+	return &emitter{base: e, ids: e.ids.fork(), mapped: map[string]string{}, leaf: e.leaf, at: e.at}
+}
+
+func (e *emitter) lookup(id string) (string, bool) {
+	for x := e; x != nil; x = x.base {
+		if v, ok := x.mapped[id]; ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// emit is the entry of m, nil when it is left out.
+func (e *emitter) emit(c *conversation, m srcMsg) map[string]any {
 	resolve := func(id string) string {
 		for range 16 { // bounded: a cycle of aliases is damage
 			a, ok := c.alias[id]
@@ -475,59 +541,48 @@ func (c *conversation) toV3(id string) *v3 {
 		}
 		return id
 	}
-	ids := newIDs(id)
-	mapped := map[string]string{} // source id -> entry id
-	leaf := ""
-	at := c.created
-	for _, m := range c.msgs {
-		parent := ""
-		if p := resolve(m.parent); p != "" {
-			var ok bool
-			if parent, ok = mapped[p]; !ok {
-				parent = leaf // it names nothing imported: it continues the last entry
-			}
+	parent := ""
+	if p := resolve(m.parent); p != "" {
+		var ok bool
+		if parent, ok = e.lookup(p); !ok {
+			parent = e.leaf // it names nothing imported: it continues the last entry
 		}
-		switch {
-		case m.at != 0:
-			at = m.at
-		case m.msg != nil:
-			var ts struct{ Timestamp int64 }
-			if json.Unmarshal(m.msg, &ts) == nil && ts.Timestamp != 0 {
-				at = ts.Timestamp
-			}
-		}
-		e := map[string]any{"type": "message", "id": ids.next(), "parentId": nil, "timestamp": isoMillis(at)}
-		if parent != "" {
-			e["parentId"] = parent
-		}
-		switch m.kind {
-		case "":
-			e["message"] = decode(m.msg)
-		case kindCompaction:
-			kept, ok := mapped[resolve(m.firstKept)]
-			if !ok {
-				mapped[m.id] = parent // it names nothing imported: left out
-				continue
-			}
-			e["type"], e["summary"], e["firstKeptEntryId"], e["tokensBefore"] = kindCompaction, m.summary, kept, m.tokens
-		case kindBranchSummary:
-			from := parent
-			if from == "" {
-				from = "root"
-			}
-			e["type"], e["summary"], e["fromId"] = kindBranchSummary, m.summary, from
-			if m.details != nil {
-				e["details"] = m.details
-			}
-		}
-		mapped[m.id], leaf = e["id"].(string), e["id"].(string)
-		f.entries = append(f.entries, e)
 	}
-	f.created, f.updated = time.UnixMilli(c.created).UTC(), time.UnixMilli(at).UTC()
-	if c.created == 0 && len(f.entries) > 0 {
-		f.created, _ = time.Parse(time.RFC3339Nano, f.entries[0]["timestamp"].(string))
+	switch {
+	case m.at != 0:
+		e.at = m.at
+	case m.msg != nil:
+		var ts struct{ Timestamp int64 }
+		if json.Unmarshal(m.msg, &ts) == nil && ts.Timestamp != 0 {
+			e.at = ts.Timestamp
+		}
 	}
-	return f
+	ent := map[string]any{"type": "message", "id": e.ids.next(), "parentId": nil, "timestamp": isoMillis(e.at)}
+	if parent != "" {
+		ent["parentId"] = parent
+	}
+	switch m.kind {
+	case "":
+		ent["message"] = decode(m.msg)
+	case kindCompaction:
+		kept, ok := e.lookup(resolve(m.firstKept))
+		if !ok {
+			e.mapped[m.id] = parent // it names nothing imported: left out
+			return nil
+		}
+		ent["type"], ent["summary"], ent["firstKeptEntryId"], ent["tokensBefore"] = kindCompaction, m.summary, kept, m.tokens
+	case kindBranchSummary:
+		from := parent
+		if from == "" {
+			from = "root"
+		}
+		ent["type"], ent["summary"], ent["fromId"] = kindBranchSummary, m.summary, from
+		if m.details != nil {
+			ent["details"] = m.details
+		}
+	}
+	e.mapped[m.id], e.leaf = ent["id"].(string), ent["id"].(string)
+	return ent
 }
 
 // ids hands out a session's entry ids: 8 hex digits derived from the
@@ -536,20 +591,32 @@ type ids struct {
 	session string
 	n       int
 	taken   map[string]bool
+	base    *ids
 }
 
 func newIDs(session string) *ids { return &ids{session: session, taken: map[string]bool{}} }
+
+func (g *ids) fork() *ids { return &ids{session: g.session, n: g.n, taken: map[string]bool{}, base: g} }
 
 func (g *ids) next() string {
 	for {
 		g.n++
 		h := sha256.Sum256(fmt.Appendf(nil, "%s/%d", g.session, g.n))
 		id := hex.EncodeToString(h[:4])
-		if !g.taken[id] {
+		if !g.has(id) {
 			g.taken[id] = true
 			return id
 		}
 	}
+}
+
+func (g *ids) has(id string) bool {
+	for x := g; x != nil; x = x.base {
+		if x.taken[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // decode turns a message into a map for externalize, numbers kept as
@@ -628,6 +695,21 @@ func (f *v3) defaults() {
 
 // encode is the session file of f, checked against the writing contract.
 func (f *v3) encode(id string) ([]byte, error) {
+	var buf []byte
+	for _, v := range append([]map[string]any{f.header(id)}, f.entries...) {
+		var err error
+		if buf, err = appendLine(buf, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := tree.Check(buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// header is the session header of f.
+func (f *v3) header(id string) map[string]any {
 	hdr := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": f.created.Format("2006-01-02T15:04:05.000Z"), "cwd": f.cwd}
 	if f.title != "" {
 		hdr["title"] = f.title
@@ -635,18 +717,16 @@ func (f *v3) encode(id string) ([]byte, error) {
 	if f.parent != "" {
 		hdr["parentSession"] = f.parent
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	return hdr
+}
+
+// appendLine appends v to buf as one JSON line, HTML left unescaped.
+func appendLine(buf []byte, v any) ([]byte, error) {
+	b := bytes.NewBuffer(buf)
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	for _, v := range append([]map[string]any{hdr}, f.entries...) {
-		if err := enc.Encode(v); err != nil {
-			return nil, err
-		}
-	}
-	if err := tree.Check(buf.Bytes()); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	err := enc.Encode(v)
+	return b.Bytes(), err
 }
 
 func millis(ts string) int64 {

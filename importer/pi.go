@@ -1,8 +1,6 @@
 package importer
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -25,70 +23,86 @@ import (
 // that parses, v1 entries get ids chained in file order, v2 hookMessage
 // roles become custom.
 func parsePi(data []byte) (*v3, int, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 256<<20)
-	var f v3
-	version := 0
-	header := false
-	msgs := 0
-	var prev any
-	for sc.Scan() {
-		var v map[string]any
-		if json.Unmarshal(sc.Bytes(), &v) != nil || v == nil {
-			continue
-		}
-		if !header {
-			if v["type"] != "session" {
-				return nil, 0, fmt.Errorf("first entry is not a session header: %w", tree.ErrInvalid)
-			}
-			header = true
-			version = 1
-			if n, ok := v["version"].(float64); ok {
-				version = int(n)
-			}
-			f.cwd, _ = v["cwd"].(string)
-			f.srcID, _ = v["id"].(string)
-			f.title, _ = v["title"].(string)
-			f.parent, _ = v["parentSession"].(string)
-			if ts, ok := v["timestamp"].(string); ok {
-				f.created, _ = time.Parse(time.RFC3339Nano, ts)
-			}
-			continue
-		}
-		if v["type"] == "session" {
-			continue
-		}
-		if version < 2 {
-			var b [4]byte
-			rand.Read(b[:])
-			v["id"] = hex.EncodeToString(b[:])
-			v["parentId"] = prev
-			prev = v["id"]
-			delete(v, "firstKeptEntryIndex") // its entry ids are new; keeping an index would lie
-		}
-		if m, ok := v["message"].(map[string]any); ok && v["type"] == "message" {
-			if version < 3 && m["role"] == "hookMessage" {
-				m["role"] = "custom"
-			}
-			if m["role"] == "assistant" {
-				strictAssistant(m)
-			}
-			msgs++
-		}
-		f.entries = append(f.entries, v)
+	p := &piParser{}
+	if err := eachLine(data, p.line); err != nil {
+		return nil, 0, err
 	}
-	if !header {
+	if !p.header {
 		return nil, 0, fmt.Errorf("no session header: %w", tree.ErrInvalid)
 	}
-	if f.cwd == "" {
-		f.cwd = "/imported"
+	p.f.updated = piUpdated(p.f.entries)
+	return &p.f, p.msgs, nil
+}
+
+// piParser is parsePi's state between lines.
+type piParser struct {
+	f       v3
+	version int
+	header  bool
+	msgs    int
+	prev    any
+}
+
+func (p *piParser) line(b []byte) error {
+	var v map[string]any
+	if json.Unmarshal(b, &v) != nil || v == nil {
+		return nil
 	}
-	if n := len(f.entries); n > 0 {
-		if ts, ok := f.entries[n-1]["timestamp"].(string); ok {
-			f.updated, _ = time.Parse(time.RFC3339Nano, ts)
+	if !p.header {
+		if v["type"] != "session" {
+			return fmt.Errorf("first entry is not a session header: %w", tree.ErrInvalid)
+		}
+		p.header = true
+		p.version = 1
+		if n, ok := v["version"].(float64); ok {
+			p.version = int(n)
+		}
+		f := &p.f
+		f.cwd, _ = v["cwd"].(string)
+		f.srcID, _ = v["id"].(string)
+		f.title, _ = v["title"].(string)
+		f.parent, _ = v["parentSession"].(string)
+		if ts, ok := v["timestamp"].(string); ok {
+			f.created, _ = time.Parse(time.RFC3339Nano, ts)
+		}
+		if f.cwd == "" {
+			f.cwd = "/imported"
+		}
+		return nil
+	}
+	if v["type"] == "session" {
+		return nil
+	}
+	if p.version < 2 {
+		var b [4]byte
+		rand.Read(b[:])
+		v["id"] = hex.EncodeToString(b[:])
+		v["parentId"] = p.prev
+		p.prev = v["id"]
+		delete(v, "firstKeptEntryIndex") // its entry ids are new; keeping an index would lie
+	}
+	if m, ok := v["message"].(map[string]any); ok && v["type"] == "message" {
+		if p.version < 3 && m["role"] == "hookMessage" {
+			m["role"] = "custom"
+		}
+		if m["role"] == "assistant" {
+			strictAssistant(m)
+		}
+		p.msgs++
+	}
+	p.f.entries = append(p.f.entries, v)
+	return nil
+}
+
+// piUpdated is when a pi session was last written to: its last entry's time.
+func piUpdated(entries []map[string]any) time.Time {
+	var t time.Time
+	if n := len(entries); n > 0 {
+		if ts, ok := entries[n-1]["timestamp"].(string); ok {
+			t, _ = time.Parse(time.RFC3339Nano, ts)
 		}
 	}
-	return &f, msgs, sc.Err()
+	return t
 }
 
 // strictAssistant fills what a strict reader wants of an assistant message.

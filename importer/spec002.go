@@ -1,12 +1,7 @@
 package importer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"fmt"
-
-	"github.com/trovekit/trove/session/tree"
 )
 
 type s002Line struct {
@@ -51,92 +46,98 @@ type s002Message struct {
 // fork) records its parent session as the lineage and its summary, if any,
 // as a branch summary.
 func parseSpec002(data []byte) (*conversation, error) {
-	c := &conversation{alias: map[string]string{}}
-	known := map[string]bool{} // ids of the entries kept so far
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 256<<20)
-	for sc.Scan() {
-		var l s002Line
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		if l.Type == "session" {
-			if c.cwd == "" {
-				c.cwd, c.created, c.srcID = l.Cwd, millis(l.Timestamp), l.ID
-			}
-			continue
-		}
-		if l.ID == "" {
-			continue
-		}
-		switch l.Type {
-		case "compaction":
-			if !known[l.FirstKeptEntryID] {
-				// It names no entry before it: a strict reader could not follow it.
-				c.damaged++
-				c.alias[l.ID] = l.ParentID
-				continue
-			}
-			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindCompaction,
-				summary: l.Summary, firstKept: l.FirstKeptEntryID, tokens: l.TokensBefore})
-			known[l.ID] = true
-			continue
-		case "branch":
-			if c.parent == "" {
-				c.parent = l.ParentSessionPath
-			}
-			if l.BranchSummary == "" {
-				c.alias[l.ID] = l.ParentID
-				continue
-			}
-			c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary,
-				details: map[string]string{"parent_session_path": l.ParentSessionPath, "fork_entry_id": l.ForkEntryID}})
-			known[l.ID] = true
-			continue
-		}
-		if l.Type != "message" || l.Message == nil {
-			continue
-		}
-		m := l.Message
-		var blocks []map[string]any
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			blocks = []map[string]any{{"type": "text", "text": text}}
-		} else {
-			json.Unmarshal(m.Content, &blocks)
-		}
-		var msg json.RawMessage
-		switch m.Role {
-		case "user":
-			msg, _ = json.Marshal(map[string]any{"role": "user", "content": blocks, "timestamp": m.Timestamp})
-		case "assistant":
-			var content []any
-			for _, b := range blocks {
-				if b["type"] == "tool_call" {
-					b["type"] = "toolCall"
-				}
-				content = append(content, b)
-			}
-			stop := "stop"
-			if m.StopReason == "tool_use" {
-				stop = "toolUse"
-			}
-			if c.model == "" {
-				c.model = m.Model
-			}
-			msg = assistant(content, m.Model, m.Provider, m.Timestamp, stop, tokens{Input: m.Usage.Input, Output: m.Usage.Output,
-				CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite, Total: m.Usage.TotalTokens})
-		case "tool_result":
-			msg, _ = json.Marshal(map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
-				"content": blocks, "isError": m.IsError, "timestamp": m.Timestamp})
-		default:
-			continue
-		}
-		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), msg: msg})
-		known[l.ID] = true
+	p := &s002Parser{c: &conversation{alias: map[string]string{}}, known: map[string]bool{}}
+	if err := eachLine(data, p.line); err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", tree.ErrInvalid, err)
+	return p.c, nil
+}
+
+// s002Parser is parseSpec002's state between lines.
+type s002Parser struct {
+	c     *conversation
+	known map[string]bool // ids of the entries kept so far
+}
+
+func (p *s002Parser) line(b []byte) error {
+	c := p.c
+	var l s002Line
+	if json.Unmarshal(b, &l) != nil {
+		return nil
 	}
-	return c, nil
+	if l.Type == "session" {
+		if c.cwd == "" {
+			c.cwd, c.created, c.srcID = l.Cwd, millis(l.Timestamp), l.ID
+		}
+		return nil
+	}
+	if l.ID == "" {
+		return nil
+	}
+	switch l.Type {
+	case "compaction":
+		if !p.known[l.FirstKeptEntryID] {
+			// It names no entry before it: a strict reader could not follow it.
+			c.damaged++
+			c.alias[l.ID] = l.ParentID
+			return nil
+		}
+		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindCompaction,
+			summary: l.Summary, firstKept: l.FirstKeptEntryID, tokens: l.TokensBefore})
+		p.known[l.ID] = true
+		return nil
+	case "branch":
+		if c.parent == "" {
+			c.parent = l.ParentSessionPath
+		}
+		if l.BranchSummary == "" {
+			c.alias[l.ID] = l.ParentID
+			return nil
+		}
+		c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), kind: kindBranchSummary, summary: l.BranchSummary,
+			details: map[string]string{"parent_session_path": l.ParentSessionPath, "fork_entry_id": l.ForkEntryID}})
+		p.known[l.ID] = true
+		return nil
+	}
+	if l.Type != "message" || l.Message == nil {
+		return nil
+	}
+	m := l.Message
+	var blocks []map[string]any
+	var text string
+	if json.Unmarshal(m.Content, &text) == nil {
+		blocks = []map[string]any{{"type": "text", "text": text}}
+	} else {
+		json.Unmarshal(m.Content, &blocks)
+	}
+	var msg json.RawMessage
+	switch m.Role {
+	case "user":
+		msg, _ = json.Marshal(map[string]any{"role": "user", "content": blocks, "timestamp": m.Timestamp})
+	case "assistant":
+		var content []any
+		for _, b := range blocks {
+			if b["type"] == "tool_call" {
+				b["type"] = "toolCall"
+			}
+			content = append(content, b)
+		}
+		stop := "stop"
+		if m.StopReason == "tool_use" {
+			stop = "toolUse"
+		}
+		if c.model == "" {
+			c.model = m.Model
+		}
+		msg = assistant(content, m.Model, m.Provider, m.Timestamp, stop, tokens{Input: m.Usage.Input, Output: m.Usage.Output,
+			CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite, Total: m.Usage.TotalTokens})
+	case "tool_result":
+		msg, _ = json.Marshal(map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
+			"content": blocks, "isError": m.IsError, "timestamp": m.Timestamp})
+	default:
+		return nil
+	}
+	c.msgs = append(c.msgs, srcMsg{id: l.ID, parent: l.ParentID, at: millis(l.Timestamp), msg: msg})
+	p.known[l.ID] = true
+	return nil
 }

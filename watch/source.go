@@ -1,0 +1,161 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/trovekit/trove/importer"
+)
+
+// File is what the watcher reads a source through.
+type File interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// markLen is how many bytes at each end of what was read identify a
+// source: a rewrite (compaction, a fork saved over the file) changes the
+// bytes before the offset, and the watcher starts the source again.
+const markLen = 512
+
+// source is what the watcher knows of one session file. The exported
+// fields are kept in the state file across runs.
+type source struct {
+	Path   string    `json:"path"`
+	Format string    `json:"format,omitempty"`
+	Offset int64     `json:"offset"` // bytes fed: through the last whole line
+	Size   int64     `json:"size"`   // at the last look
+	Mod    time.Time `json:"mod"`
+	Head   string    `json:"head"` // sha256 of the first min(markLen, Offset) bytes
+	Tail   string    `json:"tail"` // sha256 of the markLen bytes before Offset
+	Gone   string    `json:"gone,omitempty"`
+
+	f *importer.Follower
+}
+
+func mark(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// readAt reads length bytes at off; fewer at the end of the file.
+func readAt(f File, off, length int64) ([]byte, error) {
+	buf := make([]byte, length)
+	n, err := f.ReadAt(buf, off)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return buf[:n], err
+}
+
+// same reports whether the first s.Offset bytes of f are those fed.
+func (s *source) same(f File) (bool, error) {
+	if s.Offset == 0 {
+		return true, nil
+	}
+	head, err := readAt(f, 0, min(markLen, s.Offset))
+	if err != nil {
+		return false, err
+	}
+	from := max(0, s.Offset-markLen)
+	tail, err := readAt(f, from, s.Offset-from)
+	if err != nil {
+		return false, err
+	}
+	return mark(head) == s.Head && mark(tail) == s.Tail, nil
+}
+
+// step brings the source's sessions up to date with the file: only the
+// bytes after the offset are read while a Follower is live; a source
+// started again (new, rewritten, or after a restart) is read whole once.
+// A rescan (notified false) looks no further than the file's size and
+// time.
+func (w *Watcher) step(ctx context.Context, s *source, notified bool) (changed bool, err error) {
+	fi, err := os.Stat(s.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Deleted or rotated away: what it brought stays in trove.
+		s.Size = -1
+		w.forget(s.Path)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.Size() == s.Size && fi.ModTime().Equal(s.Mod) && (!notified || s.Gone != "") {
+		return false, nil
+	}
+	f, err := w.open(s.Path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	ok, err := s.same(f)
+	if err != nil {
+		return false, err
+	}
+	if fi.Size() < s.Offset || !ok {
+		*s = source{Path: s.Path, Format: s.Format} // rewritten: start again
+	}
+	s.Size, s.Mod = fi.Size(), fi.ModTime()
+	if s.Gone != "" {
+		return true, nil
+	}
+	from := s.Offset
+	if s.f == nil {
+		from = 0 // no parse state: read the file once to rebuild it
+	}
+	data, err := readAt(f, from, fi.Size()-from)
+	if err != nil {
+		return false, err
+	}
+	i := bytes.LastIndexByte(data, '\n')
+	if i < 0 {
+		return true, nil // a torn line: it waits for its end
+	}
+	data = data[:i+1]
+	if s.f == nil {
+		if s.f, err = importer.Follow(w.st, s.Path, s.Format, data); err != nil {
+			if errors.Is(err, importer.ErrUnknownSource) && len(data) < 64<<10 {
+				return true, nil // not enough lines yet to tell
+			}
+			s.Gone = err.Error()
+			return true, err
+		}
+	}
+	res, err := s.f.Feed(ctx, data)
+	if err != nil {
+		// Parse state may be partial: read the file again next time.
+		s.f, s.Offset = nil, 0
+		return true, fmt.Errorf("watch %s: %w", s.Path, err)
+	}
+	for _, r := range res {
+		if r.Imported {
+			w.log.Debug("trove watch: imported", "source", r.Source, "session", r.SessionID, "messages", r.Messages)
+		}
+	}
+	s.Offset = from + int64(len(data))
+	if from < markLen {
+		head, err := readAt(f, 0, min(markLen, s.Offset))
+		if err != nil {
+			return true, err
+		}
+		s.Head = mark(head)
+	}
+	s.Tail = mark(data[max(0, int64(len(data))-markLen):])
+	if int64(len(data)) < markLen && from > 0 {
+		tail, err := readAt(f, max(0, s.Offset-markLen), min(markLen, s.Offset))
+		if err != nil {
+			return true, err
+		}
+		s.Tail = mark(tail)
+	}
+	return true, nil
+}

@@ -1,0 +1,355 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/importer"
+)
+
+const recordings = "../importer/testdata"
+
+// harness runs watchers over temporary agent directories and waits for
+// what they report.
+type harness struct {
+	t      *testing.T
+	dir    string // the agents' directories
+	store  string // the store's directory
+	state  string
+	events chan Event
+	stop   func()
+	opts   []Option
+}
+
+func newHarness(t *testing.T, opts ...Option) *harness {
+	h := &harness{t: t, dir: t.TempDir(), store: t.TempDir(), events: make(chan Event, 1024), opts: opts}
+	h.state = filepath.Join(t.TempDir(), "state.json")
+	t.Cleanup(func() {
+		if h.stop != nil {
+			h.stop()
+		}
+	})
+	return h
+}
+
+func (h *harness) roots() []Root {
+	return []Root{{Path: filepath.Join(h.dir, "claude"), Format: "claude"}, {Path: filepath.Join(h.dir, "codex"), Format: "codex"},
+		{Path: filepath.Join(h.dir, "pi"), Format: "pi"}}
+}
+
+// start runs a watcher until stop, which returns once Run has.
+func (h *harness) start() {
+	h.t.Helper()
+	st, err := trove.Open(context.Background(), h.store)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	opts := append([]Option{WithDebounce(5 * time.Millisecond), WithRescan(0), WithStateFile(h.state),
+		WithLogger(slog.New(slog.DiscardHandler)), WithEvents(func(e Event) { h.events <- e })}, h.opts...)
+	w := New(st, h.roots(), opts...)
+	go func() { done <- w.Run(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Error(err)
+		}
+		st.Close()
+		h.stop = nil
+	}
+}
+
+// wait returns the first event for path that ok accepts, failing the test
+// after a deadline.
+func (h *harness) wait(path string, ok func(Event) bool) Event {
+	h.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Path == path && ok(e) {
+				return e
+			}
+		case <-deadline:
+			h.t.Fatalf("no event for %s", path)
+		}
+	}
+}
+
+// write appends b to path and waits until the watcher has read the file
+// as it now is (a torn line's bytes are seen, not imported).
+func (h *harness) write(path string, b []byte) {
+	h.t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		h.t.Fatal(err)
+	}
+	f.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	whole := bytes.HasSuffix(b, []byte("\n"))
+	e := h.wait(path, func(e Event) bool { return e.Size == fi.Size() && (!whole || e.Offset == fi.Size()) })
+	if e.Err != nil {
+		h.t.Fatalf("%s: %v", path, e.Err)
+	}
+}
+
+// recorded lists the recorded sources and where each goes under h.dir.
+func recorded(t *testing.T) (src, dst []string) {
+	t.Helper()
+	places := map[string]string{"claude": "claude", "claude-sidechain": "claude", "heldout/claude": "claude",
+		"codex": "codex", "heldout/codex": "codex", "heldout/pi/sessions": "pi/sessions"}
+	for from, to := range places {
+		root := filepath.Join(recordings, from)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+				rel, _ := filepath.Rel(root, p)
+				src, dst = append(src, p), append(dst, filepath.Join(to, rel))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src, dst
+}
+
+// TestWatchReplay replays recorded Claude Code, Codex and pi sessions into
+// watched directories, a line at a time, in bursts and in torn halves,
+// with a restart, a rewrite and a deleted source: the store ends as a
+// one-shot import of the final files leaves a fresh one.
+func TestWatchReplay(t *testing.T) {
+	h := newHarness(t)
+	src, dst := recorded(t)
+	for i := range dst {
+		dst[i] = filepath.Join(h.dir, dst[i])
+	}
+	// Order so a subagent's file follows its main session's.
+	sortPairs(dst, src)
+	blobs := filepath.Join(h.dir, "pi", "blobs")
+	if err := os.MkdirAll(filepath.Join(h.dir, "claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	// New directories (and the pi root) appear while watched.
+	if err := os.CopyFS(blobs, os.DirFS(filepath.Join(recordings, "heldout", "pi", "blobs"))); err != nil {
+		t.Fatal(err)
+	}
+	var deleted string
+	var deletedData []byte
+	rewrites := 0
+	for i, from := range src {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := dst[i]
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+		lines[len(lines)-1] = append(lines[len(lines)-1], '\n')
+		if i == len(src)/2 {
+			// Stopped mid-file, lines written meanwhile, restarted.
+			half := len(lines) / 2
+			h.write(path, bytes.Join(lines[:half], nil))
+			h.stop()
+			f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+			f.Write(bytes.Join(lines[half:], nil))
+			f.Close()
+			h.start()
+			h.wait(path, func(e Event) bool { return e.Offset == int64(len(data)) })
+			continue
+		}
+		for j := 0; j < len(lines); {
+			switch i % 3 {
+			case 0: // steady
+				h.write(path, lines[j])
+				j++
+			case 1: // bursts
+				n := min(len(lines), j+3)
+				h.write(path, bytes.Join(lines[j:n], nil))
+				j = n
+			case 2: // each line torn in two
+				l := lines[j]
+				if len(l) > 1 {
+					h.write(path, l[:len(l)/2])
+					l = l[len(l)/2:]
+				}
+				h.write(path, l)
+				j++
+			}
+		}
+		switch {
+		case strings.Contains(path, "codex") && rewrites < 2:
+			// Rewritten in place and saved over the file by rename: a
+			// shorter history (its last lines dropped and one added), then
+			// a longer one (a line dropped from the middle, a long one
+			// added at the end).
+			rewritten := append(bytes.Join(lines[:len(lines)/2], nil), lines[len(lines)-2]...)
+			if rewrites == 1 {
+				rewritten = append(bytes.Join(lines[:3], nil), bytes.Join(lines[4:], nil)...)
+				rewritten = append(rewritten, `{"timestamp":"2026-11-20T11:09:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"`+
+					strings.Repeat("and again ", 200)+`"}]}}`+"\n"...)
+				if len(rewritten) <= len(data) {
+					t.Fatal("the rewrite should be longer")
+				}
+			}
+			rewrites++
+			tmp := path + ".tmp"
+			if err := os.WriteFile(tmp, rewritten, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+			h.wait(path, func(e Event) bool { return e.Size == int64(len(rewritten)) && e.Offset == e.Size })
+		case deleted == "" && strings.Contains(path, "claude") && !strings.Contains(path, "subagents"):
+			deleted, deletedData = path, data
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			h.wait(path, func(e Event) bool { return e.Size < 0 })
+		}
+	}
+	h.stop()
+	if deleted == "" || rewrites != 2 {
+		t.Fatalf("deleted %q, rewrote %d sources", deleted, rewrites)
+	}
+	// The reference: the final files (the deleted one as it was) imported
+	// once into a fresh store.
+	if err := os.WriteFile(deleted, deletedData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refDir := t.TempDir()
+	ref, err := trove.Open(context.Background(), refDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.Import(context.Background(), ref, []string{blobs}, importer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.Import(context.Background(), ref, dst, importer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	compareSessions(t, refDir, h.store)
+}
+
+// sortPairs sorts a by name, b along.
+func sortPairs(a, b []string) {
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			if a[j] < a[i] {
+				a[i], a[j], b[i], b[j] = a[j], a[i], b[j], b[i]
+			}
+		}
+	}
+}
+
+// compareSessions fails the test unless the session files and sidecars
+// under two stores are the same, and the second store holds every blob.
+func compareSessions(t *testing.T, wantDir, gotDir string) {
+	t.Helper()
+	read := func(root string) map[string]string {
+		out := map[string]string{}
+		filepath.WalkDir(filepath.Join(root, "sessions"), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Contains(p, ".index") || strings.HasSuffix(p, ".lock") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = string(b)
+			return err
+		})
+		return out
+	}
+	want, got := read(wantDir), read(gotDir)
+	if len(want) < 20 {
+		t.Fatalf("the reference store holds %d session files", len(want))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s differs:\nimport: %.2000s\nwatch:  %.2000s", name, w, got[name])
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("watch wrote %s, a one-shot import did not", name)
+		}
+	}
+	st, err := trove.Open(context.Background(), gotDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rep, err := st.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		t.Errorf("check: %v", p)
+	}
+}
+
+// countingFile counts the bytes read through it.
+type countingFile struct {
+	*os.File
+	n *atomic.Int64
+}
+
+func (f countingFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(b, off)
+	f.n.Add(int64(n))
+	return n, err
+}
+
+// TestWatchReadsOnlyNewBytes appends a line to a large watched session:
+// the watcher reads the line and the few bytes that tell the file was not
+// rewritten, not the file.
+func TestWatchReadsOnlyNewBytes(t *testing.T) {
+	var read atomic.Int64
+	h := newHarness(t, WithOpen(func(p string) (File, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		return countingFile{f, &read}, nil
+	}))
+	data, err := os.ReadFile(filepath.Join(recordings, "codex/2026/11/20/rollout-2026-11-20T11-00-00-0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A long session: the recording and 2,000 user turns after it.
+	turn := `{"timestamp":"2026-11-20T11:05:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"` +
+		strings.Repeat("more ", 100) + `"}]}}` + "\n"
+	big := append(data, strings.Repeat(turn, 2000)...)
+	path := filepath.Join(h.dir, "codex", "2026", "rollout-x.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.write(path, big)
+	read.Store(0)
+	h.write(path, []byte(turn))
+	n := read.Load()
+	if n < int64(len(turn)) || n > int64(len(turn))+2*markLen {
+		t.Fatalf("an append of %d bytes to a file of %d read %d bytes", len(turn), len(big), n)
+	}
+}
