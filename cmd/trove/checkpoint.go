@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -251,4 +252,108 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("want bytes or a number with KB, MB, GB, KiB, MiB or GiB")
 	}
 	return int64(v * mult), nil
+}
+
+// addCheckpointAdmin adds ls, show and rm to the checkpoint command; with
+// runs a function on the workspace's manager.
+func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, func(*checkpoint.Manager) error) error) {
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the workspace's checkpoints",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				infos, err := m.List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := []checkpointJSON{}
+				for _, in := range infos {
+					c := checkpointJSON{ID: in.ID, Size: in.Size}
+					if man, err := m.Load(cmd.Context(), in.ID); err == nil {
+						c.Kind, c.CreatedAt, c.Files, c.Session = man.Kind, man.CreatedAt.UTC(), len(man.Files), man.Session
+					}
+					out = append(out, c)
+				}
+				if a.jsonOut {
+					return a.printJSON(out)
+				}
+				w := 24
+				for _, c := range out {
+					w = max(w, len(c.ID))
+				}
+				for _, c := range out {
+					a.printf("%-*s  %s  %-5s  %6d files\n", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+				}
+				return nil
+			})
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a checkpoint: its files, sizes and modes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				man, err := m.Load(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(man)
+				}
+				a.printf("checkpoint %s (%s) taken %s", man.ID, man.Kind, man.CreatedAt.Local().Format(time.DateTime))
+				if man.Session != "" {
+					a.printf(", session %s", man.Session)
+				}
+				a.printf("\n")
+				for _, f := range man.Files {
+					switch {
+					case !f.Exists:
+						a.printf("  absent            %s\n", sanitizeLine(f.Path))
+					case f.Type == checkpoint.TypeSymlink:
+						a.printf("  link              %s -> %s\n", sanitizeLine(f.Path), sanitizeLine(f.Target))
+					default:
+						a.printf("  %04o %10d  %s\n", uint32(f.Mode), f.Size, sanitizeLine(f.Path))
+					}
+				}
+				for _, s := range man.Skipped {
+					a.printf("  skipped (%s)  %s\n", s.Reason, sanitizeLine(s.Path))
+				}
+				return nil
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Delete checkpoints (their blobs go at the next gc)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				for _, id := range args {
+					if err := m.Delete(cmd.Context(), id); err != nil {
+						return err
+					}
+					if !a.jsonOut {
+						a.printf("removed checkpoint %s\n", id)
+					}
+				}
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"removed": args})
+				}
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(ls, show, rm)
+}
+
+// checkpointJSON is one checkpoint of `trove checkpoint ls --json`.
+type checkpointJSON struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	Files     int       `json:"files"`
+	Session   string    `json:"session,omitempty"`
+	Size      int64     `json:"manifest_bytes"`
 }

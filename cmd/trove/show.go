@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/trovekit/trove/session/tree"
 )
 
@@ -138,4 +140,87 @@ func renderPath(w io.Writer, sess *tree.Session, path []*tree.Entry) {
 			fmt.Fprintf(w, "  ↳ %d other branch(es) start here: %s (trove show --leaf ID)\n", len(others), strings.Join(others, ", "))
 		}
 	}
+}
+
+func newShowCmd(a *app) *cobra.Command {
+	var leaf string
+	cmd := &cobra.Command{
+		Use:   "show ID-OR-PREFIX",
+		Short: "Show a session: its metadata and the conversation at its leaf (or --leaf ID)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			meta, err := s.Metadata(ctx, args[0])
+			if err != nil {
+				return storeErr(err)
+			}
+			ts, err := a.troveStore(ctx)
+			if err != nil {
+				return err
+			}
+			sess, err := tree.Open(ctx, ts.Storage(), meta.Path, tree.ReadOnly(), tree.WithReport(func(tree.Problem) {}),
+				tree.WithBlobStore(ts.Blobs()))
+			if err != nil {
+				return err
+			}
+			if err := sess.Err(); err != nil {
+				return err
+			}
+			var path []*tree.Entry
+			if leaf == "" && sess.Leaf() != nil {
+				leaf = sess.Leaf().ID()
+			}
+			if leaf != "" {
+				if path, err = sess.Path(leaf); err != nil {
+					return usageErr("--leaf %s: %v", leaf, err)
+				}
+			}
+			if a.jsonOut {
+				// The messages are the stored format, passed through as is.
+				m, err := normalize(meta)
+				if err != nil {
+					return err
+				}
+				msgs := []json.RawMessage{}
+				for _, e := range path {
+					if e.Type() == tree.TypeMessage {
+						msgs = append(msgs, e.JSON())
+					}
+				}
+				return a.printRawJSON(map[string]any{"metadata": m, "messages": msgs})
+			}
+			onPath := 0
+			for _, e := range path {
+				if e.Type() == tree.TypeMessage {
+					onPath++
+				}
+			}
+			a.printf("session %s  cwd %s  model %s\n", meta.ID, clean(meta.Cwd, 200), clean(meta.Model, 80))
+			if meta.Title != "" {
+				a.printf("title: %s\n", clean(meta.Title, 200))
+			}
+			a.printf("%d messages on this path, %d in the session (%d entries), %d turns, %d tokens, $%.4f",
+				onPath, meta.MessageCount, sess.Len(), meta.TurnCount, meta.TotalTokens, meta.CostUSD)
+			if meta.ParentID != "" {
+				a.printf(", forked from %s", meta.ParentID)
+			}
+			a.printf("\n\n")
+			renderPath(a.stdout, sess, path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&leaf, "leaf", "", "show the path to this entry instead of the session's leaf")
+	return cmd
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
