@@ -110,7 +110,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 // the destination builds for itself.
 func skipMirror(name string) bool {
 	b := backend.Base(name)
-	return b == "writer.lock" || b == "writer.lease" || strings.HasSuffix(b, session.OpenSuffix) ||
+	return b == "writer.lock" || strings.HasPrefix(b, "writer.lease") || strings.HasSuffix(b, session.OpenSuffix) ||
 		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/") ||
 		name == "blobs/index.cache"
 }

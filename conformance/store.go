@@ -70,7 +70,10 @@ func (x *storeSuite) clock() func() time.Time {
 func (x *storeSuite) open(t *testing.T, st backend.Storage, opts ...session.Option) *session.Store {
 	t.Helper()
 	quiet := session.WithSessionOptions(tree.WithLogger(slog.New(slog.DiscardHandler)))
-	s, err := session.OpenStore(t.Context(), st, append([]session.Option{session.WithClock(x.clock()), quiet}, opts...)...)
+	// The clock ticks a second a call, far faster than real time: leases
+	// read on it must outlive the test.
+	lease := session.WithLease(24*time.Hour, time.Hour)
+	s, err := session.OpenStore(t.Context(), st, append([]session.Option{session.WithClock(x.clock()), lease, quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

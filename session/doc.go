@@ -8,8 +8,8 @@
 //
 // A Handle appends through a background writer (bounded queue, group
 // commit, first error latched) and holds the session's writer lock: a file
-// lock where the backend has locks, an exclusive lease file where it has
-// none. NoopStore is persistence off: the same API, no storage touched.
+// lock where the backend has locks, a lease where it has none (lease.go:
+// renewed while held, fenced by time, taken over once expired). NoopStore is persistence off: the same API, no storage touched.
 //
 // Discovery (recent sessions per cwd and across cwds, terminal breadcrumbs)
 // reads only a prefix of each file.

@@ -28,6 +28,8 @@ type Handle struct {
 	store  *Store // nil for a NoopStore handle
 	sess   *tree.Session
 	unlock func()
+	lease  *lease          // the writer lease on a store without locks
+	prev   *LockHolder     // the expired lease it took over
 	ctx    context.Context // for writes: the opener's values, never cancelled
 	limit  int             // ops queued before a sender waits
 	timer  *time.Timer     // wakes the writer when held appends are due
@@ -73,9 +75,9 @@ type op struct {
 
 // open starts the writer of a loaded or created session, whose writer
 // lock unlock releases. fresh sessions get their sidecar written at once.
-func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, unlock func()) (*Handle, error) {
+func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fresh bool, wl *writerLock) (*Handle, error) {
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
-	h.unlock = unlock
+	h.unlock, h.lease, h.prev = wl.unlock, wl.lease, wl.prev
 	if fresh {
 		if err := s.writeMeta(ctx, meta, true); err != nil {
 			h.Close(ctx)
@@ -156,11 +158,32 @@ func (h *Handle) UpdateMetadata(update func(*Metadata)) {
 // them without a Flush.
 const writeEvery = 256 << 10
 
+// TookOver reports the holder whose expired lease this handle's took
+// over (a writer that died, or was cut off, without closing), if any.
+func (h *Handle) TookOver() (LockHolder, bool) {
+	if h.prev == nil {
+		return LockHolder{}, false
+	}
+	return *h.prev, true
+}
+
+// fence latches ErrLeaseLost once the writer lease ran out: a write that
+// returned after it is not acknowledged, since another machine may hold
+// the session by now.
+func (h *Handle) fence() {
+	if h.lease != nil {
+		if err := h.lease.check(); err != nil {
+			h.latch(err)
+		}
+	}
+}
+
 // commit writes what the session holds, syncing with sync (the writer's).
 func (h *Handle) commit(ctx context.Context, force, sync bool) {
 	if err := h.sess.Commit(ctx, force, sync); err != nil {
 		h.latch(err)
 	}
+	h.fence()
 	h.pending = 0
 	h.unsynced = !sync
 	if sync {
@@ -456,6 +479,7 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 	if err := w.Sync(); err != nil {
 		h.latch(err)
 	}
+	h.fence()
 }
 
 // syncMeta writes meta.json when it changed.
@@ -474,6 +498,7 @@ func (h *Handle) syncMeta(ctx context.Context) {
 		h.latch(err)
 		return
 	}
+	h.fence()
 	if edited {
 		h.store.forget(ctx, m.Path) // its file may not have moved
 	}
@@ -493,6 +518,7 @@ func (h *Handle) finish(ctx context.Context) {
 	if err := h.sess.Close(ctx); err != nil {
 		h.latch(err)
 	}
+	h.fence()
 	if h.store != nil && h.Err() == nil {
 		// Kept after a failure: listings then count from the file.
 		if err := h.store.unmarkOpen(ctx, h.Path()); err != nil {

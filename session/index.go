@@ -721,8 +721,7 @@ func parallel(n, limit int, f func(i int)) {
 // markOpen creates the open marker of the session file name: listings look
 // at its file until Close removes the marker.
 func (s *Store) markOpen(ctx context.Context, name string, fresh bool) error {
-	host, _ := os.Hostname()
-	body := fmt.Appendf(nil, `{"pid":%d,"host":%s,"since":%q}`+"\n", os.Getpid(), jsonw.AppendString(nil, host), s.cfg.now().UTC().Format(time.RFC3339Nano))
+	body := fmt.Appendf(nil, `{"pid":%d,"host":%s,"since":%q}`+"\n", os.Getpid(), jsonw.AppendString(nil, s.hostName()), s.cfg.now().UTC().Format(time.RFC3339Nano))
 	return s.putSidecar(ctx, SidecarDir(name)+OpenSuffix, body, fresh)
 }
 

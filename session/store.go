@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -185,6 +184,11 @@ type config struct {
 	syncEvery time.Duration
 	wait      bool
 	inline    bool
+	leaseTTL  time.Duration
+	leaseSkew time.Duration
+	host      string
+	mono      func() time.Time // a lease's validity; tests step it
+	noRenew   bool             // tests renew by hand
 }
 
 // WithSessionOptions passes file-level options (tree.WithReport,
@@ -246,7 +250,7 @@ func OpenStore(ctx context.Context, st backend.Storage, opts ...Option) (*Store,
 	if st == nil {
 		return nil, fmt.Errorf("open session store: nil storage: %w", tree.ErrInvalid)
 	}
-	cfg := config{log: slog.Default(), now: time.Now, queue: 256, syncEvery: time.Second}
+	cfg := config{log: slog.Default(), now: time.Now, queue: 256, syncEvery: time.Second, leaseTTL: DefaultLeaseTTL, leaseSkew: DefaultLeaseSkew, mono: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -313,13 +317,13 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.lock(ctx, path)
+	wl, err := s.lock(ctx, path, true)
 	if err != nil {
 		return nil, err
 	}
 	meta := Metadata{ID: id, Path: path, ProjectHash: EncodeCwd(o.Cwd), Cwd: o.Cwd, Title: o.Title, Model: o.Model,
 		CreatedAt: now, UpdatedAt: now, ParentID: o.ParentID, AgentName: o.AgentName}
-	return s.open(ctx, sess, meta, true, unlock)
+	return s.open(ctx, sess, meta, true, wl)
 }
 
 // repairEmpty gives an empty session file, left by a writer killed between
@@ -405,7 +409,7 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 		return nil, err
 	}
 	// Lock first: the file may be mid-append by the lock's holder.
-	unlock, err := s.lock(ctx, name)
+	wl, err := s.lock(ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -421,11 +425,11 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 		meta, err = s.readMeta(ctx, sess)
 	}
 	if err != nil {
-		unlock()
+		wl.unlock()
 		return nil, err
 	}
 	recount(&meta, sess)
-	return s.open(ctx, sess, meta, false, unlock)
+	return s.open(ctx, sess, meta, false, wl)
 }
 
 // Resume is Load, under spec 001's name.
@@ -515,16 +519,16 @@ func (s *Store) Delete(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx, name)
+	wl, err := s.lock(ctx, name, false)
 	if err != nil {
 		return err
 	}
 	err = s.st.Unlink(ctx, name)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		unlock()
+		wl.unlock()
 		return err
 	}
-	unlock()
+	wl.unlock()
 	if err := backend.RemoveAll(ctx, s.st, SidecarDir(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -575,11 +579,11 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 	if err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx, name)
+	wl, err := s.lock(ctx, name, false)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer wl.unlock()
 	sess, err := tree.Open(ctx, s.st, name, s.sessionOpts(tree.ReadOnly())...)
 	if err != nil {
 		return err
@@ -713,18 +717,15 @@ func (s *Store) Transcript(ctx context.Context, ref string) iter.Seq2[json.RawMe
 	}
 }
 
-// BreakLock removes the writer lease of a session whose writer died without
-// releasing it (backends without locks; a file lock dies with its process).
+// BreakLock ends the writer lease of a session whose writer died without
+// releasing it (backends without locks; a file lock dies with its process),
+// so the next opener takes it at once instead of after its expiry.
 func (s *Store) BreakLock(ctx context.Context, ref string) error {
 	name, err := s.Find(ctx, ref)
 	if err != nil {
 		return err
 	}
-	err = backend.RemoveFile(ctx, s.st, backend.Join(SidecarDir(name), leaseFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return s.breakLease(ctx, name)
 }
 
 // LockHolder is who holds a session's writer lock, as far as the store
@@ -736,12 +737,17 @@ type LockHolder struct {
 	// Lease is true on stores without locks: the holder is what its lease
 	// records, alive or not. False: a live process holds a file lock.
 	Lease bool `json:"lease"`
+	// Renewed and Expires are the lease's last renewal and when it runs
+	// out, on its holder's clock (zero for a lease of an older trove,
+	// which never expires).
+	Renewed time.Time `json:"renewed,omitzero"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Holder tells whether the session ref's writer lock is held, and by
 // whom: a live process's file lock (backends with locks: it dies with its
-// process), or a lease (buckets: it stays until its writer closes or
-// BreakLock removes it).
+// process), or a lease (buckets: until its writer closes, or it expires:
+// see WithLease).
 func (s *Store) Holder(ctx context.Context, ref string) (LockHolder, bool, error) {
 	name, err := s.Find(ctx, ref)
 	if err != nil {
@@ -757,62 +763,51 @@ func (s *Store) Holder(ctx context.Context, ref string) (LockHolder, bool, error
 	case !errors.Is(err, backend.ErrNotSupported):
 		return LockHolder{}, false, err
 	}
-	data, err := s.st.ReadFile(ctx, backend.Join(dir, leaseFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return LockHolder{}, false, nil
-	}
+	now := s.cfg.now()
+	st, err := s.readLeases(ctx, dir)
 	if err != nil {
 		return LockHolder{}, false, err
 	}
-	var h LockHolder
-	_ = json.Unmarshal(data, &h) // an older lease records only since
-	h.Lease = true
-	return h, true, nil
+	if st.legacy {
+		data, err := s.st.ReadFile(ctx, backend.Join(dir, leaseFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return LockHolder{}, false, err
+		}
+		var h LockHolder
+		_ = json.Unmarshal(data, &h) // an older lease records only since
+		h.Lease = true
+		return h, err == nil, nil
+	}
+	if st.gen == 0 || s.expired(st.body, now) {
+		return LockHolder{}, false, nil
+	}
+	return st.body.holder(), true, nil
+}
+
+// writerLock is a session's writer lock: a file lock, or a lease.
+type writerLock struct {
+	unlock func()
+	lease  *lease      // nil with a file lock
+	prev   *LockHolder // the expired lease this one took over
 }
 
 // lock takes the session's writer lock: a file lock where the backend has
-// locks, else an exclusive lease file. unlock releases it.
-func (s *Store) lock(ctx context.Context, name string) (unlock func(), err error) {
+// locks, else a lease (lease.go). fresh: the session is new, so no lease
+// can exist yet.
+func (s *Store) lock(ctx context.Context, name string, fresh bool) (*writerLock, error) {
 	dir := SidecarDir(name)
 	u, err := s.st.Lock(ctx, backend.Join(dir, lockFile), s.cfg.wait)
 	switch {
 	case err == nil:
-		return func() { u.Unlock() }, nil
+		return &writerLock{unlock: func() { u.Unlock() }}, nil
 	case errors.Is(err, backend.ErrLocked):
 		return nil, backend.PathErr("lock", name, ErrLocked)
 	case !errors.Is(err, backend.ErrNotSupported):
 		return nil, err
 	}
-	lease := backend.Join(dir, leaseFile)
-	host, _ := os.Hostname()
-	holder, _ := json.Marshal(LockHolder{Host: host, PID: os.Getpid(), Since: s.cfg.now().UTC()})
-	holder = append(holder, '\n')
-	if s.st.Capabilities().WriteOnce {
-		// A native create-if-absent, atomic: one request on a bucket.
-		// (The CreateFile fallback looks, then writes: not a lock.)
-		err = backend.CreateFile(ctx, s.st, lease, holder)
-	} else {
-		var w backend.Writer
-		if w, err = s.st.OpenWriter(ctx, lease, backend.WriterOptions{Exclusive: true}); err == nil {
-			if _, err = w.Write(holder); err == nil {
-				err = w.Close()
-			} else {
-				w.Close()
-			}
-			if err != nil {
-				s.st.Unlink(context.WithoutCancel(ctx), lease)
-			}
-		}
-	}
-	if errors.Is(err, fs.ErrExist) {
-		return nil, backend.PathErr("lock", name, fmt.Errorf("%w (lease %s; trove unlock removes a stale one)", ErrLocked, lease))
-	}
+	l, prev, err := s.takeLease(ctx, name, fresh)
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		if err := backend.RemoveFile(context.WithoutCancel(ctx), s.st, lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.cfg.log.Warn("trove/session: leaving a writer lease", "lease", lease, "err", err)
-		}
-	}, nil
+	return &writerLock{lease: l, prev: prev, unlock: func() { l.release(ctx) }}, nil
 }

@@ -57,9 +57,13 @@ func newUnlockCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// leaseLooksAlive: a lease of this host whose process still runs, or of
-// another host (which this one cannot check).
+// leaseLooksAlive: a lease that has not expired, or (an older lease
+// without expiry) of this host whose process still runs, or of another
+// host (which this one cannot check).
 func leaseLooksAlive(h session.LockHolder) bool {
+	if !h.Expires.IsZero() {
+		return true // a lease that expires is reported held only until it does
+	}
 	host, _ := os.Hostname()
 	if h.Host == "" || h.PID <= 0 {
 		return false // an old lease that records no holder: nothing says it lives
