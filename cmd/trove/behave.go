@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ func completeSessions(a *app) cobra.CompletionFunc {
 				break
 			}
 			if strings.HasPrefix(m.ID, toComplete) {
-				out = append(out, cobra.CompletionWithDesc(m.ID, firstNonEmpty(m.Title, m.FirstMessage, m.Cwd)))
+				out = append(out, cobra.CompletionWithDesc(m.ID, cmp.Or(m.Title, m.FirstMessage, m.Cwd)))
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp

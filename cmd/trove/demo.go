@@ -289,7 +289,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	// 5. The session as one self-contained HTML page, beside the workspace.
 	page := ws + ".html"
-	view, _, err := readSession(ctx, s, h.ID())
+	view, _, err := s.ReadSession(ctx, h.ID())
 	if err != nil {
 		return err
 	}

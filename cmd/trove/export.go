@@ -8,25 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/export"
-	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
-
-// readSession opens the session ref read-only with its blobs resolved,
-// taking no lock: exporting and viewing never get in a writer's way.
-func readSession(ctx context.Context, ts *troveapi.Store, ref string) (*tree.Session, session.Metadata, error) {
-	meta, err := ts.Sessions().Metadata(ctx, ref)
-	if err != nil {
-		return nil, meta, err
-	}
-	sess, err := tree.Open(ctx, ts.Storage(), meta.Path, tree.ReadOnly(), tree.WithBlobStore(ts.Blobs()))
-	if err != nil {
-		return nil, meta, err
-	}
-	return sess, meta, nil
-}
 
 func newExportCmd(a *app) *cobra.Command {
 	var format, out string
@@ -51,7 +35,7 @@ func newExportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sess, _, err := readSession(ctx, ts, args[0])
+			sess, _, err := ts.ReadSession(ctx, args[0])
 			if err != nil {
 				return storeErr(err)
 			}

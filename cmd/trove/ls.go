@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (a *app) listSessions(ctx context.Context, s *session.Store, q session.Quer
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for i, m := range list {
 		fmt.Fprintf(bw, "%-*s  %s  %4d msgs  %s  %s\n", width, short[i], m.UpdatedAt.Local().Format(time.DateTime), m.MessageCount,
-			clean(m.Cwd, 80), clean(firstNonEmpty(m.Title, m.FirstMessage), 100))
+			clean(m.Cwd, 80), clean(cmp.Or(m.Title, m.FirstMessage), 100))
 	}
 	return bw.Flush()
 }

@@ -39,15 +39,6 @@ func storeErr(err error) error {
 	return err
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // troveStore wires the layers on the --store root once.
 func (a *app) troveStore(ctx context.Context) (*troveapi.Store, error) {
 	if a.ts != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +39,7 @@ func newUnlockCmd(a *app) *cobra.Command {
 			case !h.Lease:
 				return fmt.Errorf("%s: a live process holds its writer lock; the lock goes when that process exits (nothing to remove)", args[0])
 			}
-			who := fmt.Sprintf("host %s, pid %d, since %s", firstNonEmpty(h.Host, "?"), h.PID, h.Since.Local().Format(time.DateTime))
+			who := fmt.Sprintf("host %s, pid %d, since %s", cmp.Or(h.Host, "?"), h.PID, h.Since.Local().Format(time.DateTime))
 			if !force && leaseLooksAlive(h) {
 				return usageErr("%s: its lease (%s) looks alive; --force removes it anyway", args[0], who)
 			}

@@ -1,4 +1,4 @@
-package main
+package viewer
 
 import (
 	"crypto/rand"
@@ -24,11 +24,15 @@ type guard struct {
 	next   http.Handler
 }
 
-// newGuard admits the hosts that reach ln's address: the bound IP, and for
+// Guard admits the hosts that reach ln's address: the bound IP, and for
 // loopback or unspecified binds localhost, 127.0.0.1 and [::1]; an
 // unspecified bind also admits this machine's interface addresses (an IP
 // literal cannot be rebound). allow adds names the user chose (a LAN name);
 // one without a port gets the listener's.
+func Guard(next http.Handler, addr *net.TCPAddr, token string, allow []string, ifaceAddrs []net.IP) http.Handler {
+	return newGuard(next, addr, token, allow, ifaceAddrs)
+}
+
 func newGuard(next http.Handler, addr *net.TCPAddr, token string, allow []string, ifaceAddrs []net.IP) *guard {
 	port := strconv.Itoa(addr.Port)
 	g := &guard{hosts: map[string]bool{}, token: token, cookie: "trove_token_" + port, next: next}
@@ -54,8 +58,8 @@ func newGuard(next http.Handler, addr *net.TCPAddr, token string, allow []string
 	return g
 }
 
-// newToken is the run's secret: 256 bits from the OS, URL-safe.
-func newToken() (string, error) {
+// NewToken is the run's secret: 256 bits from the OS, URL-safe.
+func NewToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("viewer token: %w", err)
@@ -102,9 +106,9 @@ func (g *guard) refuse(w http.ResponseWriter) {
 	http.Error(w, "unauthorized: open the URL with the token that trove serve printed", http.StatusUnauthorized)
 }
 
-// viewerURL is the address to open: the bound IP, or loopback for an
+// URL is the address to open: the bound IP, or loopback for an
 // unspecified bind, with the token when one is asked.
-func viewerURL(addr *net.TCPAddr, token string) string {
+func URL(addr *net.TCPAddr, token string) string {
 	ip := addr.IP
 	if ip.IsUnspecified() {
 		ip = net.IPv4(127, 0, 0, 1) // "tcp" listeners on :: take IPv4 too
@@ -116,8 +120,8 @@ func viewerURL(addr *net.TCPAddr, token string) string {
 	return u.String()
 }
 
-// interfaceIPs lists this machine's addresses, for an unspecified bind.
-func interfaceIPs() []net.IP {
+// InterfaceIPs lists this machine's addresses, for an unspecified bind.
+func InterfaceIPs() []net.IP {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil

@@ -1,17 +1,15 @@
-package main
+package viewer
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/trovekit/trove/internal/browsertest"
 )
 
 const testToken = "tok-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
@@ -157,74 +155,20 @@ func TestGuardHosts(t *testing.T) {
 	}
 }
 
-// TestServeCommand runs serve as a user does: its first line is the URL to
-// open, which works in a client with cookies; nothing else does.
-func TestServeCommand(t *testing.T) {
-	store, id := viewerStore(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	var errb strings.Builder
-	go func() {
-		done <- run(ctx, []string{"--store", store, "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), pw, &errb)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("first line: %v (stderr %s)", err, errb.String())
-	}
-	go io.Copy(io.Discard, pr)
-	line = strings.TrimSpace(line)
-	m := regexp.MustCompile(`^http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43})$`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("first line %q is not the URL with its token", line)
-	}
-	base := "http://127.0.0.1:" + m[1]
-	if r := fetch(t, base+"/", "", nil); r.code != http.StatusUnauthorized {
-		t.Errorf("no token: %d", r.code)
-	}
-	if r := fetch(t, base+"/?token="+m[2], "evil.example:"+m[1], nil); r.code != http.StatusMisdirectedRequest {
-		t.Errorf("Host evil.example: %d", r.code)
-	}
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar}
-	resp, err := client.Get(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), id) || resp.Request.URL.RawQuery != "" {
-		t.Errorf("the printed URL: %d at %s", resp.StatusCode, resp.Request.URL)
-	}
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Errorf("serve exit %d: %s", code, errb.String())
-	}
-}
-
-func TestServeRefusesOpenNoToken(t *testing.T) {
-	store, _ := viewerStore(t)
-	code, out, errOut := trove(t, "", "--store", store, "serve", "--addr", "0.0.0.0:0", "--no-token")
-	if code != exitUsage || !strings.Contains(errOut, "--no-token") || out != "" {
-		t.Errorf("--no-token on 0.0.0.0: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-}
-
 func TestViewerGuardInChromium(t *testing.T) {
-	bin := chromiumBin(t)
+	bin := browsertest.Chromium(t)
 	srv, id := guardedViewer(t, testToken)
 	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 	// The printed URL: the browser follows the redirect, keeps the cookie
 	// and shows the sessions.
-	dom := chrome(t, bin, srv.URL+"/?token="+testToken, "", "--dump-dom")
+	dom := browsertest.Load(t, bin, srv.URL+"/?token="+testToken, browsertest.Page{Args: []string{"--dump-dom"}})
 	if !strings.Contains(dom, "Viewer session") || !strings.Contains(dom, id) {
 		t.Errorf("the token URL does not show the sessions:\n%s", dom)
 	}
 	// Without the token, and from a page whose name was rebound to this
 	// machine (even one that knew the token), nothing of the store.
 	for _, u := range []string{srv.URL + "/", srv.URL + "/s/" + id, "http://evil.example:" + port + "/?token=" + testToken, "http://evil.example:" + port + "/s/" + id} {
-		dom := chrome(t, bin, u, "MAP evil.example 127.0.0.1, ", "--dump-dom")
+		dom := browsertest.Load(t, bin, u, browsertest.Page{Map: "MAP evil.example 127.0.0.1", Refused: true, Args: []string{"--dump-dom"}})
 		noStoreBytes(t, "chromium "+u, reply{body: dom}, id)
 		if !strings.Contains(dom, "unauthorized") && !strings.Contains(dom, "misdirected") {
 			t.Errorf("%s: not refused:\n%s", u, dom)
