@@ -44,6 +44,8 @@ type Manifest struct {
 	// belongs to: the session id and the user message id.
 	Session string `json:"session,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Note says what the checkpoint was taken before (a tool call).
+	Note string `json:"note,omitempty"`
 	// Root is the workspace directory, when known; informational only.
 	Root string `json:"root,omitempty"`
 	// Tree checkpoints: the rules they were taken with. DefaultIgnore is

@@ -36,6 +36,9 @@ func (m *Manifest) appendJSON(b []byte, files bool) []byte {
 	if m.Message != "" {
 		b = appendField(b, "message", m.Message)
 	}
+	if m.Note != "" {
+		b = appendField(b, "note", m.Note)
+	}
 	if m.Root != "" {
 		b = appendField(b, "root", m.Root)
 	}
@@ -206,6 +209,8 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 			out.Session, err = d.str()
 		case "message":
 			out.Message, err = d.str()
+		case "note":
+			out.Note, err = d.str()
 		case "root":
 			out.Root, err = d.str()
 		case "defaultIgnore":

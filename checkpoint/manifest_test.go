@@ -19,6 +19,7 @@ type plainManifest struct {
 	CreatedAt     time.Time `json:"createdAt"`
 	Session       string    `json:"session,omitempty"`
 	Message       string    `json:"message,omitempty"`
+	Note          string    `json:"note,omitempty"`
 	Root          string    `json:"root,omitempty"`
 	DefaultIgnore []string  `json:"defaultIgnore,omitempty"`
 	Ignore        []string  `json:"ignore,omitempty"`
@@ -33,7 +34,7 @@ type plainManifest struct {
 func sampleManifest() *Manifest {
 	return &Manifest{
 		Version: 1, ID: "cp-1", Kind: KindTree, CreatedAt: time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC),
-		Session: "s\"q\\", Message: "m\u2028", Root: "/home/ü/proj",
+		Session: "s\"q\\", Message: "m\u2028", Note: "Bash: rm -rf \"src\"", Root: "/home/ü/proj",
 		DefaultIgnore: []string{".git/", "*.o"}, Ignore: []string{"tab\there"}, MaxFileSize: 123,
 		Tree: sumRef([]byte("t")),
 		Files: []Entry{

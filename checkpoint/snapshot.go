@@ -28,6 +28,7 @@ type createConfig struct {
 	// be stale at once and the cache is not saved.
 	undo             bool
 	session, message string
+	note             string
 	ignore           []string
 	noDefaults       bool
 	maxSize          int64
@@ -38,6 +39,10 @@ func WithSession(id string) CreateOption { return func(c *createConfig) { c.sess
 
 // WithMessage links the checkpoint to the user message it was taken for.
 func WithMessage(id string) CreateOption { return func(c *createConfig) { c.message = id } }
+
+// WithNote records what the checkpoint was taken before, such as the
+// tool call about to change the workspace.
+func WithNote(note string) CreateOption { return func(c *createConfig) { c.note = note } }
 
 // WithIgnore adds .gitignore-syntax patterns, relative to the workspace
 // root, that win over the defaults and every .gitignore (CreateTree only).
@@ -241,7 +246,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
 	return &Manifest{
 		Version: ManifestVersion, ID: id, Kind: kind, CreatedAt: start.UTC(),
-		Session: cc.session, Message: cc.message, Root: m.ws.abs(), Files: []Entry{},
+		Session: cc.session, Message: cc.message, Note: cc.note, Root: m.ws.abs(), Files: []Entry{},
 	}
 }
 

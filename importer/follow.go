@@ -463,3 +463,13 @@ func SubagentFile(path string) bool { return filepath.Base(filepath.Dir(path)) =
 func PutPiBlobs(ctx context.Context, st *trove.Store, dir string) (int, error) {
 	return importPiBlobs(ctx, st.Blobs(), dir, false)
 }
+
+// SessionID is the id of the session an import makes of the source whose
+// own id of it is srcID (Claude Code's session_id, a Codex session_meta
+// id, a pi header id), in format ("claude", "codex", "pi" or "spec002").
+func SessionID(format, srcID string) string {
+	if format == "omp" {
+		format = "pi"
+	}
+	return source{}.id(format, srcID)
+}

@@ -27,7 +27,7 @@ var writers = map[string]bool{
 	"trove demo": true, "trove blob put": true, "trove files put": true, "trove files rm": true,
 	"trove checkpoint create": true, "trove checkpoint rewind": true, "trove checkpoint rm": true,
 	"trove fork": true, "trove rm": true, "trove unlock": true, "trove gc": true,
-	"trove import": true, "trove mirror": true, "trove watch": true,
+	"trove import": true, "trove mirror": true, "trove watch": true, "trove hooks run": true,
 }
 
 // localRoot returns the directory a store URL names on local disk, if it

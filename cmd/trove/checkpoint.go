@@ -102,14 +102,15 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	create.Flags().StringVar(&maxSize, "max-file-size", "16MiB", "files bigger than this are listed as skipped, not kept (0: no limit)")
 	var dryRun bool
 	var undo bool
+	var before string
 	rewind := &cobra.Command{
-		Use:   "rewind NAME | --undo",
+		Use:   "rewind NAME | --before TOOL_USE_ID | --undo",
 		Short: "Restore the workspace to a checkpoint (--dry-run: report only; --undo: undo the last rewind)",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if undo && len(args) == 0 || !undo && len(args) == 1 {
+			if n := len(args) + btoi(undo) + btoi(before != ""); n == 1 {
 				return nil
 			}
-			return usageErr("rewind takes a checkpoint name, or --undo alone")
+			return usageErr("rewind takes a checkpoint name, --before TOOL_USE_ID or --undo alone")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return with(cmd, func(m *checkpoint.Manager) error {
@@ -127,6 +128,8 @@ func newCheckpointCmd(a *app) *cobra.Command {
 					if name == "" {
 						return fmt.Errorf("no rewind to undo in this workspace")
 					}
+				} else if before != "" {
+					name = before // the hook named it after the tool call
 				} else {
 					name = args[0]
 				}
@@ -161,6 +164,7 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	}
 	rewind.Flags().BoolVar(&undo, "undo", false, "undo the last rewind of this workspace (rewind to the checkpoint it took)")
 	rewind.Flags().BoolVar(&dryRun, "dry-run", false, "compute the report and write nothing")
+	rewind.Flags().StringVar(&before, "before", "", "rewind to the checkpoint trove's Claude Code hook took before this tool call")
 	diff := &cobra.Command{
 		Use:   "diff NAME",
 		Short: "Changes between a checkpoint and the workspace, with line stats",
@@ -271,7 +275,7 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, fu
 				for _, in := range infos {
 					c := checkpointJSON{ID: in.ID, Size: in.Size}
 					if man, err := m.Load(cmd.Context(), in.ID); err == nil {
-						c.Kind, c.CreatedAt, c.Files, c.Session = man.Kind, man.CreatedAt.UTC(), len(man.Files), man.Session
+						c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), len(man.Files), man.Session, man.Note
 					}
 					out = append(out, c)
 				}
@@ -283,7 +287,11 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, fu
 					w = max(w, len(c.ID))
 				}
 				for _, c := range out {
-					a.printf("%-*s  %s  %-5s  %6d files\n", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+					a.printf("%-*s  %s  %-5s  %6d files", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+					if c.Note != "" {
+						a.printf("  before %s", sanitizeLine(c.Note))
+					}
+					a.printf("\n")
 				}
 				return nil
 			})
@@ -355,5 +363,6 @@ type checkpointJSON struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	Files     int       `json:"files"`
 	Session   string    `json:"session,omitempty"`
+	Note      string    `json:"note,omitempty"` // the tool call it was taken before
 	Size      int64     `json:"manifest_bytes"`
 }

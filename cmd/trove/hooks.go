@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/importer"
+)
+
+func newHooksCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "hooks", Short: "Checkpoint before every file-changing tool call of Claude Code (its hooks)"}
+	var project, user bool
+	where := func() (string, error) {
+		if project && user {
+			return "", usageErr("--project or --user, not both")
+		}
+		if user {
+			home, err := os.UserHomeDir()
+			return filepath.Join(home, ".claude", "settings.json"), err
+		}
+		wd, err := os.Getwd()
+		return filepath.Join(wd, ".claude", "settings.json"), err
+	}
+	install := &cobra.Command{
+		Use:   "install claude [--project | --user]",
+		Short: "Add trove's hooks to Claude Code's settings (kept: everything else in them)",
+		Long: "Merge hook entries into .claude/settings.json under the current directory (--project, the\n" +
+			"default) or ~/.claude/settings.json (--user): before Write, Edit, MultiEdit, NotebookEdit and Bash\n" +
+			"a checkpoint of the workspace named after the tool call; at Stop and SessionEnd an import of the\n" +
+			"transcript. The entries call this binary by its absolute path. Running it again changes nothing.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "claude" {
+				return usageErr("hooks for %q: only claude has hooks trove installs (Codex and pi: trove watch)", args[0])
+			}
+			path, err := where()
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			command := shellQuote(exe)
+			if a.storeURL != "" {
+				command += " --store " + shellQuote(a.storeURL)
+			}
+			return a.editSettings(path, command+hookMarker, "installed trove's hooks in")
+		},
+	}
+	uninstall := &cobra.Command{
+		Use:   "uninstall claude [--project | --user]",
+		Short: "Remove trove's hooks from Claude Code's settings, leaving the rest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "claude" {
+				return usageErr("hooks for %q: only claude has hooks trove installs", args[0])
+			}
+			path, err := where()
+			if err != nil {
+				return err
+			}
+			return a.editSettings(path, "", "removed trove's hooks from")
+		},
+	}
+	for _, c := range []*cobra.Command{install, uninstall} {
+		c.Flags().BoolVar(&project, "project", false, "the project's .claude/settings.json under the current directory (default)")
+		c.Flags().BoolVar(&user, "user", false, "the user's ~/.claude/settings.json")
+	}
+	var budget time.Duration
+	run := &cobra.Command{
+		Use:   "run claude",
+		Short: "Run one hook: the hook's JSON on stdin (what Claude Code's entries call)",
+		Long: "Reads the hook's JSON on stdin. PreToolUse of Write, Edit, MultiEdit, NotebookEdit or Bash: a\n" +
+			"checkpoint of the workspace (CLAUDE_PROJECT_DIR, else the hook's cwd) named after the tool_use_id,\n" +
+			"durable before it returns. Stop, SubagentStop, SessionEnd: the transcript imported. It exits 0\n" +
+			"whatever happens, so the agent goes on; failures go to the log `trove hooks status` shows.",
+		Args:   cobra.ExactArgs(1),
+		Hidden: false,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
+			defer cancel()
+			in, err := io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+			var h hookInput
+			if err == nil {
+				err = json.Unmarshal(in, &h)
+			}
+			if err == nil && args[0] != "claude" {
+				err = fmt.Errorf("hooks run %q: only claude", args[0])
+			}
+			if err == nil {
+				err = a.runHook(ctx, h)
+			}
+			if err != nil {
+				hookLog(h, err, time.Since(start))
+			}
+			return nil // a hook never stops the agent
+		},
+	}
+	run.Flags().DurationVar(&budget, "budget", 20*time.Second, "give up (and let the tool run) after this long")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Where trove's hooks are installed, and the hooks' recent failures",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.hooksStatus()
+		},
+	}
+	cmd.AddCommand(install, uninstall, run, status)
+	return cmd
+}
+
+// editSettings rewrites Claude Code's settings at path with trove's
+// entries calling command ("": none).
+func (a *app) editSettings(path, command, did string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if command == "" && errors.Is(err, fs.ErrNotExist) {
+		a.printf("no %s: nothing to remove\n", path)
+		return nil
+	}
+	out, err := editHooks(data, command)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if string(out) == string(data) {
+		a.printf("%s: already as wanted\n", path)
+		return nil
+	}
+	if err := writeAtomic(path, out); err != nil {
+		return err
+	}
+	a.printf("%s %s\n", did, path)
+	return nil
+}
+
+// hookInput is what Claude Code gives a hook on stdin (the fields trove
+// reads; the rest is ignored).
+type hookInput struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	Event          string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+}
+
+// changesFiles are the tools a checkpoint is taken before.
+var changesFiles = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}
+
+func (a *app) runHook(ctx context.Context, h hookInput) error {
+	switch h.Event {
+	case "PreToolUse":
+		if !changesFiles[h.ToolName] {
+			return nil
+		}
+		return a.hookCheckpoint(ctx, h)
+	case "Stop", "SubagentStop", "SessionEnd":
+		if h.TranscriptPath == "" {
+			return nil
+		}
+		ts, err := a.troveStore(ctx)
+		if err != nil {
+			return err
+		}
+		paths := []string{h.TranscriptPath}
+		if sub := strings.TrimSuffix(h.TranscriptPath, ".jsonl") + "/subagents"; isDir(sub) {
+			paths = append(paths, sub)
+		}
+		_, err = importer.Import(ctx, ts, paths, importer.Options{From: "claude"})
+		return err
+	}
+	return nil
+}
+
+// hookCheckpoint takes the checkpoint before a tool call: the workspace
+// as it is, named after the call, linked to the session.
+func (a *app) hookCheckpoint(ctx context.Context, h hookInput) error {
+	dir := os.Getenv("CLAUDE_PROJECT_DIR")
+	if dir == "" {
+		dir = h.Cwd
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return fmt.Errorf("no workspace: cwd %q: %w", dir, fs.ErrInvalid)
+	}
+	if err := checkpoint.ValidID(h.ToolUseID); err != nil {
+		return err
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := checkpoint.OpenDir(ctx, st, dir, checkpoint.WithLogger(a.log))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	opts := []checkpoint.CreateOption{checkpoint.WithNote(toolNote(h)), checkpoint.WithMessage(h.ToolUseID)}
+	if h.SessionID != "" {
+		opts = append(opts, checkpoint.WithSession(importer.SessionID("claude", h.SessionID)))
+	}
+	if ign := storeInside(a, dir); ign != "" {
+		opts = append(opts, checkpoint.WithIgnore(ign))
+	}
+	_, err = m.CreateTree(ctx, h.ToolUseID, opts...)
+	return err
+}
+
+// toolNote says which call a checkpoint precedes: the tool and what it
+// was about to change.
+func toolNote(h hookInput) string {
+	var in struct {
+		Command      string `json:"command"`
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	json.Unmarshal(h.ToolInput, &in)
+	what := in.Command + in.FilePath + in.NotebookPath
+	what, _, _ = strings.Cut(what, "\n")
+	if len(what) > 100 {
+		what = what[:100] + "..."
+	}
+	return strings.TrimSpace(h.ToolName + ": " + what)
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// hookLogPath is where hooks log their failures: $XDG_STATE_HOME/trove,
+// else ~/.local/state/trove.
+func hookLogPath() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "trove-hooks.log")
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "trove", "hooks.log")
+}
+
+// hookLog appends one failure to the hooks' log, trimmed to its last
+// half when it passes 1 MiB.
+func hookLog(h hookInput, err error, took time.Duration) {
+	path := hookLogPath()
+	if os.MkdirAll(filepath.Dir(path), 0o700) != nil {
+		return
+	}
+	if fi, serr := os.Stat(path); serr == nil && fi.Size() > 1<<20 {
+		if data, rerr := os.ReadFile(path); rerr == nil {
+			os.WriteFile(path, data[len(data)/2:], 0o600)
+		}
+	}
+	f, ferr := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	line := fmt.Sprintf("%s %s %s %s %s: %v\n", time.Now().UTC().Format(time.RFC3339), h.Event, h.ToolName, h.ToolUseID, took.Round(time.Millisecond),
+		sanitizeLine(err.Error()))
+	f.WriteString(line)
+}
+
+func (a *app) hooksStatus() error {
+	home, _ := os.UserHomeDir()
+	wd, _ := os.Getwd()
+	for _, p := range []string{filepath.Join(wd, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
+		command, err := installedCommand(p)
+		switch {
+		case err != nil:
+			a.printf("%s: %v\n", p, err)
+		case command == "":
+			a.printf("%s: no trove hooks\n", p)
+		default:
+			a.printf("%s: installed: %s\n", p, command)
+		}
+	}
+	path := hookLogPath()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		a.printf("no hook failures logged (%s)\n", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 20 {
+			lines = lines[1:]
+		}
+	}
+	a.printf("recent hook failures (%s):\n", path)
+	for _, l := range lines {
+		a.printf("  %s\n", l)
+	}
+	return sc.Err()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
