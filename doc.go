@@ -3,8 +3,9 @@
 // (cas, under blobs/), and hands out the layers wired to it: the session
 // store (images and long tool outputs as blob refs by default), workspace
 // checkpoint managers, run logs and the blobs themselves. It adds what only
-// the whole store can do: GC over the union of every layer's roots, and
-// Check (fsck), which reads everything and changes nothing.
+// the whole store can do: GC over the union of every layer's roots, Check
+// (fsck), which reads everything and changes nothing, and Search over the
+// store's catalog (package catalog, kept outside the store).
 //
 // The layers stay usable alone; this package is where they meet. It may
 // import every package of the module except cmd/.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/catalog"
 	"github.com/trovekit/trove/checkpoint"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
@@ -24,6 +26,10 @@ type Store struct {
 	blobs    *cas.Store
 	sessions *session.Store
 	runs     *runlog.Store
+
+	catMu   sync.Mutex
+	cat     *catalog.Catalog
+	catTemp string // a temporary catalog directory, removed at Close
 }
 
 // Option configures Open and New.
@@ -39,6 +45,7 @@ type config struct {
 	runlog     []runlog.Option
 	checkpoint []checkpoint.Option
 	open       []open.Option
+	catalogDir string
 }
 
 // WithLogger sets the logger of every layer (default: slog.Default()).
@@ -196,10 +203,13 @@ func (s *Store) SessionCheckpoints(h *session.Handle, dir string, opts ...checkp
 	return s.Checkpoints(dir, append([]checkpoint.Option{checkpoint.WithDir(h.CheckpointDir())}, opts...)...)
 }
 
-// Close closes the storage if Open opened it.
+// Close closes the catalog, and the storage if Open opened it.
 func (s *Store) Close() error {
+	err := s.closeCatalog()
 	if s.owned {
-		return s.st.Close()
+		if cerr := s.st.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return nil
+	return err
 }

@@ -208,6 +208,16 @@ func (s *driver) cleanTemps(cutoff time.Time) {
 	}
 }
 
+// OSRoot returns the absolute root directory on the operating system's
+// file system, or "" when the storage is on another afero.Fs: where
+// something that belongs beside the store (a catalog) may go.
+func (s *Storage) OSRoot() string {
+	if _, ok := s.d.t.(osTree); ok {
+		return s.d.abs
+	}
+	return ""
+}
+
 // Root returns the root directory as given to New, or made absolute by NewOS.
 func (s *Storage) Root() string {
 	switch t := s.d.t.(type) {

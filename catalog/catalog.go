@@ -1,0 +1,338 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/cas"
+)
+
+// schemaVersion is the catalog's PRAGMA user_version. A catalog of any
+// other version is emptied and rebuilt: it is derived, never the only copy.
+const schemaVersion = 1
+
+// FileName is the catalog's database file in its directory; SQLite keeps
+// FileName-wal and FileName-shm beside it.
+const FileName = "catalog.db"
+
+// Blobs is what the catalog reads of the blob store: tool outputs kept as
+// refs are indexed by their text.
+type Blobs interface {
+	Get(ctx context.Context, ref cas.Ref) ([]byte, error)
+}
+
+// Catalog is the search and listing catalog of one store. It is safe for
+// concurrent use, and several processes may share one catalog directory.
+type Catalog struct {
+	path  string
+	st    backend.Storage
+	blobs Blobs
+	cfg   config
+
+	mu sync.Mutex // guards db across a reset
+	db *sql.DB
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	log      *slog.Logger
+	now      func() time.Time
+	maxBlob  int // bytes of a blob's text indexed
+	batchLen int // files per write transaction
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithClock sets the clock (the age of directory times).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// Open opens (creating it if missing) the catalog in directory dir, of the
+// sessions in st, resolving blob refs through blobs (nil: tool outputs
+// kept as blobs are not indexed). A catalog that is damaged or of another
+// schema is rebuilt; one that is missing is built by the first query.
+func Open(ctx context.Context, dir string, st backend.Storage, blobs Blobs, opts ...Option) (*Catalog, error) {
+	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	c := &Catalog{path: filepath.Join(dir, FileName), st: st, blobs: blobs, cfg: cfg}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Path is the catalog's database file.
+func (c *Catalog) Path() string { return c.path }
+
+// Close closes the database.
+func (c *Catalog) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.db == nil {
+		return nil
+	}
+	err := c.db.Close()
+	c.db = nil
+	return err
+}
+
+func (c *Catalog) dsn() string {
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(60000)", "synchronous(NORMAL)", "foreign_keys(OFF)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + c.path + "?" + q.Encode()
+}
+
+// open opens the database and brings it to schemaVersion, starting afresh
+// when it is damaged.
+func (c *Catalog) open(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.openLocked(ctx)
+	if err != nil && damaged(err) {
+		c.cfg.log.Warn("trove/catalog: rebuilding a damaged catalog", "path", c.path, "err", err)
+		c.removeLocked()
+		err = c.openLocked(ctx)
+	}
+	return err
+}
+
+func (c *Catalog) openLocked(ctx context.Context) error {
+	// A new file is private: it holds the text of conversations.
+	if f, err := os.OpenFile(c.path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
+		f.Close()
+	}
+	db, err := sql.Open("sqlite", c.dsn())
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := c.migrate(ctx, db); err != nil {
+		db.Close()
+		return err
+	}
+	c.db = db
+	return nil
+}
+
+// migrate checks the file and creates the schema, emptying a catalog of
+// another version.
+func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
+	var version, pages, pageSize int64
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	// A truncated file: its header promises pages it lacks (the WAL may
+	// hold them, so only without one).
+	if fi, err := os.Stat(c.path); err == nil && fi.Size() < pages*pageSize {
+		if _, werr := os.Stat(c.path + "-wal"); errors.Is(werr, fs.ErrNotExist) {
+			return fmt.Errorf("catalog: %s is %d bytes, its header says %d: %w", c.path, fi.Size(), pages*pageSize, errDamaged)
+		}
+	}
+	if version == schemaVersion {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer tx.Rollback()
+	// Another process may have migrated it meanwhile.
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version == schemaVersion {
+		return err
+	}
+	if version != 0 {
+		c.cfg.log.Info("trove/catalog: rebuilding a catalog of another schema", "path", c.path, "version", version)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT type, name FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts_%'")
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	var drops []string
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("catalog: %w", err)
+		}
+		drops = append(drops, fmt.Sprintf("DROP %s IF EXISTS %q", typ, name))
+	}
+	rows.Close()
+	for _, s := range append(drops, schema...) {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("catalog: %s: %w", s, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return tx.Commit()
+}
+
+// The schema (docs/catalog.md). fts is contentless: the text lives in the
+// session files, read back by offset for snippets; deleting a row takes
+// contentless_delete.
+var schema = []string{
+	`CREATE TABLE files(
+		id INTEGER PRIMARY KEY,
+		path TEXT NOT NULL UNIQUE,
+		session TEXT NOT NULL DEFAULT '',
+		cwd TEXT NOT NULL DEFAULT '',
+		title TEXT NOT NULL DEFAULT '',
+		parent TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL DEFAULT 0,
+		updated INTEGER NOT NULL DEFAULT 0,
+		size INTEGER NOT NULL DEFAULT 0,
+		mtime INTEGER NOT NULL DEFAULT 0,
+		tail BLOB,
+		skip INTEGER NOT NULL DEFAULT 0
+	)`,
+	`CREATE INDEX files_session ON files(session)`,
+	`CREATE TABLE entries(
+		id INTEGER PRIMARY KEY,
+		file INTEGER NOT NULL,
+		eid TEXT NOT NULL,
+		parent TEXT NOT NULL,
+		ts INTEGER NOT NULL,
+		role TEXT NOT NULL,
+		tools TEXT NOT NULL,
+		model TEXT NOT NULL,
+		off INTEGER NOT NULL,
+		len INTEGER NOT NULL,
+		messages INTEGER NOT NULL,
+		tool_calls INTEGER NOT NULL,
+		tool_errors INTEGER NOT NULL,
+		input INTEGER NOT NULL,
+		output INTEGER NOT NULL,
+		cache_read INTEGER NOT NULL,
+		cache_write INTEGER NOT NULL,
+		cost REAL NOT NULL
+	)`,
+	`CREATE INDEX entries_file ON entries(file)`,
+	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
+	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`,
+}
+
+var errDamaged = errors.New("damaged catalog")
+
+// damaged reports whether err says the database file is not a sound
+// SQLite database.
+func damaged(err error) bool {
+	if errors.Is(err, errDamaged) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+			return true
+		}
+	}
+	return false
+}
+
+// removeLocked closes and deletes the database and its WAL files.
+func (c *Catalog) removeLocked() {
+	if c.db != nil {
+		c.db.Close()
+		c.db = nil
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(c.path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.cfg.log.Warn("trove/catalog: could not remove", "path", c.path+suffix, "err", err)
+		}
+	}
+}
+
+// Rebuild empties the catalog and indexes every session again. A sound
+// catalog is emptied in place, so other processes using it carry on; a
+// damaged one is deleted and made anew.
+func (c *Catalog) Rebuild(ctx context.Context) error {
+	db, err := c.handle()
+	if err != nil {
+		return err
+	}
+	err = c.empty(ctx, db)
+	if damaged(err) {
+		c.mu.Lock()
+		c.removeLocked()
+		err = c.openLocked(ctx)
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	return c.Refresh(ctx, true)
+}
+
+func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer tx.Rollback()
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// handle returns the open database, reopening a catalog found damaged.
+func (c *Catalog) handle() (*sql.DB, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.db == nil {
+		return nil, fmt.Errorf("catalog: %w", backend.ErrClosed)
+	}
+	return c.db, nil
+}
+
+// recover rebuilds after err when err says the file is damaged, and
+// reports whether it did.
+func (c *Catalog) recover(ctx context.Context, err error) bool {
+	if !damaged(err) {
+		return false
+	}
+	c.cfg.log.Warn("trove/catalog: rebuilding a damaged catalog", "path", c.path, "err", err)
+	return c.Rebuild(ctx) == nil
+}

@@ -1,0 +1,323 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/spy"
+	"github.com/trovekit/trove/internal/jsonscan"
+)
+
+func TestTokens(t *testing.T) {
+	for in, want := range map[string]string{
+		"parseRef":           "parseref parse ref",
+		"parse_ref":          "parseref parse ref",
+		"PARSE_REF":          "parseref parse ref",
+		"cas/ref.go":         "cas ref go",
+		"HTTPServer":         "httpserver http server",
+		"v2Beta x1":          "v2beta v2 beta x1",
+		"__init__":           "init",
+		"___ ...":            "",
+		"Zürich ÜBER naïve":  "zürich über naïve",
+		"errors.Is(err, fs)": "errors is err fs",
+		"getHTTPResponse":    "gethttpresponse get http response",
+	} {
+		if got := strings.Join(Tokens(in), " "); got != want {
+			t.Errorf("Tokens(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := strings.Repeat("a", maxWord+1)
+	if got := Tokens("x " + long + " y"); !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("a word over maxWord is indexed: %q", got)
+	}
+}
+
+// bruteForce is the reference: every entry of the sessions, its text
+// tokenized as documented, matched against the query by expr.match.
+func bruteForce(t *testing.T, sessions []*fakeSession, q string, filter func(doc) bool) []string {
+	t.Helper()
+	e, err := parseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range sessions {
+		if title := Tokens(s.title); len(title) > 0 && filter == nil && e.match(title) {
+			out = append(out, s.id+"/")
+		}
+		for _, l := range s.lines {
+			d, ok := parseEntry(l, make(jsonscan.Members, 0, 8))
+			if !ok || filter != nil && !filter(d) {
+				continue
+			}
+			var toks []string
+			for _, text := range d.texts {
+				toks = append(toks, Tokens(text)...)
+			}
+			if len(toks) > 0 && e.match(toks) {
+				out = append(out, s.id+"/"+d.id)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func randomQuery(r *rand.Rand) string {
+	word := func() string {
+		w := vocabulary[r.IntN(len(vocabulary))]
+		switch r.IntN(6) {
+		case 0:
+			return `"` + w + " " + vocabulary[r.IntN(len(vocabulary))] + `"`
+		case 1:
+			if rs := []rune(w); len(rs) > 2 && !strings.ContainsAny(w, "/.") {
+				return string(rs[:2]) + "*"
+			}
+		}
+		return w
+	}
+	switch r.IntN(5) {
+	case 0:
+		return word() + " " + word()
+	case 1:
+		return word() + " OR " + word()
+	case 2:
+		return word() + " NOT " + word()
+	case 3:
+		return "(" + word() + " OR " + word() + ") AND " + word()
+	}
+	return word()
+}
+
+func TestSearchMatchesBruteForce(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(3) {
+		r := rand.New(rand.NewPCG(seed, 34))
+		st := newMem()
+		var sessions []*fakeSession
+		for i := range 40 {
+			s := randomSession(r, i)
+			sessions = append(sessions, s)
+			writeFile(t, st, s.path(), s.bytes())
+		}
+		c := openCatalog(t, t.TempDir(), st)
+		for range 60 {
+			q := randomQuery(r)
+			got := hitKeys(t, c, Query{Text: q})
+			want := bruteForce(t, sessions, q, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, query %q:\n got %q\nwant %q", seed, q, got, want)
+			}
+		}
+		// Filters: role and tool.
+		got := hitKeys(t, c, Query{Text: "hello OR parse", Role: RoleTool, Tool: "bash"})
+		want := bruteForce(t, sessions, "hello OR parse", func(d doc) bool { return d.role == RoleTool && slices.Contains(d.tools, "bash") })
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d, role tool:\n got %q\nwant %q", seed, got, want)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_ = ctx
+	}
+}
+
+func TestSearchHit(t *testing.T) {
+	ctx := context.Background()
+	st := newMem()
+	s := &fakeSession{id: "sess-1", cwd: "/w/a", title: "fix the greeting"}
+	s.message("e1", "", map[string]any{"role": "user", "content": "please call parseRef from cas/ref.go"})
+	s.message("e2", "e1", map[string]any{"role": "assistant", "model": "m1", "content": []any{map[string]any{"type": "text", "text": "done"}}})
+	s.message("e3", "e1", map[string]any{"role": "assistant", "model": "m1", "content": []any{map[string]any{"type": "text", "text": "another way"}}})
+	writeFile(t, st, s.path(), s.bytes())
+	c := openCatalog(t, t.TempDir(), st)
+	var hits []Hit
+	for h, err := range c.Search(ctx, Query{Text: "parse_ref"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits = append(hits, h)
+	}
+	if len(hits) != 1 {
+		t.Fatalf("hits %+v", hits)
+	}
+	h := hits[0]
+	if h.SessionID != "sess-1" || h.EntryID != "e1" || h.Role != RoleUser || h.Cwd != "/w/a" || h.Branch != "e3" || h.Title != "fix the greeting" {
+		t.Errorf("hit %+v", h)
+	}
+	if want := "please call «parseRef» from cas/ref.go"; h.Snippet != want {
+		t.Errorf("snippet %q, want %q", h.Snippet, want)
+	}
+	if got := hitKeys(t, c, Query{Text: `"cas/ref.go"`}); !slices.Equal(got, []string{"sess-1/e1"}) {
+		t.Errorf("path phrase: %q", got)
+	}
+	if got := hitKeys(t, c, Query{Text: "greeting"}); !slices.Equal(got, []string{"sess-1/"}) {
+		t.Errorf("title: %q", got)
+	}
+}
+
+// TestIncremental: a message another program appends is found at the
+// next query, which reads only the new bytes (and the few before them
+// that tell an append from a rewrite); a deleted session goes.
+func TestIncremental(t *testing.T) {
+	ctx := context.Background()
+	inner := newMem()
+	sp := spy.New(inner)
+	s := &fakeSession{id: "sess-1", cwd: "/w/a", title: "t"}
+	for i := range 200 {
+		s.message(fmt.Sprintf("e%d", i), "", map[string]any{"role": "user", "content": strings.Repeat("filler words here ", 20)})
+	}
+	writeFile(t, sp, s.path(), s.bytes())
+	c := openCatalog(t, t.TempDir(), sp)
+	if got := hitKeys(t, c, Query{Text: "zanzibar"}); len(got) != 0 {
+		t.Fatalf("hits before: %q", got)
+	}
+	line := s.message("new", "e199", map[string]any{"role": "user", "content": "flying to zanzibar"})
+	appendFile(t, sp, s.path(), append(line, '\n'))
+	sp.Reset()
+	if got := hitKeys(t, c, Query{Text: "zanzibar"}); !slices.Equal(got, []string{"sess-1/new"}) {
+		t.Fatalf("after append: %q", got)
+	}
+	read := int64(0)
+	for _, call := range sp.Calls() {
+		if call.Op == "Reader.Read" {
+			read += call.N
+		}
+	}
+	// The new line, the tail compared, and the snippet's read of the line.
+	if limit := int64(2*(len(line)+1) + tailLen); read > limit {
+		t.Errorf("read %d bytes for a %d-byte append (limit %d)", read, len(line)+1, limit)
+	}
+	if err := sp.Unlink(ctx, s.path()); err != nil {
+		t.Fatal(err)
+	}
+	if got := hitKeys(t, c, Query{Text: "zanzibar OR filler"}); len(got) != 0 {
+		t.Fatalf("after delete: %q", got)
+	}
+}
+
+// TestRewrittenFile: a file rewritten (not appended to) is read again.
+func TestRewrittenFile(t *testing.T) {
+	st := newMem()
+	s := &fakeSession{id: "sess-1", cwd: "/w/a", title: "t"}
+	s.message("e1", "", map[string]any{"role": "user", "content": "original words"})
+	writeFile(t, st, s.path(), s.bytes())
+	c := openCatalog(t, t.TempDir(), st)
+	if got := hitKeys(t, c, Query{Text: "original"}); len(got) != 1 {
+		t.Fatalf("before: %q", got)
+	}
+	s.lines = nil
+	s.message("e1", "", map[string]any{"role": "user", "content": "replaced text, longer than before"})
+	writeFile(t, st, s.path(), s.bytes())
+	if got := hitKeys(t, c, Query{Text: "original"}); len(got) != 0 {
+		t.Errorf("old text still found: %q", got)
+	}
+	if got := hitKeys(t, c, Query{Text: "replaced"}); len(got) != 1 {
+		t.Errorf("new text not found: %q", got)
+	}
+}
+
+// TestDamagedCatalog: deleted, garbage, truncated or of another schema,
+// the catalog is rebuilt and answers as before.
+func TestDamagedCatalog(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	st := newMem()
+	for i := range 30 {
+		s := randomSession(r, i)
+		writeFile(t, st, s.path(), s.bytes())
+	}
+	dir := t.TempDir()
+	queries := []string{"parse", "hello OR world", `"alpha beta"`, "al*"}
+	answers := func() [][]string {
+		c := openCatalog(t, dir, st)
+		defer c.Close()
+		var out [][]string
+		for _, q := range queries {
+			out = append(out, hitKeys(t, c, Query{Text: q}))
+		}
+		return out
+	}
+	want := answers()
+	path := filepath.Join(dir, FileName)
+	for name, damage := range map[string]func() error{
+		"deleted": func() error { return os.Remove(path) },
+		"garbage": func() error { return os.WriteFile(path, []byte(strings.Repeat("not a database ", 5000)), 0o600) },
+		"truncated": func() error {
+			fi, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(path, fi.Size()/2)
+		},
+		"old schema": func() error {
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			_, err = db.Exec("DROP TABLE entries; CREATE TABLE entries(x); PRAGMA user_version = 0")
+			return err
+		},
+	} {
+		if err := damage(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := answers(); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("%s: answers %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestHostileQueries(t *testing.T) {
+	c := openCatalog(t, t.TempDir(), newMem())
+	for _, q := range []string{
+		"", "   ", `"unbalanced`, `a "b`, "(a", "a)", "((a)", "AND", "a AND", "AND a", "OR b", "a OR",
+		"NOT a", "a NOT", "a AND OR b", "()", "a\x00b", "\xff\xfe", strings.Repeat("x", 1<<20),
+		strings.Repeat("(", 100) + "a" + strings.Repeat(")", 100), strings.Repeat("a ", maxTerms+1),
+		"---", `""`, "*", "NEAR(a", "a:b:c OR",
+	} {
+		n := 0
+		for _, err := range c.Search(context.Background(), Query{Text: q}) {
+			n++
+			if !errors.Is(err, ErrBadQuery) || !errors.Is(err, fs.ErrInvalid) {
+				t.Errorf("query %.40q: %v, want ErrBadQuery", q, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("query %.40q: %d results, want one error", q, n)
+		}
+	}
+	// FTS5 syntax in a word is text, never syntax.
+	for _, q := range []string{"NEAR(a b)", "col:a", "a^b", "a+b", "{a}", "a -b", "'a'", "a*b*", "AND2"} {
+		for _, err := range c.Search(context.Background(), Query{Text: q}) {
+			if err != nil {
+				t.Errorf("query %q: %v", q, err)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "b", " ", `"`, "(", ")", "*", "AND", "OR", "NOT", ":", "^", "+", "-", "NEAR", "\t"}
+	for range 500 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		for _, err := range c.Search(context.Background(), Query{Text: b.String()}) {
+			if err != nil && !errors.Is(err, ErrBadQuery) {
+				t.Fatalf("query %q: %v", b.String(), err)
+			}
+		}
+	}
+}
+
+var _ backend.Storage = (*spy.Storage)(nil)

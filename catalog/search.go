@@ -1,0 +1,351 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/trovekit/trove/internal/jsonscan"
+)
+
+// Query is a search.
+type Query struct {
+	Text    string    // the query (docs/catalog.md, "Query syntax")
+	Cwd     string    // sessions of this working directory only; "" for all
+	Since   time.Time // entries at or after this time
+	Model   string    // sessions that used this model
+	Role    string    // "user", "assistant" or "tool" (a tool result); "" for any
+	Tool    string    // entries calling this tool, or its results
+	Limit   int       // at most this many hits; 0 for 20
+	Refresh bool      // read again files changed in place (Refresh all)
+}
+
+// Hit is one matching entry, best first.
+type Hit struct {
+	SessionID string
+	EntryID   string // "" for a session's title
+	Branch    string // the leaf the entry's newest continuation ends at
+	Path      string // the session file
+	Cwd       string
+	Title     string
+	Role      string
+	Tools     []string
+	Time      time.Time
+	Snippet   string  // the matching text, matches between « and »
+	Score     float64 // higher is better (bm25, negated)
+}
+
+// Snippet marks.
+const (
+	MarkOpen  = "«"
+	MarkClose = "»"
+)
+
+// DefaultLimit is the number of hits a query without a limit returns.
+const DefaultLimit = 20
+
+// Search yields the entries that match q, best first, after bringing the
+// catalog up to the store. A query that does not parse yields one error
+// wrapping ErrBadQuery.
+func (c *Catalog) Search(ctx context.Context, q Query) iter.Seq2[Hit, error] {
+	return func(yield func(Hit, error) bool) {
+		e, err := parseQuery(q.Text)
+		if err == nil {
+			err = checkRole(q.Role)
+		}
+		if err == nil {
+			err = c.Refresh(ctx, q.Refresh)
+		}
+		if err != nil {
+			yield(Hit{}, err)
+			return
+		}
+		hits, err := c.query(ctx, e, q)
+		if err != nil && c.recover(ctx, err) {
+			hits, err = c.query(ctx, e, q)
+		}
+		if err != nil {
+			yield(Hit{}, err)
+			return
+		}
+		terms := e.positive(nil)
+		for _, h := range hits {
+			h.Snippet = c.snippet(ctx, h, terms)
+			if !yield(h.Hit, nil) {
+				return
+			}
+		}
+	}
+}
+
+func checkRole(role string) error {
+	switch role {
+	case "", RoleUser, RoleAssistant, RoleTool:
+		return nil
+	}
+	return fmt.Errorf("%w: role %q: want user, assistant or tool", ErrBadQuery, role)
+}
+
+// hitRow is a hit with what its snippet needs.
+type hitRow struct {
+	Hit
+	off, n int64
+}
+
+func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]hitRow, error) {
+	db, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var match strings.Builder
+	e.fts(&match)
+	where := []string{"fts MATCH ?"}
+	args := []any{match.String()}
+	if q.Cwd != "" {
+		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "e.ts >= ?"), append(args, q.Since.UnixMilli())
+	}
+	if q.Role != "" {
+		where, args = append(where, "e.role = ?"), append(args, q.Role)
+	}
+	if q.Tool != "" {
+		where, args = append(where, "instr(' ' || e.tools || ' ', ?) > 0"), append(args, " "+q.Tool+" ")
+	}
+	if q.Model != "" {
+		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	args = append(args, limit)
+	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, bm25(fts)
+		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(fts), e.id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	var out []hitRow
+	var files []int64
+	for rows.Next() {
+		var h hitRow
+		var file, ts int64
+		var tools string
+		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &h.off, &h.n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &h.Score); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		h.Score = -h.Score
+		if ts != 0 {
+			h.Time = time.UnixMilli(ts).UTC()
+		}
+		h.Tools = strings.Fields(tools)
+		out = append(out, h)
+		files = append(files, file)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	rows.Close()
+	trees := map[int64]*branches{}
+	for i := range out {
+		if out[i].EntryID == "" {
+			continue
+		}
+		t := trees[files[i]]
+		if t == nil {
+			if t, err = loadBranches(ctx, db, files[i]); err != nil {
+				return nil, err
+			}
+			trees[files[i]] = t
+		}
+		out[i].Branch = t.leaf(out[i].EntryID)
+	}
+	return out, nil
+}
+
+// branches is a session's tree as the catalog has it: each entry's
+// children in file order.
+type branches struct {
+	kids map[string][]string
+}
+
+func loadBranches(ctx context.Context, db *sql.DB, file int64) (*branches, error) {
+	rows, err := db.QueryContext(ctx, "SELECT eid, parent FROM entries WHERE file = ? AND eid != '' ORDER BY id", file)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	b := &branches{kids: map[string][]string{}}
+	for rows.Next() {
+		var id, parent string
+		if err := rows.Scan(&id, &parent); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		b.kids[parent] = append(b.kids[parent], id)
+	}
+	return b, rows.Err()
+}
+
+// leaf follows id's newest child down to a leaf.
+func (b *branches) leaf(id string) string {
+	seen := map[string]bool{}
+	for !seen[id] {
+		seen[id] = true
+		kids := b.kids[id]
+		if len(kids) == 0 {
+			return id
+		}
+		id = kids[len(kids)-1]
+	}
+	return id // a cycle: stop where it closes
+}
+
+// snippet reads the hit's entry back from its file and cuts the text
+// around the first match.
+func (c *Catalog) snippet(ctx context.Context, h hitRow, terms []*expr) string {
+	rc, err := c.st.OpenRange(ctx, h.Path, h.off, h.n)
+	if err != nil {
+		return ""
+	}
+	line, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return ""
+	}
+	var texts []string
+	if h.EntryID == "" {
+		if hd, ok := parseHeader(line); ok {
+			texts = []string{hd.title}
+		}
+	} else if d, ok := parseEntry(line, make(jsonscan.Members, 0, 16)); ok {
+		c.resolve(ctx, &d)
+		texts = d.texts
+	}
+	return makeSnippet(texts, terms, 200)
+}
+
+// makeSnippet cuts about width bytes of texts around the first match of
+// terms, the matching words marked.
+func makeSnippet(texts []string, terms []*expr, width int) string {
+	for _, text := range texts {
+		marked := markWords(text, terms)
+		if len(marked) == 0 {
+			continue
+		}
+		from := max(0, marked[0].start-width/4)
+		to := min(len(text), from+width)
+		for from > 0 && !utf8.RuneStart(text[from]) {
+			from--
+		}
+		for to < len(text) && !utf8.RuneStart(text[to]) {
+			to++
+		}
+		var b strings.Builder
+		if from > 0 {
+			b.WriteString("…")
+		}
+		at := from
+		for _, m := range marked {
+			if m.start < from || m.end > to {
+				continue
+			}
+			writeFlat(&b, text[at:m.start])
+			b.WriteString(MarkOpen)
+			b.WriteString(text[m.start:m.end])
+			b.WriteString(MarkClose)
+			at = m.end
+		}
+		writeFlat(&b, text[at:to])
+		if to < len(text) {
+			b.WriteString("…")
+		}
+		return b.String()
+	}
+	for _, text := range texts {
+		if text != "" {
+			var b strings.Builder
+			writeFlat(&b, text[:min(len(text), width)])
+			return strings.ToValidUTF8(b.String(), "")
+		}
+	}
+	return ""
+}
+
+// writeFlat writes s with each run of white space as one space.
+func writeFlat(b *strings.Builder, s string) {
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+}
+
+// markWords returns the places of the words of text that terms match, in
+// order.
+func markWords(text string, terms []*expr) []span {
+	var spans []span
+	var toks []string
+	var owner []int
+	var buf []byte
+	words(text, func(w string, at span) {
+		buf = appendWord(buf[:0], w)
+		if len(buf) == 0 {
+			return
+		}
+		for _, t := range strings.Fields(string(buf)) {
+			toks = append(toks, t)
+			owner = append(owner, len(spans))
+		}
+		spans = append(spans, at)
+	})
+	hit := make([]bool, len(spans))
+	any := false
+	for _, t := range terms {
+		for i := 0; i < len(toks); i++ {
+			n := 0
+			switch t.op {
+			case opWord:
+				if toks[i] == t.toks[0] {
+					n = 1
+				}
+			case opPrefix:
+				if strings.HasPrefix(toks[i], t.toks[0]) {
+					n = 1
+				}
+			case opPhrase:
+				if phraseHere(toks, t, i) {
+					n = len(t.toks)
+				}
+			}
+			for j := i; j < i+n; j++ {
+				hit[owner[j]], any = true, true
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	var out []span
+	for i, h := range hit {
+		if h {
+			out = append(out, spans[i])
+		}
+	}
+	return out
+}

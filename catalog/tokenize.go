@@ -1,0 +1,140 @@
+package catalog
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The tokenizer (docs/catalog.md, "Tokenizer"). Text is cut into words:
+// maximal runs of letters, digits and underscores. Each word gives its
+// whole form (lower case, underscores dropped), then, when it is a
+// compound, its parts: split at underscores and at case changes
+// (parseRef, parse_ref and PARSE_REF all give parseref, parse, ref;
+// HTTPServer gives httpserver, http, server). Punctuation separates words,
+// so cas/ref.go is cas, ref, go. Words longer than maxWord bytes (base64,
+// minified code) are not indexed.
+//
+// SQLite sees the tokens joined by spaces, through its unicode61 tokenizer
+// without diacritic removal: every token is letters and digits only, so it
+// keeps each as it is.
+
+const maxWord = 80
+
+// wordRune reports whether r belongs to a word; '_' joins words but is not
+// part of a token. unicode61 takes letters, numbers and private-use
+// characters as token characters.
+func wordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+}
+
+// span is a word's place in the text: bytes [start, end).
+type span struct{ start, end int }
+
+// words calls f for each word of text, with its place.
+func words(text string, f func(w string, at span)) {
+	start := -1
+	for i, r := range text {
+		if wordRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			f(text[start:i], span{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		f(text[start:], span{start, len(text)})
+	}
+}
+
+// appendWord appends the tokens of one word to b, each after a space: its
+// whole form and, for a compound, its parts. A word of underscores only,
+// or longer than maxWord, gives none.
+func appendWord(b []byte, w string) []byte {
+	if len(w) > maxWord {
+		return b
+	}
+	mark := len(b)
+	b = appendLower(append(b, ' '), w)
+	if len(b) == mark+1 {
+		return b[:mark]
+	}
+	wholeEnd, parts := len(b), 0
+	splitParts(w, func(p string) {
+		b = appendLower(append(b, ' '), p)
+		parts++
+	})
+	if parts < 2 {
+		return b[:wholeEnd] // one part is the whole again
+	}
+	return b
+}
+
+// splitParts calls f for each part of a word: runs between underscores,
+// cut where lower case or a digit meets upper case (parseRef), and before
+// the last capital of a run of capitals followed by lower case
+// (HTTPServer: HTTP, Server).
+func splitParts(w string, f func(string)) {
+	start := 0
+	var prev rune = -1
+	for i, r := range w {
+		if r == '_' {
+			if i > start {
+				f(w[start:i])
+			}
+			start, prev = i+1, -1
+			continue
+		}
+		if i > start && unicode.IsUpper(r) {
+			next, _ := utf8.DecodeRuneInString(w[i+utf8.RuneLen(r):])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) ||
+				unicode.IsUpper(prev) && i+utf8.RuneLen(r) < len(w) && unicode.IsLower(next) {
+				f(w[start:i])
+				start = i
+			}
+		}
+		prev = r
+	}
+	if start < len(w) {
+		f(w[start:])
+	}
+}
+
+// appendLower appends w in lower case without its underscores.
+func appendLower(b []byte, w string) []byte {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range w[i:] {
+				if r != '_' {
+					b = utf8.AppendRune(b, unicode.ToLower(r))
+				}
+			}
+			return b
+		}
+		switch {
+		case c == '_':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// Tokens returns the tokens of text in order, as the catalog indexes them.
+func Tokens(text string) []string {
+	return strings.Fields(string(appendStream(nil, text)))
+}
+
+// appendStream appends the tokens of text to b, each after a space: the
+// column SQLite indexes.
+func appendStream(b []byte, text string) []byte {
+	words(text, func(w string, _ span) { b = appendWord(b, w) })
+	return b
+}

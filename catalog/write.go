@@ -1,0 +1,151 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// write writes a batch of parsed files in one transaction. An item whose
+// file row is no longer the state it was planned from (another process
+// got there first) is left out: the next refresh sees the file anew.
+func (c *Catalog) write(ctx context.Context, db *sql.DB, batch []*parsed) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer tx.Rollback()
+	w, err := newWriter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	for _, p := range batch {
+		if err := w.file(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}
+
+// writer holds a transaction's prepared statements.
+type writer struct {
+	tx                                  *sql.Tx
+	state, insFile, updFile, insEntry   *sql.Stmt
+	insFTS, delFTS, delEntries, delFile *sql.Stmt
+}
+
+func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
+	w := &writer{tx: tx}
+	for _, s := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&w.state, "SELECT id, size, tail FROM files WHERE path = ?"},
+		{&w.insFile, "INSERT INTO files(path) VALUES(?)"},
+		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
+			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ? WHERE id = ?`},
+		{&w.insEntry, `INSERT INTO entries(file, eid, parent, ts, role, tools, model, off, len,
+			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&w.insFTS, "INSERT INTO fts(rowid, body) VALUES(?, ?)"},
+		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
+		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
+		{&w.delFile, "DELETE FROM files WHERE id = ?"},
+	} {
+		st, err := tx.PrepareContext(ctx, s.sql)
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		*s.dst = st
+	}
+	return w, nil
+}
+
+func (w *writer) close() {
+	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// file writes one parsed file.
+func (w *writer) file(ctx context.Context, p *parsed) error {
+	var id, size int64
+	var tail []byte
+	err := w.state.QueryRowContext(ctx, p.path).Scan(&id, &size, &tail)
+	have := err == nil
+	if err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if have != p.have || have && (size != p.base.size || !bytes.Equal(tail, p.base.tail)) {
+		return nil // changed since planned
+	}
+	if have && (p.kind == workDelete || p.kind == workReindex) {
+		for _, s := range []*sql.Stmt{w.delFTS, w.delEntries} {
+			if _, err := s.ExecContext(ctx, id); err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+		}
+	}
+	if p.kind == workDelete {
+		if have {
+			if _, err := w.delFile.ExecContext(ctx, id); err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+		}
+		return nil
+	}
+	if !have {
+		res, err := w.insFile.ExecContext(ctx, p.path)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	updated := int64(0)
+	for i := range p.docs {
+		d := &p.docs[i]
+		updated = max(updated, d.ts)
+		u := d.usage
+		res, err := w.insEntry.ExecContext(ctx, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n,
+			u.messages, u.toolCalls, u.toolErrors, u.input, u.output, u.cacheRead, u.cacheWrite, u.cost)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if len(d.stream) == 0 {
+			continue
+		}
+		rowid, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if _, err := w.insFTS.ExecContext(ctx, rowid, d.stream); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	h := p.hdr
+	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
+		// The header was read before: keep it.
+		_, err = w.tx.ExecContext(ctx, "UPDATE files SET updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ? WHERE id = ?",
+			updated, p.size, unixNano(p.fi), p.tail, p.skip, id)
+	} else {
+		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip, id)
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}
