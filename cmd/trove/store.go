@@ -48,7 +48,11 @@ func (a *app) troveStore(ctx context.Context) (*troveapi.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := troveapi.New(ctx, st, troveapi.WithLogger(a.log))
+	opts, err := a.catalogOptions()
+	if err != nil {
+		return nil, err
+	}
+	ts, err := troveapi.New(ctx, st, append(opts, troveapi.WithLogger(a.log))...)
 	if err != nil {
 		return nil, err
 	}
