@@ -58,12 +58,22 @@ type MirrorReport struct {
 // not copied: they belong to live processes; nor are the listing index
 // (sessions/.index) and the pack index cache (blobs/index.cache), caches of
 // the source's file times.
+//
+// An encrypted source (a *crypt.Storage) mirrored to a destination that is
+// not one is copied as it is stored: ciphertext under encrypted names, with
+// its key objects, so the copy needs no key and opens with the source's
+// passphrases. Mirrored to an encrypted destination (crypt.Init or Open on
+// it), any source is re-encrypted with the destination's key.
 func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption) (MirrorReport, error) {
 	var cfg mirrorConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
 	rep := MirrorReport{DryRun: cfg.dryRun}
+	copyFile, err := mirrorMode(ctx, src, dst, cfg.dryRun)
+	if err != nil {
+		return rep, err
+	}
 	var files []backend.Info
 	for info, err := range backend.Walk(ctx, src, ".") {
 		if err != nil {
@@ -86,7 +96,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		act, err := mirrorFile(ctx, src, dst, f, cfg.dryRun)
+		act, err := copyFile(ctx, f)
 		if err != nil {
 			return rep, err
 		}
@@ -127,7 +137,9 @@ func mirrorRank(name string) int {
 	return 0
 }
 
-func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, dry bool) (MirrorAction, error) {
+// mirrorFile copies f from src to dst unless dst has it; immutable files
+// (blob objects) of the same size are taken as the same.
+func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, immutable, dry bool) (MirrorAction, error) {
 	act := MirrorAction{Name: f.Name, Size: f.Size}
 	di, err := dst.Stat(ctx, f.Name)
 	switch {
@@ -137,7 +149,7 @@ func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, d
 		return act, fmt.Errorf("mirror: %w", err)
 	case di.IsDir:
 		return act, fmt.Errorf("mirror: %s: %w", f.Name, backend.ErrIsDir)
-	case di.Size == f.Size && strings.HasPrefix(f.Name, "blobs/"):
+	case di.Size == f.Size && immutable:
 		act.Reason = "present"
 		return act, nil
 	case di.Size == f.Size:

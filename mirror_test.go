@@ -31,43 +31,7 @@ func TestMirrorLocalS3AndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	img := bytes.Repeat([]byte("PNGDATA-"), 4096)
-	h, err := src.Sessions().Create(ctx, session.CreateOptions{Cwd: ws, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AppendMessage(ctx, conformance.OneStoreImage("look", img)); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AppendMessage(ctx, conformance.OneStoreReply("seen")); err != nil {
-		t.Fatal(err)
-	}
-	id := h.ID()
-	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cps, err := src.SessionCheckpoints(h, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cps.Create(ctx, "before-edit", []string{"main.go"}); err != nil {
-		t.Fatal(err)
-	}
-	cps.Close()
-	w, err := src.Runs().Create(ctx, &runlog.Header{RunID: runlog.NewID(), SessionID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: "go"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Append(ctx, &runlog.RunEnd{Outcome: runlog.OutcomeCompleted}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	if err := h.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	id, img := fillStore(t, src, ws)
 
 	s3 := cloudtest.StartS3(t)
 	bucket := s3.New(t)
@@ -198,4 +162,49 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("order %s, want %s", got, want)
 	}
+}
+
+// fillStore writes a session holding an image, a checkpoint of ws and a
+// run log into s; it returns the session's id and the image.
+func fillStore(t *testing.T, src *trove.Store, ws string) (string, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	img := bytes.Repeat([]byte("PNGDATA-"), 4096)
+	h, err := src.Sessions().Create(ctx, session.CreateOptions{Cwd: ws, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, conformance.OneStoreImage("look", img)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, conformance.OneStoreReply("seen")); err != nil {
+		t.Fatal(err)
+	}
+	id := h.ID()
+	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := src.SessionCheckpoints(h, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cps.Create(ctx, "before-edit", []string{"main.go"}); err != nil {
+		t.Fatal(err)
+	}
+	cps.Close()
+	w, err := src.Runs().Create(ctx, &runlog.Header{RunID: runlog.NewID(), SessionID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, &runlog.RunStart{Input: runlog.Input{Type: "text", Text: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(ctx, &runlog.RunEnd{Outcome: runlog.OutcomeCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return id, img
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/crypt"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/catalog"
@@ -20,8 +21,9 @@ import (
 // Store is one trove root with its layers wired to one blob store. It is
 // safe for concurrent use.
 type Store struct {
-	st       backend.Storage
-	owned    bool // Close closes st
+	st       backend.Storage // the encrypted storage over base, or base
+	base     backend.Storage
+	owned    bool // Close closes base
 	cfg      config
 	blobs    *cas.Store
 	sessions *session.Store
@@ -46,6 +48,8 @@ type config struct {
 	checkpoint []checkpoint.Option
 	open       []open.Option
 	catalogDir string
+	key        []byte
+	crypt      []crypt.Option
 }
 
 // WithLogger sets the logger of every layer (default: slog.Default()).
@@ -134,6 +138,11 @@ func New(ctx context.Context, st backend.Storage, opts ...Option) (*Store, error
 	for _, o := range opts {
 		o(&cfg)
 	}
+	base := st
+	st, err := unlock(ctx, st, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	casOpts := append([]cas.Option{cas.WithLogger(cfg.log), cas.WithClock(cfg.now)}, cfg.cas...)
 	casOpts = append(casOpts, cas.WithDir("blobs"))
 	blobs, err := cas.Open(ctx, st, casOpts...)
@@ -159,11 +168,16 @@ func New(ctx context.Context, st backend.Storage, opts ...Option) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("trove: %w", err)
 	}
-	return &Store{st: st, cfg: cfg, blobs: blobs, sessions: sessions, runs: runs}, nil
+	return &Store{st: st, base: base, cfg: cfg, blobs: blobs, sessions: sessions, runs: runs}, nil
 }
 
-// Storage is the store's backend.
+// Storage is the store's backend: on an encrypted store, the plaintext
+// view (the ciphertext is in Raw).
 func (s *Store) Storage() backend.Storage { return s.st }
+
+// Raw is the storage the store's objects are in: Storage itself on a plain
+// store, the ciphertext under it on an encrypted one.
+func (s *Store) Raw() backend.Storage { return s.base }
 
 // Blobs is the root's one blob store, shared by every layer.
 func (s *Store) Blobs() *cas.Store { return s.blobs }
@@ -207,7 +221,7 @@ func (s *Store) SessionCheckpoints(h *session.Handle, dir string, opts ...checkp
 func (s *Store) Close() error {
 	err := s.closeCatalog()
 	if s.owned {
-		if cerr := s.st.Close(); err == nil {
+		if cerr := s.base.Close(); err == nil {
 			err = cerr
 		}
 	}

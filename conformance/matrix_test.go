@@ -40,10 +40,15 @@ func suites() []suite {
 
 // TestMatrix runs every suite on every backend as TestMatrix/<backend>/<suite>;
 // `make conformance` turns its results into a table.
+// Each backend runs again encrypted, as crypt-<backend> (matrix_crypt_test.go).
 func TestMatrix(t *testing.T) {
-	for _, b := range backends(t) {
+	plain := backends(t)
+	for _, b := range append(plain, encryptedBackends(plain)...) {
 		t.Run(b.Name, func(t *testing.T) {
 			for _, s := range suites() {
+				if skipEncrypted(b.Name, s.name) {
+					continue
+				}
 				t.Run(s.name, func(t *testing.T) {
 					s.run(t, b.New)
 					if s.name == "store" && b.Name == "fs" {

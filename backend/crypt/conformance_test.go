@@ -19,7 +19,7 @@ func encrypted(newInner func(testing.TB) backend.Storage) func(testing.TB) backe
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return c
+		return c.Crashable()
 	}
 }
 

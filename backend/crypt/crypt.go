@@ -20,8 +20,8 @@ const KeySize = 32
 
 // Storage is a backend.Storage that keeps every file authenticated-
 // encrypted, under an encrypted name, in an inner Storage. It has the
-// inner store's fast paths (WriteOnce, WholeFile, Compacter, Crasher) and
-// passes them on.
+// inner store's fast paths (WriteOnce, WholeFile, Compacter) and passes
+// them on.
 type Storage struct {
 	inner  backend.Storage
 	s      *sealer
@@ -35,7 +35,6 @@ var (
 	_ backend.WriteOnce = (*Storage)(nil)
 	_ backend.WholeFile = (*Storage)(nil)
 	_ backend.Compacter = (*Storage)(nil)
-	_ backend.Crasher   = (*Storage)(nil)
 )
 
 // Option tunes New, Open and Init.
@@ -116,6 +115,10 @@ func New(inner backend.Storage, key []byte, opts ...Option) (*Storage, error) {
 
 // Inner is the store the ciphertext lives in.
 func (c *Storage) Inner() backend.Storage { return c.inner }
+
+// StoredName is the name in the inner store of the file or directory name
+// (a valid name; "." is the root).
+func (c *Storage) StoredName(name string) string { return c.n.path(name) }
 
 // Capabilities are the inner store's, but for Rename (never atomic) and the
 // name limits (a stored element is 1.6 times as long, plus 26 bytes).
@@ -356,12 +359,23 @@ func (c *Storage) Compact(ctx context.Context, name string) error {
 	return fail(op, name, backend.Compact(ctx, c.inner, sname))
 }
 
-// Crash crashes the inner store where it can.
-func (c *Storage) Crash() {
-	if cr, ok := c.inner.(backend.Crasher); ok {
-		cr.Crash()
+// Crashable returns c as a backend.Crasher when the inner store can
+// simulate a crash (tests of crash recovery on an encrypted store), else c.
+// Storage itself has no Crash: layers take a Crasher as a store that can
+// crash.
+func (c *Storage) Crashable() backend.Storage {
+	if cr, ok := c.inner.(backend.Crasher); ok && c.caps.Crash {
+		return crasher{c, cr}
 	}
+	return c
 }
+
+type crasher struct {
+	*Storage
+	inner backend.Crasher
+}
+
+func (c crasher) Crash() { c.inner.Crash() }
 
 // Close closes the inner store.
 func (c *Storage) Close() error { return c.inner.Close() }

@@ -28,6 +28,7 @@ var writers = map[string]bool{
 	"trove checkpoint create": true, "trove checkpoint rewind": true, "trove checkpoint rm": true,
 	"trove fork": true, "trove rm": true, "trove unlock": true, "trove gc": true,
 	"trove import": true, "trove mirror": true, "trove watch": true, "trove hooks run": true,
+	"trove init": true,
 }
 
 // localRoot returns the directory a store URL names on local disk, if it

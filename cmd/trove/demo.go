@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trovekit/trove/backend/crypt"
+
 	troveapi "github.com/trovekit/trove"
 	"github.com/trovekit/trove/export"
 	"github.com/trovekit/trove/runlog"
@@ -148,7 +150,14 @@ func (d *demo) run(ctx context.Context) error {
 	// The sample workspace the agent edits.
 	// It lives beside the store's files on a local store, so it can be
 	// looked at after; a temporary one for other stores.
+	// An encrypted store's directory holds only its objects: the workspace
+	// and the HTML page are the user's files, kept in the cache directory.
 	root, local := localRoot(a.storeURL)
+	if _, enc := a.st.(*crypt.Storage); enc {
+		if root, err = os.UserCacheDir(); err == nil {
+			root, local = filepath.Join(root, "trove"), true
+		}
+	}
 	var ws string
 	if local {
 		ws = filepath.Join(root, "demo", "workspace-"+d.now.UTC().Format("20060102T150405"))

@@ -20,13 +20,17 @@ type mirrorJSON struct {
 }
 
 func newMirrorCmd(a *app) *cobra.Command {
-	var dryRun bool
+	var dryRun, encrypt bool
+	var dstPasswordFile string
 	cmd := &cobra.Command{
 		Use:   "mirror SRC_URL DST_URL",
 		Short: "Copy a whole store to another backend, incrementally",
 		Long: "Copy every blob, session, checkpoint and run log of the store at SRC_URL to DST_URL\n" +
 			"(local disk to a bucket and back). Blobs already present are skipped, other files when\n" +
-			"identical; each file is written atomically, so an interrupted mirror can be rerun.",
+			"identical; each file is written atomically, so an interrupted mirror can be rerun.\n" +
+			"An encrypted store is copied as ciphertext, with its keys (the copy opens with the same\n" +
+			"passphrases; the source's is needed to read its names). --encrypt makes DST_URL an encrypted\n" +
+			"store (passphrase from $" + envDstPassword + ", --dst-password-file or a prompt) and re-encrypts.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -41,11 +45,21 @@ func newMirrorCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer src.Close()
+			srcView, err := a.unlockMirrorSource(ctx, src)
+			if err != nil {
+				return err
+			}
 			dst, err := open.URL(ctx, args[1])
 			if err != nil {
 				return err
 			}
 			defer dst.Close()
+			dstView := dst
+			if encrypt {
+				if dstView, err = a.encryptedDestination(ctx, dst, dstPasswordFile, dryRun); err != nil {
+					return err
+				}
+			}
 			out := mirrorJSON{Files: []troveapi.MirrorAction{}}
 			var b *bar
 			opts := []troveapi.MirrorOption{troveapi.MirrorProgress(func(act troveapi.MirrorAction) {
@@ -60,7 +74,7 @@ func newMirrorCmd(a *app) *cobra.Command {
 			if dryRun {
 				opts = append(opts, troveapi.MirrorDryRun())
 			}
-			rep, err := troveapi.Mirror(ctx, src, dst, opts...)
+			rep, err := troveapi.Mirror(ctx, srcView, dstView, opts...)
 			b.done()
 			out.MirrorReport = rep
 			if err != nil {
@@ -81,6 +95,8 @@ func newMirrorCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be copied and change nothing")
+	cmd.Flags().BoolVar(&encrypt, "encrypt", false, "make DST_URL an encrypted store (or open it as one) and re-encrypt into it")
+	cmd.Flags().StringVar(&dstPasswordFile, "dst-password-file", "", "read the destination's passphrase from this file (else $"+envDstPassword+" or a prompt)")
 	return cmd
 }
 

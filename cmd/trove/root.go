@@ -57,6 +57,8 @@ type app struct {
 	st             backend.Storage
 	ts             *troveapi.Store
 	mayCreate      bool // the command may create a missing local store
+	passwordFile   string
+	locked         bool // store opens without unlocking an encrypted store
 	// terminal says whether stderr is a terminal (progress bars); nil
 	// asks the operating system.
 	terminal func(io.Writer) bool
@@ -74,6 +76,14 @@ func (a *app) store(ctx context.Context) (backend.Storage, error) {
 	st, err := open.URL(ctx, a.storeURL, open.WithTimeout(a.timeout))
 	if err != nil {
 		return nil, err
+	}
+	if !a.locked {
+		cs, err := a.unlockStore(ctx, st)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		st = cs
 	}
 	a.st = st
 	return st, nil
@@ -154,11 +164,13 @@ func newRoot(a *app) *cobra.Command {
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	pf.DurationVar(&a.timeout, "timeout", open.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	addCryptFlags(pf, a)
 
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a),
 		newMirrorCmd(a), newImportCmd(a), newWatchCmd(a), newHooksCmd(a))
 	root.AddCommand(newSearchCmd(a), newCatalogCmd(a))
+	root.AddCommand(newInitCmd(a), newKeyCmd(a))
 	// cobra adds `completion` at Execute; added now, it behaves too.
 	root.InitDefaultCompletionCmd()
 	behave(root)
