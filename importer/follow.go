@@ -64,8 +64,13 @@ type live struct {
 	baseSum  []byte // sha256 state of the file's first base bytes
 	tent     []byte // what follows base: entries a later line may change
 	tentMsgs int
-	fed      int64  // source bytes its sidecars record
-	gone     string // why it is no longer written to
+	fed      int64 // source bytes its sidecars record
+	// uncounted are the lines appended since meta.json was written;
+	// recount: meta.json is to be rebuilt from the file instead.
+	uncounted []byte
+	recount   bool
+	gone      string // why it is no longer written to
+	stale     bool   // the file is not as this Follower left it
 }
 
 // Follow starts following the source at path (format as Options.From; ""
@@ -206,11 +211,7 @@ func (f *Follower) sync(ctx context.Context, v view) (Result, error) {
 	r := v.r
 	l := f.live[r.SessionID]
 	if l == nil {
-		l = &live{id: r.SessionID}
-		if v.conv != nil {
-			l.em = newEmitter(r.SessionID, v.conv.created)
-		}
-		f.live[r.SessionID] = l
+		l = f.start(r.SessionID, v)
 	}
 	if l.gone != "" {
 		r.Reason = l.gone
@@ -226,13 +227,30 @@ func (f *Follower) sync(ctx context.Context, v view) (Result, error) {
 	}
 	if l.header == nil {
 		r, err = f.first(ctx, l, r, hdr, stable, tent)
-	} else {
-		r, err = f.next(ctx, l, r, hdr, stable, tent)
+	} else if r, err = f.next(ctx, l, r, hdr, stable, tent); err == nil && l.stale {
+		// Another writer changed the file (`trove import` of the source,
+		// say, from a hook): start again from the whole conversation, and
+		// go on if the session is still as an import wrote it.
+		l = f.start(r.SessionID, v)
+		if hdr, stable, tent, err = f.render(ctx, l, v); err != nil {
+			return r, fmt.Errorf("follow %s: %w", r.Source, err)
+		}
+		r, err = f.first(ctx, l, r, hdr, stable, tent)
 	}
 	if err != nil || l.gone != "" || l.fed == f.size {
 		return r, err
 	}
 	return r, f.sidecars(ctx, l, hdr, v)
+}
+
+// start begins writing the session of v from its first entry.
+func (f *Follower) start(id string, v view) *live {
+	l := &live{id: id}
+	if v.conv != nil {
+		l.em = newEmitter(id, v.conv.created)
+	}
+	f.live[id] = l
+	return l
 }
 
 // render converts what v adds since the last sync: the header, the
@@ -344,7 +362,7 @@ func (f *Follower) first(ctx context.Context, l *live, r Result, hdr *v3, stable
 	default:
 		return r, fmt.Errorf("follow %s: %w", r.Source, err)
 	}
-	l.name, l.header, l.tent = name, h, tent
+	l.name, l.header, l.tent, l.recount = name, h, tent, true
 	l.setBase(nil, append(h, stable...))
 	return r, nil
 }
@@ -360,8 +378,7 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 	st := f.st.Storage()
 	fi, err := st.Stat(ctx, l.name)
 	if err != nil || fi.Size != l.base+int64(len(l.tent)) {
-		l.gone = "the session changed in trove since it was imported: left as it is"
-		r.Reason = l.gone
+		l.stale = true // written since by someone else: an import, or trove
 		return r, nil
 	}
 	add := append(append([]byte(nil), stable...), tent...)
@@ -384,6 +401,7 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 		if err != nil {
 			return r, fmt.Errorf("follow %s: %w", r.Source, err)
 		}
+		l.uncounted = append(l.uncounted, add[len(l.tent):]...)
 		l.setBase(l.baseSum, stable)
 	default:
 		old, err := st.ReadPrefix(ctx, l.name, int(l.base))
@@ -394,7 +412,7 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 		if err := st.WriteFile(ctx, l.name, append(append(kept, stable...), tent...)); err != nil {
 			return r, fmt.Errorf("follow %s: %w", r.Source, err)
 		}
-		l.base = 0
+		l.recount = true
 		l.setBase(nil, append(kept, stable...))
 	}
 	l.header, l.tent = h, tent
@@ -437,19 +455,27 @@ func (f *Follower) sidecars(ctx context.Context, l *live, hdr *v3, v view) error
 	if err := st.WriteFile(ctx, backend.Join(dir, ProvenanceFile), prov); err != nil {
 		return fmt.Errorf("follow %s: %w", f.path, err)
 	}
-	if err := st.Unlink(ctx, backend.Join(dir, session.MetaFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("follow %s: %w", f.path, err)
-	}
-	err = f.st.Sessions().UpdateMetadata(ctx, l.id, func(m *session.Metadata) {
+	update := func(m *session.Metadata) {
 		if hdr.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
 			m.Model = hdr.model
 		}
 		m.UpdatedAt = hdr.updated
-	})
+	}
+	if l.recount {
+		// Rebuilt from the file, as an import's first write has it.
+		if err := st.Unlink(ctx, backend.Join(dir, session.MetaFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("follow %s: %w", f.path, err)
+		}
+		err = f.st.Sessions().UpdateMetadata(ctx, l.name, update)
+	} else {
+		// Only the lines appended are counted: the file is not read.
+		err = f.st.Sessions().MetadataAppended(ctx, l.name, l.uncounted, update)
+	}
 	if err != nil {
+		l.recount = true // the counts may have missed lines
 		return fmt.Errorf("follow %s: %w", f.path, err)
 	}
-	l.fed = f.size
+	l.fed, l.uncounted, l.recount = f.size, nil, false
 	return nil
 }
 

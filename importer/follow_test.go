@@ -119,3 +119,99 @@ func countSuffix(files map[string]string, suffix string) int {
 	}
 	return n
 }
+
+// TestFollowAfterOtherWriters: a `trove import` of the grown source (a
+// Stop hook's) between two feeds does not stop the Follower, and the store
+// still ends as one import of the file leaves it; a session changed in
+// trove itself is left alone from then on.
+func TestFollowAfterOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("testdata/claude/-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	lines[len(lines)-1] = append(lines[len(lines)-1], '\n')
+	half := bytes.Join(lines[:len(lines)/2], nil)
+	rest := bytes.Join(lines[len(lines)/2:], nil)
+	// What the other writer imports: more than the Follower has read,
+	// less than the end.
+	most := bytes.Join(lines[:len(lines)-2], nil)
+
+	oneDir, liveDir := t.TempDir(), t.TempDir()
+	for _, dir := range []string{oneDir, liveDir} {
+		s, err := trove.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir == oneDir {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Import(ctx, s, []string{path}, Options{})
+		} else {
+			f, ferr := Follow(s, path, "", data)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			_, err = f.Feed(ctx, half)
+			if err == nil {
+				// Imported behind the Follower's back, then the file grows.
+				os.WriteFile(path, most, 0o600)
+				_, err = Import(ctx, s, []string{path}, Options{})
+				os.WriteFile(path, data, 0o600)
+			}
+			var rs []Result
+			if err == nil {
+				rs, err = f.Feed(ctx, rest)
+			}
+			for _, r := range rs {
+				if strings.Contains(r.Reason, "changed in trove") {
+					t.Errorf("the Follower stopped after an import: %+v", r)
+				}
+			}
+		}
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, got := storeFiles(t, oneDir), storeFiles(t, liveDir)
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s differs:\nimport: %s\nfollow: %s", name, w, got[name])
+		}
+	}
+
+	// Changed in trove: appended to by another writer.
+	s, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f, err := Follow(s, path, "", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := f.Feed(ctx, half)
+	if err != nil || len(rs) == 0 {
+		t.Fatal(rs, err)
+	}
+	name, err := s.Sessions().Find(ctx, rs[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Storage().ReadFile(ctx, name)
+	changed := append(before, `{"type":"label","id":"ffffffff","parentId":null,"timestamp":"2026-11-28T10:00:00.000Z","targetId":"x","label":"mine"}`+"\n"...)
+	if err := s.Storage().WriteFile(ctx, name, changed); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = f.Feed(ctx, rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Storage().ReadFile(ctx, name); !bytes.Equal(after, changed) || !strings.Contains(rs[0].Reason, "changed in trove") {
+		t.Fatalf("a session changed in trove was written to: %+v", rs[0])
+	}
+}

@@ -66,6 +66,19 @@ func (m *Metadata) count(e *tree.Entry) {
 	}
 }
 
+// take counts one entry of a file read from its start: its message, or
+// the model it changes to.
+func (m *Metadata) take(e *tree.Entry) {
+	m.count(e)
+	if e.Type() == tree.TypeModelChange {
+		if d, err := e.Data(); err == nil {
+			if mc, ok := d.(*tree.ModelChange); ok && mc.Role == "" {
+				m.Model = mc.Model
+			}
+		}
+	}
+}
+
 // add counts one message of role with its totals; msg is asked for only
 // while the first user message is not known.
 func (m *Metadata) add(role string, u tree.Usage, msg func() json.RawMessage) {
@@ -489,14 +502,7 @@ func (s *Store) readMeta(ctx context.Context, sess *tree.Session) (Metadata, err
 	// As stored: counting needs no blob, and a ref the store cannot
 	// resolve must not become the first message's text.
 	for _, e := range sess.Stored() {
-		m.count(e)
-		if e.Type() == tree.TypeModelChange {
-			if d, err := e.Data(); err == nil {
-				if mc, ok := d.(*tree.ModelChange); ok && mc.Role == "" {
-					m.Model = mc.Model
-				}
-			}
-		}
+		m.take(e)
 	}
 	return m, nil
 }
