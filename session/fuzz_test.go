@@ -3,8 +3,10 @@ package session_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/session/tree"
@@ -12,7 +14,8 @@ import (
 
 // FuzzLoad loads arbitrary files. Invariants: no panic; every non-blank
 // line is the header, an entry, or a reported problem; the leaf is an entry
-// of the file; the context rebuilds.
+// of the file; the context rebuilds as valid UTF-8 JSON. The seed
+// testdata/fuzz/FuzzLoad/invalid-utf8 holds ill-formed sequences.
 func FuzzLoad(f *testing.F) {
 	for seed := range uint64(40) {
 		data, _ := generateTree(seed)
@@ -38,7 +41,10 @@ func FuzzLoad(f *testing.F) {
 		if s.Leaf() != nil && s.Entry(s.Leaf().ID()) != s.Leaf() {
 			t.Fatalf("the leaf %q is not an entry of the file", s.Leaf().ID())
 		}
-		_ = s.Context()
+		// The context is valid UTF-8 JSON whatever the file's bytes.
+		if out, err := json.Marshal(s.Context()); err != nil || !utf8.Valid(out) || !json.Valid(out) {
+			t.Fatalf("context: %v, %q", err, out)
+		}
 		if errors.Is(s.Err(), tree.ErrNoHeader) {
 			return
 		}

@@ -85,3 +85,45 @@ func TestValuesAsWritten(t *testing.T) {
 		t.Errorf("unknown field not kept as written: %s", got)
 	}
 }
+
+// Invalid UTF-8 reads as the reference reads it: the WHATWG decoder's one
+// U+FFFD per maximal ill-formed subpart, in message text and in ids (so
+// "a\xe2\x82" names the same entry as "a\uFFFD"), and the file keeps its
+// bytes.
+func TestInvalidUTF8AsReference(t *testing.T) {
+	ctx := context.Background()
+	st := newMem(t)
+	data := h1 + "\n" +
+		`{"type":"message","id":"a` + "\xe2\x82" + `","parentId":null,"timestamp":"2026-02-16T10:00:01.000Z","message":{"role":"user","content":"x` + "\xe2\x82" + ` y` + "\xed\xa0\x80" + ` z` + "\xf0\x9f\x98" + ` w` + "\xc0\x80\xf5" + `","timestamp":1}}` + "\n" +
+		`{"type":"message","id":"b1","parentId":"a` + "\uFFFD" + `","timestamp":"2026-02-16T10:00:02.000Z","message":{"role":"user","content":"next","timestamp":2}}` + "\n"
+	must(t, st.WriteFile(ctx, "s.jsonl", []byte(data)))
+	var p problems
+	s, err := tree.Open(ctx, st, "s.jsonl", tree.ReadOnly(), p.opt())
+	must(t, err)
+	if n := p.count(tree.ErrDanglingParent); n != 0 {
+		t.Errorf("b1's parent a\\uFFFD not found: %v", p.list)
+	}
+	if s.Entry("a\uFFFD") == nil {
+		t.Fatalf("no entry a\\uFFFD: %v", s.Entries())
+	}
+	msgs := s.Context().Messages
+	if len(msgs) != 2 {
+		t.Fatalf("context of %d messages, want 2", len(msgs))
+	}
+	want := "x\uFFFD y\uFFFD\uFFFD\uFFFD z\uFFFD w\uFFFD\uFFFD\uFFFD"
+	if got := tree.MessageText(msgs[0]); got != want {
+		t.Errorf("message text %q, want %q", got, want)
+	}
+	out, err := json.Marshal(s.Context())
+	must(t, err)
+	var back struct {
+		Messages []struct{ Content string }
+	}
+	must(t, json.Unmarshal(out, &back))
+	if len(back.Messages) != 2 || back.Messages[0].Content != want {
+		t.Errorf("context JSON %s, want content %q", out, want)
+	}
+	if got := string(read(t, st, "s.jsonl")); got != data {
+		t.Error("reading changed the file")
+	}
+}

@@ -208,11 +208,11 @@ func SkipValue(b []byte, i int) int {
 }
 
 func UnquoteKey(raw []byte) string {
-	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if json.Unmarshal(ToValidUTF8(raw), &s) != nil {
 		return string(raw)
 	}
 	return s
@@ -227,7 +227,7 @@ func String(raw []byte) (string, bool) {
 		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if json.Unmarshal(ToValidUTF8(raw), &s) != nil {
 		return "", false
 	}
 	return s, true
@@ -408,23 +408,78 @@ func TruncateUTF16(s string, n int) string {
 	return s
 }
 
-// ToValidUTF8 replaces each invalid byte with U+FFFD, as a UTF-8 decoder in
-// replacement mode does, so output stays valid JSON text.
+// ToValidUTF8 replaces each maximal subpart of an ill-formed sequence with
+// one U+FFFD, as the WHATWG UTF-8 decoder does (and so the reference reader,
+// which decodes a file as text before it parses a line): "\xe2\x82" is one
+// U+FFFD, not two. Go's own decoders replace byte by byte. Valid input is
+// returned as it is.
 func ToValidUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+8)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, "\uFFFD"...)
-		} else {
-			out = append(out, b[:size]...)
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			out = append(out, c)
+			i++
+			continue
 		}
-		b = b[size:]
+		n := validPrefix(b[i:])
+		if n > 0 && n == seqLen(c) {
+			out = append(out, b[i:i+n]...)
+			i += n
+			continue
+		}
+		out = append(out, "\uFFFD"...)
+		i += max(n, 1)
 	}
 	return out
+}
+
+// seqLen is the length of the sequence lead byte c starts, 0 when c
+// starts none (a continuation byte, C0, C1, F5 to FF).
+func seqLen(c byte) int {
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		return 2
+	case c >= 0xE0 && c <= 0xEF:
+		return 3
+	case c >= 0xF0 && c <= 0xF4:
+		return 4
+	}
+	return 0
+}
+
+// validPrefix is how many bytes of b, which starts with a lead byte, the
+// WHATWG decoder takes before it completes the sequence or meets a byte
+// that cannot continue it: the maximal subpart. It is 0 when b[0] is no
+// lead byte. The second byte's bounds exclude overlongs (E0 80, F0 80),
+// surrogates (ED A0) and code points over U+10FFFF (F4 90).
+func validPrefix(b []byte) int {
+	need := seqLen(b[0])
+	if need == 0 {
+		return 0
+	}
+	lo, hi := byte(0x80), byte(0xBF)
+	switch b[0] {
+	case 0xE0:
+		lo = 0xA0
+	case 0xED:
+		hi = 0x9F
+	case 0xF0:
+		lo = 0x90
+	case 0xF4:
+		hi = 0x8F
+	}
+	i := 1
+	for ; i < need && i < len(b); i++ {
+		if b[i] < lo || b[i] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xBF
+	}
+	return i
 }
 
 // Scan reports whether b is one valid JSON value (as json.Valid), and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func FuzzScanJSON(f *testing.F) {
@@ -89,4 +90,102 @@ func TestQuoteAsMarshal(t *testing.T) {
 			t.Errorf("Quote(%q) = %s, want %s", s, got, want)
 		}
 	}
+}
+
+func TestToValidUTF8MaximalSubparts(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"valid", "h\xc3\xa9llo \xf0\x9f\x98\x80", "h\xc3\xa9llo \xf0\x9f\x98\x80"},
+		{"truncated 2-byte at end", "a\xc3", "a\uFFFD"},
+		{"truncated 3-byte at end", "a\xe2\x82", "a\uFFFD"},
+		{"truncated 3-byte before ASCII", "\xe2\x82x", "\uFFFDx"},
+		{"truncated 4-byte at end", "\xf0\x9f\x98", "\uFFFD"},
+		{"truncated 4-byte before a lead byte", "\xf0\x9f\xc3\xa9", "\uFFFD\xc3\xa9"},
+		{"surrogate", "\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"},
+		{"last code point before the surrogates", "\xed\x9f\xbf", "\xed\x9f\xbf"},
+		{"overlong 2-byte", "\xc0\x80", "\uFFFD\uFFFD"},
+		{"overlong 3-byte", "\xe0\x80\x80", "\uFFFD\uFFFD\uFFFD"},
+		{"overlong 4-byte", "\xf0\x80\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"over U+10FFFF", "\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"F5", "\xf5\x80\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"FF FE", "\xff\xfe", "\uFFFD\uFFFD"},
+		{"lone continuation bytes", "\x80\xbf", "\uFFFD\uFFFD"},
+		// Unicode 15, table 3-8: U+FFFD for maximal subparts.
+		{"table 3-8", "a\xf1\x80\x80\xe1\x80\xc2b\x80c\x80\xbfd", "a\uFFFD\uFFFD\uFFFDb\uFFFDc\uFFFD\uFFFDd"},
+	} {
+		if got := string(ToValidUTF8([]byte(tc.in))); got != tc.want {
+			t.Errorf("%s: ToValidUTF8(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestStringDecodesMaximalSubparts(t *testing.T) {
+	for raw, want := range map[string]string{
+		"\"a\xe2\x82\"":        "a\uFFFD",
+		"\"a\xe2\x82\\n\"":     "a\uFFFD\n",
+		"\"\xed\xa0\x80\"":     "\uFFFD\uFFFD\uFFFD",
+		"\"\xf0\x9f\x98\x80\"": "\U0001F600",
+	} {
+		if got, ok := String([]byte(raw)); !ok || got != want {
+			t.Errorf("String(%q) = %q, %v, want %q", raw, got, ok, want)
+		}
+		if got := UnquoteKey([]byte(raw)); got != want {
+			t.Errorf("UnquoteKey(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// FuzzToValidUTF8 checks the decoder against the definition it follows:
+// at each byte, the longest run that starts some well-formed sequence is
+// either a whole character, kept, or a maximal subpart, one U+FFFD.
+func FuzzToValidUTF8(f *testing.F) {
+	for _, s := range []string{"", "abc", "\xe2\x82", "\xed\xa0\x80", "\xc0\x80", "\xf5\x80", "\xf0\x9f\x98\x80\xf0\x9f", "a\xf1\x80\x80\xe1\x80\xc2b"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := ToValidUTF8(b)
+		if !utf8.Valid(got) {
+			t.Fatalf("ToValidUTF8(%q) = %q is not valid UTF-8", b, got)
+		}
+		if want := maximalSubparts(b); !bytes.Equal(got, want) {
+			t.Fatalf("ToValidUTF8(%q) = %q, want %q", b, got, want)
+		}
+	})
+}
+
+func maximalSubparts(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		k := 0
+		for n := min(4, len(b)-i); n > 0; n-- {
+			if startsWellFormed(b[i : i+n]) {
+				k = n
+				break
+			}
+		}
+		switch {
+		case k > 0 && utf8.Valid(b[i:i+k]):
+			out = append(out, b[i:i+k]...)
+		default:
+			out = append(out, "\uFFFD"...)
+		}
+		i += max(k, 1)
+	}
+	return out
+}
+
+// startsWellFormed reports whether some continuation bytes make p one
+// well-formed character (trying the edges of every second-byte range).
+func startsWellFormed(p []byte) bool {
+	if utf8.Valid(p) && utf8.RuneCount(p) == 1 {
+		return true
+	}
+	if len(p) >= 4 || len(p) > 0 && p[0] < utf8.RuneSelf {
+		return false
+	}
+	for _, c := range []byte{0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf} {
+		if startsWellFormed(append(p[:len(p):len(p)], c)) {
+			return true
+		}
+	}
+	return false
 }

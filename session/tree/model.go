@@ -181,7 +181,9 @@ func (e *Entry) Data() (EntryData, error) {
 	if !e.object {
 		return d, fmt.Errorf("entry is not an object: %w", ErrCorrupt)
 	}
-	if err := json.Unmarshal(e.view, d); err != nil {
+	// Strings decode as the reference reads them (jsonscan.ToValidUTF8),
+	// not byte by byte as encoding/json replaces invalid UTF-8.
+	if err := json.Unmarshal(jsonscan.ToValidUTF8(e.view), d); err != nil {
 		return d, fmt.Errorf("decode %s entry %s: %w", e.typ, e.id, err)
 	}
 	return d, nil

@@ -41,6 +41,9 @@ func isSpec002(data []byte) bool {
 // fromSpec002 converts a spec 002 file to v3 lines. Lines that are not JSON
 // objects stay as they are, for the lenient parser to report.
 func fromSpec002(data []byte) []byte {
+	// The file is rewritten as v3 text, decoded as the reference decodes
+	// it: encoding/json would replace invalid UTF-8 byte by byte.
+	data = jsonscan.ToValidUTF8(data)
 	lines := bytes.Split(data, []byte("\n"))
 	objs := make([]map[string]json.RawMessage, len(lines))
 	var header map[string]json.RawMessage
