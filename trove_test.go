@@ -111,7 +111,7 @@ func TestForksKeepImagesOnce(t *testing.T) {
 	}
 }
 
-func Example() {
+func ExampleOpen() {
 	ctx := context.Background()
 	s, err := trove.Open(ctx, "mem://")
 	if err != nil {

@@ -48,3 +48,47 @@ func Example() {
 	// sessions/--work-pi--/2026-02-16T10-20-30-000Z_1f9d2a6b9c0d1234.jsonl
 	// {"leafId":"090a0b0c","messages":[{"role":"user","content":"Fix the parser"},{"role":"assistant","provider":"anthropic","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}],"api":"unknown","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}],"thinkingLevel":"high","models":{"default":"anthropic/claude-sonnet-4-5"},"injectedTtsrRules":[],"mode":"none"}
 }
+
+func ExampleOpenStore() {
+	ctx := context.Background()
+	st := mem.New()
+	defer st.Close()
+	at := time.Date(2026, 2, 16, 10, 20, 30, 0, time.UTC)
+	store, err := session.OpenStore(ctx, st, session.WithClock(func() time.Time { return at }))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h, err := store.Create(ctx, session.CreateOptions{ID: "0195f3a1-7c2e-7000-8000-000000000001", Cwd: "/work/app"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Appends are queued; Flush makes them durable, Close writes the rest.
+	_ = h.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"fix the test","timestamp":1}`))
+	_ = h.AppendMessage(ctx, json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"Fixed."}],"timestamp":2}`))
+	if err := h.Close(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for m, err := range store.List(ctx, "/work/app") {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(m.ID, m.MessageCount, m.FirstMessage)
+	}
+	// Any unique prefix of an id names the session.
+	msgs, err := store.LoadMessages(ctx, "0195")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range msgs {
+		fmt.Println(e.Role(), tree.MessageText(e.Field("message")))
+	}
+	// Output:
+	// 0195f3a1-7c2e-7000-8000-000000000001 2 fix the test
+	// user fix the test
+	// assistant Fixed.
+}
