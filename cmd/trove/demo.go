@@ -341,9 +341,11 @@ func (d *demo) run(ctx context.Context) error {
 	for i, a := range session.Abbrev(ids) {
 		short[ids[i]] = a
 	}
+	// Quoted, so a command pastes as it reads: an s3://b?endpoint=...&...
+	// URL printed bare would send it to the background at the first &.
 	store := ""
 	if a.storeURL != "" {
-		store = " --store " + a.storeURL
+		store = " --store " + shellQuote(a.storeURL)
 	}
 	d.say("\nlook at it:\n")
 	for _, l := range [][2]string{
@@ -351,7 +353,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"show " + short[h.ID()], "the conversation at its leaf"},
 		{"show --leaf " + branchMsg.ID() + " " + short[h.ID()], "the branch"},
 		{"show " + short[f.ID()], "the fork"},
-		{"checkpoint ls --dir " + ws + " --session " + short[h.ID()], "the session's checkpoint"},
+		{"checkpoint ls --dir " + shellQuote(ws) + " --session " + short[h.ID()], "the session's checkpoint"},
 		{"runs show " + w.RunID(), "the run log"},
 		{"fsck", "check everything"},
 		{"serve", "browse it all: open the URL it prints (it holds a token)"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,6 +105,61 @@ func TestExitCodes(t *testing.T) {
 		code, _, errOut := trove(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("%v: exit %d (want %d), stderr %q (want %q)", c.args, code, c.code, errOut, c.msg)
+		}
+	}
+}
+
+// The commands the demo prints to copy are shell words: a store URL with
+// & and a space, pasted into sh, reaches trove whole, and the printed
+// show runs.
+func TestDemoQuotesCommandsForTheShell(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to paste the demo's commands into")
+	}
+	store := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "my store")) + "?x=1&y=it's"
+	code, out, errOut := trove(t, "", "--store", store, "demo")
+	if code != exitOK {
+		t.Fatalf("demo exit %d: %s\n%s", code, errOut, out)
+	}
+	var shown int
+	for line := range strings.Lines(out) {
+		cmd, _, ok := strings.Cut(strings.TrimSpace(line), " # ")
+		if !ok || !strings.HasPrefix(cmd, "trove ") {
+			continue
+		}
+		words, err := exec.Command(sh, "-c", `for w in `+strings.TrimPrefix(cmd, "trove ")+`; do printf '%s\n' "$w"; done`).Output()
+		if err != nil {
+			t.Fatalf("sh on %q: %v", cmd, err)
+		}
+		args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
+		if len(args) < 3 || args[0] != "--store" || args[1] != store {
+			t.Fatalf("%q reaches trove as %q", cmd, args)
+		}
+		if args[2] == "show" {
+			shown++
+			if code, out, errOut := trove(t, "", args...); code != exitOK || !strings.Contains(out, "fix the greeting") {
+				t.Errorf("%q: exit %d %s\n%s", cmd, code, errOut, out)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatalf("no trove show command printed:\n%s", out)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"mem://":                   "mem://",
+		"/tmp/trove-1/ws":          "/tmp/trove-1/ws",
+		"s3://b?endpoint=h&r=us-1": "'s3://b?endpoint=h&r=us-1'",
+		"a b":                      "'a b'",
+		"it's":                     `'it'\''s'`,
+		"":                         "''",
+		"$HOME":                    "'$HOME'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
