@@ -27,14 +27,14 @@ unit:
 
 ## conformance: every suite on every backend, one line per backend and suite
 conformance:
-	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./internal/tools/conftable
+	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
 ## session store's table (trove, baseline, ratio, goal; see bench-sessions) and
 ## bench-append
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ ./runlog/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
-	$(GO) run ./internal/tools/sessbench
+	$(GO) run ./tools/sessbench
 	@$(MAKE) --no-print-directory bench-append
 
 ## bench-append: one 4 KiB append + Sync by a writer that stays open on a bucket
@@ -45,25 +45,25 @@ bench-append:
 
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:
-	$(GO) run ./internal/tools/cpbench
+	$(GO) run ./tools/cpbench
 
 ## probe-checkpoint: create, diff, rewind and undo through the CLI on a tree with
 ## symlinks, an executable, a 200 MB file and changed directories; undo must
 ## give back the workspace exactly, each rewind within 128 MiB
 probe-checkpoint:
 	$(GO) build -o $(TOOLS)/bin/trove-probe ./cmd/trove
-	bash internal/tools/ckprobe.sh $(TOOLS)/bin/trove-probe
+	bash tools/ckprobe.sh $(TOOLS)/bin/trove-probe
 
 ## bench-sessions: the session store's table (listing 10,000 sessions, ls --json,
 ## durable appends, load) against baselines run in the same process
 bench-sessions:
-	$(GO) run ./internal/tools/sessbench
+	$(GO) run ./tools/sessbench
 
 ## torture: kill real trove processes (SIGKILL) N times mid-write and check
 ## that nothing they acknowledged was lost; prints kills=N acked=N lost=0 torn=0
 N ?= 200
 torture:
-	$(GO) run ./internal/tools/torture -n $(N)
+	$(GO) run ./tools/torture -n $(N)
 
 ## lint: gofmt, go vet and staticcheck must all be clean
 lint:

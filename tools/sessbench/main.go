@@ -6,7 +6,7 @@
 // durable appends at three flush rates, and loading a 10,000-entry session.
 // It prints one table: trove, baseline, ratio, goal.
 //
-// Usage: go run ./internal/tools/sessbench [-sessions 10000] [-rounds 5] [-keep]
+// Usage: go run ./tools/sessbench [-sessions 10000] [-rounds 5] [-keep]
 package main
 
 import (

@@ -9,7 +9,7 @@
 // after git gc. It
 // prints one table with the ratio git/trove per operation and the sizes.
 //
-// Usage: go run ./internal/tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
+// Usage: go run ./tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
 // [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
 // [-reuse dir]
 //

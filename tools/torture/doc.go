@@ -1,4 +1,4 @@
-// Package torture kills real trove processes with SIGKILL at random points
+// Command torture kills real trove processes with SIGKILL at random points
 // while they append session messages and transcript lines, put blobs
 // (single, streamed, batched into packs), take and rewind tree checkpoints
 // and write run logs on the OS file system, and after each kill checks that
@@ -8,7 +8,12 @@
 // A child acknowledges an operation on its standard output only once the
 // call that makes it durable has returned (Flush, Put, Batch.Flush,
 // checkpoint Create, run log Sync). `make torture` runs it; its test runs a
-// short version under `make test`.
+// short version under `make test`:
 //
-// It may import every package of the module.
-package torture
+//	go run ./tools/torture [-n 200] [-dir DIR] [-seed S] [-v]
+//
+// It prints kills=N acked=N lost=N torn=N ... and exits 1 on any loss.
+//
+// Imports: the standard library, trove, cas, runlog, session and
+// session/tree. A development tool: nothing imports it.
+package main

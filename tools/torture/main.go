@@ -1,9 +1,3 @@
-// Command torture kills real trove processes with SIGKILL at random points
-// and checks that nothing they acknowledged was lost (see internal/torture):
-//
-//	go run ./internal/tools/torture [-n 200] [-dir DIR] [-seed S] [-v]
-//
-// It prints kills=N acked=N lost=N torn=N ... and exits 1 on any loss.
 package main
 
 import (
@@ -13,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"github.com/trovekit/trove/internal/torture"
 )
 
 func main() {
@@ -34,11 +26,11 @@ func main() {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
-	cfg := torture.Config{Dir: filepath.Join(*dir, "store"), WS: filepath.Join(*dir, "ws"), Kills: *n, Seed: *seed}
+	cfg := Config{Dir: filepath.Join(*dir, "store"), WS: filepath.Join(*dir, "ws"), Kills: *n, Seed: *seed}
 	if *child {
 		s, err := strconv.ParseUint(flag.Arg(0), 10, 64)
 		if err == nil {
-			err = torture.Child(ctx, cfg, s, os.Stdout)
+			err = Child(ctx, cfg, s, os.Stdout)
 		}
 		fmt.Fprintln(os.Stderr, "torture child:", err)
 		os.Exit(1)
@@ -52,7 +44,7 @@ func main() {
 	if *verbose {
 		cfg.Log = os.Stderr
 	}
-	res, err := torture.Run(ctx, cfg)
+	res, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
 		os.Exit(1)
