@@ -21,7 +21,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -246,6 +246,7 @@ var schema = []string{
 		cache_write INTEGER NOT NULL,
 		cost REAL NOT NULL
 	)`,
+	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
 	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`,
@@ -309,7 +310,7 @@ func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "INSERT INTO fts(fts) VALUES('delete-all')"} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
@@ -86,7 +88,11 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
-	files, err := c.listFiles(ctx)
+	saved, err := loadDirs(ctx, db)
+	if err != nil {
+		return err
+	}
+	l, err := c.listFiles(ctx, saved, all)
 	if err != nil {
 		return err
 	}
@@ -95,7 +101,7 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 		return err
 	}
 	var todo []work
-	for path, fi := range files {
+	for path, fi := range l.files {
 		s, ok := states[path]
 		w := work{path: path, fi: fi, base: s, have: ok}
 		mod := unixNano(fi)
@@ -114,45 +120,165 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 		todo = append(todo, w)
 	}
 	for path, s := range states {
-		if _, ok := files[path]; !ok {
+		if _, ok := l.files[path]; !ok && !l.shortcut[backend.Dir(path)] {
 			todo = append(todo, work{kind: workDelete, path: path, base: s, have: true})
 		}
 	}
-	if len(todo) == 0 {
-		return nil
+	if len(todo) > 0 {
+		if err := c.apply(ctx, db, todo); err != nil {
+			return err
+		}
 	}
-	return c.apply(ctx, db, todo)
+	if l.dirsChanged(saved) {
+		return saveDirs(ctx, db, l.dirs)
+	}
+	return nil
+}
+
+// dirState is a cwd directory as the catalog last listed it: its time
+// (0: not to be trusted) and the session files that had an open marker.
+type dirState struct {
+	mod  int64
+	open []string
+}
+
+// listing is what a refresh found of the session files.
+type listing struct {
+	files    map[string]backend.Info
+	shortcut map[string]bool // directories not listed: unchanged since saved
+	dirs     map[string]dirState
+}
+
+func (l *listing) dirsChanged(saved map[string]dirState) bool {
+	if len(saved) != len(l.dirs) {
+		return true
+	}
+	for name, d := range l.dirs {
+		s, ok := saved[name]
+		if !ok || s.mod != d.mod || !slices.Equal(s.open, d.open) {
+			return true
+		}
+	}
+	return false
 }
 
 // listFiles lists the session files of the store: sessions/--*/*.jsonl.
-func (c *Catalog) listFiles(ctx context.Context) (map[string]backend.Info, error) {
-	files := map[string]backend.Info{}
-	var dirs []string
+// Where directory times are trusted, a directory unchanged since the
+// catalog listed it is not listed again: only its files with an open
+// marker (a trove writer at work, or killed) can have changed, and only
+// they are looked at. With all, every directory is listed.
+func (c *Catalog) listFiles(ctx context.Context, saved map[string]dirState, all bool) (*listing, error) {
+	l := &listing{files: map[string]backend.Info{}, shortcut: map[string]bool{}, dirs: map[string]dirState{}}
+	caps := c.st.Capabilities()
+	dirTimes := caps.Directories && caps.CrossProcess
+	var dirs []backend.Info
 	for fi, err := range c.st.List(ctx, session.SessionsDir) {
 		if errors.Is(err, fs.ErrNotExist) {
-			return files, nil
+			return l, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 		if fi.IsDir && strings.HasPrefix(fi.Base(), "--") {
-			dirs = append(dirs, fi.Name)
+			dirs = append(dirs, fi)
 		}
 	}
+	now := c.cfg.now()
 	for _, dir := range dirs {
-		for fi, err := range c.st.List(ctx, dir) {
+		mod := unixNano(dir)
+		if s, ok := saved[dir.Name]; ok && dirTimes && !all && s.mod != 0 && s.mod == mod {
+			l.shortcut[dir.Name] = true
+			l.dirs[dir.Name] = s
+			for _, path := range s.open {
+				fi, err := c.st.Stat(ctx, path)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				l.files[path] = fi
+			}
+			continue
+		}
+		var open []string
+		for fi, err := range c.st.List(ctx, dir.Name) {
 			if errors.Is(err, fs.ErrNotExist) {
 				break // removed meanwhile
 			}
 			if err != nil {
 				return nil, err
 			}
-			if !fi.IsDir && strings.HasSuffix(fi.Name, ".jsonl") {
-				files[fi.Name] = fi
+			switch {
+			case fi.IsDir:
+			case strings.HasSuffix(fi.Name, ".jsonl"):
+				l.files[fi.Name] = fi
+			case strings.HasSuffix(fi.Name, session.OpenSuffix):
+				open = append(open, strings.TrimSuffix(fi.Name, session.OpenSuffix)+".jsonl")
 			}
 		}
+		// A time too recent to be trusted yet (a change within the file
+		// system's granularity would not move it) is not kept.
+		if !dirTimes || mod == 0 || now.Sub(dir.ModTime) <= racyWindow(dir.ModTime) {
+			mod = 0
+		}
+		slices.Sort(open)
+		l.dirs[dir.Name] = dirState{mod: mod, open: open}
 	}
-	return files, nil
+	return l, nil
+}
+
+// racyWindow is how long after a directory's time a change may leave that
+// time as it was: the file system's granularity. Times with a fraction of
+// a second come from a fine clock; whole seconds may be a coarse one.
+func racyWindow(t time.Time) time.Duration {
+	if t.Nanosecond() != 0 {
+		return 100 * time.Millisecond
+	}
+	return 3 * time.Second
+}
+
+func loadDirs(ctx context.Context, db *sql.DB) (map[string]dirState, error) {
+	rows, err := db.QueryContext(ctx, "SELECT name, mtime, open FROM dirs")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]dirState{}
+	for rows.Next() {
+		var name, open string
+		var d dirState
+		if err := rows.Scan(&name, &d.mod, &open); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		if open != "" {
+			d.open = strings.Split(open, "\n")
+		}
+		out[name] = d
+	}
+	return out, rows.Err()
+}
+
+// saveDirs records the directories as listed, after their files were
+// written: a saved time vouches for every file of its directory.
+func saveDirs(ctx context.Context, db *sql.DB, dirs map[string]dirState) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM dirs"); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	for name, d := range dirs {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO dirs(name, mtime, open) VALUES(?, ?, ?)", name, d.mod, strings.Join(d.open, "\n")); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }
 
 func unixNano(fi backend.Info) int64 {
