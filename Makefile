@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-append bench-checkpoint probe-checkpoint bench-sessions torture lint fmt
+.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint probe-checkpoint bench-sessions torture lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -30,12 +30,21 @@ conformance:
 	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
-## session store's table (trove, baseline, ratio, goal; see bench-sessions) and
-## bench-append
+## session store's table (trove, baseline, ratio, goal; see bench-sessions),
+## bench-append and bench-search
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./conformance/ ./cas/ ./session/ ./runlog/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL|goos|goarch|cpu|pkg)'
 	$(GO) run ./tools/sessbench
 	@$(MAKE) --no-print-directory bench-append
+	@$(MAKE) --no-print-directory bench-search
+
+## bench-search: the catalog's goal rows on 10,000 generated sessions (~35 KB):
+## a word and a phrase through the CLI vs ripgrep, Store.Search warm, the build
+## vs C SQLite FTS5 (Python's sqlite3), size vs text, peak RSS. ripgrep is
+## installed for the baseline if missing (the tests never need it)
+bench-search:
+	@command -v rg >/dev/null || apt-get install -y -q ripgrep >/dev/null 2>&1 || echo "no ripgrep: its rows say n/a"
+	$(GO) run ./internal/tools/searchbench
 
 ## bench-append: one 4 KiB append + Sync by a writer that stays open on a bucket
 ## file of 1, 16 and 64 MiB (fileblob, memblob, s3): time, bytes uploaded and

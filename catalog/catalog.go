@@ -21,7 +21,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -223,7 +223,9 @@ var schema = []string{
 		size INTEGER NOT NULL DEFAULT 0,
 		mtime INTEGER NOT NULL DEFAULT 0,
 		tail BLOB,
-		skip INTEGER NOT NULL DEFAULT 0
+		skip INTEGER NOT NULL DEFAULT 0,
+		nent INTEGER NOT NULL DEFAULT 0,
+		ntok INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE INDEX files_session ON files(session)`,
 	`CREATE TABLE entries(
@@ -237,6 +239,7 @@ var schema = []string{
 		model TEXT NOT NULL,
 		off INTEGER NOT NULL,
 		len INTEGER NOT NULL,
+		ntok INTEGER NOT NULL,
 		messages INTEGER NOT NULL,
 		tool_calls INTEGER NOT NULL,
 		tool_errors INTEGER NOT NULL,
@@ -249,7 +252,8 @@ var schema = []string{
 	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
-	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`,
+	`CREATE VIRTUAL TABLE vocab USING fts5vocab(fts, row)`,
+	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 0')`,
 }
 
 var errDamaged = errors.New("damaged catalog")

@@ -96,7 +96,28 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
-	states, err := loadStates(ctx, db)
+	// The catalog's state of the files this refresh looked at: those of
+	// the directories listed (and of those gone) and the open ones.
+	var dirs, paths []string
+	for name := range l.dirs {
+		if !l.shortcut[name] {
+			dirs = append(dirs, name)
+		}
+	}
+	for name := range saved {
+		if _, ok := l.dirs[name]; !ok {
+			dirs = append(dirs, name)
+		}
+	}
+	for path := range l.files {
+		if l.shortcut[backend.Dir(path)] {
+			paths = append(paths, path)
+		}
+	}
+	if len(saved) == 0 {
+		dirs = nil // a first listing: every file
+	}
+	states, err := loadStates(ctx, db, len(saved) == 0, dirs, paths)
 	if err != nil {
 		return err
 	}
@@ -288,23 +309,43 @@ func unixNano(fi backend.Info) int64 {
 	return fi.ModTime.UnixNano()
 }
 
-func loadStates(ctx context.Context, db *sql.DB) (map[string]fileState, error) {
-	rows, err := db.QueryContext(ctx, "SELECT id, path, size, mtime, tail, skip FROM files")
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
+// loadStates reads the catalog's state of the files in dirs and of paths,
+// or of every file.
+func loadStates(ctx context.Context, db *sql.DB, every bool, dirs, paths []string) (map[string]fileState, error) {
 	out := map[string]fileState{}
-	for rows.Next() {
-		var s fileState
-		var path string
-		if err := rows.Scan(&s.id, &path, &s.size, &s.mtime, &s.tail, &s.skip); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+	const cols = "SELECT id, path, size, mtime, tail, skip FROM files"
+	read := func(query string, args ...any) error {
+		rows, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
 		}
-		out[path] = s
+		defer rows.Close()
+		for rows.Next() {
+			var s fileState
+			var path string
+			if err := rows.Scan(&s.id, &path, &s.size, &s.mtime, &s.tail, &s.skip); err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+			out[path] = s
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+	if every {
+		return out, read(cols)
+	}
+	for _, dir := range dirs {
+		// The files of dir: paths between "dir/" and "dir0" ('0' follows '/').
+		if err := read(cols+" WHERE path > ? AND path < ?", dir+"/", dir+"0"); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range paths {
+		if err := read(cols+" WHERE path = ?", p); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -320,25 +320,63 @@ func (p *parser) primary(depth int) (*expr, error) {
 	return nil, queryErr("unexpected %s", lx.text)
 }
 
-// fts writes e as an FTS5 expression. Tokens are letters and digits only,
-// quoted all the same, so no text of the user's reaches FTS5's syntax.
-func (e *expr) fts(b *strings.Builder) {
+// fts writes an FTS5 expression that matches at least the entries e
+// matches, and reports whether it matches exactly those. The index keeps
+// no positions (detail=none), so a phrase is written as the AND of its
+// tokens (a superset), and a NOT whose right side is not exact is left
+// out (its left side alone, a superset again); the caller checks the
+// candidates of an inexact expression against the text. Tokens are
+// letters and digits only, quoted all the same, so no text of the user's
+// reaches FTS5's syntax.
+func (e *expr) fts(b *strings.Builder) (exact bool) {
 	switch e.op {
-	case opWord, opPrefix, opPhrase:
+	case opWord, opPrefix:
 		b.WriteByte('"')
-		b.WriteString(strings.Join(e.toks, " "))
+		b.WriteString(e.toks[0])
 		b.WriteByte('"')
-		if e.lastIsPrefix() {
+		if e.op == opPrefix {
 			b.WriteByte('*')
 		}
-		return
+		return true
+	case opPhrase:
+		b.WriteByte('(')
+		for i, t := range e.toks {
+			if i > 0 {
+				b.WriteString(" AND ")
+			}
+			b.WriteByte('"')
+			b.WriteString(t)
+			b.WriteByte('"')
+			if i == len(e.toks)-1 && e.prefix {
+				b.WriteByte('*')
+			}
+		}
+		b.WriteByte(')')
+		return false
+	case opNot:
+		if !e.kids[1].exactAlone() {
+			e.kids[0].fts(b)
+			return false
+		}
 	}
 	op := map[opKind]string{opAnd: " AND ", opOr: " OR ", opNot: " NOT "}[e.op]
 	b.WriteByte('(')
-	e.kids[0].fts(b)
+	left := e.kids[0].fts(b)
 	b.WriteString(op)
-	e.kids[1].fts(b)
+	right := e.kids[1].fts(b)
 	b.WriteByte(')')
+	return left && right
+}
+
+// exactAlone reports whether e has no phrase: its FTS5 expression is exact.
+func (e *expr) exactAlone() bool {
+	switch e.op {
+	case opWord, opPrefix:
+		return true
+	case opPhrase:
+		return false
+	}
+	return e.kids[0].exactAlone() && e.kids[1].exactAlone()
 }
 
 // match evaluates e on a document's tokens, as FTS5 does on the index.

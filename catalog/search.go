@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -38,7 +39,7 @@ type Hit struct {
 	Tools     []string
 	Time      time.Time
 	Snippet   string  // the matching text, matches between « and »
-	Score     float64 // higher is better (bm25, negated)
+	Score     float64 // higher is better: BM25, each term counted once
 }
 
 // Snippet marks.
@@ -74,10 +75,8 @@ func (c *Catalog) Search(ctx context.Context, q Query) iter.Seq2[Hit, error] {
 			yield(Hit{}, err)
 			return
 		}
-		terms := e.positive(nil)
 		for _, h := range hits {
-			h.Snippet = c.snippet(ctx, h, terms)
-			if !yield(h.Hit, nil) {
+			if !yield(h, nil) {
 				return
 			}
 		}
@@ -92,19 +91,17 @@ func checkRole(role string) error {
 	return fmt.Errorf("%w: role %q: want user, assistant or tool", ErrBadQuery, role)
 }
 
-// hitRow is a hit with what its snippet needs.
-type hitRow struct {
-	Hit
-	off, n int64
-}
+// maxVerified bounds the candidates a query that FTS5 cannot answer
+// exactly (a phrase: the index keeps no positions) reads back.
+const maxVerified = 20000
 
-func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]hitRow, error) {
+func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	db, err := c.handle()
 	if err != nil {
 		return nil, err
 	}
 	var match strings.Builder
-	e.fts(&match)
+	exact := e.fts(&match)
 	where := []string{"fts MATCH ?"}
 	args := []any{match.String()}
 	if q.Cwd != "" {
@@ -126,24 +123,42 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]hitRow, error)
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	args = append(args, limit)
-	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, bm25(fts)
+	sqlLimit := limit
+	if !exact {
+		sqlLimit = maxVerified
+	}
+	args = append(args, sqlLimit)
+	terms := e.positive(nil)
+	rk, err := newRanker(ctx, db, terms)
+	if err != nil {
+		return nil, err
+	}
+	// bm25 with each term counted once (the index keeps no counts): for a
+	// query, shorter entries first.
+	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok
 		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(fts), e.id LIMIT ?`, args...)
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	defer rows.Close()
-	var out []hitRow
+	var out []Hit
 	var files []int64
-	for rows.Next() {
-		var h hitRow
-		var file, ts int64
+	for len(out) < limit && rows.Next() {
+		var h Hit
+		var file, ts, off, n, ntok int64
 		var tools string
-		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &h.off, &h.n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &h.Score); err != nil {
+		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok); err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
 		}
-		h.Score = -h.Score
+		// The text, read back from the file: the snippet's, and the
+		// check of what the index cannot tell (word order).
+		texts := c.entryTexts(ctx, h.Path, h.EntryID == "", off, n)
+		if !exact && !e.match(docTokens(texts)) {
+			continue
+		}
+		h.Snippet = makeSnippet(texts, terms, 200)
+		h.Score = rk.score(ntok)
 		if ts != 0 {
 			h.Time = time.UnixMilli(ts).UTC()
 		}
@@ -170,6 +185,56 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]hitRow, error)
 		out[i].Branch = t.leaf(out[i].EntryID)
 	}
 	return out, nil
+}
+
+// ranker scores hits by BM25 with every term counted once: the sum of
+// the terms' IDF, scaled by the entry's length against the average.
+type ranker struct {
+	idf, avg float64
+}
+
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+func newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ranker, error) {
+	var n, ntok sql.NullFloat64
+	if err := db.QueryRowContext(ctx, "SELECT sum(nent), sum(ntok) FROM files").Scan(&n, &ntok); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	r := &ranker{avg: 1}
+	if n.Float64 > 0 && ntok.Float64 > 0 {
+		r.avg = ntok.Float64 / n.Float64
+	}
+	for _, t := range terms {
+		var docs sql.NullFloat64
+		var err error
+		if t.op == opPrefix {
+			err = db.QueryRowContext(ctx, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", t.toks[0], t.toks[0]+"\U0010FFFF").Scan(&docs)
+		} else {
+			// A phrase is as rare as its rarest token, at most.
+			err = db.QueryRowContext(ctx, "SELECT min(doc) FROM vocab WHERE term IN ("+strings.TrimSuffix(strings.Repeat("?,", len(t.toks)), ",")+")", anys(t.toks)...).Scan(&docs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		r.idf += math.Log((n.Float64-docs.Float64+0.5)/(docs.Float64+0.5) + 1)
+	}
+	return r, nil
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// score is the BM25 of an entry of ntok tokens holding each term once.
+func (r *ranker) score(ntok int64) float64 {
+	return r.idf * (bm25K1 + 1) / (1 + bm25K1*(1-bm25B+bm25B*float64(ntok)/r.avg))
 }
 
 // branches is a session's tree as the catalog has it: each entry's
@@ -209,28 +274,39 @@ func (b *branches) leaf(id string) string {
 	return id // a cycle: stop where it closes
 }
 
-// snippet reads the hit's entry back from its file and cuts the text
-// around the first match.
-func (c *Catalog) snippet(ctx context.Context, h hitRow, terms []*expr) string {
-	rc, err := c.st.OpenRange(ctx, h.Path, h.off, h.n)
+// entryTexts reads an entry (or, for title, the header) back from its
+// file: the texts the catalog indexed of it.
+func (c *Catalog) entryTexts(ctx context.Context, path string, title bool, off, n int64) []string {
+	rc, err := c.st.OpenRange(ctx, path, off, n)
 	if err != nil {
-		return ""
+		return nil
 	}
 	line, err := io.ReadAll(rc)
 	rc.Close()
 	if err != nil {
-		return ""
+		return nil
 	}
-	var texts []string
-	if h.EntryID == "" {
+	if title {
 		if hd, ok := parseHeader(line); ok {
-			texts = []string{hd.title}
+			return []string{hd.title}
 		}
-	} else if d, ok := parseEntry(line, make(jsonscan.Members, 0, 16)); ok {
-		c.resolve(ctx, &d)
-		texts = d.texts
+		return nil
 	}
-	return makeSnippet(texts, terms, 200)
+	d, ok := parseEntry(line, make(jsonscan.Members, 0, 16))
+	if !ok {
+		return nil
+	}
+	c.resolve(ctx, &d)
+	return d.texts
+}
+
+// docTokens is the token list of an entry's texts, as indexed.
+func docTokens(texts []string) []string {
+	var b []byte
+	for _, t := range texts {
+		b = appendStream(b, t)
+	}
+	return strings.Fields(string(b))
 }
 
 // makeSnippet cuts about width bytes of texts around the first match of

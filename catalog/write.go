@@ -52,10 +52,10 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.state, "SELECT id, size, tail FROM files WHERE path = ?"},
 		{&w.insFile, "INSERT INTO files(path) VALUES(?)"},
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
-			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ? WHERE id = ?`},
-		{&w.insEntry, `INSERT INTO entries(file, eid, parent, ts, role, tools, model, off, len,
+			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ? WHERE id = ?`},
+		{&w.insEntry, `INSERT INTO entries(file, eid, parent, ts, role, tools, model, off, len, ntok,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&w.insFTS, "INSERT INTO fts(rowid, body) VALUES(?, ?)"},
 		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
 		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
@@ -115,12 +115,14 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 			return fmt.Errorf("catalog: %w", err)
 		}
 	}
-	updated := int64(0)
+	updated, ntok := int64(0), int64(0)
 	for i := range p.docs {
 		d := &p.docs[i]
 		updated = max(updated, d.ts)
 		u := d.usage
-		res, err := w.insEntry.ExecContext(ctx, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n,
+		n := int64(bytes.Count(d.stream, []byte(" ")))
+		ntok += n
+		res, err := w.insEntry.ExecContext(ctx, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n, n,
 			u.messages, u.toolCalls, u.toolErrors, u.input, u.output, u.cacheRead, u.cacheWrite, u.cost)
 		if err != nil {
 			return fmt.Errorf("catalog: %w", err)
@@ -139,10 +141,11 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 	h := p.hdr
 	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
 		// The header was read before: keep it.
-		_, err = w.tx.ExecContext(ctx, "UPDATE files SET updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ? WHERE id = ?",
-			updated, p.size, unixNano(p.fi), p.tail, p.skip, id)
+		_, err = w.tx.ExecContext(ctx, `UPDATE files SET updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?,
+			nent = nent + ?, ntok = ntok + ? WHERE id = ?`,
+			updated, p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, id)
 	} else {
-		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip, id)
+		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, id)
 	}
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)

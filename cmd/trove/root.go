@@ -193,6 +193,12 @@ func (a *app) run(ctx context.Context, args []string) int {
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if a.ts != nil {
+		// Closes the catalog: SQLite folds its WAL back in.
+		if cerr := a.ts.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
 	if a.st != nil {
 		if cerr := a.st.Close(); err == nil && cerr != nil {
 			err = cerr

@@ -144,6 +144,6 @@ func (a *app) printHits(hits []catalog.Hit) {
 		if len(h.Tools) > 0 {
 			who += " " + strings.Join(h.Tools, ",")
 		}
-		a.printf("%s %s  %s  %s  %s\n    %s\n", short[i], entry, when, who, h.Title, h.Snippet)
+		a.printf("%s %s  %s  %s  %s\n    %s\n", short[i], entry, when, who, strings.Join(strings.Fields(h.Title), " "), h.Snippet)
 	}
 }
