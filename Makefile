@@ -44,7 +44,7 @@ bench:
 ## installed for the baseline if missing (the tests never need it)
 bench-search:
 	@command -v rg >/dev/null || apt-get install -y -q ripgrep >/dev/null 2>&1 || echo "no ripgrep: its rows say n/a"
-	$(GO) run ./internal/tools/searchbench
+	$(GO) run ./tools/searchbench
 
 ## bench-append: one 4 KiB append + Sync by a writer that stays open on a bucket
 ## file of 1, 16 and 64 MiB (fileblob, memblob, s3): time, bytes uploaded and

@@ -9,7 +9,7 @@
 // the text it indexes, and peak RSS. Each timed query uses a word no
 // earlier run asked for.
 //
-// Usage: go run ./internal/tools/searchbench [-sessions 10000] [-rounds 5] [-keep]
+// Usage: go run ./tools/searchbench [-sessions 10000] [-rounds 5] [-keep]
 package main
 
 import (
