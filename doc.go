@@ -4,8 +4,10 @@
 // store (images and long tool outputs as blob refs by default), workspace
 // checkpoint managers, run logs and the blobs themselves. It adds what only
 // the whole store can do: GC over the union of every layer's roots, Check
-// (fsck), which reads everything and changes nothing, and Search over the
-// store's catalog (package catalog, kept outside the store).
+// (fsck), which reads everything and changes nothing, Search over the
+// store's catalog (package catalog, kept outside the store), Mirror, Scan
+// for secrets, Prune by a retention policy, pins, and the root's
+// config.json.
 //
 // The layers stay usable alone; this package is where they meet. It may
 // import every package of the module except cmd/.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/redact"
 	"github.com/trovekit/trove/session"
 )
 
@@ -19,6 +20,7 @@ type MirrorOption func(*mirrorConfig)
 type mirrorConfig struct {
 	dryRun   bool
 	progress func(MirrorAction)
+	redact   *redact.Detector
 }
 
 // MirrorDryRun makes Mirror report what it would copy without writing.
@@ -91,6 +93,9 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		// Nothing to copy is almost surely a wrong source URL, not a store.
 		return rep, fmt.Errorf("mirror: source holds no store: %w", fs.ErrNotExist)
 	}
+	if cfg.redact != nil {
+		return mirrorRedacted(ctx, src, dst, files, cfg)
+	}
 	sort.SliceStable(files, func(i, j int) bool { return mirrorRank(files[i].Name) < mirrorRank(files[j].Name) })
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -100,18 +105,23 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		if err != nil {
 			return rep, err
 		}
-		act.Done, act.Total = i+1, len(files)
-		if act.Copied {
-			rep.Copied++
-			rep.CopiedBytes += act.Size
-		} else {
-			rep.Skipped++
-		}
-		if cfg.progress != nil {
-			cfg.progress(act)
-		}
+		rep.note(act, i+1, len(files), cfg.progress)
 	}
 	return rep, nil
+}
+
+// note counts act, the done-th file of total, and tells progress.
+func (rep *MirrorReport) note(act MirrorAction, done, total int, progress func(MirrorAction)) {
+	act.Done, act.Total = done, total
+	if act.Copied {
+		rep.Copied++
+		rep.CopiedBytes += act.Size
+	} else {
+		rep.Skipped++
+	}
+	if progress != nil {
+		progress(act)
+	}
 }
 
 // skipMirror says what belongs to the source's live processes (writer
