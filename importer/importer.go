@@ -44,6 +44,11 @@ type Options struct {
 	// Progress, when set, is called after each source file with how many
 	// of the total are done.
 	Progress func(done, total int)
+	// Redact, when set, rewrites a source's bytes before they are parsed
+	// (secrets replaced, as redact.Detector.JSONLines does), so nothing
+	// the import writes holds them; the source file is never changed. A
+	// source already imported and unchanged since is skipped as ever.
+	Redact func(data []byte) ([]byte, error)
 }
 
 // Import imports every session file under paths into st. The blobs/
@@ -135,6 +140,13 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 	src := source{path: path, format: format, data: data}
 	if rs, ok := unchanged(ctx, st, src); ok {
 		return rs, nil // imported from these very bytes: no need to parse them
+	}
+	if o.Redact != nil {
+		// Ids, provenance and the unchanged check stay those of the
+		// source's own bytes; only what is parsed is redacted.
+		if data, err = o.Redact(data); err != nil {
+			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
+		}
 	}
 	var conv *conversation
 	switch format {

@@ -14,6 +14,7 @@ import (
 
 func newExportCmd(a *app) *cobra.Command {
 	var format, out string
+	var redactOut bool
 	cmd := &cobra.Command{
 		Use:   "export ID-OR-PREFIX",
 		Short: "Export a session as self-contained HTML, Markdown (the current branch) or JSONL with blobs inline",
@@ -39,6 +40,11 @@ func newExportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return storeErr(err)
 			}
+			if redactOut {
+				if sess, err = redactedSession(ctx, ts, sess); err != nil {
+					return err
+				}
+			}
 			if out == "" || out == "-" {
 				return render(ctx, a.stdout, sess)
 			}
@@ -47,6 +53,7 @@ func newExportCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "html", "html, md or jsonl")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
+	cmd.Flags().BoolVar(&redactOut, "redact", false, "replace secrets (see trove scan) with [REDACTED:detector] in what is written")
 	return cmd
 }
 

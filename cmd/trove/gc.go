@@ -29,6 +29,10 @@ func newGCCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			pruned, err := a.applyRetention(ctx, ts, dryRun)
+			if err != nil {
+				return err
+			}
 			var opts []troveapi.GCOption
 			if dryRun {
 				opts = append(opts, troveapi.GCDryRun())
@@ -46,11 +50,19 @@ func newGCCmd(a *app) *cobra.Command {
 			out := gcJSON{DryRun: rep.DryRun, Live: rep.Live, Kept: rep.Kept, Freed: []string{}, FreedBytes: rep.DeletedBytes,
 				Young: rep.Young, Repacked: rep.Repacked, Removed: append([]string{}, rep.Removed...),
 				SessionRefs: rep.SessionRefs, CheckpointRefs: rep.CheckpointRefs, RunRefs: rep.RunRefs}
+			for _, it := range pruned.Removed {
+				out.Pruned = append(out.Pruned, itemJSON{it.Kind, it.ID})
+			}
 			for _, r := range rep.Deleted {
 				out.Freed = append(out.Freed, r.String())
 			}
 			if a.jsonOut {
 				return a.printJSON(out)
+			}
+			if len(pruned.Removed) > 0 {
+				if err := a.printPruned(pruned); err != nil {
+					return err
+				}
 			}
 			verb := "freed"
 			if dryRun {
@@ -92,4 +104,6 @@ type gcJSON struct {
 	SessionRefs    int      `json:"session_refs"`
 	CheckpointRefs int      `json:"checkpoint_refs"`
 	RunRefs        int      `json:"run_refs"`
+	// Pruned is what the retention policy of config.json removed first.
+	Pruned []itemJSON `json:"pruned,omitempty"`
 }

@@ -18,7 +18,7 @@ type importJSON struct {
 
 func newImportCmd(a *app) *cobra.Command {
 	var from string
-	var dryRun bool
+	var dryRun, redactOut bool
 	cmd := &cobra.Command{
 		Use:   "import [--from pi|omp|claude|codex|spec002|auto] PATH...",
 		Short: "Import other agents' sessions into the store, leaving the sources unchanged",
@@ -45,7 +45,18 @@ func newImportCmd(a *app) *cobra.Command {
 				}
 				b.set(done, total)
 			}
-			res, err := importer.Import(ctx, ts, args, importer.Options{From: from, DryRun: dryRun, Progress: progress})
+			opts := importer.Options{From: from, DryRun: dryRun, Progress: progress}
+			if redactOut {
+				d, err := ts.Redactor(ctx)
+				if err != nil {
+					return err
+				}
+				opts.Redact = func(data []byte) ([]byte, error) {
+					out, _, err := d.JSONLines(data, nil)
+					return out, err
+				}
+			}
+			res, err := importer.Import(ctx, ts, args, opts)
 			b.done()
 			out := importJSON{DryRun: dryRun, Sessions: append([]importer.Result{}, res...)}
 			for _, r := range res {
@@ -100,5 +111,6 @@ func newImportCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&from, "from", "auto", "source format: pi, omp, claude, codex, spec002 or auto")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be imported and change nothing")
+	cmd.Flags().BoolVar(&redactOut, "redact", false, "replace secrets with [REDACTED:detector] in what is imported (the sources stay as they are)")
 	return cmd
 }

@@ -20,7 +20,7 @@ type mirrorJSON struct {
 }
 
 func newMirrorCmd(a *app) *cobra.Command {
-	var dryRun, encrypt bool
+	var dryRun, encrypt, redactOut bool
 	var dstPasswordFile string
 	cmd := &cobra.Command{
 		Use:   "mirror SRC_URL DST_URL",
@@ -74,6 +74,17 @@ func newMirrorCmd(a *app) *cobra.Command {
 			if dryRun {
 				opts = append(opts, troveapi.MirrorDryRun())
 			}
+			if redactOut {
+				cfg, err := troveapi.ReadConfig(ctx, srcView)
+				if err != nil {
+					return err
+				}
+				d, err := cfg.Redact.Detector()
+				if err != nil {
+					return err
+				}
+				opts = append(opts, troveapi.MirrorRedact(d))
+			}
 			rep, err := troveapi.Mirror(ctx, srcView, dstView, opts...)
 			b.done()
 			out.MirrorReport = rep
@@ -97,6 +108,7 @@ func newMirrorCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be copied and change nothing")
 	cmd.Flags().BoolVar(&encrypt, "encrypt", false, "make DST_URL an encrypted store (or open it as one) and re-encrypt into it")
 	cmd.Flags().StringVar(&dstPasswordFile, "dst-password-file", "", "read the destination's passphrase from this file (else $"+envDstPassword+" or a prompt)")
+	cmd.Flags().BoolVar(&redactOut, "redact", false, "write a redacted copy: secrets replaced in sessions, run logs and their text blobs; checkpoints left out")
 	return cmd
 }
 

@@ -171,6 +171,7 @@ func newRoot(a *app) *cobra.Command {
 		newMirrorCmd(a), newImportCmd(a), newWatchCmd(a), newHooksCmd(a))
 	root.AddCommand(newSearchCmd(a), newCatalogCmd(a))
 	root.AddCommand(newInitCmd(a), newKeyCmd(a))
+	root.AddCommand(newScanCmd(a), newPruneCmd(a), newPinCmd(a), newUnpinCmd(a))
 	// cobra adds `completion` at Execute; added now, it behaves too.
 	root.InitDefaultCompletionCmd()
 	behave(root)
