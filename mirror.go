@@ -72,7 +72,13 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		o(&cfg)
 	}
 	rep := MirrorReport{DryRun: cfg.dryRun}
-	copyFile, err := mirrorMode(ctx, src, dst, cfg.dryRun)
+	var copyFile mirrorCopy
+	var err error
+	if cfg.redact != nil {
+		err = redactMode(ctx, src, dst)
+	} else {
+		copyFile, err = mirrorMode(ctx, src, dst, cfg.dryRun)
+	}
 	if err != nil {
 		return rep, err
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/crypt"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/redact"
 )
@@ -30,6 +31,28 @@ func MirrorRedact(d *redact.Detector) MirrorOption {
 // refText finds blob refs inside any string: a tool output's notice names
 // its ref too.
 var refText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`blob:(?:sha256|blake3):[0-9a-f]{64}`) })
+
+// redactMode checks that a redacted Mirror reads plaintext and writes
+// what dst is: an encrypted store is read and written through its key
+// (a *crypt.Storage), never as raw objects, and no key is copied.
+func redactMode(ctx context.Context, src, dst backend.Storage) error {
+	for _, side := range []struct {
+		name string
+		st   backend.Storage
+	}{{"the source", src}, {"the destination", dst}} {
+		if _, open := side.st.(*crypt.Storage); open {
+			continue
+		}
+		enc, err := crypt.IsEncrypted(ctx, side.st)
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		if enc {
+			return fmt.Errorf("mirror --redact: %s: %w", side.name, crypt.ErrEncrypted)
+		}
+	}
+	return nil
+}
 
 // redactMirror is one redacted Mirror's state: the two blob stores and
 // what each source blob became.

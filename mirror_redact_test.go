@@ -11,6 +11,7 @@ import (
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/crypt"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
@@ -29,8 +30,12 @@ var planted = map[string]string{
 // (the tool output big enough to be a blob) and a run log with one.
 func secretStore(t *testing.T) (*trove.Store, backend.Storage, string) {
 	t.Helper()
+	return secretStoreOn(t, mem.New())
+}
+
+func secretStoreOn(t *testing.T, st backend.Storage) (*trove.Store, backend.Storage, string) {
+	t.Helper()
 	ctx := context.Background()
-	st := mem.New()
 	s, err := trove.New(ctx, st, trove.WithToolOutputThreshold(1024))
 	if err != nil {
 		t.Fatal(err)
@@ -222,5 +227,54 @@ func TestMirrorRedact(t *testing.T) {
 	again, err := trove.Mirror(ctx, src, dst, trove.MirrorRedact(d))
 	if err != nil || again.Copied != 0 {
 		t.Fatalf("second redacted mirror copied %d (%v), want 0", again.Copied, err)
+	}
+}
+
+// A redacted mirror of an encrypted store reads it through its key and
+// writes a plain, redacted copy; without the key it refuses and writes
+// nothing.
+func TestMirrorRedactEncrypted(t *testing.T) {
+	ctx := context.Background()
+	raw := mem.New()
+	cs, err := crypt.Init(ctx, raw, []byte("correct horse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := secretStoreOn(t, cs)
+	d, err := s.Redactor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := mem.New()
+	if _, err := trove.Mirror(ctx, raw, dst, trove.MirrorRedact(d)); !errors.Is(err, crypt.ErrEncrypted) {
+		t.Fatalf("redacted mirror of raw ciphertext: %v, want crypt.ErrEncrypted", err)
+	}
+	if n := len(snapshot(t, dst)); n != 0 {
+		t.Fatalf("a refused mirror wrote %d files", n)
+	}
+	if _, err := trove.Mirror(ctx, cs, dst, trove.MirrorRedact(d)); err != nil {
+		t.Fatal(err)
+	}
+	if enc, err := crypt.IsEncrypted(ctx, dst); err != nil || enc {
+		t.Fatalf("the copy is encrypted (%v): keys were copied", err)
+	}
+	files := snapshot(t, dst)
+	if len(files) < 4 {
+		t.Fatalf("the copy has %d files", len(files))
+	}
+	for name, b := range files {
+		for where, sec := range planted {
+			if bytes.Contains(b, []byte(sec)) {
+				t.Errorf("%s of the copy holds the %s secret", name, where)
+			}
+		}
+	}
+	ds, err := trove.New(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk, err := ds.Check(ctx)
+	if err != nil || len(chk.Problems) != 0 || chk.Sessions != 1 {
+		t.Fatalf("fsck of the copy: %v %+v", err, chk)
 	}
 }
