@@ -63,7 +63,7 @@ func (s *Store) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	}
 	dir := s.cfg.catalogDir
 	if dir == "" {
-		dir = besideRoot(s.st)
+		dir = besideRoot(s.base) // the raw storage: an encrypted store's is a view over it
 	}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "trove-catalog-")
@@ -114,4 +114,15 @@ func (s *Store) closeCatalog() error {
 		s.catTemp = ""
 	}
 	return err
+}
+
+// Stats adds up the store's sessions from its catalog: messages, tokens,
+// cost, tool calls and failures, by day, model, cwd or tool, and the bytes
+// the sessions and their blobs take.
+func (s *Store) Stats(ctx context.Context, q catalog.StatsQuery) (*catalog.Stats, error) {
+	c, err := s.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Stats(ctx, q)
 }

@@ -21,7 +21,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -31,6 +31,7 @@ const FileName = "catalog.db"
 // refs are indexed by their text.
 type Blobs interface {
 	Get(ctx context.Context, ref cas.Ref) ([]byte, error)
+	Stat(ctx context.Context, ref cas.Ref) (cas.Info, error)
 }
 
 // Catalog is the search and listing catalog of one store. It is safe for
@@ -251,6 +252,8 @@ var schema = []string{
 	)`,
 	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
+	`CREATE TABLE refs(file INTEGER NOT NULL, ref TEXT NOT NULL)`,
+	`CREATE INDEX refs_file ON refs(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
 	`CREATE VIRTUAL TABLE vocab USING fts5vocab(fts, row)`,
 	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 0')`,
@@ -314,7 +317,7 @@ func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "INSERT INTO fts(fts) VALUES('delete-all')"} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}

@@ -59,7 +59,8 @@ type parsed struct {
 	size    int64 // the new read offset
 	tail    []byte
 	skip    bool
-	restart bool // the tail did not match: everything was read again
+	restart bool     // the tail did not match: everything was read again
+	refs    []string // blob refs in the lines read, once per line
 	err     error
 }
 
@@ -491,6 +492,7 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 				p.docs = append(p.docs, indexed{doc: doc{role: RoleTitle, ts: h.ts, texts: []string{h.title}}, off: 0, n: int64(len(line))})
 			}
 		default:
+			p.refs = appendRefs(p.refs, line)
 			if d, ok := parseEntry(line, buf[:0]); ok {
 				p.docs = append(p.docs, indexed{doc: d, off: off, n: int64(len(line))})
 			}
@@ -505,6 +507,27 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 			d.stream = appendStream(d.stream, t)
 		}
 		d.texts = nil
+	}
+}
+
+// appendRefs appends the blob refs a line holds (images, tool outputs),
+// each once.
+func appendRefs(refs []string, line []byte) []string {
+	start := len(refs)
+	for {
+		i := bytes.Index(line, []byte(`"blob:`))
+		if i < 0 {
+			return refs
+		}
+		line = line[i+1:]
+		end := bytes.IndexByte(line, '"')
+		if end < 0 {
+			return refs
+		}
+		if _, err := cas.ParseRef(string(line[:end])); err == nil && !slices.Contains(refs[start:], string(line[:end])) {
+			refs = append(refs, string(line[:end]))
+		}
+		line = line[end:]
 	}
 }
 

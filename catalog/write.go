@@ -41,6 +41,7 @@ type writer struct {
 	tx                                  *sql.Tx
 	state, insFile, updFile, insEntry   *sql.Stmt
 	insFTS, delFTS, delEntries, delFile *sql.Stmt
+	insRef, delRefs                     *sql.Stmt
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
@@ -60,6 +61,8 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
 		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
 		{&w.delFile, "DELETE FROM files WHERE id = ?"},
+		{&w.insRef, "INSERT INTO refs(file, ref) VALUES(?, ?)"},
+		{&w.delRefs, "DELETE FROM refs WHERE file = ?"},
 	} {
 		st, err := tx.PrepareContext(ctx, s.sql)
 		if err != nil {
@@ -72,7 +75,7 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 }
 
 func (w *writer) close() {
-	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile} {
+	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile, w.insRef, w.delRefs} {
 		if s != nil {
 			s.Close()
 		}
@@ -92,7 +95,7 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		return nil // changed since planned
 	}
 	if have && (p.kind == workDelete || p.kind == workReindex) {
-		for _, s := range []*sql.Stmt{w.delFTS, w.delEntries} {
+		for _, s := range []*sql.Stmt{w.delFTS, w.delEntries, w.delRefs} {
 			if _, err := s.ExecContext(ctx, id); err != nil {
 				return fmt.Errorf("catalog: %w", err)
 			}
@@ -112,6 +115,11 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 			return fmt.Errorf("catalog: %w", err)
 		}
 		if id, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	for _, ref := range p.refs {
+		if _, err := w.insRef.ExecContext(ctx, id, ref); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
 	}

@@ -169,7 +169,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
 		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a),
 		newMirrorCmd(a), newImportCmd(a), newWatchCmd(a), newHooksCmd(a))
-	root.AddCommand(newSearchCmd(a), newCatalogCmd(a))
+	root.AddCommand(newSearchCmd(a), newCatalogCmd(a), newStatsCmd(a))
 	root.AddCommand(newInitCmd(a), newKeyCmd(a))
 	root.AddCommand(newScanCmd(a), newPruneCmd(a), newPinCmd(a), newUnpinCmd(a))
 	// cobra adds `completion` at Execute; added now, it behaves too.

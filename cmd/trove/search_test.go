@@ -68,3 +68,50 @@ func TestSearchCommand(t *testing.T) {
 		t.Errorf("after rebuild: %+v", again)
 	}
 }
+
+func TestStatsCommand(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	if code, out, errOut := trove(t, "", "--store", store, "demo"); code != exitOK {
+		t.Fatalf("demo: %s %s", errOut, out)
+	}
+	code, out, errOut := trove(t, "", "--store", store, "--json", "stats", "--by", "tool")
+	if code != exitOK {
+		t.Fatalf("stats: %s", errOut)
+	}
+	var st struct {
+		Groups []struct {
+			Key       string `json:"key"`
+			ToolCalls int64  `json:"tool_calls"`
+			Failures  int64  `json:"tool_failures"`
+		} `json:"groups"`
+		Total struct {
+			Sessions int64   `json:"sessions"`
+			Input    int64   `json:"input_tokens"`
+			Cost     float64 `json:"cost_usd"`
+		} `json:"total"`
+		BlobOriginal int64 `json:"blob_original_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	// The demo: two sessions (one a fork), an edit that failed, a tool
+	// output of 99,000 bytes and a screenshot kept as blobs.
+	if st.Total.Sessions != 2 || st.Total.Input == 0 || st.Total.Cost == 0 || st.BlobOriginal < 99000 {
+		t.Errorf("stats %+v", st)
+	}
+	edit := false
+	for _, g := range st.Groups {
+		if g.Key == "edit" {
+			edit = g.ToolCalls >= 1 && g.Failures == 1
+		}
+	}
+	if !edit {
+		t.Errorf("by tool: %+v", st.Groups)
+	}
+	if code, _, _ := trove(t, "", "--store", store, "stats", "--by", "planet"); code != exitUsage {
+		t.Errorf("--by planet: exit %d", code)
+	}
+	if code, out, _ := trove(t, "", "--store", store, "stats"); code != exitOK || !strings.Contains(out, "saved by storing each once") {
+		t.Errorf("stats: %d %s", code, out)
+	}
+}
