@@ -102,6 +102,14 @@ var secretKinds = []func(g gen) (name, secret string){
 	func(g gen) (string, string) {
 		return "password", g.s(alnum, 6) + g.pick("!", "$", "#", "%", "&") + g.s(alnum, 4)
 	},
+	func(g gen) (string, string) { return "DOCKER_TOKEN", "dckr_pat_" + g.s(urlA, 27) },
+	func(g gen) (string, string) { return "GOOGLE_CLIENT_SECRET", "GOCSPX-" + g.s(urlA, 28) },
+	func(g gen) (string, string) {
+		return "Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(g.s(lowerA, 6)+":"+g.s(alnum, 12)))
+	},
+	func(g gen) (string, string) {
+		return "ConnectionString", g.s(alnum, 8) + g.pick("!", "#", "") + g.s(digitsA, 2)
+	},
 }
 
 // contextual are the kinds no detector can tell from other words without
@@ -112,6 +120,12 @@ var contextual = map[string]bool{"DB_PASSWORD": true, "password": true, "SECRET_
 // them.
 func (g gen) embed(name, secret string) string {
 	upper := strings.ToUpper(name)
+	switch name {
+	case "Authorization":
+		return g.pick("Authorization: ", `"Authorization": "`, "> authorization: ") + secret
+	case "ConnectionString":
+		return fmt.Sprintf("Server=tcp:%s.database.windows.net,1433;Database=app;User Id=sa;Password=%s;Encrypt=true;", g.s(lowerA, 6), secret)
+	}
 	if name == "DATABASE_URL" {
 		return g.pick("DATABASE_URL=", "connecting to ", `"dsn": "`, "mongo ") + g.pick("postgres", "postgresql", "mysql", "mongodb+srv", "redis", "amqp") + "://" +
 			g.pick("app", "admin", "svc_"+g.s(lowerA, 4)) + ":" + secret + "@" + g.pick("db.internal", "10.0.3.7:5432", "cluster0.ab1cd.mongodb.net", "localhost:6379") + "/" + g.pick("prod", "app", "0")
@@ -150,7 +164,7 @@ func (g gen) cleanGenerated() string {
 	uuid := func() string {
 		return g.s(hexA, 8) + "-" + g.s(hexA, 4) + "-4" + g.s(hexA, 3) + "-" + g.s(hexA, 4) + "-" + g.s(hexA, 12)
 	}
-	switch g.r.IntN(24) {
+	switch g.r.IntN(28) {
 	case 0:
 		return "blob:sha256:" + g.s(hexA, 64)
 	case 1:
@@ -198,10 +212,28 @@ func (g gen) cleanGenerated() string {
 		return fmt.Sprintf("sessions/--home-%s-src--/2025-03-04T10-11-12-000Z_%s.jsonl", g.s(lowerA, 6), uuid())
 	case 22:
 		return fmt.Sprintf("ok  \tgithub.com/trovekit/trove/%s\t%d.%03ds", w(), g.r.IntN(9), g.r.IntN(999))
+	case 24:
+		var lines []string
+		for range 8 {
+			lines = append(lines, g.s(b64A, 64))
+		}
+		return "-----BEGIN CERTIFICATE-----\nMIID" + g.s(b64A, 60) + "\n" + strings.Join(lines, "\n") + "\n-----END CERTIFICATE-----"
+	case 25:
+		key := append([]byte{0, 0, 0, 11}, "ssh-ed25519"...)
+		key = append(key, 0, 0, 0, 32)
+		for range 32 {
+			key = append(key, byte(g.r.Uint32()))
+		}
+		return "ssh-ed25519 " + base64.StdEncoding.EncodeToString(key) + " " + w() + "@" + w()
+	case 26:
+		return g.pick(`Authorization: Bearer ${GITHUB_TOKEN}`, `-H "Authorization: Bearer $TOKEN"`, `Server=db;Database=app;User Id=sa;Password=${DB_PASSWORD};`, `the Authorization header carries a bearer token`)
 	default:
 		return fmt.Sprintf("The %s keeps its %s until the %s is flushed; see docs/%s.md.", w(), w(), w(), w())
 	}
 }
+
+// plantedSecrets are the tests elsewhere that hold fake secrets on purpose.
+var plantedSecrets = map[string]bool{"../mirror_redact_test.go": true, "../cmd/trove/scan_test.go": true}
 
 // cleanFiles are real text: this module's Go sources and docs, but not
 // this package, whose tests hold fake secrets on purpose, nor test data.
@@ -218,6 +250,9 @@ func cleanFiles(t *testing.T) []string {
 			case "redact", "testdata", ".git", ".tools":
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if plantedSecrets[filepath.ToSlash(p)] {
 			return nil
 		}
 		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".md") {
@@ -256,6 +291,7 @@ func TestCorpus(t *testing.T) {
 		for _, kind := range secretKinds {
 			name, secret := kind(g)
 			text := g.embed(name, secret)
+			secret = strings.TrimPrefix(secret, "Basic ")
 			total++
 			if covered(d, text, secret) {
 				found++
@@ -273,24 +309,32 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("found %.1f%% of secrets, want >= 95%%", 100*rate)
 	}
 
+	// Clean texts are judged whole (a certificate is a block of lines),
+	// and each line a finding touches counts.
 	var clean []string
 	for range 3000 {
-		clean = append(clean, strings.Split(g.cleanGenerated(), "\n")...)
+		clean = append(clean, g.cleanGenerated())
 	}
 	clean = append(clean, cleanFiles(t)...)
-	touched := 0
-	for _, l := range clean {
-		if fs := d.Find(l); len(fs) > 0 {
-			touched++
-			if touched <= 25 {
-				t.Logf("clean line touched by %s: %q", fs[0].Detector, l)
+	touched, lines := 0, 0
+	for _, text := range clean {
+		lines += strings.Count(text, "\n") + 1
+		hit := map[int]bool{}
+		for _, f := range d.Find(text) {
+			first := strings.Count(text[:f.Start], "\n")
+			for l := first; l <= first+strings.Count(text[f.Start:f.End], "\n"); l++ {
+				hit[l] = true
+			}
+			if touched+len(hit) <= 25 {
+				t.Logf("clean text touched by %s: %q", f.Detector, text)
 			}
 		}
+		touched += len(hit)
 	}
-	frac := float64(touched) / float64(len(clean))
-	t.Logf("clean: %d of %d lines touched (%.2f%%)", touched, len(clean), 100*frac)
-	if len(clean) < 10000 || frac > 0.01 {
-		t.Errorf("touched %.2f%% of %d clean lines, want <= 1%% of at least 10,000", 100*frac, len(clean))
+	frac := float64(touched) / float64(lines)
+	t.Logf("clean: %d of %d lines touched (%.2f%%)", touched, lines, 100*frac)
+	if lines < 10000 || frac > 0.01 {
+		t.Errorf("touched %.2f%% of %d clean lines, want <= 1%% of at least 10,000", 100*frac, lines)
 	}
 }
 

@@ -34,6 +34,25 @@ func ownRules() []*rule {
 			},
 		},
 		{
+			// HTTP credentials anywhere, not only in curl commands as
+			// gitleaks's curl rules: headers printed by tools and logs.
+			id:       "authorization-header",
+			re:       regexp.MustCompile(`(?i)\b(?:authorization|proxy-authorization)["']?[ \t]*[:=][ \t]*["']?(?:basic[ \t]+([a-z0-9+/]{8,}={0,2})|(?:bearer|token)[ \t]+([a-z0-9._~+/-]{16,}={0,2}))`),
+			keywords: []string{"authorization"},
+			prio:     prioFormat,
+			keep:     func(_, s string) bool { return !placeholder(s) && strings.ContainsAny(s, "0123456789") },
+		},
+		{
+			// Passwords in ADO.NET and ODBC connection strings.
+			id:       "connection-string-password",
+			re:       regexp.MustCompile(`(?i)(?:^|[;"'\s])(?:password|pwd)[ \t]*=[ \t]*([^;'"\s]{4,})(?:;|$|["'\s])`),
+			keywords: []string{"password", "pwd"},
+			prio:     prioGeneric,
+			keep: func(m, s string) bool {
+				return strings.Contains(m, ";") && !placeholder(s) && !strings.Contains(s, "${") && !strings.HasPrefix(s, "$")
+			},
+		},
+		{
 			id:       "password-assignment",
 			re:       regexp.MustCompile(`(?i)(?:password|passwd|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?token|auth[_-]?token)["']?[ \t]*(?::=|=|:)[ \t]*(?:"([^"\s]{6,})"|'([^'\s]{6,})')`),
 			keywords: []string{"pass", "pwd", "secret", "key", "token"},
@@ -88,8 +107,8 @@ func secretValue(s string) bool {
 	if !upper && !lower && !symbol {
 		return false // a number, a version
 	}
-	if !digit && !symbol && !(upper && lower) {
-		return false // a word: "bearer", "VAULT", "read-only"
+	if !digit && !symbol && (!(upper && lower) || wordLength(s) >= 4) {
+		return false // words: "bearer", "VAULT", "read-only", "encodeUserPassword"
 	}
 	return true
 }
@@ -110,9 +129,13 @@ const (
 // base64 of text or of a known file type.
 func highEntropy(text string) []span {
 	var out []span
+	var public [][]int
+	if strings.Contains(text, "-----BEGIN ") {
+		public = publicPEM().FindAllStringIndex(text, -1)
+	}
 	for _, m := range tokenRe().FindAllStringIndex(text, -1) {
 		tok := text[m[0]:m[1]]
-		if len(tok) > maxEntropyLen || m[0] > 0 && isTokenByte(text[m[0]-1]) || hashed(text[:m[0]]) {
+		if len(tok) > maxEntropyLen || m[0] > 0 && isTokenByte(text[m[0]-1]) || hashed(text[:m[0]]) || inside(public, m[0]) {
 			continue
 		}
 		if randomToken(tok) {
@@ -120,6 +143,20 @@ func highEntropy(text string) []span {
 		}
 	}
 	return out
+}
+
+// publicPEM matches PEM blocks of what is public: certificates, public
+// keys, signatures. Their base64 looks random and is no secret.
+var publicPEM = lazyRegexp(`-----BEGIN (?:CERTIFICATE|TRUSTED CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|CERTIFICATE REQUEST|NEW CERTIFICATE REQUEST|X509 CRL|PGP PUBLIC KEY BLOCK|PGP SIGNATURE|PGP MESSAGE|SSH2 PUBLIC KEY)-----[\s\S]*?-----END [A-Z0-9 ]+-----`)
+
+// inside says whether offset i falls in one of the spans.
+func inside(spans [][]int, i int) bool {
+	for _, sp := range spans {
+		if i >= sp[0] && i < sp[1] {
+			return true
+		}
+	}
+	return false
 }
 
 func isTokenByte(c byte) bool {
@@ -169,7 +206,9 @@ func randomToken(tok string) bool {
 			hex++
 		}
 	}
-	if hex == len(core) || upper < 2 || lower < 2 || digit < 2 {
+	// Random base62 has digits in ~1 of 6 characters; a token without
+	// any passes only when it is long and split into fragments.
+	if hex == len(core) || upper < 2 || lower < 2 || digit == 0 && (len(core) < 24 || wordLength(core) >= 2.2) {
 		return false
 	}
 	if mixedCase(core)*2 < len(core) || entropy(core) < entropyFloor(len(core)) {
@@ -221,10 +260,17 @@ func wordLength(s string) float64 {
 		}
 		chars++
 		pc := class(prev)
-		// A new word starts after punctuation, at a digit after a letter
-		// or a letter after a digit, and at an upper case letter after a
-		// lower case one (camelCase).
-		if prev == 0 || pc != cl && !(pc == 'A' && cl == 'a') {
+		// A new word starts after punctuation, at a change between
+		// letters and digits, and at an upper case letter after a lower
+		// case one (camelCase); but digits that end a word (Int64/,
+		// sha256-) belong to it.
+		newWord := prev == 0 || pc != cl && !(pc == 'A' && cl == 'a') && !(cl == '0' && digitsEndWord(s[i:]))
+		// The last capital of a run before a lower case letter starts a
+		// word: HTTPServer is HTTP and Server.
+		if !newWord && cl == 'A' && pc == 'A' && i+1 < len(s) && class(s[i+1]) == 'a' {
+			newWord = true
+		}
+		if newWord {
 			words++
 		}
 		prev = c
@@ -233,6 +279,16 @@ func wordLength(s string) float64 {
 		return 0
 	}
 	return float64(chars) / float64(words)
+}
+
+// digitsEndWord says whether the digits s starts with are followed by
+// anything but a letter.
+func digitsEndWord(s string) bool {
+	i := 0
+	for i < len(s) && class(s[i]) == '0' {
+		i++
+	}
+	return i == len(s) || class(s[i]) != 'a' && class(s[i]) != 'A'
 }
 
 func class(c byte) byte {
@@ -269,6 +325,13 @@ func encodedData(tok string) bool {
 	}
 	for _, magic := range []string{"\x89PNG", "\xff\xd8\xff", "GIF8", "RIFF", "%PDF", "\x1f\x8b", "PK\x03\x04", "\x28\xb5\x2f\xfd"} {
 		if strings.HasPrefix(string(b), magic) {
+			return true
+		}
+	}
+	// An SSH public key: a length-prefixed algorithm name first.
+	if len(b) > 8 && b[0] == 0 && b[1] == 0 && b[2] == 0 && int(b[3]) < len(b)-4 {
+		name := string(b[4 : 4+b[3]])
+		if strings.HasPrefix(name, "ssh-") || strings.HasPrefix(name, "ecdsa-") || strings.HasPrefix(name, "sk-") {
 			return true
 		}
 	}
