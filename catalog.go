@@ -63,7 +63,13 @@ func (s *Store) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	}
 	dir := s.cfg.catalogDir
 	if dir == "" {
-		dir = besideRoot(s.base) // the raw storage: an encrypted store's is a view over it
+		var err error
+		if dir, err = encryptedCatalogDir(s.st); err != nil {
+			return nil, err
+		}
+	}
+	if dir == "" {
+		dir = besideRoot(s.base)
 	}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "trove-catalog-")

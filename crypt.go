@@ -3,8 +3,12 @@ package trove
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/crypt"
@@ -24,6 +28,28 @@ func WithKey(secret []byte) Option {
 // new store's key, which files are appended to).
 func WithCryptOptions(opts ...crypt.Option) Option {
 	return func(c *config) { c.crypt = append(c.crypt, opts...) }
+}
+
+// encryptedCatalogDir is where an encrypted store's search catalog (plain
+// text, derived from the sessions) lives: in the user's cache directory,
+// in a directory only the user can enter, named from the store's key (the
+// name says nothing of the store); never in or beside the store, so never
+// mirrored. "" for a plain store.
+func encryptedCatalogDir(st backend.Storage) (string, error) {
+	cs, ok := st.(*crypt.Storage)
+	if !ok {
+		return "", nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("trove: catalog directory: %w", err)
+	}
+	sum := sha256.Sum256([]byte(cs.StoredName("catalog")))
+	dir := filepath.Join(cache, "trove", "catalog", "enc-"+hex.EncodeToString(sum[:12]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("trove: catalog directory: %w", err)
+	}
+	return dir, os.Chmod(dir, 0o700)
 }
 
 // unlock returns the storage New wires: st itself for a plain store, or

@@ -15,6 +15,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/crypt"
 	bfs "github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/catalog"
 	"github.com/trovekit/trove/conformance"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
@@ -205,4 +206,66 @@ func openRaw(t *testing.T, dir string) (backend.Storage, map[string][]byte) {
 	}
 	t.Cleanup(func() { raw.Close() })
 	return raw, rawObjects(t, raw)
+}
+
+// An encrypted store's search catalog, plain text, lives in the user's
+// cache directory (a directory only the user enters), not beside the store.
+func TestEncryptedStoreCatalog(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := trove.Open(ctx, dir, trove.WithKey([]byte("pw")), fastKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plainStore(t, s, 0)
+	n := 0
+	for h, err := range s.Search(ctx, catalog.Query{Text: "quokka"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(h.Snippet)
+	}
+	if n == 0 {
+		t.Fatal("search of an encrypted store found nothing")
+	}
+	if _, err := os.Stat(dir + ".catalog"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a catalog beside the encrypted store: %v", err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "trove", "catalog", "enc-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("catalogs in the cache: %v", dirs)
+	}
+	if fi, err := os.Stat(dirs[0]); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("catalog directory: %v, %v", fi, err)
+	}
+}
+
+// The bytes an encrypted store takes beside a plain one holding the same
+// (a demo-like store and 100 forks): at most 5% more.
+func TestEncryptedStoreSize(t *testing.T) {
+	ctx := context.Background()
+	size := func(opts ...trove.Option) int64 {
+		s, err := trove.Open(ctx, "mem://", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		plainStore(t, s, 50)
+		var n int64
+		for name, b := range rawObjects(t, s.Raw()) {
+			if !strings.HasPrefix(name, crypt.KeysDir+"/") {
+				n += int64(len(b))
+			}
+		}
+		return n
+	}
+	plain, enc := size(), size(trove.WithKey([]byte("pw")), fastKDF)
+	ratio := float64(enc) / float64(plain)
+	t.Logf("store size: plain %d bytes, encrypted %d: %.4fx", plain, enc, ratio)
+	if ratio > 1.05 {
+		t.Errorf("an encrypted store takes %.3fx the bytes of a plain one, want <= 1.05", ratio)
+	}
 }

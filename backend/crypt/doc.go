@@ -3,8 +3,8 @@
 // encrypted name (docs/security.md has the format and what an attacker with
 // the bucket learns).
 //
-// Content is sealed with XChaCha20-Poly1305 in frames of 64 KiB under
-// random nonces, each bound to the file's logical name, its place and its
+// Content is sealed with AES-256-GCM in frames of 64 KiB, each under a key
+// of its own derived from a random nonce, each bound to the file's logical name, its place and its
 // kind as associated data, so a swapped, moved or replayed object or frame
 // fails to open: ErrCorrupt, naming the file. A whole write is cut into full
 // frames, so ranged reads (pack reads) open only the frames they cover and

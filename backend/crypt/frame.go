@@ -1,21 +1,29 @@
 package crypt
 
 import (
+	"bytes"
+	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"golang.org/x/crypto/chacha20poly1305"
+	"hash"
+	"sync"
 )
 
 // The frame format (docs/security.md): an object is a sequence of frames,
 //
 //	kind(1) plainLen(4) nonce(24) ciphertext(plainLen) tag(16) plainLen(4) plainEnd(8)
 //
-// sealed with XChaCha20-Poly1305 under a random nonce, with the logical
-// name, the kind and the plaintext offset as associated data. Whole writes
+// sealed with AES-256-GCM under a key of its own, HMAC-SHA256(content key,
+// nonce) for a random 24-byte nonce (so a key seals one frame and its GCM
+// nonce can be zero), with the logical name, the kind and the plaintext
+// offset as associated data. AES-GCM runs at several GB/s where the CPU has
+// AES instructions: four times XChaCha20-Poly1305 here, whose cost matched
+// SHA-256's and doubled a blob read's. Whole writes
 // cut the content into frames of FrameSize (kind whole, the last kind end);
 // each Sync of an append writer adds one frame of kind append. The trailer
 // repeats the length and gives the plaintext end, so the size of an
@@ -25,8 +33,8 @@ const (
 	FrameSize = 64 << 10
 
 	hdrSize     = 5
-	nonceSize   = chacha20poly1305.NonceSizeX
-	tagSize     = chacha20poly1305.Overhead
+	nonceSize   = 24
+	tagSize     = 16
 	trailerSize = 12
 	// Overhead is what a frame adds to its plaintext.
 	Overhead  = hdrSize + nonceSize + tagSize + trailerSize
@@ -49,14 +57,38 @@ var ErrCorrupt = errors.New("encrypted object corrupt or tampered with")
 const adDomain = "trove/crypt/1\x00"
 
 // sealer seals and opens frames of one store.
-type sealer struct{ aead cipher.AEAD }
+type sealer struct {
+	macs sync.Pool // of HMAC-SHA256 under the content key
+}
 
 func newSealer(key []byte) (*sealer, error) {
-	a, err := chacha20poly1305.NewX(key)
-	if err != nil {
-		return nil, err
+	if len(key) != 32 {
+		return nil, fmt.Errorf("crypt: content key of %d bytes", len(key))
 	}
-	return &sealer{aead: a}, nil
+	key = bytes.Clone(key)
+	return &sealer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
+}
+
+// zeroNonce is every frame's GCM nonce: each frame key seals one frame.
+var zeroNonce = make([]byte, 12)
+
+// aead is the AES-256-GCM of the frame with this nonce.
+func (s *sealer) aead(nonce []byte) cipher.AEAD {
+	h := s.macs.Get().(hash.Hash)
+	h.Reset()
+	h.Write(nonce)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	s.macs.Put(h)
+	b, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	g, err := cipher.NewGCM(b)
+	if err != nil {
+		panic(err)
+	}
+	return g
 }
 
 func ad(name string, kind byte, off int64, n int) []byte {
@@ -75,7 +107,7 @@ func (s *sealer) seal(dst []byte, name string, kind byte, off int64, p []byte) [
 	n := len(dst)
 	dst = append(dst, make([]byte, nonceSize)...)
 	rand.Read(dst[n:])
-	dst = s.aead.Seal(dst, dst[n:n+nonceSize], p, ad(name, kind, off, len(p)))
+	dst = s.aead(dst[n:n+nonceSize]).Seal(dst, zeroNonce, p, ad(name, kind, off, len(p)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(p)))
 	return binary.LittleEndian.AppendUint64(dst, uint64(off)+uint64(len(p)))
 }
@@ -123,7 +155,7 @@ func (s *sealer) open(dst []byte, name string, off int64, f []byte) ([]byte, byt
 		return dst, 0, fmt.Errorf("%w: bad frame trailer at plaintext offset %d", ErrCorrupt, off)
 	}
 	nonce := f[hdrSize : hdrSize+nonceSize]
-	out, err := s.aead.Open(dst, nonce, f[hdrSize+nonceSize:len(f)-trailerSize], ad(name, kind, off, n))
+	out, err := s.aead(nonce).Open(dst, zeroNonce, f[hdrSize+nonceSize:len(f)-trailerSize], ad(name, kind, off, n))
 	if err != nil {
 		return dst, 0, fmt.Errorf("%w: frame at plaintext offset %d fails authentication", ErrCorrupt, off)
 	}

@@ -192,50 +192,67 @@ func (r *reader) Read(p []byte) (int, error) {
 		if r.left == 0 {
 			return 0, io.EOF
 		}
-		r.err = r.next()
+		var n int
+		if n, r.err = r.next(p); n > 0 {
+			return n, nil
+		}
 	}
 	n := copy(p, r.out)
 	r.out = r.out[n:]
 	return n, nil
 }
 
-// next reads, checks and decrypts one frame into out.
-func (r *reader) next() error {
+// next reads, checks and decrypts one frame: into p when it all fits
+// there (returning its length), else into out.
+func (r *reader) next(p []byte) (int, error) {
 	const op = "read"
-	r.frame = append(r.frame[:0], make([]byte, hdrSize)...)
+	r.frame = grow(r.frame, hdrSize)
 	k, err := io.ReadFull(r.rc, r.frame)
 	switch {
 	case err == io.EOF:
 		if r.prev == kindWhole {
-			return corrupt(op, r.name, fmt.Errorf("%w: whole write cut at plaintext offset %d", ErrCorrupt, r.off))
+			return 0, corrupt(op, r.name, fmt.Errorf("%w: whole write cut at plaintext offset %d", ErrCorrupt, r.off))
 		}
-		return io.EOF
+		return 0, io.EOF
 	case err == io.ErrUnexpectedEOF:
-		return r.cut(r.frame[:k])
+		return 0, r.cut(r.frame[:k])
 	case err != nil:
-		return fail(op, r.name, err)
+		return 0, fail(op, r.name, err)
 	}
 	kind, n := header(r.frame)
 	if !validHeader(kind, n) {
-		return corrupt(op, r.name, fmt.Errorf("%w: bad frame header at plaintext offset %d", ErrCorrupt, r.off))
+		return 0, corrupt(op, r.name, fmt.Errorf("%w: bad frame header at plaintext offset %d", ErrCorrupt, r.off))
 	}
-	r.frame = append(r.frame, make([]byte, n+Overhead-hdrSize)...)
+	r.frame = grow(r.frame, n+Overhead)
 	k, err = io.ReadFull(r.rc, r.frame[hdrSize:])
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return r.cut(r.frame[:hdrSize+k])
+		return 0, r.cut(r.frame[:hdrSize+k])
 	case err != nil:
-		return fail(op, r.name, err)
+		return 0, fail(op, r.name, err)
 	}
-	plain, kind, err := r.c.s.open(r.plain[:0], r.name, r.off, r.frame)
-	r.plain = plain
+	direct := r.skip == 0 && len(p) >= n && (r.left < 0 || r.left >= int64(n))
+	dst := r.plain[:0]
+	if direct {
+		dst = p[:0]
+	}
+	plain, kind, err := r.c.s.open(dst, r.name, r.off, r.frame)
+	if !direct {
+		r.plain = plain
+	}
 	if err == nil {
 		err = sequence(r.prev, kind, r.off)
 	}
 	if err != nil {
-		return corrupt(op, r.name, err)
+		return 0, corrupt(op, r.name, err)
 	}
 	r.prev, r.off = kind, r.off+int64(n)
+	if direct {
+		if r.left >= 0 {
+			r.left -= int64(n)
+		}
+		return n, nil
+	}
 	if r.skip > 0 {
 		d := min(r.skip, int64(len(plain)))
 		plain, r.skip = plain[d:], r.skip-d
@@ -247,7 +264,16 @@ func (r *reader) next() error {
 		r.left -= int64(len(plain))
 	}
 	r.out = plain
-	return nil
+	return 0, nil
+}
+
+// grow returns b resized to n bytes, keeping its first bytes and reusing
+// its array when it is large enough.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return append(b[:cap(b)], make([]byte, n-cap(b))...)[:n]
 }
 
 // cut handles a stream that ends inside a frame: a torn append ends the
