@@ -54,6 +54,7 @@ type Event struct {
 
 type config struct {
 	debounce, rescan time.Duration
+	idle             time.Duration
 	stateFile        string
 	log              *slog.Logger
 	open             func(string) (File, error)
@@ -70,6 +71,11 @@ func WithDebounce(d time.Duration) Option { return func(c *config) { c.debounce 
 // WithRescan sets how often every source is stat'ed for changes the
 // notifications missed (default 30 s; 0 never).
 func WithRescan(d time.Duration) Option { return func(c *config) { c.rescan = d } }
+
+// WithIdle sets how long a source may go unwritten before the watcher
+// lets go of its parse state (default 10 minutes): memory is kept for the
+// sessions at work, and a source written again after is read whole once.
+func WithIdle(d time.Duration) Option { return func(c *config) { c.idle = d } }
 
 // WithStateFile keeps the offsets of the sources in path across runs, so a
 // restarted watcher reads nothing of a source that did not change.
@@ -99,7 +105,7 @@ type Watcher struct {
 
 // New makes a watcher of roots into st; Run starts it.
 func New(st *trove.Store, roots []Root, opts ...Option) *Watcher {
-	c := config{debounce: 100 * time.Millisecond, rescan: 30 * time.Second, log: slog.Default(),
+	c := config{debounce: 100 * time.Millisecond, rescan: 30 * time.Second, idle: 10 * time.Minute, log: slog.Default(),
 		open: func(p string) (File, error) { return os.Open(p) }}
 	for _, o := range opts {
 		o(&c)
@@ -300,6 +306,12 @@ func (w *Watcher) process(ctx context.Context, paths []string, notified bool) {
 		}
 		if w.onEvent != nil && (changed || err != nil) {
 			w.onEvent(Event{Path: p, Offset: s.Offset, Size: s.Size, Err: err})
+		}
+	}
+	// Parse state is kept for the sessions at work only.
+	for _, s := range w.sources {
+		if s.f != nil && time.Since(s.Mod) > w.idle {
+			s.f = nil
 		}
 	}
 	w.save()

@@ -249,7 +249,7 @@ func TestWatchReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref.Close()
-	compareSessions(t, refDir, h.store)
+	compareSessions(t, refDir, h.store, 20)
 }
 
 // sortPairs sorts a by name, b along.
@@ -265,7 +265,7 @@ func sortPairs(a, b []string) {
 
 // compareSessions fails the test unless the session files and sidecars
 // under two stores are the same, and the second store holds every blob.
-func compareSessions(t *testing.T, wantDir, gotDir string) {
+func compareSessions(t *testing.T, wantDir, gotDir string, least int) {
 	t.Helper()
 	read := func(root string) map[string]string {
 		out := map[string]string{}
@@ -281,7 +281,7 @@ func compareSessions(t *testing.T, wantDir, gotDir string) {
 		return out
 	}
 	want, got := read(wantDir), read(gotDir)
-	if len(want) < 20 {
+	if len(want) < least {
 		t.Fatalf("the reference store holds %d session files", len(want))
 	}
 	for name, w := range want {
@@ -352,4 +352,47 @@ func TestWatchReadsOnlyNewBytes(t *testing.T) {
 	if n < int64(len(turn)) || n > int64(len(turn))+2*markLen {
 		t.Fatalf("an append of %d bytes to a file of %d read %d bytes", len(turn), len(big), n)
 	}
+}
+
+// TestWatchLetsGoOfIdleSources: a source idle longer than WithIdle loses
+// its parse state; written again, it is read whole once, and the store
+// still ends as a one-shot import leaves it.
+func TestWatchLetsGoOfIdleSources(t *testing.T) {
+	var read atomic.Int64
+	h := newHarness(t, WithIdle(0), WithOpen(func(p string) (File, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		return countingFile{f, &read}, nil
+	}))
+	from := filepath.Join(recordings, "claude-sidechain/-work-web/7c2d9e41-0a6b-4f3e-9d15-3b8a1c0e5f27.jsonl")
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.dir, "claude", "-work-web", filepath.Base(from))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	lines[len(lines)-1] = append(lines[len(lines)-1], '\n')
+	h.write(path, bytes.Join(lines[:len(lines)-1], nil))
+	read.Store(0)
+	h.write(path, lines[len(lines)-1])
+	if n := read.Load(); n < int64(len(data)) {
+		t.Fatalf("an idle source's append read %d bytes, not the whole %d", n, len(data))
+	}
+	h.stop()
+	refDir := t.TempDir()
+	ref, err := trove.Open(context.Background(), refDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.Import(context.Background(), ref, []string{path}, importer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	compareSessions(t, refDir, h.store, 2)
 }

@@ -19,7 +19,7 @@ import (
 
 func newWatchCmd(a *app) *cobra.Command {
 	var from, state string
-	var debounce, rescan time.Duration
+	var debounce, rescan, idle time.Duration
 	var install, write bool
 	cmd := &cobra.Command{
 		Use:   "watch [PATH...]",
@@ -60,7 +60,7 @@ func newWatchCmd(a *app) *cobra.Command {
 				names = append(names, r.Path)
 			}
 			a.log.Info("trove watch: following", "roots", strings.Join(names, ", "), "state", state)
-			w := watch.New(ts, roots, watch.WithDebounce(debounce), watch.WithRescan(rescan), watch.WithStateFile(state), watch.WithLogger(a.log))
+			w := watch.New(ts, roots, watch.WithDebounce(debounce), watch.WithRescan(rescan), watch.WithIdle(idle), watch.WithStateFile(state), watch.WithLogger(a.log))
 			return w.Run(ctx)
 		},
 	}
@@ -69,6 +69,7 @@ func newWatchCmd(a *app) *cobra.Command {
 	f.StringVar(&state, "state", "", "file keeping what was read of each source (default under the user cache directory, one per store)")
 	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "wait after a change for more before reading")
 	f.DurationVar(&rescan, "rescan", 30*time.Second, "how often every source is stat'ed for changes notifications missed")
+	f.DurationVar(&idle, "idle", 10*time.Minute, "let go of the parse state of a source unwritten this long (read whole once if it grows again)")
 	f.BoolVar(&install, "install", false, "print a systemd user unit (Linux) or launchd agent (macOS) running trove watch")
 	f.BoolVar(&write, "write", false, "with --install: write it where the service manager looks")
 	return cmd
