@@ -38,6 +38,7 @@ func New(ts *troveapi.Store, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /s/{id}", v.session)
 	mux.HandleFunc("GET /s/{id}/checkpoints", v.checkpoints)
 	mux.HandleFunc("GET /s/{id}/runs", v.runs)
+	v.catalogPages(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -74,7 +75,7 @@ func viewTemplates() *template.Template {
 	}).Parse(`{{define "top"}}<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
 <title>{{.Title}}</title><style>{{css}}</style></head><body><main>{{end}}
 {{define "bottom"}}</main></body></html>{{end}}
-{{define "list"}}{{template "top" .}}<h1>Sessions</h1>
+{{define "list"}}{{template "top" .}}<h1>Sessions</h1><div class="meta"><a href="/search">full-text search</a> · <a href="/stats">stats</a></div>
 <form method="get" action="/"><input type="search" name="q" value="{{.Query}}" placeholder="search titles and first messages"> <button>Search</button></form>
 {{range .Groups}}<h2>{{.Cwd}}</h2><table>{{range .Sessions}}<tr><td><a href="/s/{{.ID}}">{{if .Title}}{{.Title}}{{else}}{{.ID}}{{end}}</a></td><td>{{.FirstMessage}}</td><td>{{.MessageCount}} messages</td><td>{{time .UpdatedAt}}</td></tr>{{end}}</table>
 {{else}}<p class="meta">No sessions{{if .Query}} match {{.Query}}{{end}}.</p>{{end}}{{template "bottom"}}{{end}}
