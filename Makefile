@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint probe-checkpoint bench-sessions torture lint fmt
+.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint probe-checkpoint bench-sessions torture fleet lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -73,6 +73,19 @@ bench-sessions:
 N ?= 200
 torture:
 	$(GO) run ./tools/torture -n $(N)
+
+## fleet: MACHINES processes (8) on one bucket of a real object store
+## (SeaweedFS when scripts/install-test-servers built it, else the S3 fake
+## in a process of its own), KILLS SIGKILLs (200) and at least GC GC runs
+## (20); checks every journal against the bucket; its last line is
+## fleet: machines=N kills=N gc=N acked=N lost=0 two_writers=0 ...
+## FAULTS=1 puts the fault proxy between the machines and the engine
+MACHINES ?= 8
+KILLS ?= 200
+GC ?= 20
+ENGINE ?= auto
+fleet:
+	$(GO) run ./tools/fleet -machines $(MACHINES) -kills $(KILLS) -gc $(GC) -engine $(ENGINE) $(if $(filter 1 true yes,$(FAULTS)),-faults)
 
 ## lint: gofmt, go vet and staticcheck must all be clean
 lint:

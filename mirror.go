@@ -47,7 +47,10 @@ type MirrorReport struct {
 	Copied      int   `json:"copied"`
 	CopiedBytes int64 `json:"copied_bytes"`
 	Skipped     int   `json:"skipped"`
-	DryRun      bool  `json:"dry_run"`
+	// Gone counts files removed from the source after Mirror listed it
+	// (a GC, a fold or a delete running meanwhile): skipped, not errors.
+	Gone   int  `json:"gone,omitempty"`
+	DryRun bool `json:"dry_run"`
 }
 
 // Mirror copies the whole store in src to dst, incrementally: blob objects
@@ -119,10 +122,13 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 // note counts act, the done-th file of total, and tells progress.
 func (rep *MirrorReport) note(act MirrorAction, done, total int, progress func(MirrorAction)) {
 	act.Done, act.Total = done, total
-	if act.Copied {
+	switch {
+	case act.Reason == "gone":
+		rep.Gone++
+	case act.Copied:
 		rep.Copied++
 		rep.CopiedBytes += act.Size
-	} else {
+	default:
 		rep.Skipped++
 	}
 	if progress != nil {
@@ -170,6 +176,10 @@ func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, i
 		return act, nil
 	case di.Size == f.Size:
 		a, err := src.ReadFile(ctx, f.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			act.Reason = "gone"
+			return act, nil
+		}
 		if err != nil {
 			return act, fmt.Errorf("mirror: %w", err)
 		}
@@ -190,6 +200,12 @@ func mirrorFile(ctx context.Context, src, dst backend.Storage, f backend.Info, i
 		return act, nil
 	}
 	r, err := src.Open(ctx, f.Name)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed since the listing, by a GC, a fold or a delete of a
+		// store in use: the next mirror sees what replaced it.
+		act.Reason, act.Copied = "gone", false
+		return act, nil
+	}
 	if err != nil {
 		return act, fmt.Errorf("mirror: %w", err)
 	}

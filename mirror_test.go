@@ -208,3 +208,41 @@ func fillStore(t *testing.T, src *trove.Store, ws string) (string, []byte) {
 	}
 	return id, img
 }
+
+// A file removed from the source after Mirror listed it (a GC or a fold of
+// a store in use) is skipped and counted, not an error; the rest is
+// copied.
+func TestMirrorSourceFileGone(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	for _, name := range []string{"blobs/packs/aa/gone", "sessions/a.jsonl", "sessions/b.jsonl"} {
+		if err := inner.WriteFile(ctx, name, []byte(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Removed as Mirror opens it: after the listing, before the copy.
+	src := backend.Intercept(inner, func(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+		if c.Op == "Open" && c.Name == "blobs/packs/aa/gone" {
+			if err := inner.Unlink(ctx, c.Name); err != nil {
+				return err
+			}
+		}
+		return next(ctx)
+	})
+	dst := mem.New()
+	rep, err := trove.Mirror(ctx, src, dst)
+	if err != nil {
+		t.Fatalf("mirror of a source that lost a file meanwhile: %v", err)
+	}
+	if rep.Gone != 1 || rep.Copied != 2 {
+		t.Fatalf("report %+v, want gone 1, copied 2", rep)
+	}
+	for _, name := range []string{"sessions/a.jsonl", "sessions/b.jsonl"} {
+		if b, err := dst.ReadFile(ctx, name); err != nil || string(b) != name {
+			t.Fatalf("%s: %q %v", name, b, err)
+		}
+	}
+	if _, err := dst.Stat(ctx, "blobs/packs/aa/gone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the gone file reached the destination: %v", err)
+	}
+}

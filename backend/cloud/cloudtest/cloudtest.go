@@ -135,19 +135,31 @@ func (s *S3) open(tb testing.TB, name string) (*blob.Bucket, *s3.Client) {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider("trove", "trove", ""),
 	})
+	return openS3Bucket(tb, client, name), client
+}
+
+// openS3Bucket opens the bucket name through client.
+func openS3Bucket(tb testing.TB, client *s3.Client, name string) *blob.Bucket {
 	b, err := s3blob.OpenBucket(context.Background(), client, name, nil)
 	if err != nil {
 		tb.Fatalf("open bucket %s: %v", name, err)
 	}
-	return b, client
+	return b
+}
+
+// s3Storage is a Storage on the bucket name through client, with the
+// one-request delete backend/open gives S3 stores.
+func s3Storage(tb testing.TB, client *s3.Client, name string) backend.Storage {
+	b := openS3Bucket(tb, client, name)
+	return wrap(tb, b, cloud.WithDelete(s3open.Delete(b, client, name)))
 }
 
 // New returns a fresh Storage on a new bucket of this server, with the
 // one-request delete backend/open gives S3 stores.
 func (s *S3) New(tb testing.TB) backend.Storage {
 	name := s.CreateBucket(tb)
-	b, client := s.open(tb, name)
-	return wrap(tb, b, cloud.WithDelete(s3open.Delete(b, client, name)))
+	_, client := s.open(tb, name)
+	return s3Storage(tb, client, name)
 }
 
 func wrap(tb testing.TB, b *blob.Bucket, opts ...cloud.Option) backend.Storage {

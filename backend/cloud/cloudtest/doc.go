@@ -19,6 +19,17 @@
 //     azurite otherwise reports to Application Insights. A missing azurite
 //     skips the test, or fails it under TROVE_REQUIRE_ALL=1. The account is
 //     azurite's documented devstoreaccount1 and its well-known key.
+//   - StartSeaweedFS: SeaweedFS, a real object-store engine: `weed mini`
+//     (master, volume server, filer and S3 gateway in one process) built from
+//     its Go module at SeaweedFSVersion by scripts/install-test-servers into
+//     the user's cache directory (SeaweedFSBinary; $TROVE_SEAWEEDFS
+//     overrides), started on first use on free ports of 127.0.0.1 with
+//     telemetry, WebDAV, the admin UI and the Iceberg and Lance endpoints
+//     off, in its own process group, killed when the test ends. While the
+//     script's background build runs, the first use waits for it (up to
+//     $TROVE_SEAWEEDFS_WAIT, 20m); a missing weed skips, or fails under
+//     TROVE_REQUIRE_ALL=1. Wrappers go in a reverse proxy in front of it.
+//     LaunchSeaweedFS starts one outside a test (the fleet tool).
 //
 // Each server has Bucket(tb), a fresh bucket (container) opened with an
 // explicitly built client whose HTTP transport dials that server only (no
