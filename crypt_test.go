@@ -269,3 +269,34 @@ func TestEncryptedStoreSize(t *testing.T) {
 		t.Errorf("an encrypted store takes %.3fx the bytes of a plain one, want <= 1.05", ratio)
 	}
 }
+
+// A session of a cwd too long for an encrypted element's short form
+// (docs/security.md, Names) is created, listed, continued and deleted.
+func TestEncryptedStoreLongCwd(t *testing.T) {
+	ctx := context.Background()
+	s, err := trove.Open(ctx, "mem://", trove.WithKey([]byte("pw")), fastKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cwd := "/home/user/" + strings.Repeat("a-rather-long-directory-name/", 9)
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: cwd, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, conformance.OneStoreReply("deep")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := s.Sessions().Continue(ctx, cwd)
+	if err != nil || h2.ID() != h.ID() {
+		t.Fatalf("Continue: %v", err)
+	}
+	h2.Close(ctx)
+	rep, err := s.Check(ctx)
+	if err != nil || !rep.OK() || rep.Sessions != 1 {
+		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+}

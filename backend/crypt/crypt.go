@@ -11,6 +11,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -28,6 +29,7 @@ type Storage struct {
 	n      *namer
 	caps   backend.Capabilities
 	appent func(name string) bool
+	sides  sync.Map // side objects of long names known to exist
 }
 
 var (
@@ -88,20 +90,21 @@ func New(inner backend.Storage, key []byte, opts ...Option) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := newNamer(sub("name-mac"), sub("name-enc"))
-	if err != nil {
-		return nil, err
-	}
-	c := &Storage{inner: inner, s: s, n: n, appent: o.appendable}
-	c.caps = inner.Capabilities()
-	// Rename re-encrypts (content is bound to its name): a copy, then an
-	// unlink of the source.
-	c.caps.AtomicRename = false
-	innerElem := c.caps.MaxElemBytes
+	caps := inner.Capabilities()
+	innerElem := caps.MaxElemBytes
 	if innerElem <= 0 {
 		innerElem = backend.MaxElemBytes
 	}
-	c.caps.MaxElemBytes = maxPlainElem(innerElem)
+	n, err := newNamer(sub("name-mac"), sub("name-enc"), maxPlainElem(innerElem))
+	if err != nil {
+		return nil, err
+	}
+	c := &Storage{inner: inner, s: s, n: n, appent: o.appendable, caps: caps}
+	// Rename re-encrypts (content is bound to its name): a copy, then an
+	// unlink of the source.
+	c.caps.AtomicRename = false
+	// Long elements are stored in the long form, which always fits.
+	c.caps.MaxElemBytes = min(innerElem, backend.MaxElemBytes)
 	innerName := c.caps.MaxNameBytes
 	if innerName <= 0 {
 		innerName = backend.MaxNameBytes
@@ -121,7 +124,7 @@ func (c *Storage) Inner() backend.Storage { return c.inner }
 func (c *Storage) StoredName(name string) string { return c.n.path(name) }
 
 // Capabilities are the inner store's, but for Rename (never atomic) and the
-// name limits (a stored element is 1.6 times as long, plus 26 bytes).
+// name limit (a stored element is 1.6 times as long, plus 26 bytes).
 func (c *Storage) Capabilities() backend.Capabilities { return c.caps }
 
 // check validates a logical name and returns its stored form.
@@ -133,14 +136,20 @@ func (c *Storage) check(op, name string, dir bool) (string, error) {
 	if err := chk(name); err != nil {
 		return "", backend.PathErr(op, name, err)
 	}
-	if name != "." {
-		for e := range strings.SplitSeq(name, "/") {
-			if len(e) > c.caps.MaxElemBytes {
-				return "", backend.PathErr(op, name, fmt.Errorf("%w: element longer than %d bytes (encrypted)", backend.ErrInvalidPath, c.caps.MaxElemBytes))
-			}
-		}
-	}
 	return c.n.path(name), nil
+}
+
+// checkMaking is check for a call that may create name: the side objects
+// of its long elements are written first.
+func (c *Storage) checkMaking(ctx context.Context, op, name string, dir bool) (string, error) {
+	sname, err := c.check(op, name, dir)
+	if err != nil {
+		return "", err
+	}
+	if err := c.ensureLong(ctx, name); err != nil {
+		return "", fail(op, name, err)
+	}
+	return sname, nil
 }
 
 // fail names the logical name in an error of the inner store.
@@ -161,7 +170,7 @@ func corrupt(op, name string, err error) error {
 
 func (c *Storage) EnsureDir(ctx context.Context, dir string) error {
 	const op = "mkdir"
-	sdir, err := c.check(op, dir, true)
+	sdir, err := c.checkMaking(ctx, op, dir, true)
 	if err != nil {
 		return err
 	}
@@ -263,7 +272,11 @@ func (c *Storage) List(ctx context.Context, dir string) iter.Seq2[backend.Info, 
 				yield(backend.Info{}, fail(op, dir, err))
 				return
 			}
-			elem, ok := c.n.open(dir, info.Base())
+			elem, ok, err := c.listName(ctx, dir, sdir, info.Base())
+			if err != nil {
+				yield(backend.Info{}, corrupt(op, dir, err))
+				return
+			}
 			if !ok || backend.ValidPath(elem) != nil || strings.Contains(elem, "/") {
 				continue
 			}
@@ -299,7 +312,11 @@ func (c *Storage) Unlink(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return fail(op, name, c.inner.Unlink(ctx, sname))
+	if err := c.inner.Unlink(ctx, sname); err != nil {
+		return fail(op, name, err)
+	}
+	c.dropLong(ctx, name)
+	return nil
 }
 
 // RemoveFile is the inner store's whole-file removal.
@@ -309,7 +326,11 @@ func (c *Storage) RemoveFile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return fail(op, name, backend.RemoveFile(ctx, c.inner, sname))
+	if err := backend.RemoveFile(ctx, c.inner, sname); err != nil {
+		return fail(op, name, err)
+	}
+	c.dropLong(ctx, name)
+	return nil
 }
 
 // Rename re-encrypts from as to (each frame is bound to its name), then
@@ -320,7 +341,7 @@ func (c *Storage) Rename(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	sto, err := c.check(op, to, false)
+	sto, err := c.checkMaking(ctx, op, to, false)
 	if err != nil {
 		return err
 	}
@@ -341,7 +362,7 @@ func (c *Storage) Rename(ctx context.Context, from, to string) error {
 // Lock takes the inner store's lock of the stored name.
 func (c *Storage) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	const op = "lock"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return nil, err
 	}

@@ -281,3 +281,55 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+// Elements too long for the short stored form (long cwds) are stored under
+// a keyed hash with their name in a side object: written, listed, read,
+// removed, and a damaged side object is ErrCorrupt.
+func TestLongNames(t *testing.T) {
+	c, inner := newCrypt(t)
+	ctx := t.Context()
+	long := "--home-alice-" + strings.Repeat("deep-directory-", 14) + "--"
+	name := long + "/session.jsonl"
+	if err := c.WriteFile(ctx, name, []byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for info, err := range c.List(ctx, ".") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, info.Name)
+	}
+	if len(listed) != 1 || listed[0] != long {
+		t.Fatalf("List(.) = %q", listed)
+	}
+	if got, err := c.ReadFile(ctx, name); err != nil || string(got) != "hello\n" {
+		t.Fatalf("ReadFile: %q, %v", got, err)
+	}
+	for sname := range objects(t, inner) {
+		if strings.Contains(sname, "alice") || len(backend.Base(backend.Dir(sname))) > 64 {
+			t.Errorf("stored as %s", sname)
+		}
+	}
+	// A damaged side object: the listing fails, naming the directory.
+	for sname, b := range objects(t, inner) {
+		if !strings.Contains(sname, "/") {
+			bad := bytes.Clone(b)
+			bad[len(bad)/2] ^= 1
+			inner.WriteFile(ctx, sname, bad)
+			var err error
+			for _, err = range c.List(ctx, ".") {
+			}
+			if !errors.Is(err, crypt.ErrCorrupt) {
+				t.Errorf("List with a damaged side object: %v, want ErrCorrupt", err)
+			}
+			inner.WriteFile(ctx, sname, b)
+		}
+	}
+	if err := backend.RemoveAll(ctx, c, long); err != nil {
+		t.Fatal(err)
+	}
+	if left := objects(t, inner); len(left) != 0 {
+		t.Errorf("left after removal: %v", left)
+	}
+}

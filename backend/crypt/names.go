@@ -24,16 +24,17 @@ const ivSize = 16
 var b32 = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
 
 type namer struct {
-	mac   []byte
-	block cipher.Block
+	mac      []byte
+	block    cipher.Block
+	maxShort int // the longest element stored in the short form
 }
 
-func newNamer(macKey, encKey []byte) (*namer, error) {
+func newNamer(macKey, encKey []byte, maxShort int) (*namer, error) {
 	b, err := aes.NewCipher(encKey)
 	if err != nil {
 		return nil, err
 	}
-	return &namer{mac: macKey, block: b}, nil
+	return &namer{mac: macKey, block: b, maxShort: maxShort}, nil
 }
 
 func (n *namer) iv(parent, elem string) []byte {
@@ -44,8 +45,17 @@ func (n *namer) iv(parent, elem string) []byte {
 	return h.Sum(nil)[:ivSize]
 }
 
-// elem is the stored form of elem in the directory parent (plaintext).
+// elem is the stored form of elem in the directory parent (plaintext):
+// the short form, or for a long element the long one (longnames.go).
 func (n *namer) elem(parent, elem string) string {
+	if n.isLong(elem) {
+		return longPrefix + n.longHash(parent, elem)
+	}
+	return n.short(parent, elem)
+}
+
+// short is the short form: base32 of IV || ciphertext.
+func (n *namer) short(parent, elem string) string {
 	buf := make([]byte, ivSize+len(elem))
 	copy(buf, n.iv(parent, elem))
 	cipher.NewCTR(n.block, buf[:ivSize]).XORKeyStream(buf[ivSize:], []byte(elem))
@@ -67,6 +77,16 @@ func (n *namer) path(name string) string {
 		parent = backend.Join(parent, e)
 	}
 	return b.String()
+}
+
+// anyLong says whether an element of name is long.
+func (n *namer) anyLong(name string) bool {
+	for e := range strings.SplitSeq(name, "/") {
+		if n.isLong(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // open decrypts a stored element of the directory parent; ok is false for

@@ -29,7 +29,7 @@ func (c *Storage) seal(name string, data []byte) []byte {
 
 func (c *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (c *Storage) WriteFile(ctx context.Context, name string, data []byte) error
 // CreateFile is the inner store's write-once create of the sealed bytes.
 func (c *Storage) CreateFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (c *Storage) CreateFile(ctx context.Context, name string, data []byte) erro
 // PutFile is the inner store's whole-file write of the sealed bytes.
 func (c *Storage) PutFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (c *Storage) PutFile(ctx context.Context, name string, data []byte) error {
 
 func (c *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	const op = "write"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return 0, err
 	}
@@ -142,7 +142,7 @@ func (r *sealReader) next() error {
 // (so its size stays a function of the object's).
 func (c *Storage) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
-	sname, err := c.check(op, name, false)
+	sname, err := c.checkMaking(ctx, op, name, false)
 	if err != nil {
 		return nil, err
 	}
