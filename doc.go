@@ -9,6 +9,8 @@
 // for secrets, Prune by a retention policy, pins, and the root's
 // config.json.
 //
-// The layers stay usable alone; this package is where they meet. It may
-// import every package of the module except cmd/.
+// Imports: the standard library, backend, backend/crypt, backend/fs,
+// backend/open, cas, catalog, checkpoint, redact, runlog, session and
+// session/tree.
+// It may import every package of the module except cmd/.
 package trove

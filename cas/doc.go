@@ -12,12 +12,11 @@
 // records, one zstd frame for many (they compress better together), at
 // zstd's fastest level; reading one decodes its block. The zstd coders and
 // the buffers blocks and packs are gathered in are kept by the process, not
-// the Store, for the next Store (a program that opens one per operation):
-// after a first snapshot of a large tree, about 13 MiB stay live (two pack
-// buffers of 4.4 MiB, encoders and decoders). GC marks from the refs a caller passes and sweeps the
-// rest after a grace period; with GCCompact it also rewrites what batches
-// wrote into cold packs, small blobs sorted by content into larger blocks at
-// zstd's best level (repack.go).
+// the Store, for the next Store (a program that opens one per operation);
+// docs/RELIABILITY.md has what stays live. GC marks from the refs a caller
+// passes and sweeps the rest after a grace period; with GCCompact it also
+// rewrites what batches wrote into cold packs, small blobs sorted by
+// content into larger blocks at zstd's best level (repack.go).
 //
 // Layout under the store's directory (blobs/ at the root of a trove store):
 //

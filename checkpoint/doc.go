@@ -22,7 +22,6 @@
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
-// Imports: backend, cas, afero, klauspost/compress/s2 (the stat cache),
-// golang.org/x/sys/unix (Linux) and the
-// standard library.
+// Imports: the standard library, backend, cas, internal/beneath, afero,
+// klauspost/compress/s2 (the stat cache) and golang.org/x/sys/unix (Linux).
 package checkpoint

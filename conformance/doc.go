@@ -1,8 +1,20 @@
-// Package conformance holds one test suite per trove layer, run by every
-// backend's tests so that all backends prove the same behaviour.
+// Package conformance holds one test suite per trove layer, run on every
+// backend so that all backends prove the same behaviour:
 //
-// Storage is here now (TestStorage, BenchStorage); cas, session, checkpoint
-// and runlog suites follow. A suite takes a constructor
+//	TestStorage     backend.Storage: names, errors, atomic writes, appends, crashes, faults
+//	TestCAS         cas: put, get, verify, packs, GC
+//	TestSession     session/tree: session files, the write pipeline, blobs, discovery
+//	TestStore       session: the store agents call (create, resume, fork, list, locks)
+//	TestCheckpoint  checkpoint: manifests and blobs on the backend, a real workspace
+//	TestRunlog      runlog: typed records, outputs in cas, crashes
+//	TestOneStore    trove: every layer on one store sharing one blob store, GC, Check
+//
+// and benchmarks of the storage and blob layers (BenchStorage, BenchCAS).
+// conformance_test.TestMatrix runs each suite on each backend, plain and
+// encrypted, as TestMatrix/<backend>/<suite>; `make conformance` prints it
+// as a table. A backend's own tests run the suites too.
+//
+// A suite takes a constructor
 //
 //	func(tb testing.TB) backend.Storage
 //
@@ -10,8 +22,12 @@
 // tb.Cleanup. The constructor takes testing.TB, not *testing.T, so the same
 // function serves the tests and the benchmarks.
 //
-// This package may import every trove package and nothing but tests may
-// import it. It uses wrappers (backend/faulty) but never a concrete backend
-// (backend/mem, backend/fs, ...), so those backends' own in-package tests can
-// run the suites without an import cycle.
+// Only tests import this package. It uses wrappers (backend/faulty,
+// backend/spy) but never a concrete backend (backend/mem, backend/fs, ...),
+// so those backends' own in-package tests can run the suites without an
+// import cycle.
+//
+// Imports: the standard library, trove, backend, backend/faulty,
+// backend/spy, cas, checkpoint, runlog, session, session/tree,
+// klauspost/compress/zstd and zeebo/blake3 (to write damaged blobs).
 package conformance

@@ -3,6 +3,8 @@
 // source's own id of it, and its provenance (import.json in its sidecar)
 // records the source and the file as written: importing the same file
 // twice adds nothing, and a source that only grew brings its session up to
-// date unless it was changed in trove since (docs/import-mirror.md). It
-// imports trove, session, session/tree, cas and backend.
+// date unless it was changed in trove since (docs/import-mirror.md).
+//
+// Imports: the standard library, trove, backend, cas, session and
+// session/tree.
 package importer

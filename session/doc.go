@@ -15,5 +15,5 @@
 // reads only a prefix of each file.
 //
 // Imports: the standard library, github.com/google/uuid, backend, cas,
-// session/tree, internal/jsonscan and internal/jsonl.
+// session/tree, internal/jsonscan, internal/jsonl and internal/jsonw.
 package session

@@ -62,6 +62,7 @@
 // and with WithRetry the calls safe to repeat are retried on transient
 // failures. Connect checks at open that the bucket exists.
 //
-// Imports: the standard library, gocloud.dev/blob (no cloud SDK: the
-// provider packages under backend/open link those), backend.
+// Imports: the standard library, gocloud.dev/blob and gocloud.dev/gcerrors
+// (no cloud SDK: the provider packages under backend/open link those),
+// backend.
 package cloud

@@ -23,5 +23,5 @@
 //
 // Everything is deterministic: counters and seeded randomness, no timers.
 //
-// Imports: the standard library and backend only.
+// Imports: the standard library and backend.
 package faulty

@@ -8,5 +8,5 @@
 // links a bucket's libraries only when it imports their provider: one that
 // opens only local stores stays small. The trove command imports them all.
 //
-// Imports: backend, backend/fs, backend/mem.
+// Imports: the standard library, backend, backend/fs, backend/mem.
 package open

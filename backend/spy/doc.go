@@ -14,5 +14,5 @@
 // "Writer.Sync", "Writer.Close", "Reader.Read", "Reader.Close",
 // "Unlocker.Unlock".
 //
-// Imports: the standard library and backend only.
+// Imports: the standard library and backend.
 package spy

@@ -5,5 +5,5 @@
 // backend's reads and the checkpoint walk use it; where it says it cannot
 // decide, they ask os.Root, whose answer stands.
 //
-// It imports only the standard library and golang.org/x/sys.
+// Imports: the standard library and golang.org/x/sys/unix.
 package beneath

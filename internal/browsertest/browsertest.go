@@ -2,7 +2,7 @@
 // chromium, which .ci/run installs, with every host name unresolvable but
 // 127.0.0.1 and those a test maps, so a page can reach nothing else.
 //
-// Imports: nothing of trove's.
+// Imports: the standard library; nothing of trove's.
 package browsertest
 
 import (

@@ -1,7 +1,9 @@
 // Package jsonw appends JSON by hand where encoding/json's reflection
 // costs more than the data: the session listing index and `trove ls
-// --json` write thousands of flat records at a time. Of trove it imports
-// internal/jsonscan only (the word test of string bytes both use).
+// --json` write thousands of flat records at a time.
+//
+// Imports: the standard library and internal/jsonscan (the word test of
+// string bytes both use).
 package jsonw
 
 import (

@@ -16,6 +16,6 @@
 // The agent-facing store (create, resume, fork, list, metadata, locks) is
 // package session, one level up.
 //
-// Imports: the standard library, backend, cas, internal/jsonscan and
-// internal/jsonl.
+// Imports: the standard library, backend, cas, internal/jsonscan,
+// internal/jsonl and internal/jsonw.
 package tree

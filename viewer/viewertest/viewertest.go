@@ -2,7 +2,7 @@
 // commands that show sessions: one session with a hostile message, a tool
 // call, two checkpoints of a workspace file and a run.
 //
-// Imports: trove, runlog, session.
+// Imports: the standard library, trove, runlog, session.
 package viewertest
 
 import (

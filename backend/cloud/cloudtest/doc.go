@@ -69,8 +69,9 @@
 //     that happen every time). GCS, Azure, memblob and fileblob report one
 //     time both ways.
 //
-// Imports: gocloud.dev (blob, memblob, fileblob, s3blob, gcsblob, azureblob),
-// the AWS SDK, cloud.google.com/go/storage and google.golang.org/api, the
-// Azure SDK (azcore, azblob), gofakes3, fake-gcs-server, backend,
-// backend/cloud, backend/open/s3, backend/open/gcs.
+// Imports: the standard library, gocloud.dev/blob (blob, memblob,
+// fileblob, s3blob, gcsblob, azureblob), aws-sdk-go-v2,
+// cloud.google.com/go/storage, google.golang.org/api/option,
+// azure-sdk-for-go (azcore, azblob), gofakes3, fake-gcs-server, backend,
+// backend/cloud, backend/open/s3, backend/open/gcs and backend/open/azure.
 package cloudtest

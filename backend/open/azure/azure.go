@@ -1,6 +1,10 @@
 // Package azure registers azblob:// with backend/open: import it for its
 // side effect to open Azure Blob Storage containers by URL, with
 // gocloud.dev/blob/azureblob's URL options and environment credentials.
+//
+// Imports: the standard library, azure-sdk-for-go/sdk/azcore,
+// gocloud.dev/blob, backend, backend/cloud, backend/open and
+// backend/open/localblob.
 package azure
 
 import (

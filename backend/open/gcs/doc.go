@@ -5,8 +5,8 @@
 //
 // The driver is not gocloud.dev/blob/gcsblob because that links
 // cloud.google.com/go/storage, and with it gRPC, xDS, protobuf
-// registrations and telemetry exporters: some 5 ms of every trove start and
-// 30 MB of binary. It does what backend/cloud asks of a bucket, names
+// registrations and telemetry exporters, which cost every trove start time
+// and the binary size (docs/RELIABILITY.md). It does what backend/cloud asks of a bucket, names
 // objects as gcsblob does (either reads what the other wrote), and maps
 // errors to the same gcerrors codes (403 and 404 NotFound, 412
 // FailedPrecondition, 429 ResourceExhausted). An upload is one request,
@@ -21,8 +21,8 @@
 // STORAGE_EMULATOR_HOST set, as the official client does, requests go to
 // that host over plain HTTP unless it names a scheme, without credentials.
 //
-// Imports: gocloud.dev (blob, blob/driver, gcerrors, gcp),
-// golang.org/x/oauth2/google, google.golang.org/api/googleapi (for Status;
-// gocloud.dev/blob links it anyway), backend, backend/cloud, backend/open,
-// backend/open/localblob.
+// Imports: the standard library, gocloud.dev (blob, blob/driver, gcerrors,
+// gcp), golang.org/x/oauth2/google, google.golang.org/api/googleapi (for
+// Status; gocloud.dev/blob links it anyway), backend, backend/cloud,
+// backend/open, backend/open/localblob.
 package gcs

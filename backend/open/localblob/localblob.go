@@ -3,6 +3,9 @@
 // existing directory) with backend/open: import it for its side effect.
 // Both are backend/cloud stores that need no cloud, for tests and trials
 // of the bucket layout.
+//
+// Imports: the standard library, gocloud.dev/blob/memblob, backend,
+// backend/cloud and backend/open.
 package localblob
 
 import (

@@ -2,6 +2,10 @@
 // effect to open S3 (and S3-compatible) buckets by URL. The URL's query
 // takes gocloud.dev/blob/s3blob's options (region, endpoint, ...); the
 // credentials come from the environment, as the AWS SDK finds them.
+//
+// Imports: the standard library, aws-sdk-go-v2 (aws, service/s3),
+// gocloud.dev/blob, backend, backend/cloud, backend/open and
+// backend/open/localblob.
 package s3
 
 import (
