@@ -35,6 +35,6 @@
 // broken rule.
 //
 // Imports: the standard library, trove, backend/open, backend/cloud/cloudtest
-// (to start weed), cas, runlog, session, session/tree, the AWS SDK (S3),
+// (to start weed), cas, runlog, session, session/tree, aws-sdk-go-v2 (S3),
 // gofakes3. A development tool: nothing imports it.
 package main
