@@ -239,6 +239,29 @@ func (s *driver) createWriter(ctx context.Context, name string) (w backend.Write
 	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: 1, prev: name}, true, nil
 }
 
+// createOwn creates key write-once with data. A create told the key is
+// taken may have met its own object: an upload whose answer was lost (a
+// dropped connection, a 5xx after the write) and that the client sent
+// again. An object holding exactly data is taken as this writer's: a
+// segment holds entries that no other writer writes. Empty data is never
+// taken so (an opener's claim is empty).
+func (s *driver) createOwn(ctx context.Context, key string, data []byte) (lost bool, err error) {
+	lost, err = s.create(ctx, key, bytes.NewReader(data))
+	if !lost || len(data) == 0 {
+		return lost, err
+	}
+	r, rerr := s.b.NewRangeReader(ctx, enc(key), 0, -1, nil)
+	if rerr != nil {
+		return lost, err
+	}
+	defer r.Close()
+	got, rerr := io.ReadAll(io.LimitReader(r, int64(len(data))+1))
+	if rerr == nil && bytes.Equal(got, data) {
+		return false, nil
+	}
+	return lost, err
+}
+
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
 	s     *driver
@@ -300,7 +323,7 @@ func (w *writer) flush() error {
 	if w.s.closed.Load() {
 		return backend.PathErr("sync", w.name, backend.ErrClosed)
 	}
-	lost, err := w.s.create(w.ctx, objKey(w.name, w.next, kindSeg), bytes.NewReader(w.buf))
+	lost, err := w.s.createOwn(w.ctx, objKey(w.name, w.next, kindSeg), w.buf)
 	if err != nil {
 		if lost {
 			w.err = backend.PathErr("sync", w.name, fmt.Errorf("%w: another writer took segment %d: %w", backend.ErrLocked, w.next, err))
