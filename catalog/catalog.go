@@ -50,10 +50,11 @@ type Catalog struct {
 type Option func(*config)
 
 type config struct {
-	log      *slog.Logger
-	now      func() time.Time
-	maxBlob  int // bytes of a blob's text indexed
-	batchLen int // files per write transaction
+	log        *slog.Logger
+	now        func() time.Time
+	maxBlob    int    // bytes of a blob's text indexed
+	batchLen   int    // files per write transaction
+	afterBatch func() // called after each commit (tests)
 }
 
 // WithLogger sets the logger (default slog.Default()).

@@ -33,6 +33,9 @@ func (c *Catalog) write(ctx context.Context, db *sql.DB, batch []*parsed) error 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	if c.cfg.afterBatch != nil {
+		c.cfg.afterBatch()
+	}
 	return nil
 }
 
