@@ -27,6 +27,7 @@ const (
 	segMaxBytes  = 8 << 20                        // a writer uploads a segment at least this often
 	compactLive  = 8                              // fan-out of folds by default
 	compactEvery = 64                             // syncs between an open writer's background folds
+	foldGrace    = 10 * time.Second               // how long what a fold replaced stays
 )
 
 // Storage is a backend.Storage on a blob.Bucket: the portable layer over
@@ -60,6 +61,7 @@ type options struct {
 	compactAt    int // -1: Close folds nothing
 	compactOn    int // 0: Syncs do not fold
 	compactEvery int
+	grace        time.Duration // WithFoldGrace
 	segMax       int
 	maxName      int
 	maxElem      int
@@ -142,6 +144,16 @@ func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max
 // requests are only its own.
 func WithCompactEvery(n int) Option { return func(o *options) { o.compactEvery = max(n, 0) } }
 
+// WithFoldGrace sets how long the parts a fold replaced stay after it
+// (default 10 seconds): a later fold deletes them once the object that
+// holds their bytes is that old. A reader on any machine lists a file
+// and then reads its parts; kept, a part it listed is still there (or
+// found again at once), and a listing that is no snapshot (fileblob
+// reads a directory in hash order; a listing of pages) never sees a
+// fold's deletes without the object that replaced them. It should be
+// longer than any one listing takes. 0 deletes them as each fold ends.
+func WithFoldGrace(d time.Duration) Option { return func(o *options) { o.grace = max(d, 0) } }
+
 // WithSegmentBytes sets how many buffered bytes make a writer upload a
 // segment without waiting for Sync.
 func WithSegmentBytes(n int) Option { return func(o *options) { o.segMax = max(n, 1) } }
@@ -155,7 +167,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactEvery: compactEvery, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactEvery: compactEvery, grace: foldGrace, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {

@@ -46,9 +46,18 @@
 //     Syncs, WithCompactEvery), so reads stay cheap however long it
 //     writes. WithCompactOpen makes a writer fold at Sync instead. A fold writes the
 //     same bytes, so a reader that meets one mid-read goes on at the same
-//     offset. Close folds nothing unless WithCompactAt asks. Stale objects
-//     are deleted after the fold or base exists, lowest first, so a reader
-//     or a crash between the steps sees each byte once.
+//     offset. Close folds nothing unless WithCompactAt asks.
+//   - What a fold replaced stays for a grace (WithFoldGrace, 10 s): a later
+//     fold sweeps it, lowest first, once the object holding its bytes is
+//     that old. A reader on any machine lists and then reads; a part it
+//     listed is there when it opens it (or it lists again and goes on at
+//     the same offset), and a listing that is no snapshot (fileblob reads
+//     a directory in hash order; pages) never sees a fold's deletes
+//     without what replaced them. Such a listing may still miss an object
+//     made while it ran and see a later one: the numbers beyond the base
+//     are contiguous, so the chain stops at a gap, the file is listed
+//     again (up to 3 times), and a fold never acts on a torn listing. The
+//     chain up to a gap holds every byte synced before the listing began.
 //   - Rename is copy then delete (Capabilities.AtomicRename is false).
 //   - Directories are implied by names; an empty directory (EnsureDir, or the
 //     parent of the last file removed) keeps a hidden marker ".~dir".

@@ -1,12 +1,16 @@
 package cloud
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/trovekit/trove/backend"
@@ -66,4 +70,41 @@ func (s *driver) clearWay(key string) {
 			return
 		}
 	}
+}
+
+// listLocal lists name's segment directory on fileblob from the disk
+// (ok false where it cannot: not fileblob, or a name fileblob would
+// escape). fileblob's listing fails when a file it read in the directory
+// is gone before it looks at its size, as a sweep's deletes make happen
+// again and again; here a file gone is one deleted, left out as a later
+// listing would. Like fileblob's, the listing is no snapshot: see torn.
+func (s *driver) listLocal(name string) (los []*blob.ListObject, ok bool, err error) {
+	prefix := segPrefix(name)
+	key := enc(prefix)
+	if s.opts.localDir == "" || strings.Contains(key, "__0x") || strings.ContainsFunc(key, func(r rune) bool { return r < 32 }) {
+		return nil, false, nil
+	}
+	dir := filepath.Join(s.opts.localDir, filepath.FromSlash(strings.TrimSuffix(key, backend.ReservedPrefix)))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, true, nil
+		}
+		return nil, true, err
+	}
+	for _, e := range ents {
+		rest, found := strings.CutPrefix(e.Name(), backend.ReservedPrefix)
+		if !found || e.IsDir() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		los = append(los, &blob.ListObject{Key: prefix + rest, Size: fi.Size(), ModTime: fi.ModTime()})
+	}
+	return los, true, nil
 }

@@ -109,8 +109,18 @@ type layout struct {
 	mod   time.Time
 	base  obj    // the base object in use; kind 0 is the name itself
 	last  uint64 // highest number listed
+	end   uint64 // number the chain ends at: last, unless a gap stops it
 	objs  []obj  // everything in the segment directory, sorted
+	tiers []obj  // the tiers the chain goes through
 }
+
+// torn reports a chain that stops below the highest number listed. A file's
+// numbers beyond its base are contiguous, each a segment or held by a tier,
+// so a gap means a listing that saw a later object but missed an earlier
+// one: fileblob reads a directory in hash order, so a segment created while
+// it reads may be missed while a later one is seen, and a listing of pages
+// is no snapshot either.
+func (l *layout) torn() bool { return !l.plain && l.last > l.end }
 
 // listKeys lists the keys below prefix (one level with delimited, the whole
 // tree without), as names.
@@ -119,7 +129,7 @@ func (s *driver) listKeys(ctx context.Context, prefix string, delimited bool) ([
 	if delimited {
 		opts.Delimiter = "/"
 	}
-	return relist(func() ([]*blob.ListObject, error) {
+	return relist(ctx, func() ([]*blob.ListObject, error) {
 		var out []*blob.ListObject
 		for token := blob.FirstPageToken; ; {
 			page, next, err := s.b.ListPage(ctx, token, listPageSize, opts)
@@ -136,12 +146,21 @@ func (s *driver) listKeys(ctx context.Context, prefix string, delimited bool) ([
 
 // relist runs a listing again when it trips over an object vanishing under
 // it (fileblob lists a directory, then fails to stat a file another call
-// just removed).
-func relist(list func() ([]*blob.ListObject, error)) ([]*blob.ListObject, error) {
+// just removed). A sweep deletes objects one after another, so it waits a
+// little longer each time (1 ms, doubling: half a second in all), where
+// listing again at once could meet the same sweep every time.
+func relist(ctx context.Context, list func() ([]*blob.ListObject, error)) ([]*blob.ListObject, error) {
 	for try := 0; ; try++ {
 		out, err := list()
 		if err == nil || !isNotFound(err) || try >= maxRetries {
 			return out, err
+		}
+		t := time.NewTimer(time.Millisecond << try)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
 		}
 	}
 }
@@ -159,7 +178,7 @@ const listPageSize = 1000
 
 // listPage lists at most n keys below prefix, as names.
 func (s *driver) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
-	return relist(func() ([]*blob.ListObject, error) {
+	return relist(ctx, func() ([]*blob.ListObject, error) {
 		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
 		return decKeys(page), err
 	})
@@ -197,7 +216,10 @@ func mapElems(p, suffix string, f func(string) string) string {
 // listObjs lists name's segment directory in order.
 func (s *driver) listObjs(ctx context.Context, name string) ([]obj, error) {
 	prefix := segPrefix(name)
-	los, err := s.listKeys(ctx, prefix, true)
+	los, local, err := s.listLocal(name)
+	if !local {
+		los, err = s.listKeys(ctx, prefix, true)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +238,21 @@ func (s *driver) listObjs(ctx context.Context, name string) ([]obj, error) {
 // asked for (sized true). The error is the driver's; the layout's objs are
 // filled even when the file does not exist, so leftovers can be removed.
 func (s *driver) resolve(ctx context.Context, name string, sized bool) (layout, error) {
+	for try := 0; ; try++ {
+		l, err := s.resolveOnce(ctx, name, sized)
+		// A torn listing is listed again: what it missed was made while
+		// it ran. Should the gap stay (folds of two writers racing), the
+		// chain up to it is still every byte synced before the listing.
+		if err != nil || !l.torn() || try >= tornRetries {
+			return l, err
+		}
+	}
+}
+
+// tornRetries bounds how often resolve lists again after a torn listing.
+const tornRetries = 3
+
+func (s *driver) resolveOnce(ctx context.Context, name string, sized bool) (layout, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return layout{}, err
@@ -298,11 +335,17 @@ func chain(l *layout, name string, size int64, mod time.Time) {
 			segs = append(segs, o)
 		}
 	}
-	for at := l.base.n; ; {
+	// A missing number ends the chain, where it once skipped to the next
+	// segment listed: a gap is a torn listing (see torn), and what lies
+	// beyond it is not known to follow the chain's bytes.
+	at := l.base.n
+	for {
 		o, ok := widest[at]
-		if !ok {
-			i, _ := slices.BinarySearchFunc(segs, at+1, func(o obj, n uint64) int { return cmp.Compare(o.n, n) })
-			if i == len(segs) {
+		if ok {
+			l.tiers = append(l.tiers, o)
+		} else {
+			i, found := slices.BinarySearchFunc(segs, at+1, func(o obj, n uint64) int { return cmp.Compare(o.n, n) })
+			if !found {
 				break
 			}
 			o = segs[i]
@@ -314,6 +357,7 @@ func chain(l *layout, name string, size int64, mod time.Time) {
 			l.mod = o.mod
 		}
 	}
+	l.end = max(at, l.base.n)
 }
 
 // drop deletes objects a newer base made stale, in ascending order: a

@@ -61,7 +61,7 @@ func countingS3(t *testing.T, opts ...cloud.Option) (backend.Storage, *blob.Buck
 // objects: it folds segments into tiers, and the whole file once the parts
 // hold as much as the base, so folds upload a few times what was appended.
 func TestSyncUploadsOnlyNewBytes(t *testing.T) {
-	st, b, up := countingS3(t, cloud.WithCompactOpen(16))
+	st, b, up := countingS3(t, cloud.WithCompactOpen(16), cloud.WithFoldGrace(0))
 	ctx := t.Context()
 	w, err := st.OpenWriter(ctx, "sessions/s.jsonl", backend.WriterOptions{})
 	if err != nil {

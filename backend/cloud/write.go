@@ -413,9 +413,10 @@ func (w *writer) fold() error {
 	if err != nil {
 		return fail("compact", w.name, err)
 	}
-	if l.last != w.next-1 {
-		return nil // another writer took a number: not ours to fold
+	if l.last != w.next-1 || l.torn() {
+		return nil // another writer took a number (not ours to fold), or a torn listing
 	}
+	w.s.sweep(w.ctx, w.name, l)
 	defer func() { w.track(l) }()
 	if len(l.parts)-1 >= f && l.size-l.parts[0].size >= l.parts[0].size {
 		key, err := w.s.compactLayout(w.ctx, w.name, l)
@@ -423,7 +424,7 @@ func (w *writer) fold() error {
 			return err
 		}
 		w.prev = key
-		l.parts = []part{{key: key, size: l.size, end: l.last}}
+		l.parts = []part{{key: key, size: l.size, end: l.end}}
 		return nil
 	}
 	for {
@@ -475,7 +476,7 @@ func (s *driver) tier(ctx context.Context, name string, from uint64, level int, 
 			objs = append(objs, obj{key: p.key})
 		}
 	}
-	s.drop(ctx, name, objs)
+	s.dropFolded(ctx, name, objs)
 	return t, nil
 }
 
@@ -558,7 +559,7 @@ func (s *driver) compact(ctx context.Context, name string, through uint64) (key 
 	if err != nil {
 		return "", 0, fail("compact", name, err)
 	}
-	if l.last != through {
+	if l.last != through || l.torn() {
 		return "", 0, nil
 	}
 	key, err = s.compactLayout(ctx, name, l)
@@ -578,12 +579,18 @@ func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key 
 	// again: bytes appended since l belong to numbers above the base's.
 	rd := &reader{s: s, ctx: ctx, op: op, name: name, l: l, end: l.size, need: l.size}
 	defer rd.Close()
-	key = objKey(name, l.last, kindCompact)
+	key = objKey(name, l.end, kindCompact)
 	lost, err := s.create(ctx, key, rd)
 	if err != nil && !lost {
 		return "", fail(op, name, err)
 	}
-	s.drop(ctx, name, l.objs)
+	var held []obj
+	for _, o := range l.objs {
+		if o.n <= l.end {
+			held = append(held, o)
+		}
+	}
+	s.dropFolded(ctx, name, held)
 	return key, nil
 }
 
@@ -604,6 +611,7 @@ func (s *driver) Compact(ctx context.Context, name string) error {
 // into a new base once they hold as many bytes as the base, else into
 // tiers, each made from the parts it holds, so every byte is read once.
 func (s *driver) foldLayout(ctx context.Context, name string, l layout, keep int) error {
+	s.sweep(ctx, name, l)
 	f := s.opts.compactOn
 	if f <= 0 {
 		f = compactLive
@@ -620,7 +628,7 @@ func (s *driver) foldLayout(ctx context.Context, name string, l layout, keep int
 		// The base and the parts up to the last kept, under the number of
 		// the last part it holds: numbers above it stay as they are.
 		through := beyond[len(beyond)-1].end
-		lt := layout{parts: l.parts[:len(l.parts)-keep], size: l.parts[0].size + size, last: through}
+		lt := layout{parts: l.parts[:len(l.parts)-keep], size: l.parts[0].size + size, last: through, end: through}
 		for _, o := range l.objs {
 			if o.n <= through {
 				lt.objs = append(lt.objs, o)
