@@ -22,6 +22,7 @@
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
-// Imports: the standard library, backend, cas, internal/beneath, afero,
+// Imports: the standard library, backend, cas, checkpoint/ignore,
+// internal/beneath, afero,
 // klauspost/compress/s2 (the stat cache) and golang.org/x/sys/unix (Linux).
 package checkpoint

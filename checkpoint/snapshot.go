@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/checkpoint/ignore"
 )
 
 // CreateOption configures one Create or CreateTree.
@@ -49,6 +50,11 @@ func WithNote(note string) CreateOption { return func(c *createConfig) { c.note 
 func WithIgnore(patterns ...string) CreateOption {
 	return func(c *createConfig) { c.ignore = append(c.ignore, patterns...) }
 }
+
+// DefaultIgnores returns the patterns a tree snapshot skips unless told
+// otherwise (ignore.Defaults): version control metadata, dependency caches
+// and build outputs, which agents do not edit and which are large.
+func DefaultIgnores() []string { return ignore.Defaults() }
 
 // WithoutDefaultIgnores drops DefaultIgnores (CreateTree only).
 func WithoutDefaultIgnores() CreateOption { return func(c *createConfig) { c.noDefaults = true } }
@@ -786,19 +792,8 @@ func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEn
 }
 
 // baseIgnorer builds the root rules a manifest records.
-func baseIgnorer(man *Manifest) *ignorer {
-	ig := &ignorer{}
-	for _, p := range man.DefaultIgnore {
-		if r, ok := compileIgnore("", p); ok {
-			ig.rules = append(ig.rules, r)
-		}
-	}
-	for _, p := range man.Ignore {
-		if r, ok := compileIgnore("", p); ok {
-			ig.extra = append(ig.extra, r)
-		}
-	}
-	return ig
+func baseIgnorer(man *Manifest) *ignore.Matcher {
+	return ignore.New(ignore.CompilePatterns("", man.DefaultIgnore), ignore.CompilePatterns("", man.Ignore))
 }
 
 // walkOptions asks a walk for more than the listing.
@@ -821,12 +816,12 @@ func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
 // ignored paths (not descending into ignored directories) and rewind's
 // temporary files. Directories are read by a few goroutines at once: on a
 // large tree the walk is bound by the latency of its system calls.
-func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc, opt walkOptions) (tree, error) {
+func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitignoreFunc, opt walkOptions) (tree, error) {
 	dirty := opt.dirty
 	type job struct {
 		dir string
 		st  fileStat // the directory's own lstat
-		ig  *ignorer
+		ig  *ignore.Matcher
 	}
 	rootSt, err := m.ws.lstat(".")
 	if err != nil {
@@ -905,7 +900,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 			if b == "." {
 				b = ""
 			}
-			ig = ig.with(parseIgnore(b, text))
+			ig = ig.With(ignore.Parse(b, text))
 		}
 		var (
 			entries []treeEntry
@@ -944,7 +939,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignorer, gi gitignoreFunc,
 				continue
 			}
 			isDir := e.st.isDir()
-			if ig.ignored(rel, isDir) {
+			if ig.Ignored(rel, isDir) {
 				ignored = append(ignored, rel)
 				continue
 			}

@@ -1,4 +1,4 @@
-package checkpoint
+package ignore
 
 import (
 	"bytes"
@@ -56,8 +56,8 @@ func TestIgnoreRules(t *testing.T) {
 		{"**", "any/thing", false, true},
 	}
 	for _, c := range cases {
-		r, ok := compileIgnore("", c.pattern)
-		got := ok && r.matches(c.path, c.isDir)
+		r, ok := Compile("", c.pattern)
+		got := ok && r.Matches(c.path, c.isDir)
 		if got != c.want {
 			t.Errorf("%q matches %q (dir %v) = %v, want %v", c.pattern, c.path, c.isDir, got, c.want)
 		}
@@ -65,11 +65,11 @@ func TestIgnoreRules(t *testing.T) {
 }
 
 func TestIgnoreNegationAndNesting(t *testing.T) {
-	ig := &ignorer{}
-	ig = ig.with(parseIgnore("", []byte("*.log\n!keep.log\n# c\n\nsecret/\n")))
-	sub := ig.with(parseIgnore("src", []byte("!*.log\ngen\n")))
+	ig := &Matcher{}
+	ig = ig.With(Parse("", []byte("*.log\n!keep.log\n# c\n\nsecret/\n")))
+	sub := ig.With(Parse("src", []byte("!*.log\ngen\n")))
 	cases := []struct {
-		ig    *ignorer
+		ig    *Matcher
 		path  string
 		isDir bool
 		want  bool
@@ -84,14 +84,14 @@ func TestIgnoreNegationAndNesting(t *testing.T) {
 		{sub, "gen", true, false}, // src/.gitignore does not apply above src
 	}
 	for _, c := range cases {
-		if got := c.ig.ignored(c.path, c.isDir); got != c.want {
+		if got := c.ig.Ignored(c.path, c.isDir); got != c.want {
 			t.Errorf("ignored(%q) = %v, want %v", c.path, got, c.want)
 		}
 	}
-	extra := &ignorer{rules: ig.rules}
-	r, _ := compileIgnore("", "keep.log")
-	extra.extra = []ignoreRule{r}
-	if !extra.ignored("keep.log", false) {
+	extra := &Matcher{rules: ig.rules}
+	r, _ := Compile("", "keep.log")
+	extra.extra = []Rule{r}
+	if !extra.Ignored("keep.log", false) {
 		t.Error("WithIgnore patterns must win over .gitignore negations")
 	}
 }
@@ -161,7 +161,7 @@ func TestIgnoreMatchesGit(t *testing.T) {
 				gitIgnored[path] = true
 			}
 		}
-		ig := (&ignorer{}).with(parseIgnore("", []byte(text)))
+		ig := (&Matcher{}).With(Parse("", []byte(text)))
 		for _, p := range paths {
 			got := walkIgnored(ig, p)
 			if got != gitIgnored[p] {
@@ -173,13 +173,13 @@ func TestIgnoreMatchesGit(t *testing.T) {
 
 // walkIgnored is whether a walk would leave p out: p or a parent directory
 // ignored.
-func walkIgnored(ig *ignorer, p string) bool {
-	for _, d := range parentsOf(p) {
-		if ig.ignored(d, true) {
+func walkIgnored(ig *Matcher, p string) bool {
+	for i := range len(p) {
+		if p[i] == '/' && ig.Ignored(p[:i], true) {
 			return true
 		}
 	}
-	return ig.ignored(p, false)
+	return ig.Ignored(p, false)
 }
 
 func TestGlobRegexpNeverPanics(t *testing.T) {
@@ -190,9 +190,9 @@ func TestGlobRegexpNeverPanics(t *testing.T) {
 		for range rng.IntN(10) {
 			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
 		}
-		r, ok := compileIgnore("", b.String())
+		r, ok := Compile("", b.String())
 		if ok {
-			_ = r.matches("a/b.c", false)
+			_ = r.Matches("a/b.c", false)
 		}
 	}
 	_ = fmt.Sprint()
@@ -209,11 +209,11 @@ func TestFastIgnoreRules(t *testing.T) {
 		"sub/keep.txt", "sub/local.txt", "sub/deep/local.txt", "local.txt", "x/local.txt", "plain.go", "x/plain.go",
 	}
 	for _, extra := range []string{"", "sub/*.txt", "!sub/keep.txt"} {
-		base := baseIgnorer(&Manifest{DefaultIgnore: DefaultIgnores()})
-		ig := base.with(parseIgnore("", []byte(rootRules)))
-		ig = ig.with(parseIgnore("sub", []byte("local.txt\n")))
+		base := New(CompilePatterns("", Defaults()), nil)
+		ig := base.With(Parse("", []byte(rootRules)))
+		ig = ig.With(Parse("sub", []byte("local.txt\n")))
 		for _, p := range strings.Split(extra, "\n") {
-			if r, ok := compileIgnore("", p); ok {
+			if r, ok := Compile("", p); ok {
 				ig.extra = append(ig.extra, r)
 			}
 		}
@@ -223,7 +223,7 @@ func TestFastIgnoreRules(t *testing.T) {
 		for _, p := range paths {
 			name := p[strings.LastIndexByte(p, '/')+1:]
 			for _, dir := range []bool{false, true} {
-				if got, want := ig.ignored(p, dir), ig.inOrder(p, name, dir); got != want {
+				if got, want := ig.Ignored(p, dir), ig.inOrder(p, name, dir); got != want {
 					t.Errorf("extra %q: ignored(%q, dir %v) = %v, in order %v", extra, p, dir, got, want)
 				}
 			}
@@ -234,9 +234,9 @@ func TestFastIgnoreRules(t *testing.T) {
 // BenchmarkIgnored is the walk's check of one path against the default
 // rules and a root .gitignore.
 func BenchmarkIgnored(b *testing.B) {
-	ig := baseIgnorer(&Manifest{DefaultIgnore: DefaultIgnores()}).with(parseIgnore("", []byte("*.log\nbuild/\n/tmp\n")))
+	ig := New(CompilePatterns("", Defaults()), nil).With(Parse("", []byte("*.log\nbuild/\n/tmp\n")))
 	paths := []string{"pkg03/sub05/leaf2/file0123.go", "pkg03/sub05/leaf2", "pkg03/sub05/leaf2/asset0124.bin", "README.md"}
 	for i := 0; b.Loop(); i++ {
-		ig.ignored(paths[i%len(paths)], i%4 == 1)
+		ig.Ignored(paths[i%len(paths)], i%4 == 1)
 	}
 }

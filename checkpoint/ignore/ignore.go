@@ -1,4 +1,4 @@
-package checkpoint
+package ignore
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultIgnores returns the patterns a tree snapshot skips unless told
+// Defaults returns the patterns a tree snapshot skips unless told
 // otherwise: version control metadata, dependency caches and build outputs,
 // which agents do not edit and which are large.
-func DefaultIgnores() []string {
+func Defaults() []string {
 	return []string{
 		".git/", ".hg/", ".svn/", ".jj/",
 		"node_modules/", "bower_components/", ".pnpm-store/",
@@ -22,8 +22,8 @@ func DefaultIgnores() []string {
 	}
 }
 
-// ignoreRule is one line of a .gitignore file, compiled.
-type ignoreRule struct {
+// Rule is one line of a .gitignore file, compiled.
+type Rule struct {
 	base    string // directory of the .gitignore, relative to the root; "" for the root
 	negate  bool   // "!pattern"
 	dirOnly bool   // "pattern/"
@@ -35,27 +35,40 @@ type ignoreRule struct {
 	re       *regexp.Regexp // everything else
 }
 
-// parseIgnore compiles the lines of a .gitignore file found in directory base.
+// Parse compiles the lines of a .gitignore file found in directory base
+// (slash-separated, relative to the root; "" for the root).
 // Lines it cannot compile (a bad character class) are skipped, as git does.
-func parseIgnore(base string, text []byte) []ignoreRule {
-	var rules []ignoreRule
+func Parse(base string, text []byte) []Rule {
+	var rules []Rule
 	for line := range strings.SplitSeq(string(text), "\n") {
-		if r, ok := compileIgnore(base, line); ok {
+		if r, ok := Compile(base, line); ok {
 			rules = append(rules, r)
 		}
 	}
 	return rules
 }
 
-// compileIgnore compiles one pattern line; ok is false for blanks, comments
+// CompilePatterns compiles patterns given one by one (a manifest's), as
+// Parse compiles the lines of a file.
+func CompilePatterns(base string, patterns []string) []Rule {
+	var rules []Rule
+	for _, p := range patterns {
+		if r, ok := Compile(base, p); ok {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+// Compile compiles one pattern line; ok is false for blanks, comments
 // and patterns that match nothing.
-func compileIgnore(base, line string) (ignoreRule, bool) {
+func Compile(base, line string) (Rule, bool) {
 	line = strings.TrimSuffix(line, "\r")
 	line = trimTrailingSpaces(line)
 	if line == "" || line[0] == '#' || !utf8.ValidString(line) {
-		return ignoreRule{}, false
+		return Rule{}, false
 	}
-	r := ignoreRule{base: base}
+	r := Rule{base: base}
 	switch {
 	case line[0] == '!':
 		r.negate = true
@@ -68,13 +81,13 @@ func compileIgnore(base, line string) (ignoreRule, bool) {
 		line = strings.TrimRight(line, "/")
 	}
 	if line == "" {
-		return ignoreRule{}, false
+		return Rule{}, false
 	}
 	if strings.Contains(line, "/") {
 		r.anchored = true
 		line = strings.TrimPrefix(line, "/")
 		if line == "" {
-			return ignoreRule{}, false
+			return Rule{}, false
 		}
 	}
 	switch {
@@ -85,11 +98,11 @@ func compileIgnore(base, line string) (ignoreRule, bool) {
 	default:
 		expr, err := globRegexp(line)
 		if err != nil {
-			return ignoreRule{}, false
+			return Rule{}, false
 		}
 		re, err := regexp.Compile(expr)
 		if err != nil {
-			return ignoreRule{}, false
+			return Rule{}, false
 		}
 		r.re = re
 	}
@@ -215,14 +228,14 @@ func classRune(r rune) string {
 	return string(r)
 }
 
-// matches reports whether the rule matches rel (relative to the root).
-func (r *ignoreRule) matches(rel string, isDir bool) bool {
+// Matches reports whether the rule matches rel (relative to the root).
+func (r *Rule) Matches(rel string, isDir bool) bool {
 	return r.matchesName(rel, rel[strings.LastIndexByte(rel, '/')+1:], isDir)
 }
 
 // matchesName is matches with rel's last element, name, found once for
 // every rule.
-func (r *ignoreRule) matchesName(rel, name string, isDir bool) bool {
+func (r *Rule) matchesName(rel, name string, isDir bool) bool {
 	if r.dirOnly && !isDir {
 		return false
 	}
@@ -247,12 +260,13 @@ func (r *ignoreRule) matchesName(rel, name string, isDir bool) bool {
 	}
 }
 
-// ignorer decides which paths a tree snapshot skips. rules are in order of
+// Matcher decides which paths a tree snapshot skips. rules are in order of
 // precedence (later wins): the defaults, then .gitignore files from the root
-// down; extra rules given by the caller come last and win over all.
-type ignorer struct {
-	rules []ignoreRule
-	extra []ignoreRule
+// down; extra rules given by the caller come last and win over all. It is
+// safe for concurrent use.
+type Matcher struct {
+	rules []Rule
+	extra []Rule
 
 	once sync.Once
 	fast *nameRules // see fastRules
@@ -265,14 +279,18 @@ type ignorer struct {
 type nameRules struct {
 	names, dirNames       map[string]bool
 	suffixes, dirSuffixes []string
-	rest                  []ignoreRule
+	rest                  []Rule
 }
 
+// New returns a Matcher of rules in order of precedence, then extra, which
+// win over every rule, including those With adds.
+func New(rules, extra []Rule) *Matcher { return &Matcher{rules: rules, extra: extra} }
+
 // fastRules returns ig's rules as nameRules, or nil when one negates.
-func (ig *ignorer) fastRules() *nameRules {
+func (ig *Matcher) fastRules() *nameRules {
 	ig.once.Do(func() {
 		f := &nameRules{names: map[string]bool{}, dirNames: map[string]bool{}}
-		for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
+		for _, set := range [2][]Rule{ig.rules, ig.extra} {
 			for _, r := range set {
 				switch {
 				case r.negate:
@@ -321,7 +339,7 @@ func (f *nameRules) ignored(rel, name string, isDir bool) bool {
 
 // ignored reports whether rel is ignored. Parents are not consulted: the
 // walk never descends into an ignored directory, as git does not.
-func (ig *ignorer) ignored(rel string, isDir bool) bool {
+func (ig *Matcher) Ignored(rel string, isDir bool) bool {
 	name := rel[strings.LastIndexByte(rel, '/')+1:]
 	if f := ig.fastRules(); f != nil {
 		return f.ignored(rel, name, isDir)
@@ -330,9 +348,9 @@ func (ig *ignorer) ignored(rel string, isDir bool) bool {
 }
 
 // inOrder runs every rule in order, the last that matches deciding.
-func (ig *ignorer) inOrder(rel, name string, isDir bool) bool {
+func (ig *Matcher) inOrder(rel, name string, isDir bool) bool {
 	ign := false
-	for _, set := range [2][]ignoreRule{ig.rules, ig.extra} {
+	for _, set := range [2][]Rule{ig.rules, ig.extra} {
 		for i := range set {
 			if set[i].negate == ign && set[i].matchesName(rel, name, isDir) {
 				ign = !set[i].negate
@@ -342,13 +360,13 @@ func (ig *ignorer) inOrder(rel, name string, isDir bool) bool {
 	return ign
 }
 
-// with returns an ignorer that also applies rules (from a deeper .gitignore).
-func (ig *ignorer) with(rules []ignoreRule) *ignorer {
+// with returns an Matcher that also applies rules (from a deeper .gitignore).
+func (ig *Matcher) With(rules []Rule) *Matcher {
 	if len(rules) == 0 {
 		return ig
 	}
-	all := make([]ignoreRule, 0, len(ig.rules)+len(rules))
+	all := make([]Rule, 0, len(ig.rules)+len(rules))
 	all = append(all, ig.rules...)
 	all = append(all, rules...)
-	return &ignorer{rules: all, extra: ig.extra}
+	return &Matcher{rules: all, extra: ig.extra}
 }
