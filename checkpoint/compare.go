@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/trovekit/trove/checkpoint/linediff"
 )
 
 // pstate is what one path holds on one side of a comparison: a checkpoint
@@ -237,7 +239,7 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			if err := l.load(ctx, path, b); err != nil {
 				return nil, err
 			}
-			c.del, c.ins, c.binary = lineStats(a.data, b.data)
+			c.del, c.ins, c.binary = linediff.Stats(a.data, b.data)
 			release(a, b)
 			return c, nil
 		}
@@ -262,12 +264,12 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			return nil, err
 		}
 		defer release(p)
-		if isBinary(p.data) {
+		if linediff.IsBinary(p.data) {
 			c.binary = true
 		} else if p == a {
-			c.del = countLines(p.data)
+			c.del = linediff.CountLines(p.data)
 		} else {
-			c.ins = countLines(p.data)
+			c.ins = linediff.CountLines(p.data)
 		}
 	}
 	return c, nil

@@ -23,6 +23,6 @@
 // rules.
 //
 // Imports: the standard library, backend, cas, checkpoint/ignore,
-// internal/beneath, afero,
+// checkpoint/linediff (the line counts of a report), internal/beneath, afero,
 // klauspost/compress/s2 (the stat cache) and golang.org/x/sys/unix (Linux).
 package checkpoint

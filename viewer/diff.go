@@ -4,31 +4,27 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/checkpoint/linediff"
 )
 
 // Limits of the viewer's inline diffs: bigger or binary files are listed
 // by status only.
 const (
 	diffMaxBytes = 256 << 10
-	diffMaxLines = 3000
+	// diffBudget bounds a diff's work, and so its memory (a few MB).
+	diffBudget = 2_000_000
 )
 
 // fileChange is one path that differs between two checkpoints.
 type fileChange struct {
 	Path   string
 	Status string // added, deleted, modified
-	Lines  []diffLine
+	Lines  []linediff.Line
 	Note   string // why no inline diff
-}
-
-type diffLine struct {
-	Op   string // " ", "+", "-"
-	Text string
 }
 
 // checkpointView is a manifest with what changed since the previous one.
@@ -79,8 +75,8 @@ func changesBetween(ctx context.Context, blobs *cas.Store, prev, cur *checkpoint
 		old, okA := content(ctx, blobs, ea, inA)
 		nw, okB := content(ctx, blobs, eb, inB)
 		if okA && okB {
-			c.Lines = lineDiff(old, nw)
-			if c.Lines == nil {
+			var ok bool
+			if c.Lines, ok = linediff.Lines(old, nw, diffBudget); !ok {
 				c.Note = "too many lines to show"
 			}
 		} else {
@@ -109,49 +105,4 @@ func content(ctx context.Context, blobs *cas.Store, e checkpoint.Entry, exists b
 		return "", false
 	}
 	return string(data), true
-}
-
-// lineDiff is a longest-common-subsequence diff of two texts, nil when
-// they have too many lines for it.
-func lineDiff(a, b string) []diffLine {
-	split := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
-	}
-	x, y := split(a), split(b)
-	if len(x) > diffMaxLines || len(y) > diffMaxLines {
-		return nil
-	}
-	// lcs[i][j] is the LCS length of x[i:] and y[j:].
-	lcs := make([][]int32, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if strings.TrimSuffix(x[i], "\n") == strings.TrimSuffix(y[j], "\n") {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	out := []diffLine{}
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && strings.TrimSuffix(x[i], "\n") == strings.TrimSuffix(y[j], "\n"):
-			out = append(out, diffLine{" ", strings.TrimSuffix(x[i], "\n")})
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			out = append(out, diffLine{"+", strings.TrimSuffix(y[j], "\n")})
-			j++
-		default:
-			out = append(out, diffLine{"-", strings.TrimSuffix(x[i], "\n")})
-			i++
-		}
-	}
-	return out
 }

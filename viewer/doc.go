@@ -9,6 +9,6 @@
 // viewer listens on (no DNS rebinding) and carry the run's token (from the
 // URL serve prints, then a cookie). Serve New only behind Guard.
 //
-// Imports: the standard library, trove, cas, catalog, checkpoint, export,
-// runlog, session, session/tree.
+// Imports: the standard library, trove, cas, catalog, checkpoint,
+// checkpoint/linediff, export, runlog, session, session/tree.
 package viewer

@@ -130,19 +130,6 @@ func TestViewerInChromium(t *testing.T) {
 	}
 }
 
-func TestLineDiff(t *testing.T) {
-	var got []string
-	for _, l := range lineDiff("a\nb\nc\n", "a\nc\nd") {
-		got = append(got, l.Op+l.Text)
-	}
-	if want := []string{" a", "-b", " c", "+d"}; strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("lineDiff = %q, want %q", got, want)
-	}
-	if lineDiff(strings.Repeat("x\n", diffMaxLines+1), "") != nil {
-		t.Error("lineDiff of a huge file should give up")
-	}
-}
-
 func TestViewerLineage(t *testing.T) {
 	ctx := context.Background()
 	ts, err := troveapi.Open(ctx, t.TempDir())

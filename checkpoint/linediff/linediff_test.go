@@ -1,4 +1,4 @@
-package checkpoint
+package linediff
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func TestLineStats(t *testing.T) {
+func TestStats(t *testing.T) {
 	cases := []struct {
 		a, b     string
 		del, ins int
@@ -28,28 +28,28 @@ func TestLineStats(t *testing.T) {
 		{"text\n", "\x00bin", 0, 0, true},
 	}
 	for _, c := range cases {
-		del, ins, bin := lineStats([]byte(c.a), []byte(c.b))
+		del, ins, bin := Stats([]byte(c.a), []byte(c.b))
 		if del != c.del || ins != c.ins || bin != c.binary {
-			t.Errorf("lineStats(%q, %q) = -%d +%d bin %v, want -%d +%d bin %v", c.a, c.b, del, ins, bin, c.del, c.ins, c.binary)
+			t.Errorf("Stats(%q, %q) = -%d +%d bin %v, want -%d +%d bin %v", c.a, c.b, del, ins, bin, c.del, c.ins, c.binary)
 		}
 	}
-	if n := countLines([]byte("a\nb")); n != 2 {
+	if n := CountLines([]byte("a\nb")); n != 2 {
 		t.Errorf("countLines = %d, want 2", n)
 	}
 }
 
-// TestLineStatsBudget: past the work bound the changed middle counts as
+// TestStatsBudget: past the work bound the changed middle counts as
 // replaced, an upper bound, never less than the true numbers.
-func TestLineStatsBudget(t *testing.T) {
+func TestStatsBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	a, b := randomLines(rng, 300), randomLines(rng, 300)
-	la, lb := splitLines(a), splitLines(b)
-	ia, ib := internAll(la, lb)
-	d, ok := editDistance(ia, ib, 1<<40)
+	la, lb := Split(a), Split(b)
+	ia, ib := intern(la, lb)
+	d, _, ok := myers(ia, ib, 1<<40, false)
 	if !ok {
 		t.Fatal("unbounded diff gave up")
 	}
-	if _, ok := editDistance(ia, ib, 10); ok {
+	if _, _, ok := myers(ia, ib, 10, false); ok {
 		t.Fatal("a budget of 10 steps was not enforced")
 	}
 	if d > len(la)+len(lb) || d < abs(len(la)-len(lb)) {
@@ -64,23 +64,6 @@ func abs(x int) int {
 	return x
 }
 
-func internAll(a, b []string) ([]int32, []int32) {
-	ids := map[string]int32{}
-	f := func(ls []string) []int32 {
-		out := make([]int32, len(ls))
-		for i, l := range ls {
-			id, ok := ids[l]
-			if !ok {
-				id = int32(len(ids))
-				ids[l] = id
-			}
-			out[i] = id
-		}
-		return out
-	}
-	return f(a), f(b)
-}
-
 func randomLines(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	for range n {
@@ -89,9 +72,9 @@ func randomLines(rng *rand.Rand, n int) string {
 	return b.String()
 }
 
-// TestLineStatsMatchesGit compares with git diff --numstat --minimal, which
+// TestStatsMatchesGit compares with git diff --numstat --minimal, which
 // also counts a minimal line diff.
-func TestLineStatsMatchesGit(t *testing.T) {
+func TestStatsMatchesGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -114,7 +97,7 @@ func TestLineStatsMatchesGit(t *testing.T) {
 				t.Fatalf("git numstat %q: %v", out, err)
 			}
 		}
-		del, ins, _ := lineStats([]byte(a), []byte(b))
+		del, ins, _ := Stats([]byte(a), []byte(b))
 		if del != gd || ins != gi {
 			t.Errorf("case %d: -%d +%d, git says -%d +%d\na=%q\nb=%q", i, del, ins, gd, gi, a, b)
 		}
@@ -122,7 +105,7 @@ func TestLineStatsMatchesGit(t *testing.T) {
 }
 
 func mutate(rng *rand.Rand, s string) string {
-	lines := splitLines(s)
+	lines := Split(s)
 	for range rng.IntN(8) {
 		switch i := rng.IntN(max(1, len(lines))); rng.IntN(3) {
 		case 0:
@@ -138,4 +121,61 @@ func mutate(rng *rand.Rand, s string) string {
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// TestLines: the script holds every line of a and of b once, in order, and
+// is minimal (as many deletions and insertions as Stats counts).
+func TestLines(t *testing.T) {
+	got, ok := Lines("a\nb\nc\n", "a\nc\nd", Budget)
+	var ops []string
+	for _, l := range got {
+		ops = append(ops, string(l.Op)+l.Text)
+	}
+	if want := " a|-b| c|+d"; !ok || strings.Join(ops, "|") != want {
+		t.Errorf("Lines = %q (ok %v), want %q", strings.Join(ops, "|"), ok, want)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		a := randomLines(rng, rng.IntN(40))
+		b := mutate(rng, a)
+		if i%3 == 0 {
+			b = randomLines(rng, rng.IntN(40))
+		}
+		lines, ok := Lines(a, b, Budget)
+		if !ok {
+			t.Fatalf("case %d gave up", i)
+		}
+		var ra, rb []string
+		del, ins := 0, 0
+		for _, l := range lines {
+			if l.Op != Insert {
+				ra = append(ra, l.Text)
+			}
+			if l.Op != Delete {
+				rb = append(rb, l.Text)
+			}
+			switch l.Op {
+			case Delete:
+				del++
+			case Insert:
+				ins++
+			}
+		}
+		trimmed := func(s string) string {
+			var out []string
+			for _, l := range Split(s) {
+				out = append(out, strings.TrimSuffix(l, "\n"))
+			}
+			return strings.Join(out, "|")
+		}
+		if strings.Join(ra, "|") != trimmed(a) || strings.Join(rb, "|") != trimmed(b) {
+			t.Fatalf("case %d: the script does not give back both sides\na=%q\nb=%q\n%v", i, a, b, lines)
+		}
+		if sd, si, _ := Stats([]byte(a), []byte(b)); sd != del || si != ins {
+			t.Errorf("case %d: script -%d +%d, Stats -%d +%d", i, del, ins, sd, si)
+		}
+	}
+	if _, ok := Lines(randomLines(rng, 300), randomLines(rng, 300), 100); ok {
+		t.Error("a budget of 100 steps was not enforced")
+	}
 }

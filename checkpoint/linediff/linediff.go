@@ -1,0 +1,239 @@
+// Package linediff is the one line diff of trove: checkpoints count with it
+// (the insertions and deletions of a rewind or diff report, as git's
+// --numstat --minimal counts them) and the viewer shows its lines. It is
+// Myers' O((N+M)D) algorithm over interned lines, after trimming the lines
+// both ends share, with a bound on its work.
+//
+// Imports: the standard library.
+package linediff
+
+import (
+	"bytes"
+	"strings"
+	"unsafe"
+)
+
+// Budget bounds the work of one Stats (compared line pairs). Past it the
+// changed middle of the two files counts as wholly replaced: an upper bound
+// on the true numbers, never an undercount. Common leading and trailing
+// lines are always matched first, so typical edits of huge files stay exact.
+const Budget = 50_000_000
+
+// binarySniff is how much of a file is searched for a NUL byte, as git does.
+const binarySniff = 8000
+
+// IsBinary reports whether data looks binary: a NUL byte near its start.
+func IsBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0
+}
+
+// CountLines counts the lines of data; a last line without "\n" counts.
+func CountLines(data []byte) int {
+	n := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// Split splits s into lines that keep their "\n", so "a" and "a\n" differ,
+// as in git's numstat.
+func Split(s string) []string {
+	out := make([]string, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n') + 1
+		if i == 0 {
+			i = len(s)
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+// Stats returns how many lines a minimal line diff from a to b deletes and
+// inserts. Binary content (either side) is reported as binary with no line
+// counts.
+func Stats(a, b []byte) (del, ins int, binary bool) {
+	if IsBinary(a) || IsBinary(b) {
+		return 0, 0, true
+	}
+	if bytes.Equal(a, b) {
+		return 0, 0, false
+	}
+	// The lines share a's and b's bytes, which nothing writes meanwhile, and
+	// none outlives the call: a copy of two whole files per changed file
+	// was most of what a checkpoint plan allocated after its walk.
+	la, lb := Split(unsafe.String(unsafe.SliceData(a), len(a))), Split(unsafe.String(unsafe.SliceData(b), len(b)))
+	_, la, lb = trim(la, lb)
+	if len(la) == 0 || len(lb) == 0 {
+		return len(la), len(lb), false
+	}
+	ia, ib := intern(la, lb)
+	d, _, ok := myers(ia, ib, Budget, false)
+	if !ok {
+		return len(la), len(lb), false
+	}
+	n, m := len(la), len(lb)
+	return (d + n - m) / 2, (d - n + m) / 2, false
+}
+
+// Op says what a line of a diff is: its mark in a unified diff.
+type Op string
+
+const (
+	Equal  Op = " "
+	Delete Op = "-"
+	Insert Op = "+"
+)
+
+// Line is one line of a diff, without its "\n".
+type Line struct {
+	Op   Op
+	Text string
+}
+
+// Lines is a minimal line diff turning a into b: every line of a and of b
+// once, in order, equal lines shared. ok is false when it would take more
+// than budget steps (compared line pairs); its memory grows with the
+// square of the number of changed lines, which the budget bounds.
+func Lines(a, b string, budget int) (lines []Line, ok bool) {
+	la, lb := Split(a), Split(b)
+	head, ma, mb := trim(la, lb)
+	out := make([]Line, 0, len(la)+len(mb))
+	for _, l := range la[:head] {
+		out = append(out, Line{Equal, strings.TrimSuffix(l, "\n")})
+	}
+	if len(ma) > 0 && len(mb) > 0 {
+		ia, ib := intern(ma, mb)
+		_, trace, ok := myers(ia, ib, budget, true)
+		if !ok {
+			return nil, false
+		}
+		out = script(out, ma, mb, trace)
+	} else {
+		for _, l := range ma {
+			out = append(out, Line{Delete, strings.TrimSuffix(l, "\n")})
+		}
+		for _, l := range mb {
+			out = append(out, Line{Insert, strings.TrimSuffix(l, "\n")})
+		}
+	}
+	for _, l := range la[head+len(ma):] {
+		out = append(out, Line{Equal, strings.TrimSuffix(l, "\n")})
+	}
+	return out, true
+}
+
+// trim takes off the lines a and b share at both ends: how many at the
+// head, and the differing middles.
+func trim(a, b []string) (int, []string, []string) {
+	head := 0
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b, head = a[1:], b[1:], head+1
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	return head, a, b
+}
+
+// intern numbers the lines of a and b, so the diff compares small integers
+// instead of strings.
+func intern(a, b []string) ([]int32, []int32) {
+	ids := make(map[string]int32, len(a)+len(b))
+	f := func(lines []string) []int32 {
+		out := make([]int32, len(lines))
+		for i, l := range lines {
+			id, ok := ids[l]
+			if !ok {
+				id = int32(len(ids))
+				ids[l] = id
+			}
+			out[i] = id
+		}
+		return out
+	}
+	return f(a), f(b)
+}
+
+// myers is the length of the shortest edit script (insertions plus
+// deletions) turning a into b, by Myers' greedy algorithm. It gives up (ok
+// false) once it has spent budget steps. With keep, trace holds the
+// furthest x of each diagonal k (at index k+d) after each round d, for
+// script to walk back.
+func myers(a, b []int32, budget int, keep bool) (d int, trace [][]int32, ok bool) {
+	n, m := len(a), len(b)
+	maxD := n + m
+	off := maxD + 1
+	v := make([]int32, 2*maxD+3)
+	work := 0
+	for d := 0; d <= maxD; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = int(v[off+k+1]) // down: an insertion
+			} else {
+				x = int(v[off+k-1]) + 1 // right: a deletion
+			}
+			y := x - k
+			x0 := x
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			work += x - x0
+			v[off+k] = int32(x)
+			if x >= n && y >= m {
+				if keep {
+					trace = append(trace, append([]int32(nil), v[off-d:off+d+1]...))
+				}
+				return d, trace, true
+			}
+		}
+		if keep {
+			trace = append(trace, append([]int32(nil), v[off-d:off+d+1]...))
+		}
+		work += d + 1
+		if work > budget {
+			return 0, nil, false
+		}
+	}
+	return maxD, trace, true
+}
+
+// script appends to out the lines of the edit script myers traced, walking
+// back from the end of both.
+func script(out []Line, a, b []string, trace [][]int32) []Line {
+	var rev []Line
+	x, y := len(a), len(b)
+	for d := len(trace) - 1; d > 0; d-- {
+		prev := trace[d-1] // the x of diagonal k at index k+d-1
+		k := x - y
+		pk := k - 1 // came right: a line of a deleted
+		if k == -d || (k != d && prev[k-1+d-1] < prev[k+1+d-1]) {
+			pk = k + 1 // came down: a line of b inserted
+		}
+		px := int(prev[pk+d-1])
+		py := px - pk
+		for x > px && y > py {
+			x, y = x-1, y-1
+			rev = append(rev, Line{Equal, strings.TrimSuffix(a[x], "\n")})
+		}
+		if x == px {
+			y--
+			rev = append(rev, Line{Insert, strings.TrimSuffix(b[y], "\n")})
+		} else {
+			x--
+			rev = append(rev, Line{Delete, strings.TrimSuffix(a[x], "\n")})
+		}
+	}
+	for x > 0 && y > 0 {
+		x, y = x-1, y-1
+		rev = append(rev, Line{Equal, strings.TrimSuffix(a[x], "\n")})
+	}
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i])
+	}
+	return out
+}
