@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -44,6 +45,13 @@ type Catalog struct {
 
 	mu sync.Mutex // guards db across a reset
 	db *sql.DB
+
+	gen     atomic.Int64 // counts this process's writes to the catalog
+	rankMu  sync.Mutex
+	rankGen int64
+	rankAt  time.Time
+	rankN   float64
+	rankAvg float64
 }
 
 // Option configures Open.

@@ -129,7 +129,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	}
 	args = append(args, sqlLimit)
 	terms := e.positive(nil)
-	rk, err := newRanker(ctx, db, terms)
+	rk, err := c.newRanker(ctx, db, terms)
 	if err != nil {
 		return nil, err
 	}
@@ -198,38 +198,54 @@ const (
 	bm25B  = 0.75
 )
 
-func newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ranker, error) {
-	var n, ntok sql.NullFloat64
-	if err := db.QueryRowContext(ctx, "SELECT sum(nent), sum(ntok) FROM files").Scan(&n, &ntok); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ranker, error) {
+	n, avg, err := c.sizes(ctx, db)
+	if err != nil {
+		return nil, err
 	}
-	r := &ranker{avg: 1}
-	if n.Float64 > 0 && ntok.Float64 > 0 {
-		r.avg = ntok.Float64 / n.Float64
-	}
+	r := &ranker{avg: avg}
 	for _, t := range terms {
-		var docs sql.NullFloat64
-		var err error
-		if t.op == opPrefix {
-			err = db.QueryRowContext(ctx, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", t.toks[0], t.toks[0]+"\U0010FFFF").Scan(&docs)
-		} else {
+		docs := n
+		for _, tok := range t.toks {
+			// One look-up per token, each by fts5vocab's term constraint
+			// (an IN list would scan the whole vocabulary).
+			var d sql.NullFloat64
+			var err error
+			if t.op == opPrefix {
+				err = db.QueryRowContext(ctx, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", tok, tok+"\U0010FFFF").Scan(&d)
+			} else {
+				err = db.QueryRowContext(ctx, "SELECT doc FROM vocab WHERE term = ?", tok).Scan(&d)
+			}
+			if err != nil && err != sql.ErrNoRows {
+				return nil, fmt.Errorf("catalog: %w", err)
+			}
 			// A phrase is as rare as its rarest token, at most.
-			err = db.QueryRowContext(ctx, "SELECT min(doc) FROM vocab WHERE term IN ("+strings.TrimSuffix(strings.Repeat("?,", len(t.toks)), ",")+")", anys(t.toks)...).Scan(&docs)
+			docs = min(docs, d.Float64)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
-		}
-		r.idf += math.Log((n.Float64-docs.Float64+0.5)/(docs.Float64+0.5) + 1)
+		r.idf += math.Log((n-docs+0.5)/(docs+0.5) + 1)
 	}
 	return r, nil
 }
 
-func anys(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
+// sizes returns the number of entries and their average length in
+// tokens, which ranking needs: kept for a minute, or until this process
+// changes the catalog.
+func (c *Catalog) sizes(ctx context.Context, db *sql.DB) (n, avg float64, err error) {
+	c.rankMu.Lock()
+	defer c.rankMu.Unlock()
+	if c.rankGen == c.gen.Load() && c.cfg.now().Sub(c.rankAt) < time.Minute {
+		return c.rankN, c.rankAvg, nil
 	}
-	return out
+	var sn, st sql.NullFloat64
+	if err := db.QueryRowContext(ctx, "SELECT sum(nent), sum(ntok) FROM files").Scan(&sn, &st); err != nil {
+		return 0, 0, fmt.Errorf("catalog: %w", err)
+	}
+	n, avg = sn.Float64, 1
+	if sn.Float64 > 0 && st.Float64 > 0 {
+		avg = st.Float64 / sn.Float64
+	}
+	c.rankN, c.rankAvg, c.rankGen, c.rankAt = n, avg, c.gen.Load(), c.cfg.now()
+	return n, avg, nil
 }
 
 // score is the BM25 of an entry of ntok tokens holding each term once.

@@ -33,6 +33,7 @@ func (c *Catalog) write(ctx context.Context, db *sql.DB, batch []*parsed) error 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	c.gen.Add(1)
 	if c.cfg.afterBatch != nil {
 		c.cfg.afterBatch()
 	}
