@@ -40,6 +40,20 @@ func TestEncryptedStoreCommands(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) == 0 || hasEntry(entries, "demo") {
 		t.Fatalf("the demo's workspace is in the encrypted store's directory: %v", entries)
 	}
+	// The demo's text, file names and cwd are nowhere in the store's bytes.
+	cwd, _ := os.Getwd()
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		for _, needle := range []string{"greet", "Greet", "fix the greeting", cwd, "before-edit"} {
+			if strings.Contains(p, needle) || strings.Contains(string(b), needle) {
+				t.Errorf("%s holds %q", p, needle)
+			}
+		}
+		return err
+	})
 	t.Setenv(envPassword, "")
 	fails("store is encrypted", "--store", dir, "ls", "--all")
 	t.Setenv(envPassword, "nope")
