@@ -162,11 +162,25 @@ func Judge(items []Item, p Policy, now time.Time, pinned map[string]bool) []bool
 // of cwd.
 func (s *Store) pruneItems(ctx context.Context, cwd string) ([]Item, error) {
 	var items []Item
+	byPath := map[string]string{}
 	for m, err := range s.sessions.Query(ctx, session.Query{Cwd: cwd, Refresh: true}) {
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, Item{Kind: KindSession, ID: m.ID, Cwd: m.Cwd, Time: m.UpdatedAt, Parent: m.ParentID, Group: m.Cwd})
+		byPath[m.Path], byPath[backend.Base(m.Path)] = m.ID, m.ID
+	}
+	// Spec 003 lets a header name its parent by the parent's file: the
+	// store path, or a path ending in its file name.
+	for i, it := range items {
+		if !strings.ContainsAny(it.Parent, `/\`) {
+			continue
+		}
+		if id, ok := byPath[it.Parent]; ok {
+			items[i].Parent = id
+		} else if id, ok := byPath[backend.Base(strings.ReplaceAll(it.Parent, `\`, "/"))]; ok {
+			items[i].Parent = id
+		}
 	}
 	cps, err := s.checkpointItems(ctx, cwd)
 	if err != nil {

@@ -288,3 +288,46 @@ func TestPruneNeedsPolicy(t *testing.T) {
 		t.Fatal("pin of a bad id: no error")
 	}
 }
+
+// A fork whose header names its parent by file (spec 003 allows a path)
+// keeps that parent too.
+func TestPruneForkByPath(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	s, err := trove.Open(ctx, "mem://", trove.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mk := func(parent string) session.Metadata {
+		t.Helper()
+		h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/w", Model: "m", ParentID: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{`{"role":"user","content":"hi","timestamp":1}`, `{"role":"assistant","content":[{"type":"text","text":"ok"}],"timestamp":2}`} {
+			if err := h.AppendMessage(ctx, json.RawMessage(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Sessions().Metadata(ctx, h.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	parent := mk("")
+	other := mk("")
+	now = now.Add(30 * 24 * time.Hour)
+	mk("/home/someone/elsewhere/" + filepath.Base(parent.Path))
+	rep, err := s.Prune(ctx, trove.Policy{KeepWithin: 24 * time.Hour}, trove.PruneDryRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 1 || rep.Removed[0].ID != other.ID {
+		t.Fatalf("prune removes %+v, want only %s (the parent named by path is kept)", rep.Removed, other.ID)
+	}
+}
