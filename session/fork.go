@@ -28,7 +28,7 @@ import (
 //   - At: the path from the root to that entry, which becomes the leaf;
 //   - Last N: the last N messages of that path (to the leaf without At),
 //     with the latest model and thinking-level changes from before them, as
-//     spec 002's fork keeps. The first kept entry becomes a root and each
+//     agent JSONL's fork keeps. The first kept entry becomes a root and each
 //     kept entry's parent is the kept entry before it.
 //
 // On a path, references that would point at an entry the fork does not

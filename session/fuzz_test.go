@@ -72,7 +72,7 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// isMigratedOrDialect: spec 002 files are converted line by line, and
+// isMigratedOrDialect: agent JSONL files are converted line by line, and
 // their line numbers are the converted file's.
 func isMigratedOrDialect(ps []tree.Problem) bool {
 	for _, p := range ps {

@@ -177,7 +177,7 @@ type CreateOptions struct {
 
 // ForkOptions choose what a fork copies: the whole conversation path (the
 // zero value), the path up to and including the entry At, or only the last
-// Last messages of it (spec 002).
+// Last messages of it (as agent JSONL forks).
 type ForkOptions struct {
 	At   string
 	Last int

@@ -4,7 +4,7 @@
 // pointer kept in memory.
 //
 // It loads files leniently (torn, blank and garbage lines are skipped and
-// reported), migrates v1 and v2 files (and the spec 002 dialect) to v3 with
+// reported), migrates v1 and v2 files (and the agent JSONL dialect) to v3 with
 // one atomic rewrite, keeps unknown entry types and fields byte for byte,
 // rebuilds the model context at any entry (buildSessionContext), checks a
 // file strictly (Check), and persists through backend.Storage so it runs on

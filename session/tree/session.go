@@ -150,9 +150,9 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 		return nil, err
 	}
 	s := &Session{st: st, name: name, cfg: newConfig(opts), labels: map[string]string{}}
-	dialect002 := isSpec002(data)
+	dialect002 := isAgentJSONL(data)
 	if dialect002 {
-		data = fromSpec002(data)
+		data = fromAgentJSONL(data)
 	}
 	p := parseFile(data, s.report)
 	if !p.headerOK {

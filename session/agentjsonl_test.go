@@ -11,11 +11,11 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// A spec 002 file loads into the v3 model and rebuilds the context spec
-// 002's ParseMessages defines: the compaction summary, then the messages
+// An agent JSONL file loads into the v3 model and rebuilds the context
+// its spec's ParseMessages defines (docs/formats.md): the compaction summary, then the messages
 // from first_kept_entry_id on; tool_call blocks, tool_result messages and
 // snake_case usage in their v3 forms. Written back, it is v3.
-func TestSpec002File(t *testing.T) {
+func TestAgentJSONLFile(t *testing.T) {
 	data, err := os.ReadFile("testdata/spec002.jsonl")
 	must(t, err)
 	st := newMem(t)
@@ -82,7 +82,7 @@ func TestSpec002File(t *testing.T) {
 	again, err := st.ReadFile(t.Context(), "s.jsonl")
 	must(t, err)
 	if bytes.Contains(again, []byte(`"parent_id"`)) || !bytes.Contains(again, []byte(`"parentId"`)) {
-		t.Fatalf("rewritten file still spec 002:\n%s", again)
+		t.Fatalf("rewritten file still agent JSONL:\n%s", again)
 	}
 	sess2, err := tree.Open(t.Context(), st, "s.jsonl", tree.ReadOnly())
 	must(t, err)

@@ -7,15 +7,15 @@ import (
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
-// Spec 002 files (another agent's dialect: snake_case fields, a top-level
-// role, `branch` entries, `tool_call` blocks, `tool_result` messages) are
-// read into the v3 model: each line is converted on load, and a session
+// Agent JSONL files (another agent's dialect, docs/formats.md:
+// snake_case fields, a top-level role, `branch` entries, `tool_call`
+// blocks, `tool_result` messages) are read into the v3 model: each line is converted on load, and a session
 // opened for writing is rewritten as v3, as a migration is. trove writes
 // only v3.
 
-// isSpec002 reports whether data is a spec 002 file: its header is a
-// session header and some entry carries a spec 002 field or type.
-func isSpec002(data []byte) bool {
+// isAgentJSONL reports whether data is an agent JSONL file: its header is
+// a session header and some entry carries an agent JSONL field or type.
+func isAgentJSONL(data []byte) bool {
 	// The first entry says: v3 entries have parentId (one pass over the
 	// lines up to there, not over the file).
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
@@ -38,9 +38,9 @@ func isSpec002(data []byte) bool {
 	return false
 }
 
-// fromSpec002 converts a spec 002 file to v3 lines. Lines that are not JSON
+// fromAgentJSONL converts an agent JSONL file to v3 lines. Lines that are not JSON
 // objects stay as they are, for the lenient parser to report.
-func fromSpec002(data []byte) []byte {
+func fromAgentJSONL(data []byte) []byte {
 	// The file is rewritten as v3 text, decoded as the reference decodes
 	// it: encoding/json would replace invalid UTF-8 byte by byte.
 	data = jsonscan.ToValidUTF8(data)
@@ -70,7 +70,7 @@ func fromSpec002(data []byte) []byte {
 			rename(e, "tokens_before", "tokensBefore")
 		case "branch":
 			// Lineage goes to the header; the entry becomes a custom
-			// entry, which stays out of the context in v3 as in spec 002.
+			// entry, which stays out of the context in v3 as in agent JSONL.
 			if p, ok := e["parent_session_path"]; ok && header != nil {
 				if _, set := header["parentSession"]; !set {
 					header["parentSession"] = p
@@ -106,7 +106,7 @@ func fromSpec002(data []byte) []byte {
 	return out.Bytes()
 }
 
-// message002 converts one spec 002 message object to the v3 AgentMessage.
+// message002 converts one agent JSONL message object to the v3 AgentMessage.
 func message002(raw json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
