@@ -30,7 +30,7 @@ type Config struct {
 	// the buckets "fleet" and "fleet-mirror" (CreateBuckets).
 	Endpoint string
 	// Faults puts a fault proxy (StartProxy) between the machines and the
-	// engine, at FaultRate (default 0.05), and cuts one writer off for
+	// engine, at FaultRate (default 0.03; requests time out after 3 s), and cuts one writer off for
 	// 2*(LeaseTTL+Skew) every PartitionEvery (default 20s). The verifier
 	// dials the engine directly.
 	Faults                bool
@@ -69,7 +69,12 @@ func (c *Config) defaults() {
 		c.Timeout = 10 * time.Second
 	}
 	if c.FaultRate <= 0 {
-		c.FaultRate = 0.05
+		c.FaultRate = 0.03
+	}
+	if c.Faults && c.Timeout > 3*time.Second {
+		// Stalls are held past this: short, so that GC and mirror runs of
+		// hundreds of requests still finish between kills.
+		c.Timeout = 3 * time.Second
 	}
 	if c.PartitionEvery <= 0 {
 		c.PartitionEvery = 20 * time.Second

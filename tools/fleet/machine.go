@@ -111,20 +111,25 @@ func Machine(ctx context.Context, c MachineConfig, stderr io.Writer) error {
 	return m.loop(ctx, m.write)
 }
 
-// opDeadline bounds each operation; one that returns later than it (and
-// a little slack) is journalled overdue.
-const opDeadline, opSlack = 60 * time.Second, 2 * time.Second
+// opDeadline bounds each operation, longDeadline a GC or mirror run (of
+// hundreds of requests); one that returns later than its deadline (and a
+// little slack) is journalled overdue.
+const opDeadline, longDeadline, opSlack = 60 * time.Second, 5 * time.Minute, 2 * time.Second
 
 // loop runs step until the context ends; a failed step is reported and
 // the loop goes on, as an agent would.
 func (m *machine) loop(ctx context.Context, step func(context.Context) error) error {
+	deadline := opDeadline
+	if m.c.Role == RoleGC || m.c.Role == RoleMirror {
+		deadline = longDeadline
+	}
 	for ctx.Err() == nil {
-		sctx, cancel := context.WithTimeout(ctx, opDeadline)
+		sctx, cancel := context.WithTimeout(ctx, deadline)
 		start := time.Now()
 		err := step(sctx)
 		cancel()
-		if took := time.Since(start); took > opDeadline+opSlack {
-			m.j.add(Rec{Op: "overdue", Start: start, Note: fmt.Sprintf("an operation took %v, past its %v deadline (%v)", took.Round(time.Millisecond), opDeadline, err)})
+		if took := time.Since(start); took > deadline+opSlack {
+			m.j.add(Rec{Op: "overdue", Start: start, Note: fmt.Sprintf("an operation took %v, past its %v deadline (%v)", took.Round(time.Millisecond), deadline, err)})
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "machine %d: %v\n", m.c.ID, err)

@@ -21,8 +21,8 @@
 //     azurite's documented devstoreaccount1 and its well-known key.
 //   - StartSeaweedFS: SeaweedFS, a real object-store engine: `weed mini`
 //     (master, volume server, filer and S3 gateway in one process) built from
-//     its Go module at SeaweedFSVersion by scripts/install-test-servers into
-//     the user's cache directory (SeaweedFSBinary; $TROVE_SEAWEEDFS
+//     its Go module at SeaweedFSVersion by scripts/install-test-servers
+//     --seaweedfs into the user's cache directory (SeaweedFSBinary; $TROVE_SEAWEEDFS
 //     overrides), started on first use on free ports of 127.0.0.1 with
 //     telemetry, WebDAV, the admin UI and the Iceberg and Lance endpoints
 //     off, in its own process group, killed when the test ends. While the

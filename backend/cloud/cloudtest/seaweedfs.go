@@ -295,7 +295,8 @@ func (s *SeaweedFS) CreateBucket(tb testing.TB) string {
 // Bucket creates a fresh bucket and opens it with a client that dials this
 // server only.
 func (s *SeaweedFS) Bucket(tb testing.TB) *blob.Bucket {
-	return openS3Bucket(tb, s3Client(s.addr), s.CreateBucket(tb))
+	name := s.CreateBucket(tb) // starts weed: s.addr is known after
+	return openS3Bucket(tb, s3Client(s.addr), name)
 }
 
 // New returns a fresh Storage on a new bucket, with the one-request delete
