@@ -20,32 +20,35 @@ import (
 )
 
 func newHooksCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "hooks", Short: "Checkpoint before every file-changing tool call of Claude Code (its hooks)"}
+	cmd := &cobra.Command{Use: "hooks", Short: "Checkpoint before every file-changing tool call of Claude Code or Codex (their hooks)"}
 	var project, user bool
-	where := func() (string, error) {
+	// where is the settings file of ag that --project or --user names.
+	where := func(ag agent) (string, error) {
 		if project && user {
 			return "", usageErr("--project or --user, not both")
 		}
 		if user {
-			home, err := os.UserHomeDir()
-			return filepath.Join(home, ".claude", "settings.json"), err
+			return ag.userFile()
 		}
 		wd, err := os.Getwd()
-		return filepath.Join(wd, ".claude", "settings.json"), err
+		return filepath.Join(wd, filepath.FromSlash(ag.project)), err
 	}
 	install := &cobra.Command{
-		Use:   "install claude [--project | --user]",
-		Short: "Add trove's hooks to Claude Code's settings (kept: everything else in them)",
-		Long: "Merge hook entries into .claude/settings.json under the current directory (--project, the\n" +
-			"default) or ~/.claude/settings.json (--user): before Write, Edit, MultiEdit, NotebookEdit and Bash\n" +
-			"a checkpoint of the workspace named after the tool call; at Stop and SessionEnd an import of the\n" +
-			"transcript. The entries call this binary by its absolute path. Running it again changes nothing.",
+		Use:   "install claude|codex [--project | --user]",
+		Short: "Add trove's hooks to the agent's settings (kept: everything else in them)",
+		Long: "Merge hook entries into the agent's settings: Claude Code's .claude/settings.json under the\n" +
+			"current directory (--project, the default) or ~/.claude/settings.json (--user); Codex's\n" +
+			".codex/hooks.json or ~/.codex/hooks.json. Before each file-changing tool call (Claude Code:\n" +
+			"Write, Edit, MultiEdit, NotebookEdit, Bash; Codex: Bash, apply_patch) a checkpoint of the\n" +
+			"workspace named after the call; when the agent stops, an import of the transcript. The entries\n" +
+			"call this binary by its absolute path. Running it again changes nothing.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "claude" {
-				return usageErr("hooks for %q: only claude has hooks trove installs (Codex and pi: trove watch)", args[0])
+			ag, err := agentNamed(args[0])
+			if err != nil {
+				return err
 			}
-			path, err := where()
+			path, err := where(ag)
 			if err != nil {
 				return err
 			}
@@ -57,38 +60,38 @@ func newHooksCmd(a *app) *cobra.Command {
 			if a.storeURL != "" {
 				command += " --store " + shellQuote(a.storeURL)
 			}
-			return a.editSettings(path, command+hookMarker, "installed trove's hooks in")
+			return a.editSettings(ag, path, command+ag.marker(), "installed trove's hooks in")
 		},
 	}
 	uninstall := &cobra.Command{
-		Use:   "uninstall claude [--project | --user]",
-		Short: "Remove trove's hooks from Claude Code's settings, leaving the rest",
+		Use:   "uninstall claude|codex [--project | --user]",
+		Short: "Remove trove's hooks from the agent's settings, leaving the rest",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "claude" {
-				return usageErr("hooks for %q: only claude has hooks trove installs", args[0])
-			}
-			path, err := where()
+			ag, err := agentNamed(args[0])
 			if err != nil {
 				return err
 			}
-			return a.editSettings(path, "", "removed trove's hooks from")
+			path, err := where(ag)
+			if err != nil {
+				return err
+			}
+			return a.editSettings(ag, path, "", "removed trove's hooks from")
 		},
 	}
 	for _, c := range []*cobra.Command{install, uninstall} {
-		c.Flags().BoolVar(&project, "project", false, "the project's .claude/settings.json under the current directory (default)")
-		c.Flags().BoolVar(&user, "user", false, "the user's ~/.claude/settings.json")
+		c.Flags().BoolVar(&project, "project", false, "the project's settings under the current directory (default)")
+		c.Flags().BoolVar(&user, "user", false, "the user's settings, for every project")
 	}
 	var budget time.Duration
 	run := &cobra.Command{
-		Use:   "run claude",
-		Short: "Run one hook: the hook's JSON on stdin (what Claude Code's entries call)",
-		Long: "Reads the hook's JSON on stdin. PreToolUse of Write, Edit, MultiEdit, NotebookEdit or Bash: a\n" +
-			"checkpoint of the workspace (CLAUDE_PROJECT_DIR, else the hook's cwd) named after the tool_use_id,\n" +
-			"durable before it returns. Stop, SubagentStop, SessionEnd: the transcript imported. It exits 0\n" +
-			"whatever happens, so the agent goes on; failures go to the log `trove hooks status` shows.",
-		Args:   cobra.ExactArgs(1),
-		Hidden: false,
+		Use:   "run claude|codex",
+		Short: "Run one hook: the hook's JSON on stdin (what the installed entries call)",
+		Long: "Reads the hook's JSON on stdin. PreToolUse of a file-changing tool: a checkpoint of the\n" +
+			"workspace (CLAUDE_PROJECT_DIR, else the hook's cwd) named after the tool_use_id, durable before\n" +
+			"it returns. Stop, SubagentStop, SessionEnd: the transcript imported. It exits 0 whatever\n" +
+			"happens, so the agent goes on; failures go to the log `trove hooks status` shows.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
@@ -98,11 +101,12 @@ func newHooksCmd(a *app) *cobra.Command {
 			if err == nil {
 				err = json.Unmarshal(in, &h)
 			}
-			if err == nil && args[0] != "claude" {
-				err = fmt.Errorf("hooks run %q: only claude", args[0])
+			ag, aerr := agentNamed(args[0])
+			if err == nil {
+				err = aerr
 			}
 			if err == nil {
-				err = a.runHook(ctx, h)
+				err = a.runHook(ctx, ag, h)
 			}
 			if err != nil {
 				hookLog(h, err, time.Since(start))
@@ -123,9 +127,9 @@ func newHooksCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// editSettings rewrites Claude Code's settings at path with trove's
+// editSettings rewrites the agent's settings at path with trove's
 // entries calling command ("": none).
-func (a *app) editSettings(path, command, did string) error {
+func (a *app) editSettings(ag agent, path, command, did string) error {
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -134,7 +138,7 @@ func (a *app) editSettings(path, command, did string) error {
 		a.printf("no %s: nothing to remove\n", path)
 		return nil
 	}
-	out, err := editHooks(data, command)
+	out, err := ag.editHooks(data, command)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -149,8 +153,8 @@ func (a *app) editSettings(path, command, did string) error {
 	return nil
 }
 
-// hookInput is what Claude Code gives a hook on stdin (the fields trove
-// reads; the rest is ignored).
+// hookInput is what Claude Code and Codex give a hook on stdin (the
+// fields trove reads; the rest is ignored).
 type hookInput struct {
 	SessionID      string          `json:"session_id"`
 	TranscriptPath string          `json:"transcript_path"`
@@ -161,16 +165,13 @@ type hookInput struct {
 	ToolUseID      string          `json:"tool_use_id"`
 }
 
-// changesFiles are the tools a checkpoint is taken before.
-var changesFiles = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}
-
-func (a *app) runHook(ctx context.Context, h hookInput) error {
+func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 	switch h.Event {
 	case "PreToolUse":
-		if !changesFiles[h.ToolName] {
+		if !ag.tools[h.ToolName] {
 			return nil
 		}
-		return a.hookCheckpoint(ctx, h)
+		return a.hookCheckpoint(ctx, ag, h)
 	case "Stop", "SubagentStop", "SessionEnd":
 		if h.TranscriptPath == "" {
 			return nil
@@ -183,7 +184,7 @@ func (a *app) runHook(ctx context.Context, h hookInput) error {
 		if sub := strings.TrimSuffix(h.TranscriptPath, ".jsonl") + "/subagents"; isDir(sub) {
 			paths = append(paths, sub)
 		}
-		_, err = importer.Import(ctx, ts, paths, importer.Options{From: "claude"})
+		_, err = importer.Import(ctx, ts, paths, importer.Options{From: ag.format})
 		return err
 	}
 	return nil
@@ -191,7 +192,7 @@ func (a *app) runHook(ctx context.Context, h hookInput) error {
 
 // hookCheckpoint takes the checkpoint before a tool call: the workspace
 // as it is, named after the call, linked to the session.
-func (a *app) hookCheckpoint(ctx context.Context, h hookInput) error {
+func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 	dir := os.Getenv("CLAUDE_PROJECT_DIR")
 	if dir == "" {
 		dir = h.Cwd
@@ -213,7 +214,7 @@ func (a *app) hookCheckpoint(ctx context.Context, h hookInput) error {
 	defer m.Close()
 	opts := []checkpoint.CreateOption{checkpoint.WithNote(toolNote(h)), checkpoint.WithMessage(h.ToolUseID)}
 	if h.SessionID != "" {
-		opts = append(opts, checkpoint.WithSession(importer.SessionID("claude", h.SessionID)))
+		opts = append(opts, checkpoint.WithSession(importer.SessionID(ag.format, h.SessionID)))
 	}
 	if ign := storeInside(a, dir); ign != "" {
 		opts = append(opts, checkpoint.WithIgnore(ign))
@@ -281,19 +282,31 @@ func hookLog(h hookInput, err error, took time.Duration) {
 }
 
 func (a *app) hooksStatus() error {
-	home, _ := os.UserHomeDir()
 	wd, _ := os.Getwd()
-	for _, p := range []string{filepath.Join(wd, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
-		command, err := installedCommand(p)
-		switch {
-		case err != nil:
-			a.printf("%s: %v\n", p, err)
-		case command == "":
-			a.printf("%s: no trove hooks\n", p)
-		default:
-			a.printf("%s: installed: %s\n", p, command)
+	for _, ag := range []agent{claudeAgent(), codexAgent()} {
+		user, _ := ag.userFile()
+		for _, p := range []string{filepath.Join(wd, filepath.FromSlash(ag.project)), user} {
+			a.settingsStatus(ag, p)
 		}
 	}
+	return a.hooksLog()
+}
+
+// settingsStatus says whether trove's hooks are in the settings at p.
+func (a *app) settingsStatus(ag agent, p string) {
+	command, err := ag.installedCommand(p)
+	switch {
+	case err != nil:
+		a.printf("%s: %v\n", p, err)
+	case command == "":
+		a.printf("%s: no trove hooks\n", p)
+	default:
+		a.printf("%s: installed: %s\n", p, command)
+	}
+}
+
+// hooksLog prints the hooks' recent failures.
+func (a *app) hooksLog() error {
 	path := hookLogPath()
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

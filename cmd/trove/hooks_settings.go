@@ -93,30 +93,70 @@ type claudeHook struct {
 	Timeout int    `json:"timeout,omitempty"`
 }
 
-// hookMarker ends the command of every hook entry trove installs.
-const hookMarker = " hooks run claude"
-
-// ours reports whether a hook entry is one trove installed.
-func ours(h json.RawMessage) bool {
-	var e claudeHook
-	return json.Unmarshal(h, &e) == nil && strings.HasSuffix(e.Command, hookMarker)
+// agent is an agent whose hooks trove installs: where its settings are,
+// the events trove's entries handle and what its transcripts are.
+type agent struct {
+	name    string // as in `trove hooks run NAME`
+	format  string // of its transcripts, for the importer
+	project string // settings file under a project directory
+	user    string // under the home directory; env overrides the directory
+	env     string
+	events  []hookEvent
+	tools   map[string]bool // the tools a checkpoint is taken before
 }
 
-// claudeEvents are the hook events trove installs entries for, with the
-// matcher of the tools it checkpoints before.
-var claudeEvents = []struct {
+type hookEvent struct {
 	event, matcher string
-	timeout        int
-}{
-	{"PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash", 30},
-	{"Stop", "", 60},
-	{"SessionEnd", "", 60},
+	timeout        int // seconds; 0: the agent's default
 }
 
-// editHooks rewrites the "hooks" of Claude Code settings: trove's entries
+// agentNamed is the agent called name.
+func agentNamed(name string) (agent, error) {
+	switch name {
+	case "claude":
+		return claudeAgent(), nil
+	case "codex":
+		return codexAgent(), nil
+	}
+	return agent{}, usageErr("hooks for %q: trove installs hooks for claude and codex (pi: trove watch)", name)
+}
+
+func claudeAgent() agent {
+	return agent{name: "claude", format: "claude", project: ".claude/settings.json", user: ".claude/settings.json",
+		events: []hookEvent{{"PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash", 30}, {"Stop", "", 60}, {"SessionEnd", "", 60}},
+		tools:  map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}}
+}
+
+// codexAgent: Codex reads hooks.json beside its config (openai/codex's
+// hook discovery); its PreToolUse covers Bash and apply_patch.
+func codexAgent() agent {
+	return agent{name: "codex", format: "codex", project: ".codex/hooks.json", user: ".codex/hooks.json", env: "CODEX_HOME",
+		events: []hookEvent{{"PreToolUse", "Bash|apply_patch", 0}, {"Stop", "", 0}},
+		tools:  map[string]bool{"Bash": true, "apply_patch": true}}
+}
+
+// marker ends the command of every hook entry trove installs for ag.
+func (ag agent) marker() string { return " hooks run " + ag.name }
+
+// userFile is the agent's settings file for every project.
+func (ag agent) userFile() (string, error) {
+	if dir := os.Getenv(ag.env); ag.env != "" && dir != "" {
+		return filepath.Join(dir, filepath.Base(ag.user)), nil
+	}
+	home, err := os.UserHomeDir()
+	return filepath.Join(home, filepath.FromSlash(ag.user)), err
+}
+
+// ours reports whether a hook entry is one trove installed for ag.
+func (ag agent) ours(h json.RawMessage) bool {
+	var e claudeHook
+	return json.Unmarshal(h, &e) == nil && strings.HasSuffix(e.Command, ag.marker())
+}
+
+// editHooks rewrites the "hooks" of an agent's settings: trove's entries
 // removed from every group (groups left empty go, events left empty go),
 // then, when command is not empty, one group per event calling it.
-func editHooks(settings []byte, command string) ([]byte, error) {
+func (ag agent) editHooks(settings []byte, command string) ([]byte, error) {
 	top, err := parseObject(settings)
 	if err != nil {
 		return nil, err
@@ -132,7 +172,7 @@ func editHooks(settings []byte, command string) ([]byte, error) {
 		}
 		kept := []json.RawMessage{}
 		for _, g := range groups {
-			g, keep, err := dropOurs(g)
+			g, keep, err := ag.dropOurs(g)
 			if err != nil {
 				return nil, err
 			}
@@ -147,7 +187,7 @@ func editHooks(settings []byte, command string) ([]byte, error) {
 		hooks = hooks.set(m.key, v)
 	}
 	if command != "" {
-		for _, e := range claudeEvents {
+		for _, e := range ag.events {
 			var groups []json.RawMessage
 			json.Unmarshal(hooks.get(e.event), &groups)
 			h, _ := json.Marshal(claudeHook{Type: "command", Command: command, Timeout: e.timeout})
@@ -178,7 +218,7 @@ func editHooks(settings []byte, command string) ([]byte, error) {
 
 // dropOurs removes trove's entries from a matcher group, reporting
 // whether the group still holds any.
-func dropOurs(g json.RawMessage) (json.RawMessage, bool, error) {
+func (ag agent) dropOurs(g json.RawMessage) (json.RawMessage, bool, error) {
 	o, err := parseObject(g)
 	if err != nil {
 		return g, true, nil // not an object: not ours to judge
@@ -189,7 +229,7 @@ func dropOurs(g json.RawMessage) (json.RawMessage, bool, error) {
 	}
 	kept := []json.RawMessage{}
 	for _, h := range hs {
-		if !ours(h) {
+		if !ag.ours(h) {
 			kept = append(kept, h)
 		}
 	}
@@ -203,7 +243,7 @@ func dropOurs(g json.RawMessage) (json.RawMessage, bool, error) {
 
 // installedCommand is the command of trove's PreToolUse entry in the
 // settings file at path, "" when there is none.
-func installedCommand(path string) (string, error) {
+func (ag agent) installedCommand(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -225,7 +265,7 @@ func installedCommand(path string) (string, error) {
 	json.Unmarshal(hooks.get("PreToolUse"), &groups)
 	for _, g := range groups {
 		for _, h := range g.Hooks {
-			if strings.HasSuffix(h.Command, hookMarker) {
+			if strings.HasSuffix(h.Command, ag.marker()) {
 				return h.Command, nil
 			}
 		}

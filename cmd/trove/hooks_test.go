@@ -62,11 +62,11 @@ func TestHooksInstallKeepsSettings(t *testing.T) {
 	if s.Model != "opus" || s.Perm == nil || len(pre) != 2 || pre[0].Hooks[0].Command != "~/bin/audit.sh" || len(s.Hooks["PostToolUse"]) != 1 {
 		t.Fatalf("the user's settings were not kept:\n%s", once)
 	}
-	if pre[1].Matcher != "Write|Edit|MultiEdit|NotebookEdit|Bash" || pre[1].Hooks[0].Command != shellQuote(exe)+hookMarker {
+	if pre[1].Matcher != "Write|Edit|MultiEdit|NotebookEdit|Bash" || pre[1].Hooks[0].Command != shellQuote(exe)+claudeAgent().marker() {
 		t.Fatalf("trove's PreToolUse entry: %+v", pre[1])
 	}
 	for _, ev := range []string{"Stop", "SessionEnd"} {
-		if g := s.Hooks[ev]; len(g) != 1 || !strings.HasSuffix(g[0].Hooks[0].Command, hookMarker) {
+		if g := s.Hooks[ev]; len(g) != 1 || !strings.HasSuffix(g[0].Hooks[0].Command, claudeAgent().marker()) {
 			t.Fatalf("%s: %+v", ev, g)
 		}
 	}
@@ -249,5 +249,78 @@ func TestHooksCheckpointBeforeEachCall(t *testing.T) {
 	}
 	if out := run(nil, "hooks", "status"); !strings.Contains(out, "recent hook failures") {
 		t.Errorf("status does not show the failure:\n%s", out)
+	}
+}
+
+// TestHooksCodex installs trove's entries into a project's
+// .codex/hooks.json and runs recorded Codex payloads: a checkpoint before
+// the Bash call, linked to the session an import of the rollout makes,
+// which Stop imports.
+func TestHooksCodex(t *testing.T) {
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if code, _, errOut := trove(t, "", "hooks", "install", "codex"); code != 0 {
+		t.Fatalf("install: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".codex", "hooks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Matcher string       `json:"matcher"`
+			Hooks   []claudeHook `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if pre := s.Hooks["PreToolUse"]; len(pre) != 1 || pre[0].Matcher != "Bash|apply_patch" || !strings.HasSuffix(pre[0].Hooks[0].Command, " hooks run codex") ||
+		len(s.Hooks["Stop"]) != 1 {
+		t.Fatalf("hooks.json:\n%s", data)
+	}
+
+	ws, store := t.TempDir(), filepath.Join(t.TempDir(), "store")
+	if err := os.MkdirAll(filepath.Join(ws, "gen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "gen", "out.bin"), []byte("built\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	transcript := filepath.Join(here, "../../importer/testdata/codex/2026/11/20/rollout-2026-11-20T11-00-00-0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b.jsonl")
+	for _, name := range []string{"codex-pre.json", "codex-stop.json"} {
+		b, err := os.ReadFile(filepath.Join(here, "testdata", "hooks", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte("$CWD"), []byte(ws))
+		b = bytes.ReplaceAll(b, []byte("$TRANSCRIPT"), []byte(transcript))
+		if code, _, _ := trove(t, string(b), "--store", store, "hooks", "run", "codex"); code != 0 {
+			t.Fatalf("%s: exit %d", name, code)
+		}
+	}
+	os.RemoveAll(filepath.Join(ws, "gen"))
+	_, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
+	var cps []checkpointJSON
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	sid := importer.SessionID("codex", "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b")
+	if len(cps) != 1 || cps[0].ID != "call_7Gx2KqLmNpRsTuVw" || cps[0].Note != "Bash: rm -rf gen" || cps[0].Session != sid {
+		t.Fatalf("checkpoints: %+v", cps)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "call_7Gx2KqLmNpRsTuVw", "--dir", ws); code != 0 {
+		t.Fatalf("rewind: %s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "gen", "out.bin")); err != nil || string(b) != "built\n" {
+		t.Fatalf("gen/out.bin after the rewind: %q %v", b, err)
+	}
+	if _, out, _ := trove(t, "", "--store", store, "--json", "ls", "--all"); !strings.Contains(out, sid) {
+		t.Fatalf("Stop did not import the rollout as %s:\n%s", sid, out)
 	}
 }
