@@ -1,18 +1,19 @@
 // Package conformance holds one test suite per trove layer, run on every
 // backend so that all backends prove the same behaviour:
 //
-//	TestStorage     backend.Storage: names, errors, atomic writes, appends, crashes, faults
-//	TestCAS         cas: put, get, verify, packs, GC
-//	TestSession     session/tree: session files, the write pipeline, blobs, discovery
-//	TestStore       session: the store agents call (create, resume, fork, list, locks)
-//	TestCheckpoint  checkpoint: manifests and blobs on the backend, a real workspace
-//	TestRunlog      runlog: typed records, outputs in cas, crashes
-//	TestOneStore    trove: every layer on one store sharing one blob store, GC, Check
+//	TestStorage       backend.Storage: names, errors, atomic writes, appends, crashes, faults
+//	TestCAS           cas: put, get, verify, packs, GC
+//	TestSessionTree   session/tree: session files, the write pipeline, blobs, discovery
+//	TestSessionStore  session: the store agents call (create, resume, fork, list, locks)
+//	TestCheckpoint    checkpoint: manifests and blobs on the backend, a real workspace
+//	TestRunlog        runlog: typed records, outputs in cas, crashes
+//	TestTrove         trove: every layer on one store sharing one blob store, GC, Check
 //
 // and benchmarks of the storage and blob layers (BenchStorage, BenchCAS).
 // conformance_test.TestMatrix runs each suite on each backend, plain and
-// encrypted, as TestMatrix/<backend>/<suite>; `make conformance` prints it
-// as a table. A backend's own tests run the suites too.
+// encrypted, as TestMatrix/<backend>/<suite> (suites labelled storage, cas,
+// session, checkpoint, runlog, store and trove); `make conformance` prints
+// it as a table. A backend's own tests run the suites too.
 //
 // A suite takes a constructor
 //

@@ -30,11 +30,11 @@ func suites() []suite {
 	return []suite{
 		{"storage", conformance.TestStorage},
 		{"cas", conformance.TestCAS},
-		{"session", conformance.TestSession},
+		{"session", conformance.TestSessionTree},
 		{"checkpoint", conformance.TestCheckpoint},
 		{"runlog", conformance.TestRunlog},
-		{"store", conformance.TestStore},
-		{"trove", conformance.TestOneStore},
+		{"store", conformance.TestSessionStore},
+		{"trove", conformance.TestTrove},
 	}
 }
 

@@ -11,6 +11,6 @@ import (
 // package's matrix runs it on every backend.
 func TestConformance(t *testing.T) {
 	for _, b := range backendtest.Local() {
-		t.Run(b.Name, func(t *testing.T) { conformance.TestSession(t, b.New) })
+		t.Run(b.Name, func(t *testing.T) { conformance.TestSessionTree(t, b.New) })
 	}
 }

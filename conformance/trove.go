@@ -22,9 +22,9 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// TestOneStore runs the whole store (trove.New) on a backend: blobs by
+// TestTrove runs the whole store (trove.New) on a backend: blobs by
 // default, GC over every layer's roots, fsck.
-func TestOneStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
+func TestTrove(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 	t.Run("GCKeepsEveryLayer", func(t *testing.T) { oneStoreGC(t, newBackend(t)) })
 	t.Run("CheckFindsDamage", func(t *testing.T) { oneStoreCheck(t, newBackend(t)) })
 	t.Run("DurablePrompt", func(t *testing.T) { oneStoreDurablePrompt(t, newBackend(t)) })

@@ -19,12 +19,13 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// TestStore checks the session store (specs 000/001: create, continue,
-// resume, resume-at, fork, delete, list, metadata, transcript, the
-// background writer, locking) on the backends newBackend makes. The spec 001
-// checklist items about sessions are subtests named Checklist<NN><Item>;
-// the checkpoint items are in TestCheckpoint.
-func TestStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
+// TestSessionStore checks package session, the session store API (create,
+// continue, resume, resume-at, fork, delete, list, metadata, transcript,
+// the background writer, locking) on the backends newBackend makes. The
+// items of its spec's checklist (spec 001, docs/formats.md) about sessions
+// are subtests named Checklist<NN><Item>; the checkpoint items are in
+// TestCheckpoint.
+func TestSessionStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 	x := &storeSuite{newBackend: newBackend}
 	for _, c := range []struct {
 		name string

@@ -22,10 +22,10 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// TestSession checks the session layer (spec 003 files, the write pipeline,
+// TestSessionTree checks package session/tree (pi session v3 files, the write pipeline,
 // blobs, discovery) on the backends newBackend makes. Subtest names are
-// stable: TestSession/<group>/<case>.
-func TestSession(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
+// stable: TestSessionTree/<group>/<case>.
+func TestSessionTree(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 	groups := []struct {
 		name string
 		run  func(x *sessionSuite, t *testing.T)
