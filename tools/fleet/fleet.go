@@ -172,9 +172,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		// Writers are killed three times as often as the gc, mirror and
 		// list machines, which need a while to finish a run at all.
+		// The gc and mirror machines are killed only once their
+		// incarnation finished a run: a GC reads every root, and on a
+		// grown bucket takes longer than the time between kills.
 		id := 3 + rng.IntN(cfg.Machines-3)
-		if rng.IntN(4) == 0 {
-			id = rng.IntN(3)
+		if r := rng.IntN(3); rng.IntN(4) == 0 && (r == 2 || finished(cfg.Dir, r, procs[r].cfg.Inc)) {
+			id = r
 		}
 		p := procs[id]
 		select {
@@ -252,6 +255,18 @@ func partitions(px *Proxy, cfg Config, seed uint64, stop chan struct{}) {
 		}
 		px.Heal()
 	}
+}
+
+// finished reports whether incarnation inc of machine id journalled a
+// GC or mirror run.
+func finished(dir string, id, inc int) bool {
+	rs, _ := readJournal(journalDir(dir), id)
+	for _, r := range rs {
+		if r.Inc == inc && (r.Op == "gc" || r.Op == "mirror") {
+			return true
+		}
+	}
+	return false
 }
 
 func stderrPath(dir string, id int) string {
