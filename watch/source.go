@@ -76,9 +76,9 @@ func (s *source) same(f File) (bool, error) {
 // step brings the source's sessions up to date with the file: only the
 // bytes after the offset are read while a Follower is live; a source
 // started again (new, rewritten, or after a restart) is read whole once.
-// A rescan (notified false) looks no further than the file's size and
-// time.
-func (w *Watcher) step(ctx context.Context, s *source, notified bool) (changed bool, err error) {
+// A file whose size and time are as last seen is not read at all: a
+// notification left over from a write already read costs a stat.
+func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error) {
 	fi, err := os.Stat(s.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Deleted or rotated away: what it brought stays in trove.
@@ -89,7 +89,7 @@ func (w *Watcher) step(ctx context.Context, s *source, notified bool) (changed b
 	if err != nil {
 		return false, err
 	}
-	if fi.Size() == s.Size && fi.ModTime().Equal(s.Mod) && (!notified || s.Gone != "") {
+	if fi.Size() == s.Size && fi.ModTime().Equal(s.Mod) {
 		return false, nil
 	}
 	f, err := w.open(s.Path)
@@ -132,8 +132,9 @@ func (w *Watcher) step(ctx context.Context, s *source, notified bool) (changed b
 	}
 	res, err := s.f.Feed(ctx, data)
 	if err != nil {
-		// Parse state may be partial: read the file again next time.
-		s.f, s.Offset = nil, 0
+		// Parse state may be partial: read the file again at the next
+		// look, whether or not it changes by then.
+		s.f, s.Offset, s.Mod = nil, 0, time.Time{}
 		return true, fmt.Errorf("watch %s: %w", s.Path, err)
 	}
 	for _, r := range res {

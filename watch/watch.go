@@ -196,7 +196,7 @@ func (w *Watcher) drain(ctx context.Context) {
 		paths = append(paths, p)
 	}
 	clear(w.dirty)
-	w.process(ctx, paths, true)
+	w.process(ctx, paths)
 }
 
 // scan stats every source under the roots (and adds watches on
@@ -204,7 +204,7 @@ func (w *Watcher) drain(ctx context.Context) {
 func (w *Watcher) scan(ctx context.Context) {
 	var paths []string
 	w.walkRoots(func(p string) { paths = append(paths, p) })
-	w.process(ctx, paths, false)
+	w.process(ctx, paths)
 }
 
 // walkRoots walks the roots that exist, and watches the nearest existing
@@ -270,7 +270,7 @@ func (w *Watcher) formatOf(p string) string {
 
 // process reads the sources at paths: blobs first (a session never lands
 // before the blobs it names), then sessions in name order.
-func (w *Watcher) process(ctx context.Context, paths []string, notified bool) {
+func (w *Watcher) process(ctx context.Context, paths []string) {
 	sort.Slice(paths, func(i, j int) bool {
 		bi, bj := filepath.Base(filepath.Dir(paths[i])) == "blobs", filepath.Base(filepath.Dir(paths[j])) == "blobs"
 		if bi != bj {
@@ -297,7 +297,7 @@ func (w *Watcher) process(ctx context.Context, paths []string, notified bool) {
 			s = &source{Path: p, Format: w.formatOf(p)}
 			w.sources[p] = s
 		}
-		changed, err := w.step(ctx, s, notified)
+		changed, err := w.step(ctx, s)
 		if err != nil {
 			w.log.Warn("trove watch: cannot import", "source", p, "err", err)
 		}

@@ -73,7 +73,7 @@ func (h *harness) start() {
 // after a deadline.
 func (h *harness) wait(path string, ok func(Event) bool) Event {
 	h.t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case e := <-h.events:
