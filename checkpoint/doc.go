@@ -6,7 +6,7 @@
 // os.Root; FS for any afero.Fs) with a trove store: Create snapshots named
 // files (absent ones recorded as absent), CreateTree a whole tree under
 // .gitignore rules, Rewind restores a checkpoint (or reports, with a dry
-// run, exactly what it would change, as spec 001's RewindFilesResult), Diff
+// run, exactly what it would change, as the session store API's RewindFilesResult), Diff
 // and DiffCheckpoints list changed paths with line counts.
 //
 // File content goes into the root's one cas store through its batch (pack)

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// RewindFilesResult is spec 001's report of a rewind (sdk.d.ts
+// RewindFilesResult is the session store API's report of a rewind (sdk.d.ts
 // RewindFilesResult). Insertions and deletions are line counts of the real
 // diff from the workspace to the checkpoint: lines the rewind adds back and
 // lines it removes. Binary files and symlinks count as changed files with no

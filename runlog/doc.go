@@ -1,6 +1,7 @@
-// Package runlog persists the runs of a coding agent as spec 004 describes:
-// one append-only JSONL file per run at runs/YYYY/MM/DD/<run_id>.jsonl (the
-// UTC date of the header's started_at), typed records with sequence numbers,
+// Package runlog persists the runs of a coding agent as the run log spec
+// (docs/formats.md) describes: one append-only JSONL file per run at
+// runs/YYYY/MM/DD/<run_id>.jsonl (the UTC date of the header's
+// started_at), typed records with sequence numbers,
 // paired llm.request/llm.response records, full tool outputs (large ones in
 // the cas blob store, named by output_ref), and session state snapshots at
 // state/<session_id>.json for resume.

@@ -17,7 +17,7 @@ var (
 	// ErrBlob marks a tool output whose blob could not be read back.
 	ErrBlob = errors.New("tool output blob unavailable")
 	// ErrOrder marks an append the writer refuses because it would break
-	// spec 004 section 4: a seq that does not increase, an llm.response
+	// the run log spec, section 4: a seq that does not increase, an llm.response
 	// without its llm.request, a record after run.end.
 	ErrOrder = errors.New("record out of order")
 	// ErrInvalid marks an argument the caller got wrong: a run or session

@@ -20,7 +20,7 @@ const maxIDLen = 128
 
 // validID reports whether id can name a file on every backend: 1 to 128
 // ASCII letters, digits, '.', '_' or '-', not starting with '.'. UUIDs (what
-// spec 004 uses) are; nothing that could escape a directory is.
+// the run log spec uses) are; nothing that could escape a directory is.
 func validID(id string) bool {
 	if id == "" || len(id) > maxIDLen || id[0] == '.' {
 		return false
@@ -69,7 +69,7 @@ func runIDOf(name string) (string, bool) {
 	return id, ok && validID(id)
 }
 
-// NewID returns a random UUIDv4, the form spec 004 uses for run and session
+// NewID returns a random UUIDv4, the form the run log spec uses for run and session
 // ids.
 func NewID() string {
 	var b [16]byte

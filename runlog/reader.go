@@ -223,7 +223,7 @@ func parseLine(line []byte) (Entry, error) {
 }
 
 // resolve loads an externalized output back into t.ResultRaw. Outputs whose
-// id is not a blob ref (spec 004's own example uses the tool call id) and
+// id is not a blob ref (the run log spec's own example uses the tool call id) and
 // outputs above the resolve bound are left as they are.
 func (s *Store) resolve(ctx context.Context, t *ToolOutput) error {
 	if t.OutputRef == nil || s.blobs == nil {

@@ -7,10 +7,10 @@ import (
 )
 
 // SchemaVersion is the header schema_version trove writes. Readers accept
-// other versions in a best-effort mode (spec 004 section 8).
+// other versions in a best-effort mode (the run log spec, section 8).
 const SchemaVersion = 1
 
-// Record types of spec 004 section 3.
+// Record types of the run log spec, section 3.
 const (
 	TypeHeader      = "header"
 	TypeRunStart    = "run.start"
@@ -27,7 +27,7 @@ const (
 // Status is a run.status value. Readers keep values they do not know.
 type Status string
 
-// Status values of spec 004.
+// Status values of the run log spec.
 const (
 	StatusRunning    Status = "running"
 	StatusAwaitingUI Status = "awaiting_ui"
@@ -39,7 +39,7 @@ const (
 // Outcome is a run.end outcome. Readers keep values they do not know.
 type Outcome string
 
-// Outcome values of spec 004.
+// Outcome values of the run log spec.
 const (
 	OutcomeCompleted Outcome = "completed"
 	OutcomeCancelled Outcome = "cancelled"

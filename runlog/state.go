@@ -13,7 +13,7 @@ import (
 	"github.com/trovekit/trove/backend"
 )
 
-// State is a session state snapshot for resume (spec 004 section 3.1): the
+// State is a session state snapshot for resume (the run log spec, section 3.1): the
 // session's history as the agent holds it. Fields this version does not
 // know are kept in Extra and written back.
 type State struct {
@@ -129,7 +129,7 @@ func (s *Store) SaveState(ctx context.Context, st State) error {
 
 // LoadState reads the snapshot of session id. A missing one is
 // fs.ErrNotExist; one that is not a JSON object is ErrCorrupt. An unknown
-// schema_version is read best-effort, as spec 004 section 8 allows.
+// schema_version is read best-effort, as the run log spec (section 8) allows.
 func (s *Store) LoadState(ctx context.Context, id string) (State, error) {
 	if err := checkID("session id", id); err != nil {
 		return State{}, backend.PathErr("load state", id, err)

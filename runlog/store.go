@@ -12,7 +12,7 @@ import (
 // Defaults of the options below.
 const (
 	// DefaultOutputThreshold is the tool output size, in bytes, above which
-	// the output goes to the blob store (the size spec 003 uses for tool
+	// the output goes to the blob store (the size pi session v3 uses for tool
 	// results, DESIGN section 4).
 	DefaultOutputThreshold = 64 << 10
 	// DefaultMaxResolve bounds the outputs readers load back into

@@ -17,7 +17,7 @@ import (
 
 // Writer appends the records of one run to its file. It is safe for
 // concurrent use: records land in the order their calls take the writer's
-// lock, which is the order they are observed (spec 004 section 4).
+// lock, which is the order they are observed (the run log spec, section 4).
 //
 // Durability. Each record is one Write of one whole line. The writer syncs
 // (the line is durable when the call returns) after the header, run.status,
@@ -148,7 +148,7 @@ func (w *Writer) RunID() string { return w.runID }
 func (w *Writer) Path() string { return w.path }
 
 // Append writes rec, one of the record types but *Header, after checking the
-// order spec 004 section 4 asks for: agent.event seq increasing, llm.request
+// order the run log spec (section 4) asks for: agent.event seq increasing, llm.request
 // seq increasing, llm.response answering an open llm.request, nothing after
 // run.end (ErrOrder, nothing written). It fills Type, RunID (and run.start's
 // SessionID from the header) and TS when they are empty. A tool output above
@@ -337,7 +337,7 @@ func (w *Writer) write(ctx context.Context, rec Record, raw []byte, assign func(
 	return nil
 }
 
-// order checks rec against spec 004 section 4 and, when fill is set, fills
+// order checks rec against the run log spec (section 4) and, when fill is set, fills
 // its common fields.
 func (w *Writer) order(rec Record, fill bool) error {
 	if w.ended {
