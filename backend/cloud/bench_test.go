@@ -13,12 +13,14 @@ import (
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
 )
 
-// BenchmarkAppendSync appends 4 KiB and syncs, with one writer that stays
-// open on a file of 1, 16 and 64 MiB: what a Sync costs in time, bytes
-// uploaded (up-B/op) and read back (down-B/op) by folds, and bucket calls.
-// Run it with a fixed count (-benchtime 4096x) so that every size pays its
-// folds over the same number of syncs; the cost should not grow with the
-// file.
+// BenchmarkAppendSync appends 4 KiB and syncs, with one writer that
+// stays open on a file it grew from empty by such Syncs to 1, 16 and 64
+// MiB, as a session grows: what a Sync costs in time, bytes uploaded
+// (up-B/op, every background fold counted: the writer is closed, and its
+// last fold waited for, before the count ends) and read back
+// (down-B/op) by folds, and bucket calls. Run it with a fixed count
+// (-benchtime 1024x) so that every size pays its folds over the same
+// number of Syncs; the cost should not grow with the file.
 func BenchmarkAppendSync(b *testing.B) {
 	kinds := []struct {
 		name string
@@ -49,38 +51,45 @@ func BenchmarkAppendSync(b *testing.B) {
 }
 
 func benchAppendSync(b *testing.B, open func(*testing.B, *cloud.Traffic) *cloud.Storage, size int) {
-	ctx := b.Context()
 	var t cloud.Traffic
 	st := open(b, &t)
 	defer st.Close()
-	if err := st.WriteFile(ctx, "f", bytes.Repeat([]byte("0123456789abcde\n"), size/16)); err != nil {
-		b.Fatal(err)
-	}
-	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
+	w, err := st.OpenWriter(b.Context(), "f", backend.WriterOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec := bytes.Repeat([]byte("x"), 4<<10)
+	appendSyncs(b, w, size/appendRec)
 	up, down, calls := t.Up.Load(), t.Down.Load(), t.Calls.Load()
 	b.ResetTimer()
-	for range b.N {
-		if _, err := w.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.Sync(); err != nil {
-			b.Fatal(err)
-		}
+	appendSyncs(b, w, b.N)
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(t.Up.Load()-up)/n, "up-B/op")
 	b.ReportMetric(float64(t.Down.Load()-down)/n, "down-B/op")
 	b.ReportMetric(float64(t.Calls.Load()-calls)/n, "calls/op")
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
+	got, err := st.Stat(b.Context(), "f")
+	if want := int64(size/appendRec+b.N) * appendRec; err != nil || got.Size != want {
+		b.Fatalf("Stat = %+v, %v; want %d bytes", got, err, want)
 	}
-	got, err := st.Stat(ctx, "f")
-	if err != nil || got.Size != int64(size+b.N*len(rec)) {
-		b.Fatalf("Stat = %+v, %v; want %d bytes", got, err, size+b.N*len(rec))
+}
+
+// appendRec is the record BenchmarkAppendSync and TestAppendCostFlat
+// append: about a session turn.
+const appendRec = 4 << 10
+
+// appendSyncs writes and syncs n records of appendRec bytes.
+func appendSyncs(tb testing.TB, w backend.Writer, n int) {
+	tb.Helper()
+	rec := bytes.Repeat([]byte("x"), appendRec)
+	for range n {
+		if _, err := w.Write(rec); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }

@@ -27,7 +27,7 @@ const (
 	segMaxBytes  = 8 << 20                        // a writer uploads a segment at least this often
 	compactLive  = 8                              // fan-out of folds by default
 	compactEvery = 64                             // syncs between an open writer's background folds
-	foldGrace    = 10 * time.Second               // how long what a fold replaced stays
+	foldGrace    = time.Second                    // how long what a fold replaced stays
 )
 
 // Storage is a backend.Storage on a blob.Bucket: the portable layer over
@@ -145,7 +145,7 @@ func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max
 func WithCompactEvery(n int) Option { return func(o *options) { o.compactEvery = max(n, 0) } }
 
 // WithFoldGrace sets how long the parts a fold replaced stay after it
-// (default 10 seconds): a later fold deletes them once the object that
+// (default 1 second): a later fold deletes them once the object that
 // holds their bytes is that old. A reader on any machine lists a file
 // and then reads its parts; kept, a part it listed is still there (or
 // found again at once), and a listing that is no snapshot (fileblob

@@ -19,9 +19,8 @@ func (s *driver) dropFolded(ctx context.Context, name string, objs []obj) {
 // ahead of it keeps them longer; one behind it shortens the grace by the
 // difference). Deletes go upwards and stop at the first failure, so a
 // writer that finds its previous number gone still knows its next may be
-// hidden. An empty segment a tier holds stays, as tier leaves it: it
-// fences off the writer whose last number is below it (the next base
-// hides it). Nothing beyond the chain's end is touched.
+// hidden. An empty segment stays while something numbered just below it
+// does, as tier leaves it. Nothing beyond the chain's end is touched.
 func (s *driver) sweep(ctx context.Context, name string, l layout) {
 	if l.plain {
 		return
@@ -32,12 +31,14 @@ func (s *driver) sweep(ctx context.Context, name string, l layout) {
 		live[p.key] = true
 	}
 	var dead []obj
+	stays := map[uint64]bool{0: true} // numbers some object keeps (0: the name's own)
 	for _, o := range l.objs {
-		if live[o.key] || o.n > l.end {
-			continue
-		}
 		hider, ok := hiderOf(l, o)
-		if !ok || hider.mod.After(cutoff) {
+		// An empty segment stays while anything numbered just below it
+		// does: it fences off the writer whose last part that is.
+		claim := o.kind == kindSeg && o.size == 0 && o.n > 0 && stays[o.n-1]
+		if live[o.key] || o.n > l.end || !ok || hider.mod.After(cutoff) || claim {
+			stays[o.n] = true
 			continue
 		}
 		dead = append(dead, o)
@@ -51,14 +52,10 @@ func (s *driver) sweep(ctx context.Context, name string, l layout) {
 }
 
 // hiderOf finds the object of l's chain that hides o: the base, for what
-// sorts before it, or the tier holding o's number. An empty segment held by
-// a tier is reported as not hidden (see sweep).
+// sorts before it, or the tier holding o's number.
 func hiderOf(l layout, o obj) (obj, bool) {
 	if cmpObj(o, l.base) < 0 {
 		return l.base, true
-	}
-	if o.kind == kindSeg && o.size == 0 {
-		return obj{}, false
 	}
 	for _, t := range l.tiers {
 		if t.from < o.n && o.n <= t.n && t.key != o.key {
