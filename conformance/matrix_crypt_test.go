@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/trovekit/trove/backend"
@@ -12,11 +11,6 @@ import (
 
 // cryptPrefix names the encrypted backends of the matrix: crypt-<backend>.
 const cryptPrefix = "crypt-"
-
-// fullyEncrypted are the backends every suite runs on encrypted; on the
-// others (the servers, fileblob, MemMapFs) the storage, cas and session
-// suites run encrypted, to keep the matrix within CI's time.
-var fullyEncrypted = map[string]bool{"mem": true, "fs": true, "memblob": true}
 
 // encryptedBackends wraps each backend in backend/crypt, under a fixed
 // master key: the suites test the format, not the key derivation.
@@ -34,13 +28,4 @@ func encryptedBackends(plain []backendtest.Case) []backendtest.Case {
 		}})
 	}
 	return out
-}
-
-// skipEncrypted says whether suite is left out on the backend name.
-func skipEncrypted(name, suite string) bool {
-	inner, ok := strings.CutPrefix(name, cryptPrefix)
-	if !ok || fullyEncrypted[inner] {
-		return false
-	}
-	return suite != "storage" && suite != "cas" && suite != "session"
 }

@@ -46,9 +46,6 @@ func TestMatrix(t *testing.T) {
 	for _, b := range append(plain, encryptedBackends(plain)...) {
 		t.Run(b.Name, func(t *testing.T) {
 			for _, s := range suites() {
-				if skipEncrypted(b.Name, s.name) {
-					continue
-				}
 				t.Run(s.name, func(t *testing.T) {
 					s.run(t, b.New)
 					if s.name == "store" && b.Name == "fs" {
