@@ -63,15 +63,21 @@ func Child(ctx context.Context, cfg Config, seed uint64, out io.Writer) error {
 		marker := fmt.Sprintf("[k%d-%d]", seed, i)
 		switch op := rng.IntN(100); {
 		case op < 30:
-			msg := fmt.Sprintf(`{"role":"user","content":"%s %x","timestamp":%d}`, marker, random(rng.IntN(600)), i)
+			word := searchWord(seed, i)
+			msg := fmt.Sprintf(`{"role":"user","content":"%s %s %x","timestamp":%d}`, marker, word, random(rng.IntN(600)), i)
 			if err := h.AppendMessage(ctx, json.RawMessage(msg)); err != nil {
 				return err
 			}
 			if err := h.Flush(ctx); err != nil {
 				return err
 			}
-			if err := ack(Ack{Op: "msg", Session: h.ID(), Path: h.Path(), Marker: marker}); err != nil {
+			if err := ack(Ack{Op: "msg", Session: h.ID(), Path: h.Path(), Marker: marker, Word: word}); err != nil {
 				return err
+			}
+			if rng.IntN(3) == 0 {
+				if err := searchOwn(ctx, s, rng, word, ack); err != nil {
+					return err
+				}
 			}
 		case op < 45:
 			if err := h.AppendTranscript(ctx, json.RawMessage(fmt.Sprintf(`{"type":"sdk","marker":%q}`, marker))); err != nil {

@@ -48,6 +48,8 @@ type Ack struct {
 	Name    string            `json:"name,omitempty"`
 	Files   map[string]string `json:"files,omitempty"` // checkpoint: path -> sha256 hex
 	Run     string            `json:"run,omitempty"`
+	Word    string            `json:"word,omitempty"` // msg: a word only it holds; search: the word sought
+	Hits    int               `json:"hits,omitempty"` // search: the hits the child's own search found
 }
 
 // Result is what a torture run found.
@@ -62,17 +64,20 @@ type Result struct {
 	SessionsChecked    int
 	BlobsChecked       int
 	CheckpointsChecked int
+	CatalogKills       int // children killed while searching or rebuilding the catalog
+	CatalogWrong       int // searches after a kill that missed an acknowledged message or found it twice
+	SearchesChecked    int
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("kills=%d acked=%d lost=%d torn=%d fsck_problems=%d resume_failures=%d stale_meta=%d rewinds=%d",
-		r.Kills, r.Acked, r.Lost, r.Torn, r.FsckProblems, r.ResumeFailures, r.StaleMeta, r.Rewinds)
+	return fmt.Sprintf("kills=%d acked=%d lost=%d torn=%d fsck_problems=%d resume_failures=%d stale_meta=%d rewinds=%d catalog_kills=%d searches=%d catalog_wrong=%d",
+		r.Kills, r.Acked, r.Lost, r.Torn, r.FsckProblems, r.ResumeFailures, r.StaleMeta, r.Rewinds, r.CatalogKills, r.SearchesChecked, r.CatalogWrong)
 }
 
 // OK reports whether nothing acknowledged was lost and the store stayed
 // healthy.
 func (r Result) OK() bool {
-	return r.Lost == 0 && r.Torn == 0 && r.FsckProblems == 0 && r.ResumeFailures == 0 && r.StaleMeta == 0
+	return r.Lost == 0 && r.Torn == 0 && r.FsckProblems == 0 && r.ResumeFailures == 0 && r.StaleMeta == 0 && r.CatalogWrong == 0
 }
 
 func (r *Result) fail(format string, args ...any) {
@@ -99,6 +104,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 		res.Kills++
+		if len(acks) > 0 && acks[len(acks)-1].Op == "searching" {
+			res.CatalogKills++
+		}
 		res.Acked += len(acks)
 		all = append(all, acks...)
 		verify(ctx, cfg, acks, rng, &res)
@@ -202,6 +210,7 @@ func verify(ctx context.Context, cfg Config, acks []Ack, rng *rand.Rand, res *Re
 		res.SessionsChecked++
 		checkSession(ctx, s, id, list, res)
 	}
+	checkSearches(ctx, s, acks, res)
 	// Resume the newest session and append to it.
 	for m, err := range s.Sessions().List(ctx, cfg.WS) {
 		if err != nil {
