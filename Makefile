@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint probe-checkpoint bench-sessions torture fleet lint fmt
+.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint bench-checkpoint-cli probe-checkpoint bench-sessions torture fleet lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -55,6 +55,13 @@ bench-append:
 ## bench-checkpoint: trove checkpoints vs a shadow git repository (5,000 files, ~100 MB)
 bench-checkpoint:
 	$(GO) run ./tools/cpbench
+
+## bench-checkpoint-cli: the same rows as whole `trove checkpoint` processes
+## against git processes, alternated (issue 35: create >= 2x, rewind >= 1.5x,
+## diff and rewind --dry-run >= 1x), on 5,000 files, ~120 MB
+bench-checkpoint-cli:
+	$(GO) build -o $(TOOLS)/bin/trove-bench ./cmd/trove
+	$(GO) run ./tools/cpbench -cli $(TOOLS)/bin/trove-bench -mb 120 -rounds 9 -size-files 0
 
 ## probe-checkpoint: create, diff, rewind and undo through the CLI on a tree with
 ## symlinks, an executable, a 200 MB file and changed directories; undo must
