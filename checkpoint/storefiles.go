@@ -1,0 +1,162 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// storeFiles fills in the digest of the entries at idx: from the stat cache
+// when the stat proves the content unchanged, else by reading the file and
+// putting it into batch (flushed by writeManifest), with a few workers
+// reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
+// (Create) or dropped by the caller (CreateTree). Files in pre (stored while
+// the walk went on) with the same stat are not read again.
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched) error {
+	cache := m.loadCache(ctx)
+	var jobs, done []int        // files to store, files stored by the prefetch
+	stored := map[string]bool{} // refs known to be in the store, this call
+	kept := m.lastKept(ctx)
+	var cur cacheCursor
+	for _, i := range idx {
+		e := &man.Files[i]
+		if slot := cur.slot(cache, e.Path); slot != nil && proves(*slot, sts[i], m.cfg.racy) {
+			ce := *slot
+			full := cache.refsOf(ce)
+			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
+			// The stat proves the content, not that its blobs are still
+			// stored: a GC after the checkpoints holding them were deleted
+			// removes them. A missing one is read and stored again.
+			ok := kept && ce.verified == cache.last.verified
+			if !ok {
+				var err error
+				if ok, err = m.allStored(ctx, e.contentRefs(), stored); err != nil {
+					return err
+				}
+			}
+			if ok {
+				slot.st, slot.verified = sts[i], start
+				continue
+			}
+			e.Digest, e.Base, e.Delta = "", "", ""
+		}
+		if pf, ok := pre[e.Path]; ok && pf.st == sts[i] {
+			*e = pf.e
+			done = append(done, i)
+			continue
+		}
+		jobs = append(jobs, i)
+	}
+	// The last stored version of each changed path: the base of a delta.
+	prev := make(map[int]*cacheRefs, len(jobs))
+	for _, i := range jobs {
+		if refs := cache.prevRefs(man.Files[i].Path); refs != nil {
+			prev[i] = refs
+		}
+	}
+	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
+	for _, i := range done {
+		cache.put(man.Files[i].Path, sts[i], &man.Files[i], start)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		next    = make(chan int)
+		skipped []Skipped
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	// A cas batch copies what it is put, so a worker reads every file into
+	// one buffer (a first snapshot reads the whole tree); another store
+	// may keep what it is given.
+	_, reuse := batch.(*rotatingBatch)
+	for range min(m.cfg.workers, len(jobs)) {
+		wg.Go(func() {
+			var buf []byte
+			for i := range next {
+				e := &man.Files[i]
+				if sts[i].size > diffMax && (limit < 0 || sts[i].size <= limit) {
+					// Streamed: a big file is never held whole.
+					if err := m.putStream(ctx, batch, e); err != nil && !isAbsent(err) {
+						fail(err)
+					} else if err != nil {
+						*e = Entry{Path: e.Path}
+					}
+					continue
+				}
+				data, err := m.ws.readFile(e.Path, limit, buf)
+				if reuse && cap(data) <= 1<<20 {
+					buf = data[:0]
+				}
+				switch {
+				case isAbsent(err):
+					*e = Entry{Path: e.Path}
+					continue
+				case errors.Is(err, errTooBig):
+					mu.Lock()
+					skipped = append(skipped, Skipped{Path: e.Path, Size: sts[i].size, Reason: "size"})
+					mu.Unlock()
+					*e = Entry{Path: e.Path}
+					continue
+				case err != nil:
+					fail(err)
+					continue
+				}
+				if err := m.putContent(ctx, batch, e, data, prev[i]); err != nil {
+					fail(err)
+				}
+			}
+		})
+	}
+feed:
+	for _, i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return first
+	}
+	man.Skipped = append(man.Skipped, skipped...)
+	for _, i := range jobs {
+		if e := &man.Files[i]; e.Exists {
+			cache.put(e.Path, sts[i], e, start)
+		}
+	}
+	return nil
+}
+
+// putStream stores the file of e through a stream and records its digest
+// and length.
+func (m *Manager) putStream(ctx context.Context, batch blobBatch, e *Entry) error {
+	rc, err := m.ws.open(e.Path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ref, n, err := batch.putReader(ctx, rc)
+	if err != nil {
+		return err
+	}
+	e.Digest, e.Size = ref, n
+	return nil
+}

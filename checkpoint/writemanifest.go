@@ -1,0 +1,289 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"sync"
+	"time"
+)
+
+// lastKept reports whether the last tree snapshot's manifest is still
+// stored and names the tree it wrote: then GC keeps every blob it names
+// (see statCache.last). Under m.mu.
+func (m *Manager) lastKept(ctx context.Context) bool {
+	return m.keptHeader(ctx) != nil
+}
+
+// keptHeader is the header of the last tree snapshot when lastKept, else
+// nil.
+func (m *Manager) keptHeader(ctx context.Context) *Manifest {
+	last := m.loadCache(ctx).last
+	if last.id == "" || ValidID(last.id) != nil {
+		return nil
+	}
+	man, err := m.loadHeader(ctx, last.id)
+	if err != nil || man.Version != ManifestVersion || man.Tree != last.tree {
+		return nil
+	}
+	return man
+}
+
+// reuser says which directories of a tree snapshot have the last tree
+// snapshot's tree object: those the walk proved unchanged (tree.same),
+// under the same rules (the snapshot's options and every .gitignore above
+// them), so that neither they nor anything below is built again.
+type reuser struct {
+	t       *tree
+	treeOf  map[string]string // the last snapshot's
+	changed map[string]bool   // t.rulesChanged
+	took    int               // trees reuse took
+}
+
+// newReuser returns nil when nothing can be reused: no last snapshot whose
+// manifest is kept (GC keeps the trees it names only then), or one taken
+// with other options.
+func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser {
+	if t.dirty == nil {
+		return nil
+	}
+	last := m.keptHeader(ctx)
+	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
+		return nil
+	}
+	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged))}
+	for _, d := range t.rulesChanged {
+		r.changed[d] = true
+	}
+	return r
+}
+
+func (r *reuser) reuse(dir string) (string, bool) {
+	if !r.reused(dir) {
+		return "", false
+	}
+	r.took++
+	return r.treeOf[dir], true
+}
+
+// reused reports whether reuse takes dir's tree, without recording it.
+// Of a directory the walk read, it is also whether it is at or below one
+// reuse took: everything below a directory reuse takes is unchanged too,
+// and a directory reuse could take is reached from the root through
+// directories it could not, each built.
+func (r *reuser) reused(dir string) bool {
+	if r.treeOf[dir] == "" || !r.t.same(dir) {
+		return false
+	}
+	if len(r.changed) == 0 {
+		return true
+	}
+	for d := dir; d != "."; {
+		d = path.Dir(d)
+		if r.changed[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// allStored reports whether every ref is in the blob store, remembering
+// the answers in stored.
+func (m *Manager) allStored(ctx context.Context, refs []string, stored map[string]bool) (bool, error) {
+	for _, r := range refs {
+		if ok, seen := stored[r]; seen {
+			if !ok {
+				return false, nil
+			}
+			continue
+		}
+		ok, err := m.blobs.has(ctx, r)
+		if err != nil {
+			return false, err
+		}
+		stored[r] = ok
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// knownTrees puts tree objects through a batch, except those the last tree
+// snapshot stored (the stat cache holds them) and the store still has:
+// putting an old blob again writes a fresh copy (cas keeps a dedup hit on
+// an old blob young that way), which for every unchanged directory at every
+// snapshot would cost far more than the race it closes, one that unchanged
+// file content (never put again either) has too.
+type knownTrees struct {
+	blobBatch
+	m     *Manager
+	known map[string][]byte
+	older map[string]bool
+	// kept: the last snapshot, which stored the trees of known not older,
+	// is kept (see lastKept), so those need no lookup.
+	kept bool
+}
+
+func (k knownTrees) put(ctx context.Context, b []byte) (string, error) {
+	if len(k.known) > 0 {
+		ref, err := k.m.blobs.sumLike("", b)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := k.known[ref]; ok {
+			if k.kept && !k.older[ref] {
+				return ref, nil
+			}
+			if ok, err := k.m.blobs.has(ctx, ref); err != nil || ok {
+				return ref, err
+			}
+		}
+	}
+	return k.blobBatch.put(ctx, b)
+}
+
+// inlineMax is the most entries a files checkpoint lists inline.
+const inlineMax = 64
+
+// writeManifest stores the tree objects of man through batch, flushes it
+// (so the blobs it names are durable before it), and writes the manifest
+// atomically and, with save, beside it the stat cache, which keeps the trees
+// of a tree snapshot (keep).
+//
+// ru (tree snapshots, may be nil) reuses the trees of unchanged directories.
+func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64, ru *reuser) error {
+	t0 := time.Now()
+	var kept map[string][]byte
+	if keep {
+		kept = map[string][]byte{}
+	}
+	cache := m.loadCache(ctx)
+	// The cache's entries and listings are final: they are encoded while
+	// the trees are built (which touches only its trees and last).
+	var head chan cacheHead
+	if save {
+		head = make(chan cacheHead, 1)
+		go func() { head <- cache.encodeHead(start) }()
+	}
+	var root string
+	var trees []string
+	var built int // tree objects built, not reused
+	var err error
+	treeOf := map[string]string{}
+	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
+		// A few named files (a rewind's undo, an agent's checkpoint before
+		// an edit) are listed in the manifest itself, version 1: a tree
+		// object per directory on their paths would cost more bytes, and a
+		// pack and its fsyncs even when their content is stored already.
+		man.Version = manifestV1
+	} else {
+		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
+		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
+		if ru != nil {
+			hooks.reuse, hooks.reused = ru.reuse, ru.reused
+		}
+		root, trees, err = putTreesWith(ctx, sink, man.Files, kept, hooks)
+	}
+	if err != nil {
+		if save {
+			<-head
+		}
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	// The pack is written (its fsyncs are most of what is left) while the
+	// cache's trees are made ready.
+	flushed := make(chan error, 1)
+	go func() { flushed <- batch.flush(ctx) }()
+	if man.Version != manifestV1 {
+		if ru != nil && ru.took > 0 {
+			// Below a reused tree, every directory has the last snapshot's.
+			for d, ref := range ru.treeOf {
+				if ru.reused(d) {
+					treeOf[d] = ref
+					trees = append(trees, ref)
+					if b, ok := cache.trees[ref]; ok && kept != nil {
+						kept[ref] = b
+					}
+				}
+			}
+		}
+		if keep {
+			cache.treeOf = treeOf
+		}
+	}
+	man.Tree, man.trees = root, trees
+	if keep {
+		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
+		m.cache.last = lastSnapshot{id: man.ID, tree: root, verified: start}
+	}
+	// The cache is saved while the pack is written: should that fail, the
+	// cache names a snapshot whose manifest is missing (see lastKept), so
+	// its entries are checked against the store before they are trusted.
+	var wg sync.WaitGroup
+	if save {
+		wg.Go(func() { m.writeCache(ctx, cache.encodeTail(<-head)) })
+	}
+	defer wg.Wait()
+	if err := <-flushed; err != nil {
+		batch.discard()
+		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
+	}
+	data := man.appendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
+	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	}
+	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "built", built, "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))
+	return nil
+}
+
+// staleTemp is the age past which a temporary file of rewind's is left
+// over (a rewind killed while writing it), not one being written: a writer
+// keeps its mtime current.
+const staleTemp = time.Minute
+
+// removeStaleTemps removes the temporary files a killed rewind left (the
+// walk found them); a failure is only logged: they are never snapshotted.
+func (m *Manager) removeStaleTemps(temps []treeEntry) {
+	for _, t := range temps {
+		if time.Since(time.Unix(0, t.st.mtime)) < staleTemp {
+			continue
+		}
+		if err := m.ws.remove(t.path); err != nil && !isAbsent(err) {
+			m.cfg.log.Warn("checkpoint: stale temporary file not removed", "path", t.path, "err", err)
+			continue
+		}
+		m.cfg.log.Debug("checkpoint: stale temporary file removed", "path", t.path)
+	}
+}
+
+// keepTrees returns the trees of the new snapshot plus some of those the
+// cache held (older snapshots', which a rewind or diff to an earlier
+// checkpoint reads), up to a quarter of the new ones' bytes: first those of
+// the snapshot before (after a rewind, the versions it restored), then
+// older ones.
+func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]byte {
+	var size int
+	for _, b := range cur {
+		size += len(b)
+	}
+	budget := max(64<<10, size/4)
+	kept := make(map[string]bool)
+	for _, pass := range []bool{false, true} {
+		for ref, b := range old {
+			if _, ok := cur[ref]; ok || older[ref] != pass || budget < len(b) {
+				continue
+			}
+			budget -= len(b)
+			cur[ref] = b
+			kept[ref] = true
+		}
+	}
+	clear(older)
+	maps.Copy(older, kept)
+	return cur
+}
