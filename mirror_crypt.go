@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/crypt"
+	"github.com/trovekit/trove/cas"
 )
 
 // ErrMixedStores is the error of a mirror that would put plain files in an
@@ -36,7 +38,10 @@ func mirrorMode(ctx context.Context, src, dst backend.Storage, dry bool) (mirror
 		}
 	}
 	if _, ok := dst.(*crypt.Storage); ok {
-		return plain, nil
+		if sealed {
+			return plain, nil
+		}
+		return checkedCopy(ctx, src, plain)
 	}
 	enc, err := crypt.IsEncrypted(ctx, dst)
 	if err != nil {
@@ -62,6 +67,45 @@ func mirrorMode(ctx context.Context, src, dst backend.Storage, dry bool) (mirror
 		act.Name = f.Name
 		return act, err
 	}, nil
+}
+
+// checkedCopy is copy for a plain source into an encrypted destination: a
+// loose blob is verified against its name before it is sealed, since the
+// destination authenticates it from then on and its Get no longer hashes
+// (backend.Authenticated); a damaged source blob fails the mirror.
+func checkedCopy(ctx context.Context, src backend.Storage, copy mirrorCopy) (mirrorCopy, error) {
+	blobs, err := cas.Open(ctx, src, cas.WithDir("blobs"))
+	if err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	return func(ctx context.Context, f backend.Info) (MirrorAction, error) {
+		if ref, ok := looseRef(f.Name); ok {
+			if err := verifyBlob(ctx, blobs, ref); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return MirrorAction{Name: f.Name}, fmt.Errorf("mirror: %s: %w", f.Name, err)
+			}
+		}
+		return copy(ctx, f)
+	}, nil
+}
+
+// looseRef is the ref of a loose blob object's name (blobs/ALGO/xx/HEX).
+func looseRef(name string) (cas.Ref, bool) {
+	p := strings.Split(name, "/")
+	if len(p) != 4 || p[0] != "blobs" || !strings.HasPrefix(p[3], p[2]) {
+		return cas.Ref{}, false
+	}
+	ref, err := cas.ParseRef("blob:" + p[1] + ":" + p[3])
+	return ref, err == nil
+}
+
+func verifyBlob(ctx context.Context, blobs *cas.Store, ref cas.Ref) error {
+	rc, err := blobs.Open(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
 }
 
 // mirrorKeys copies the key objects of an encrypted store's raw storage

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	iofs "io/fs"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/trovekit/trove/backend/crypt"
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/cas"
 )
 
 // fastKDF keeps the tests' key derivations cheap.
@@ -163,5 +165,41 @@ func TestMirrorEncrypt(t *testing.T) {
 	}
 	if got := len(rawObjects(t, bucket)); got != n {
 		t.Errorf("a refused mirror wrote: %d objects, was %d", got, n)
+	}
+}
+
+// A damaged blob of a plain source is not sealed into an encrypted copy,
+// whose Get trusts its authentication: the mirror fails, naming it.
+func TestMirrorEncryptRefusesDamagedBlob(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	src, err := trove.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ref, err := src.Blobs().Put(ctx, randomBlob(1<<20, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "blobs/sha256/" + ref.Hex()[:2] + "/" + ref.Hex()
+	b, err := st.ReadFile(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := st.WriteFile(ctx, name, b); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := crypt.Init(ctx, mem.New(), []byte("pw"), crypt.WithScrypt(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = trove.Mirror(ctx, st, dst)
+	if !errors.Is(err, cas.ErrCorrupt) || !strings.Contains(err.Error(), ref.Hex()) {
+		t.Fatalf("mirror of a damaged blob: %v, want cas.ErrCorrupt naming %s", err, ref.Hex())
+	}
+	if _, err := dst.Stat(ctx, name); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("the damaged blob was sealed into the copy: %v", err)
 	}
 }

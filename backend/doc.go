@@ -14,7 +14,9 @@
 // Optional fast paths are found by type assertion: WriteOnce (a write-once
 // create and a read that also describes the file, one request each on a
 // bucket) for content-addressed files, WholeFile for small files written
-// whole, Compacter for stores that keep appended files in parts. The
+// whole, Compacter for stores that keep appended files in parts,
+// Authenticated for stores whose reads are authenticated (so cas need not
+// re-hash a blob it reads). The
 // functions CreateFile, OpenInfo, PutFile, RemoveFile and Compact use them
 // where they are, and the general methods elsewhere; Portable finds them
 // (and FileReader, FileWriter, Locker) on its driver the same way.

@@ -25,6 +25,8 @@ import (
 type Store struct {
 	st  backend.Storage
 	cfg config
+	// authentic: st authenticates reads (backend.Authenticated).
+	authentic bool
 
 	coders *coders   // see shared
 	warmed sync.Once // an encoder warmed for batches (see addSmall)
@@ -71,7 +73,7 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := &Store{st: st, cfg: cfg, coders: shared}
+	s := &Store{st: st, cfg: cfg, coders: shared, authentic: backend.AuthenticatesContent(st)}
 	if cfg.maxBlobSize != DefaultMaxBlobSize {
 		s.coders = newCoders()
 	}

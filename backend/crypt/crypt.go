@@ -29,7 +29,8 @@ type Storage struct {
 	n      *namer
 	caps   backend.Capabilities
 	appent func(name string) bool
-	sides  sync.Map // side objects of long names known to exist
+	sides  sync.Map  // side objects of long names known to exist
+	bufs   sync.Pool // of *[]byte: the sealed form of whole writes
 }
 
 var (
@@ -37,6 +38,8 @@ var (
 	_ backend.WriteOnce = (*Storage)(nil)
 	_ backend.WholeFile = (*Storage)(nil)
 	_ backend.Compacter = (*Storage)(nil)
+
+	_ backend.Authenticated = (*Storage)(nil)
 )
 
 // Option tunes New, Open and Init.
@@ -115,6 +118,10 @@ func New(inner backend.Storage, key []byte, opts ...Option) (*Storage, error) {
 	c.caps.MaxNameBytes = innerName / 2
 	return c, nil
 }
+
+// AuthenticatesContent is true: every frame is authenticated under its
+// file's name (backend.Authenticated).
+func (c *Storage) AuthenticatesContent() bool { return true }
 
 // Inner is the store the ciphertext lives in.
 func (c *Storage) Inner() backend.Storage { return c.inner }

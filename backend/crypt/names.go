@@ -6,7 +6,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
+	"hash"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -25,6 +28,7 @@ var b32 = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(bas
 
 type namer struct {
 	mac      []byte
+	macs     sync.Pool // of HMAC-SHA256 under mac: keyed once, not per name
 	block    cipher.Block
 	maxShort int // the longest element stored in the short form
 }
@@ -34,15 +38,20 @@ func newNamer(macKey, encKey []byte, maxShort int) (*namer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &namer{mac: macKey, block: b, maxShort: maxShort}, nil
+	n := &namer{mac: macKey, block: b, maxShort: maxShort}
+	n.macs.New = func() any { return hmac.New(sha256.New, macKey) }
+	return n, nil
 }
 
 func (n *namer) iv(parent, elem string) []byte {
-	h := hmac.New(sha256.New, n.mac)
-	h.Write([]byte(parent))
+	h := n.macs.Get().(hash.Hash)
+	h.Reset()
+	io.WriteString(h, parent)
 	h.Write([]byte{0})
-	h.Write([]byte(elem))
-	return h.Sum(nil)[:ivSize]
+	io.WriteString(h, elem)
+	sum := h.Sum(make([]byte, 0, sha256.Size))
+	n.macs.Put(h)
+	return sum[:ivSize]
 }
 
 // elem is the stored form of elem in the directory parent (plaintext):

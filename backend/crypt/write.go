@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"slices"
 
 	"github.com/trovekit/trove/backend"
 )
@@ -23,8 +24,27 @@ func sealedSize(n int) int {
 	return n + max((n+FrameSize-1)/FrameSize, 1)*Overhead
 }
 
-func (c *Storage) seal(name string, data []byte) []byte {
-	return c.s.sealWhole(make([]byte, 0, sealedSize(len(data))), name, data)
+// maxPooled bounds the sealed buffers kept for reuse.
+const maxPooled = 16 << 20
+
+// sealed seals data as a whole write of name into a recycled buffer and
+// writes it with write, which must be done with the buffer when it
+// returns (as the inner store's WriteFile is). Fresh pages for a 4 MiB
+// blob cost more than sealing it: page faults and zeroing.
+func (c *Storage) sealed(name string, data []byte, write func([]byte) error) error {
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := c.s.sealWhole(slices.Grow((*bp)[:0], sealedSize(len(data))), name, data)
+	err := write(b)
+	if err == nil && cap(b) <= maxPooled {
+		// Kept only after a write that finished: a failed one may have
+		// left the bytes with a goroutine of the inner store.
+		*bp = b[:0]
+		c.bufs.Put(bp)
+	}
+	return err
 }
 
 func (c *Storage) WriteFile(ctx context.Context, name string, data []byte) error {
@@ -33,7 +53,7 @@ func (c *Storage) WriteFile(ctx context.Context, name string, data []byte) error
 	if err != nil {
 		return err
 	}
-	return fail(op, name, c.inner.WriteFile(ctx, sname, c.seal(name, data)))
+	return fail(op, name, c.sealed(name, data, func(b []byte) error { return c.inner.WriteFile(ctx, sname, b) }))
 }
 
 // CreateFile is the inner store's write-once create of the sealed bytes.
@@ -43,7 +63,7 @@ func (c *Storage) CreateFile(ctx context.Context, name string, data []byte) erro
 	if err != nil {
 		return err
 	}
-	return fail(op, name, backend.CreateFile(ctx, c.inner, sname, c.seal(name, data)))
+	return fail(op, name, c.sealed(name, data, func(b []byte) error { return backend.CreateFile(ctx, c.inner, sname, b) }))
 }
 
 // PutFile is the inner store's whole-file write of the sealed bytes.
@@ -53,7 +73,7 @@ func (c *Storage) PutFile(ctx context.Context, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return fail(op, name, backend.PutFile(ctx, c.inner, sname, c.seal(name, data)))
+	return fail(op, name, c.sealed(name, data, func(b []byte) error { return backend.PutFile(ctx, c.inner, sname, b) }))
 }
 
 func (c *Storage) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
@@ -319,7 +339,7 @@ func (w *wholeWriter) flush(ctx context.Context, op string) error {
 	if !w.dirty {
 		return nil
 	}
-	if err := w.c.inner.WriteFile(ctx, w.sname, w.c.seal(w.name, w.buf)); err != nil {
+	if err := w.c.sealed(w.name, w.buf, func(b []byte) error { return w.c.inner.WriteFile(ctx, w.sname, b) }); err != nil {
 		return fail(op, w.name, err)
 	}
 	w.dirty = false
