@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -238,6 +238,16 @@ var schema = []string{
 		ntok INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE INDEX files_session ON files(session)`,
+	// The sums ranking needs, kept by triggers: one row read, not a scan
+	// of every file's.
+	`CREATE TABLE totals(id INTEGER PRIMARY KEY CHECK (id = 0), nent INTEGER NOT NULL, ntok INTEGER NOT NULL)`,
+	`INSERT INTO totals VALUES(0, 0, 0)`,
+	`CREATE TRIGGER files_ins AFTER INSERT ON files BEGIN
+		UPDATE totals SET nent = nent + new.nent, ntok = ntok + new.ntok; END`,
+	`CREATE TRIGGER files_del AFTER DELETE ON files BEGIN
+		UPDATE totals SET nent = nent - old.nent, ntok = ntok - old.ntok; END`,
+	`CREATE TRIGGER files_upd AFTER UPDATE OF nent, ntok ON files BEGIN
+		UPDATE totals SET nent = nent + new.nent - old.nent, ntok = ntok + new.ntok - old.ntok; END`,
 	`CREATE TABLE entries(
 		id INTEGER PRIMARY KEY,
 		file INTEGER NOT NULL,
@@ -326,7 +336,7 @@ func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "UPDATE totals SET nent = 0, ntok = 0", "INSERT INTO fts(fts) VALUES('delete-all')"} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}

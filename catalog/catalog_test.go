@@ -104,12 +104,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 	for seed := range uint64(3) {
 		r := rand.New(rand.NewPCG(seed, 34))
 		st := newMem()
-		var sessions []*fakeSession
-		for i := range 40 {
-			s := randomSession(r, i)
-			sessions = append(sessions, s)
-			writeFile(t, st, s.path(), s.bytes())
-		}
+		sessions := randomStore(t, st, r, 40)
 		c := openCatalog(t, t.TempDir(), st)
 		for range 60 {
 			q := randomQuery(r)
@@ -321,3 +316,48 @@ func TestHostileQueries(t *testing.T) {
 }
 
 var _ backend.Storage = (*spy.Storage)(nil)
+
+// TestTotals: the sums ranking reads stay those of the files as sessions
+// are added, grown, rewritten, deleted and rebuilt.
+func TestTotals(t *testing.T) {
+	ctx := context.Background()
+	st := newMem()
+	sessions := randomStore(t, st, rand.New(rand.NewPCG(3, 4)), 30)
+	c := openCatalog(t, t.TempDir(), st)
+	check := func(when string) {
+		t.Helper()
+		if err := c.Refresh(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		var tn, tt, sn, stok int64
+		if err := c.db.QueryRowContext(ctx, "SELECT nent, ntok FROM totals").Scan(&tn, &tt); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.db.QueryRowContext(ctx, "SELECT coalesce(sum(nent), 0), coalesce(sum(ntok), 0) FROM files").Scan(&sn, &stok); err != nil {
+			t.Fatal(err)
+		}
+		var entries int64
+		if err := c.db.QueryRowContext(ctx, "SELECT count(*) FROM entries").Scan(&entries); err != nil {
+			t.Fatal(err)
+		}
+		if tn != sn || tt != stok || tn != entries || (len(sessions) > 0 && tt == 0) {
+			t.Errorf("%s: totals %d entries %d tokens, files sum to %d, %d (%d entry rows)", when, tn, tt, sn, stok, entries)
+		}
+	}
+	check("built")
+	s := sessions[4]
+	appendFile(t, st, s.path(), append(s.message("grown", "", map[string]any{"role": "user", "content": "more words to count"}), '\n'))
+	check("grown")
+	s = sessions[7]
+	s.lines = s.lines[:1]
+	writeFile(t, st, s.path(), s.bytes())
+	check("rewritten")
+	if err := st.Unlink(ctx, sessions[9].path()); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted")
+	if err := c.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("rebuilt")
+}

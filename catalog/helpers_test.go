@@ -147,4 +147,16 @@ func randomSession(r *rand.Rand, i int) *fakeSession {
 	return f
 }
 
+// randomStore writes n random sessions to st.
+func randomStore(t testing.TB, st backend.Storage, r *rand.Rand, n int) []*fakeSession {
+	t.Helper()
+	var sessions []*fakeSession
+	for i := range n {
+		s := randomSession(r, i)
+		sessions = append(sessions, s)
+		writeFile(t, st, s.path(), s.bytes())
+	}
+	return sessions
+}
+
 func newMem() backend.Storage { return mem.New() }

@@ -237,7 +237,7 @@ func (c *Catalog) sizes(ctx context.Context, db *sql.DB) (n, avg float64, err er
 		return c.rankN, c.rankAvg, nil
 	}
 	var sn, st sql.NullFloat64
-	if err := db.QueryRowContext(ctx, "SELECT sum(nent), sum(ntok) FROM files").Scan(&sn, &st); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT nent, ntok FROM totals").Scan(&sn, &st); err != nil {
 		return 0, 0, fmt.Errorf("catalog: %w", err)
 	}
 	n, avg = sn.Float64, 1
