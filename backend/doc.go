@@ -3,13 +3,9 @@
 //
 // Implementations live in backend/fs (afero, the OS by default), backend/mem
 // (in memory, with crash simulation) and backend/cloud (gocloud.dev/blob).
-// Package backend/open opens any of them from a URL.
-//
-// Each is a Driver, a few calls, under one portable layer, Portable, as
-// gocloud's blob.Bucket is over its driver.Bucket: the layer validates
-// names, refuses calls after Close, checks the context, names the op and
-// path in every error and derives the convenience methods (Open, ReadFile,
-// ReadPrefix, WriteFile), so no backend repeats them.
+// Package backend/open opens any of them from a URL. A backend author
+// implements backend/driver's Driver, a few calls, and gets a Storage
+// from it.
 //
 // Optional fast paths are found by type assertion: WriteOnce (a write-once
 // create and a read that also describes the file, one request each on a
@@ -18,8 +14,7 @@
 // Authenticated for stores whose reads are authenticated (so cas need not
 // re-hash a blob it reads). The
 // functions CreateFile, OpenInfo, PutFile, RemoveFile and Compact use them
-// where they are, and the general methods elsewhere; Portable finds them
-// (and FileReader, FileWriter, Locker) on its driver the same way.
+// where they are, and the general methods elsewhere.
 //
 // Decorators are written once, on Intercept: an Interceptor runs around
 // every call, and every call on the writers, readers and locks calls

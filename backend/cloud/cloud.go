@@ -18,6 +18,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/driver"
 )
 
 const (
@@ -33,18 +34,18 @@ const (
 // Storage is a backend.Storage on a blob.Bucket: the portable layer over
 // the driver below. It is safe for concurrent use.
 type Storage struct {
-	*backend.Portable
-	d *driver
+	*driver.Portable
+	d *bucketDriver
 }
 
 var (
 	_ backend.Storage   = (*Storage)(nil)
-	_ backend.WriteOnce = (*driver)(nil)
-	_ backend.WholeFile = (*driver)(nil)
+	_ backend.WriteOnce = (*bucketDriver)(nil)
+	_ backend.WholeFile = (*bucketDriver)(nil)
 )
 
-// driver is the backend.Driver on a bucket.
-type driver struct {
+// bucketDriver is the driver.Driver on a bucket.
+type bucketDriver struct {
 	b      bucket
 	log    *slog.Logger
 	closed atomic.Bool
@@ -177,8 +178,8 @@ func newStorage(b bucket, opts ...Option) *Storage {
 		b = blindDelete{bucket: b, del: o.del}
 	}
 	g := &guard{b: b, timeout: o.timeout, tries: o.tries, backoff: o.backoff, status: o.status}
-	d := &driver{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
-	return &Storage{Portable: backend.NewPortable(d), d: d}
+	d := &bucketDriver{b: g, log: o.log, opts: o, notFile: map[string]bool{}}
+	return &Storage{Portable: driver.NewPortable(d), d: d}
 }
 
 // Connect is New, then one small listing, so that a bucket that does not
@@ -218,7 +219,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Storage, error) {
 
 // Capabilities of a bucket: durable (but fileblob), shared by processes,
 // write-once creates; no native append, rename or locks.
-func (s *driver) Capabilities() backend.Capabilities {
+func (s *bucketDriver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Durable:      s.opts.localDir == "", // fileblob never fsyncs
 		CrossProcess: true,
@@ -229,7 +230,7 @@ func (s *driver) Capabilities() backend.Capabilities {
 }
 
 // Close closes the bucket.
-func (s *driver) Close() error {
+func (s *bucketDriver) Close() error {
 	s.closed.Store(true)
 	return s.b.Close()
 }
@@ -256,7 +257,7 @@ func fail(op, name string, err error) error {
 // because the object exists: FailedPrecondition on S3 and GCS, AlreadyExists
 // on others, and InvalidArgument on Azure, which is confirmed by looking,
 // since it also means a real bad request.
-func (s *driver) lostRace(ctx context.Context, key string, err error) bool {
+func (s *bucketDriver) lostRace(ctx context.Context, key string, err error) bool {
 	switch gcerrors.Code(err) {
 	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
 		return true
@@ -273,7 +274,7 @@ func isNotFound(err error) bool {
 
 // replaced reports a read that met an object being replaced: every server
 // answers 416 for a range of an object that shrank since it was resolved.
-func (s *driver) replaced(err error) bool {
+func (s *bucketDriver) replaced(err error) bool {
 	return httpStatus(err, s.opts.status) == http.StatusRequestedRangeNotSatisfiable
 }
 
@@ -317,7 +318,7 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 }
 
 // create uploads r as key unless key exists. lost reports that it did.
-func (s *driver) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
+func (s *bucketDriver) create(ctx context.Context, key string, r io.Reader) (lost bool, err error) {
 	unlock := s.keys.lock(key)
 	defer unlock()
 	err = s.upload(ctx, key, r, true)
@@ -325,14 +326,14 @@ func (s *driver) create(ctx context.Context, key string, r io.Reader) (lost bool
 }
 
 // put uploads r as key, replacing it.
-func (s *driver) put(ctx context.Context, key string, r io.Reader) error {
+func (s *bucketDriver) put(ctx context.Context, key string, r io.Reader) error {
 	return s.upload(ctx, key, r, false)
 }
 
 // upload writes r to key. Every write goes through Bucket.Upload, since a
 // failed azureblob NewWriter+Close panics; a reader that fails (or ctx
 // ending) cancels the upload, so nothing partial becomes visible.
-func (s *driver) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
+func (s *bucketDriver) upload(ctx context.Context, key string, r io.Reader, ifNotExist bool) error {
 	s.clearWay(key)
 	// key becomes a file: no longer known not to be one. (This, not a
 	// removal, is what can make a parent a file: the cache survives

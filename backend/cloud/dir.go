@@ -14,11 +14,11 @@ import (
 )
 
 // List returns dir's children with logical sizes.
-func (s *driver) List(ctx context.Context, dir string) ([]backend.Info, error) {
+func (s *bucketDriver) List(ctx context.Context, dir string) ([]backend.Info, error) {
 	return s.list(ctx, dir)
 }
 
-func (s *driver) list(ctx context.Context, dir string) ([]backend.Info, error) {
+func (s *bucketDriver) list(ctx context.Context, dir string) ([]backend.Info, error) {
 	const op = "list"
 	prefix := dirPrefix(dir)
 	objs, err := s.listKeys(ctx, prefix, true)
@@ -79,7 +79,7 @@ func (s *driver) list(ctx context.Context, dir string) ([]backend.Info, error) {
 // dirSegments lists the segment objects of the files directly in dir, by
 // file name, each sorted: one listing (a page per thousand objects) for
 // the whole directory, where a listing per file would cost a request each.
-func (s *driver) dirSegments(ctx context.Context, dir string) (map[string][]obj, error) {
+func (s *bucketDriver) dirSegments(ctx context.Context, dir string) (map[string][]obj, error) {
 	prefix := segDir + "/" + dirPrefix(dir)
 	los, err := s.listKeys(ctx, prefix, false)
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *driver) dirSegments(ctx context.Context, dir string) (map[string][]obj,
 }
 
 // Mkdir makes dir exist; an empty one keeps a hidden marker object.
-func (s *driver) Mkdir(ctx context.Context, dir string) error {
+func (s *bucketDriver) Mkdir(ctx context.Context, dir string) error {
 	const op = "mkdir"
 	if err := s.checkParents(ctx, op, dir); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (s *driver) Mkdir(ctx context.Context, dir string) error {
 
 // checkParents makes sure no parent of name is a file. Parents known not
 // to be files are cached: only a write can make one a file (see upload).
-func (s *driver) checkParents(ctx context.Context, op, name string) error {
+func (s *bucketDriver) checkParents(ctx context.Context, op, name string) error {
 	for _, p := range backend.Parents(name) {
 		s.mu.Lock()
 		ok := s.notFile[p]
@@ -144,7 +144,7 @@ func (s *driver) checkParents(ctx context.Context, op, name string) error {
 
 // Unlink removes a file (base first, so a crash leaves only segments that
 // nothing reads) or an empty directory. The parent directory stays.
-func (s *driver) Unlink(ctx context.Context, name string) error {
+func (s *bucketDriver) Unlink(ctx context.Context, name string) error {
 	const op = "unlink"
 	err := s.b.Delete(ctx, enc(name))
 	switch {
@@ -177,7 +177,7 @@ func (s *driver) Unlink(ctx context.Context, name string) error {
 // deleted last part, and a new file of the name numbers above it, so no
 // segment of that writer can join the new file. A failed claim leaves
 // everything (readers skip it; a new file hides it the same way).
-func (s *driver) dropAll(ctx context.Context, name string) {
+func (s *bucketDriver) dropAll(ctx context.Context, name string) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil || len(objs) == 0 {
 		return
@@ -197,7 +197,7 @@ func (s *driver) dropAll(ctx context.Context, name string) {
 
 // keepDir puts a marker in dir when its last child is gone, as a file
 // system keeps an emptied directory.
-func (s *driver) keepDir(ctx context.Context, op, dir string) error {
+func (s *bucketDriver) keepDir(ctx context.Context, op, dir string) error {
 	if dir == "." {
 		return nil
 	}

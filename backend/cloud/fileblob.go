@@ -43,7 +43,7 @@ func OpenFileblob(dir string, opts ...Option) (*Storage, error) {
 
 // clearWay removes the empty directories fileblob left where key is to be
 // written; a directory holding any file stays, and the write then fails.
-func (s *driver) clearWay(key string) {
+func (s *bucketDriver) clearWay(key string) {
 	if s.opts.localDir == "" {
 		return
 	}
@@ -78,7 +78,7 @@ func (s *driver) clearWay(key string) {
 // is gone before it looks at its size, as a sweep's deletes make happen
 // again and again; here a file gone is one deleted, left out as a later
 // listing would. Like fileblob's, the listing is no snapshot: see torn.
-func (s *driver) listLocal(name string) (los []*blob.ListObject, ok bool, err error) {
+func (s *bucketDriver) listLocal(name string) (los []*blob.ListObject, ok bool, err error) {
 	prefix := segPrefix(name)
 	key := enc(prefix)
 	if s.opts.localDir == "" || strings.Contains(key, "__0x") || strings.ContainsFunc(key, func(r rune) bool { return r < 32 }) {

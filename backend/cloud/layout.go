@@ -124,7 +124,7 @@ func (l *layout) torn() bool { return !l.plain && l.last > l.end }
 
 // listKeys lists the keys below prefix (one level with delimited, the whole
 // tree without), as names.
-func (s *driver) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
+func (s *bucketDriver) listKeys(ctx context.Context, prefix string, delimited bool) ([]*blob.ListObject, error) {
 	opts := &blob.ListOptions{Prefix: enc(prefix)}
 	if delimited {
 		opts.Delimiter = "/"
@@ -177,7 +177,7 @@ func decKeys(page []*blob.ListObject) []*blob.ListObject {
 const listPageSize = 1000
 
 // listPage lists at most n keys below prefix, as names.
-func (s *driver) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
+func (s *bucketDriver) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListObject, error) {
 	return relist(ctx, func() ([]*blob.ListObject, error) {
 		page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, n, &blob.ListOptions{Prefix: enc(prefix)})
 		return decKeys(page), err
@@ -214,7 +214,7 @@ func mapElems(p, suffix string, f func(string) string) string {
 }
 
 // listObjs lists name's segment directory in order.
-func (s *driver) listObjs(ctx context.Context, name string) ([]obj, error) {
+func (s *bucketDriver) listObjs(ctx context.Context, name string) ([]obj, error) {
 	prefix := segPrefix(name)
 	los, local, err := s.listLocal(name)
 	if !local {
@@ -237,7 +237,7 @@ func (s *driver) listObjs(ctx context.Context, name string) ([]obj, error) {
 // listing; its existence and size are left to the read (sized false) or
 // asked for (sized true). The error is the driver's; the layout's objs are
 // filled even when the file does not exist, so leftovers can be removed.
-func (s *driver) resolve(ctx context.Context, name string, sized bool) (layout, error) {
+func (s *bucketDriver) resolve(ctx context.Context, name string, sized bool) (layout, error) {
 	for try := 0; ; try++ {
 		l, err := s.resolveOnce(ctx, name, sized)
 		// A torn listing is listed again: what it missed was made while
@@ -252,7 +252,7 @@ func (s *driver) resolve(ctx context.Context, name string, sized bool) (layout, 
 // tornRetries bounds how often resolve lists again after a torn listing.
 const tornRetries = 3
 
-func (s *driver) resolveOnce(ctx context.Context, name string, sized bool) (layout, error) {
+func (s *bucketDriver) resolveOnce(ctx context.Context, name string, sized bool) (layout, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return layout{}, err
@@ -290,7 +290,7 @@ var errNoObject = fmt.Errorf("no such object: %w", fs.ErrNotExist)
 // So it lists one key: name sorts first among the keys it prefixes. On
 // fileblob a listing walks the parent directory, and a HEAD reads the
 // same stat of the same file: there it asks for the attributes.
-func (s *driver) head(ctx context.Context, name string) (size int64, mod time.Time, err error) {
+func (s *bucketDriver) head(ctx context.Context, name string) (size int64, mod time.Time, err error) {
 	if s.opts.localDir != "" {
 		a, err := s.b.Attributes(ctx, enc(name))
 		if err != nil {
@@ -364,7 +364,7 @@ func chain(l *layout, name string, size int64, mod time.Time) {
 // writer that finds its previous number gone knows its next may be hidden.
 // A failure only leaves garbage that readers skip and the next replacement
 // deletes.
-func (s *driver) drop(ctx context.Context, name string, objs []obj) {
+func (s *bucketDriver) drop(ctx context.Context, name string, objs []obj) {
 	for _, o := range objs {
 		if err := s.b.Remove(ctx, enc(o.key)); err != nil && !isNotFound(err) {
 			s.log.Warn("trove/cloud: leaving a stale object", "name", name, "key", o.key, "err", err)

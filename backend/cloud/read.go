@@ -10,7 +10,7 @@ import (
 )
 
 // isDir reports whether some object lies below dir.
-func (s *driver) isDir(ctx context.Context, dir string) (bool, error) {
+func (s *bucketDriver) isDir(ctx context.Context, dir string) (bool, error) {
 	if dir == "." {
 		return true, nil
 	}
@@ -22,7 +22,7 @@ func (s *driver) isDir(ctx context.Context, dir string) (bool, error) {
 }
 
 // Stat describes a file (with its logical size) or a directory.
-func (s *driver) Stat(ctx context.Context, name string) (backend.Info, error) {
+func (s *bucketDriver) Stat(ctx context.Context, name string) (backend.Info, error) {
 	const op = "stat"
 	if name == "." {
 		return backend.Info{Name: ".", IsDir: true}, nil
@@ -45,11 +45,11 @@ func (s *driver) Stat(ctx context.Context, name string) (backend.Info, error) {
 }
 
 // OpenRange streams a range through range reads of the parts it covers.
-func (s *driver) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+func (s *bucketDriver) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	return s.openRange(ctx, "open", name, offset, length)
 }
 
-func (s *driver) openRange(ctx context.Context, op, name string, offset, length int64) (io.ReadCloser, error) {
+func (s *bucketDriver) openRange(ctx context.Context, op, name string, offset, length int64) (io.ReadCloser, error) {
 	need := int64(-1)
 	if length >= 0 && offset <= (1<<62)-length {
 		need = offset + length
@@ -81,7 +81,7 @@ const maxRetries = 8
 
 // reader reads [pos, end) of a logical file part by part.
 type reader struct {
-	s       *driver
+	s       *bucketDriver
 	ctx     context.Context
 	op      string
 	name    string

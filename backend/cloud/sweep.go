@@ -7,7 +7,7 @@ import (
 
 // dropFolded deletes the parts a fold replaced when there is no fold
 // grace; else a later fold's sweep deletes them.
-func (s *driver) dropFolded(ctx context.Context, name string, objs []obj) {
+func (s *bucketDriver) dropFolded(ctx context.Context, name string, objs []obj) {
 	if s.opts.grace <= 0 {
 		s.drop(ctx, name, objs)
 	}
@@ -21,7 +21,7 @@ func (s *driver) dropFolded(ctx context.Context, name string, objs []obj) {
 // writer that finds its previous number gone still knows its next may be
 // hidden. An empty segment stays while something numbered just below it
 // does, as tier leaves it. Nothing beyond the chain's end is touched.
-func (s *driver) sweep(ctx context.Context, name string, l layout) {
+func (s *bucketDriver) sweep(ctx context.Context, name string, l layout) {
 	if l.plain {
 		return
 	}

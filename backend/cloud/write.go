@@ -14,7 +14,7 @@ import (
 
 // checkPlace makes sure a file may live at name: no parent is a file
 // (checkParents) and name is not a directory.
-func (s *driver) checkPlace(ctx context.Context, op, name string) error {
+func (s *bucketDriver) checkPlace(ctx context.Context, op, name string) error {
 	if err := s.checkParents(ctx, op, name); err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *driver) checkPlace(ctx context.Context, op, name string) error {
 // for it fails instead of merging), the base object under that number holds
 // the new content and hides every lower number, and the objects it hides
 // are deleted after. Readers see the old file or the new one.
-func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
+func (s *bucketDriver) replace(ctx context.Context, op, name string, r io.Reader) (int64, error) {
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
 		return 0, fail(op, name, err)
@@ -67,7 +67,7 @@ func (s *driver) replace(ctx context.Context, op, name string, r io.Reader) (int
 // claim creates an empty segment at the first number from n on that no
 // other writer took: a writer racing for that number then fails instead of
 // merging. It returns the number claimed.
-func (s *driver) claim(ctx context.Context, name string, n uint64) (uint64, error) {
+func (s *bucketDriver) claim(ctx context.Context, name string, n uint64) (uint64, error) {
 	for try := 0; ; try++ {
 		lost, err := s.create(ctx, objKey(name, n, kindSeg), bytes.NewReader(nil))
 		if err == nil {
@@ -87,7 +87,7 @@ func (s *driver) claim(ctx context.Context, name string, n uint64) (uint64, erro
 // numbers passed below it. When the name exists by now, its maker hid
 // them already (or, writing the name whole, took them as its content): a
 // base would hide its bytes instead.
-func (s *driver) hideLeftovers(ctx context.Context, op, name string, objs []obj) error {
+func (s *bucketDriver) hideLeftovers(ctx context.Context, op, name string, objs []obj) error {
 	n, err := s.claim(ctx, name, objs[len(objs)-1].n+1)
 	if err != nil {
 		return fail(op, name, err)
@@ -131,7 +131,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // WriteFrom replaces name with the content of r, streamed.
-func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+func (s *bucketDriver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	const op = "write"
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return 0, err
@@ -140,7 +140,7 @@ func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64
 }
 
 // OpenWriter opens name for appending; see the package doc for the layout.
-func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+func (s *bucketDriver) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (s *driver) OpenWriter(ctx context.Context, name string, opt backend.Writer
 // is new (fs.ErrExist when not), and a file this writer made has no older
 // writer to fence off, so no number is claimed and nothing is read back.
 // ok is false when there are segments to look at (the general path).
-func (s *driver) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
+func (s *bucketDriver) createWriter(ctx context.Context, name string) (w backend.Writer, ok bool, err error) {
 	const op = "open"
 	objs, err := s.listObjs(ctx, name)
 	if err != nil {
@@ -245,7 +245,7 @@ func (s *driver) createWriter(ctx context.Context, name string) (w backend.Write
 // again. An object holding exactly data is taken as this writer's: a
 // segment holds entries that no other writer writes. Empty data is never
 // taken so (an opener's claim is empty).
-func (s *driver) createOwn(ctx context.Context, key string, data []byte) (lost bool, err error) {
+func (s *bucketDriver) createOwn(ctx context.Context, key string, data []byte) (lost bool, err error) {
 	lost, err = s.create(ctx, key, bytes.NewReader(data))
 	if !lost || len(data) == 0 {
 		return lost, err
@@ -264,7 +264,7 @@ func (s *driver) createOwn(ctx context.Context, key string, data []byte) (lost b
 
 // writer buffers appends and uploads them as one segment per Sync.
 type writer struct {
-	s     *driver
+	s     *bucketDriver
 	ctx   context.Context
 	name  string
 	buf   []byte
@@ -463,7 +463,7 @@ func partBytes(parts []part) int64 {
 // from, into one tier of the next level holding the same bytes, then
 // deletes them but a claim numbered from+1. Two folds of one run write the
 // same bytes, so the loser of the conditional create has nothing to do.
-func (s *driver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
+func (s *bucketDriver) tier(ctx context.Context, name string, from uint64, level int, run []part) (part, error) {
 	const op = "compact"
 	last := run[len(run)-1]
 	t := part{key: tierKey(name, last.end, level, from), end: last.end, level: level}
@@ -495,7 +495,7 @@ func (s *driver) tier(ctx context.Context, name string, from uint64, level int, 
 // partsReader reads whole parts one after the other; a part that is not
 // the size the layout said fails the read.
 type partsReader struct {
-	s     *driver
+	s     *bucketDriver
 	ctx   context.Context
 	parts []part
 	cur   objReader
@@ -566,7 +566,7 @@ func (w *writer) Close() error {
 // when another writer has taken a higher one, the file is not this
 // writer's to fold (its next Sync fails instead). It returns the base's
 // key and size ("" when there was nothing to fold).
-func (s *driver) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
+func (s *bucketDriver) compact(ctx context.Context, name string, through uint64) (key string, size int64, err error) {
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return "", 0, fail("compact", name, err)
@@ -582,7 +582,7 @@ func (s *driver) compact(ctx context.Context, name string, through uint64) (key 
 // same bytes, then deletes everything it holds. Two compactions of one
 // state write the same bytes, so the loser of the conditional create has
 // nothing to do.
-func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
+func (s *bucketDriver) compactLayout(ctx context.Context, name string, l layout) (key string, err error) {
 	const op = "compact"
 	if len(l.parts) < 2 {
 		return "", nil
@@ -610,7 +610,7 @@ func (s *driver) compactLayout(ctx context.Context, name string, l layout) (key 
 // an open writer looks at its last segment but one, or its last, before
 // it counts a new one as synced (the new one may already be listed), so
 // Compact runs beside a writer without fencing it off.
-func (s *driver) Compact(ctx context.Context, name string) error {
+func (s *bucketDriver) Compact(ctx context.Context, name string) error {
 	l, err := s.resolve(ctx, name, true)
 	if err != nil {
 		return fail("compact", name, err)
@@ -622,7 +622,7 @@ func (s *driver) Compact(ctx context.Context, name string) error {
 // open writer's folds at Sync would have (see writer.fold), in one pass:
 // into a new base once they hold as many bytes as the base, else into
 // tiers, each made from the parts it holds, so every byte is read once.
-func (s *driver) foldLayout(ctx context.Context, name string, l layout, keep int) error {
+func (s *bucketDriver) foldLayout(ctx context.Context, name string, l layout, keep int) error {
 	s.sweep(ctx, name, l)
 	f := s.opts.compactOn
 	if f <= 0 {

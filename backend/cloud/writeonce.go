@@ -12,7 +12,7 @@ import (
 
 // CreateFile is the write-once fast path (backend.WriteOnce): one
 // conditional upload, without looking at the place first.
-func (s *driver) CreateFile(ctx context.Context, name string, data []byte) error {
+func (s *bucketDriver) CreateFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
 	lost, err := s.create(ctx, name, bytes.NewReader(data))
 	if lost {
@@ -23,7 +23,7 @@ func (s *driver) CreateFile(ctx context.Context, name string, data []byte) error
 
 // OpenInfo is the write-once fast path (backend.WriteOnce): one read of
 // the object under name, which is the whole of a file never appended to.
-func (s *driver) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+func (s *bucketDriver) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
 	const op = "open"
 	rr, err := s.b.NewRangeReader(ctx, enc(name), 0, -1, nil)
 	if err != nil {
@@ -51,7 +51,7 @@ func (o *objFile) Close() error { return o.r.Close() }
 // PutFile is the fast path of backend.WholeFile: one upload replacing the
 // object under name (atomic on every bucket), without looking at the place
 // or for appended parts.
-func (s *driver) PutFile(ctx context.Context, name string, data []byte) error {
+func (s *bucketDriver) PutFile(ctx context.Context, name string, data []byte) error {
 	const op = "write"
 	return fail(op, name, s.put(ctx, name, bytes.NewReader(data)))
 }
@@ -60,7 +60,7 @@ func (s *driver) PutFile(ctx context.Context, name string, data []byte) error {
 // object under name, without looking for appended parts or keeping the
 // directory. Through WithDelete's delete (S3) it is one request, and a
 // missing file is no error.
-func (s *driver) RemoveFile(ctx context.Context, name string) error {
+func (s *bucketDriver) RemoveFile(ctx context.Context, name string) error {
 	const op = "unlink"
 	return fail(op, name, s.b.Remove(ctx, enc(name)))
 }

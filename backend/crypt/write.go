@@ -11,7 +11,7 @@ import (
 )
 
 // closedError is the error of a stream used after its Close: both
-// backend.ErrClosed and fs.ErrClosed, as backend.Portable's.
+// backend.ErrClosed and fs.ErrClosed, as driver.Portable's.
 type closedError struct{}
 
 func (closedError) Error() string   { return fs.ErrClosed.Error() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/afero"
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/driver"
 )
 
 const (
@@ -32,27 +33,27 @@ const (
 // Storage is a backend.Storage on a directory: the portable layer over the
 // driver below. It is safe for concurrent use.
 type Storage struct {
-	*backend.Portable
-	d *driver
+	*driver.Portable
+	d *fsDriver
 }
 
-// driver is the backend.Driver on a tree.
-type driver struct {
+// fsDriver is the driver.Driver on a tree.
+type fsDriver struct {
 	t       tree
 	os      bool   // t is an osTree: durable, cross-process
 	abs     string // absolute root on the OS, for flock
 	log     *slog.Logger
 	poll    time.Duration
-	locks   backend.LocalLocks
+	locks   driver.LocalLocks
 	appendM sync.Mutex // emulates O_APPEND on Fs that only seek at open
 }
 
 var (
-	_ backend.Storage    = (*Storage)(nil)
-	_ backend.FileReader = (*driver)(nil)
-	_ backend.FileWriter = (*driver)(nil)
-	_ backend.Locker     = (*driver)(nil)
-	_ backend.Renamer    = (*driver)(nil)
+	_ backend.Storage   = (*Storage)(nil)
+	_ driver.FileReader = (*fsDriver)(nil)
+	_ driver.FileWriter = (*fsDriver)(nil)
+	_ driver.Locker     = (*fsDriver)(nil)
+	_ driver.Renamer    = (*fsDriver)(nil)
 )
 
 // Option configures New and NewOS.
@@ -145,11 +146,11 @@ func open(t tree, onOS bool, abs string, opts []Option) *Storage {
 	for _, o := range opts {
 		o(&c)
 	}
-	d := &driver{t: t, os: onOS, abs: abs, log: c.log, poll: c.poll}
+	d := &fsDriver{t: t, os: onOS, abs: abs, log: c.log, poll: c.poll}
 	if c.staleTemp > 0 {
 		d.cleanTemps(time.Now().Add(-c.staleTemp))
 	}
-	return &Storage{Portable: backend.NewPortable(d), d: d}
+	return &Storage{Portable: driver.NewPortable(d), d: d}
 }
 
 // mkdirAllOS creates dir and its missing parents, fsyncing the parent of each
@@ -188,7 +189,7 @@ func syncPath(dir string) error {
 
 // cleanTemps removes temp files last touched before cutoff: leftovers of a
 // writer that crashed between creating its temp and renaming it.
-func (s *driver) cleanTemps(cutoff time.Time) {
+func (s *fsDriver) cleanTemps(cutoff time.Time) {
 	d, err := s.t.openFile(tempDir, os.O_RDONLY, 0)
 	if err != nil {
 		return // none yet
@@ -230,7 +231,7 @@ func (s *Storage) Root() string {
 }
 
 // Capabilities reports full OS capabilities on the OS, in-process ones elsewhere.
-func (s *driver) Capabilities() backend.Capabilities {
+func (s *fsDriver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		AtomicRename: true,
 		NativeAppend: true,
@@ -246,4 +247,4 @@ func (s *driver) Capabilities() backend.Capabilities {
 
 // Close releases the root. Open readers, writers and held locks stay valid
 // until closed or unlocked by their owners.
-func (s *driver) Close() error { return classify(s.t.close()) }
+func (s *fsDriver) Close() error { return classify(s.t.close()) }

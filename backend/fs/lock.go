@@ -17,7 +17,7 @@ import (
 // then takes a flock(2) on its own open file description, which excludes
 // other processes and other Storage values of this process alike; a waiting
 // Lock polls for that one.
-func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+func (s *fsDriver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	if err := s.ensureLockFile(name); err != nil {
 		return nil, classify(err)
 	}
@@ -39,7 +39,7 @@ func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlo
 
 // ensureLockFile creates the lock file through the tree, so it is never
 // created outside the root, and refuses a directory.
-func (s *driver) ensureLockFile(name string) error {
+func (s *fsDriver) ensureLockFile(name string) error {
 	fi, err := s.t.stat(name)
 	if notExist(err) {
 		if err := s.mkdirAll(backend.Dir(name)); err != nil {
@@ -69,7 +69,7 @@ func (s *driver) ensureLockFile(name string) error {
 // locked file is then checked to be the one the root resolves name to: that
 // catches both a symlink swapped in to lead elsewhere and a lock file that
 // was replaced between open and lock.
-func (s *driver) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
+func (s *fsDriver) flock(ctx context.Context, name string, wait bool) (*flock.Flock, error) {
 	abs := filepath.Join(s.abs, filepath.FromSlash(name))
 	for {
 		// No O_CREATE: flock must not create anything the root did not.

@@ -21,7 +21,7 @@ func info(name string, fi iofs.FileInfo) backend.Info {
 }
 
 // Stat describes name, following symlinks that stay inside the root.
-func (s *driver) Stat(_ context.Context, name string) (backend.Info, error) {
+func (s *fsDriver) Stat(_ context.Context, name string) (backend.Info, error) {
 	fi, err := s.t.stat(name)
 	if err != nil {
 		return backend.Info{}, missing(err)
@@ -32,7 +32,7 @@ func (s *driver) Stat(_ context.Context, name string) (backend.Info, error) {
 // List returns the children of dir. Temp files, and names that are not
 // valid trove names, are left to the portable layer to drop; symlinks that
 // are dangling or lead out of the root are left out here.
-func (s *driver) List(_ context.Context, dir string) ([]backend.Info, error) {
+func (s *fsDriver) List(_ context.Context, dir string) ([]backend.Info, error) {
 	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, missing(err)
@@ -66,7 +66,7 @@ func (s *driver) List(_ context.Context, dir string) ([]backend.Info, error) {
 }
 
 // openRead opens name for reading and returns its size; a directory is ErrIsDir.
-func (s *driver) openRead(name string) (afero.File, int64, error) {
+func (s *fsDriver) openRead(name string) (afero.File, int64, error) {
 	f, err := s.t.openFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, 0, missing(err)
@@ -82,8 +82,8 @@ func (s *driver) openRead(name string) (afero.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-// ReadFile is the backend.FileReader fast path: one buffer sized from stat.
-func (s *driver) ReadFile(ctx context.Context, name string) ([]byte, error) {
+// ReadFile is the driver.FileReader fast path: one buffer sized from stat.
+func (s *fsDriver) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	f, size, err := s.openRead(name)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (s *driver) ReadFile(ctx context.Context, name string) ([]byte, error) {
 }
 
 // OpenRange seeks rather than reading what comes before offset.
-func (s *driver) OpenRange(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+func (s *fsDriver) OpenRange(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	f, size, err := s.openRead(name)
 	if err != nil {
 		return nil, err

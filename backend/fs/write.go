@@ -17,12 +17,12 @@ import (
 const copyChunk = 256 << 10
 
 // Mkdir creates dir and its missing parents (0700), durably.
-func (s *driver) Mkdir(_ context.Context, dir string) error { return classify(s.mkdirAll(dir)) }
+func (s *fsDriver) Mkdir(_ context.Context, dir string) error { return classify(s.mkdirAll(dir)) }
 
 // mkdirAll creates dir and its missing parents top down, fsyncing the parent
 // of each new directory so its entry survives a crash. It never relies on the
 // Fs to create parents: MemMapFs would happily create them under a file.
-func (s *driver) mkdirAll(dir string) error {
+func (s *fsDriver) mkdirAll(dir string) error {
 	if dir == "." {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (s *driver) mkdirAll(dir string) error {
 
 // syncDir fsyncs a directory so the entries created or renamed in it are
 // durable. Fs without durability get a cheap no-op Sync.
-func (s *driver) syncDir(dir string) error {
+func (s *fsDriver) syncDir(dir string) error {
 	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *driver) syncDir(dir string) error {
 // a symlink out of the root. (Renaming over an in-root symlink replaces the
 // link, as rename(2) does.) It reports whether name exists, which proves its
 // parent does.
-func (s *driver) checkTarget(name string) (exists bool, err error) {
+func (s *fsDriver) checkTarget(name string) (exists bool, err error) {
 	fi, err := s.t.lstat(name)
 	switch {
 	case notExist(err):
@@ -100,7 +100,7 @@ func (s *driver) checkTarget(name string) (exists bool, err error) {
 }
 
 // createTemp creates an empty temp file (0600) in the temp directory.
-func (s *driver) createTemp() (afero.File, string, error) {
+func (s *fsDriver) createTemp() (afero.File, string, error) {
 	for range 8 {
 		name := fmt.Sprintf("%s/%016x", tempDir, rand.Uint64())
 		f, err := s.t.openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
@@ -123,9 +123,9 @@ func (s *driver) createTemp() (afero.File, string, error) {
 	return nil, "", errors.New("cannot create a unique temp file")
 }
 
-// WriteFile is the backend.FileWriter fast path: the bytes written as they
+// WriteFile is the driver.FileWriter fast path: the bytes written as they
 // are, without a copy through a buffer.
-func (s *driver) WriteFile(ctx context.Context, name string, data []byte) error {
+func (s *fsDriver) WriteFile(ctx context.Context, name string, data []byte) error {
 	_, err := s.replace(ctx, name, func(f afero.File) (int64, error) {
 		var n int64
 		for len(data) > 0 {
@@ -146,7 +146,7 @@ func (s *driver) WriteFile(ctx context.Context, name string, data []byte) error 
 
 // WriteFrom copies r to name atomically and durably, without buffering the
 // whole content. It does not close r.
-func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+func (s *fsDriver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	return s.replace(ctx, name, func(f afero.File) (int64, error) {
 		buf := make([]byte, copyChunk)
 		var n int64
@@ -175,7 +175,7 @@ func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64
 // replace is the atomic write: temp file, fill, fsync, close, rename over
 // name, fsync name's directory. On any failure, including a cancelled ctx,
 // the temp is removed and name keeps its old content.
-func (s *driver) replace(ctx context.Context, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
+func (s *fsDriver) replace(ctx context.Context, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
 	defer func() { err = classify(err) }()
 	exists, err := s.checkTarget(name)
 	if err != nil {
@@ -220,7 +220,7 @@ func (s *driver) replace(ctx context.Context, name string, fill func(afero.File)
 }
 
 // OpenWriter opens name for appending (0600, parents created).
-func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+func (s *fsDriver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	f, created, err := s.openAppend(name, opt)
 	if err != nil {
 		return nil, classify(err)
@@ -241,7 +241,7 @@ func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOp
 // file is tried first, the common case for appends, and needs no look at the
 // parents; a create is exclusive so that a concurrent creator is noticed and
 // we retry as existing.
-func (s *driver) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
+func (s *fsDriver) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
 	flag := os.O_WRONLY | os.O_APPEND
 	if opt.Truncate && !opt.Exclusive {
 		flag |= os.O_TRUNC
@@ -267,7 +267,7 @@ func (s *driver) openAppend(name string, opt backend.WriterOptions) (afero.File,
 // writer appends to one file. Writes go straight to the file (no buffer), so
 // each Write is one append and readers see it at once.
 type writer struct {
-	s         *driver
+	s         *fsDriver
 	name      string
 	f         afero.File
 	created   bool // the directory entry still needs an fsync
@@ -309,7 +309,7 @@ func (w *writer) Close() error { return classify(w.f.Close()) }
 // Rename moves the file from to to, replacing to atomically, and makes the
 // move durable. Directories are not renamed (ErrIsDir): the contract moves
 // files, and not every backend can move a tree.
-func (s *driver) Rename(_ context.Context, from, to string) error {
+func (s *fsDriver) Rename(_ context.Context, from, to string) error {
 	const op = "rename"
 	fi, err := s.t.lstat(from)
 	if err != nil {
@@ -350,7 +350,7 @@ func (s *driver) Rename(_ context.Context, from, to string) error {
 // Unlink removes a file or an empty directory. The removal is not fsynced:
 // the contract does not promise a durable delete, and a file that reappears
 // after a power loss is harmless where a lost one would not be.
-func (s *driver) Unlink(_ context.Context, name string) error {
+func (s *fsDriver) Unlink(_ context.Context, name string) error {
 	fi, err := s.t.lstat(name)
 	if err != nil {
 		return missing(err)
@@ -377,7 +377,7 @@ func (s *driver) Unlink(_ context.Context, name string) error {
 	return nil
 }
 
-func (s *driver) checkEmpty(dir string) error {
+func (s *fsDriver) checkEmpty(dir string) error {
 	d, err := s.t.openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err

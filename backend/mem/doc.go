@@ -20,5 +20,5 @@
 //   - open writers fail with backend.ErrClosed and in-process locks are
 //     released, as the process holding them is gone.
 //
-// Imports: the standard library and backend.
+// Imports: the standard library, backend and backend/driver.
 package mem

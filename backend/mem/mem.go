@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/driver"
 )
 
 // Storage is an in-memory backend.Storage that can simulate a crash: the
 // portable layer over the driver below.
 type Storage struct {
-	*backend.Portable
-	d *driver
+	*driver.Portable
+	d *memDriver
 }
 
-// driver is the in-memory backend.Driver.
-type driver struct {
+// memDriver is the in-memory driver.Driver.
+type memDriver struct {
 	now  func() time.Time
 	keep KeepFunc
 
@@ -32,7 +33,7 @@ type driver struct {
 	nodes map[string]*node // by full name; "." is the root
 	epoch uint64           // bumped by Crash: older writers are dead
 
-	locks backend.LocalLocks
+	locks driver.LocalLocks
 }
 
 // node is a file or a directory.
@@ -50,16 +51,16 @@ type node struct {
 }
 
 var (
-	_ backend.Storage    = (*Storage)(nil)
-	_ backend.Crasher    = (*Storage)(nil)
-	_ backend.FileReader = (*driver)(nil)
-	_ backend.Locker     = (*driver)(nil)
-	_ backend.Renamer    = (*driver)(nil)
+	_ backend.Storage   = (*Storage)(nil)
+	_ backend.Crasher   = (*Storage)(nil)
+	_ driver.FileReader = (*memDriver)(nil)
+	_ driver.Locker     = (*memDriver)(nil)
+	_ driver.Renamer    = (*memDriver)(nil)
 )
 
 // New returns an empty Storage.
 func New(opts ...Option) *Storage {
-	s := &driver{
+	s := &memDriver{
 		now:   time.Now,
 		done:  make(chan struct{}),
 		nodes: map[string]*node{".": {dir: true, durable: true, kids: map[string]*node{}}},
@@ -68,7 +69,7 @@ func New(opts ...Option) *Storage {
 		o(s)
 	}
 	s.nodes["."].mod = s.now()
-	return &Storage{Portable: backend.NewPortable(s), d: s}
+	return &Storage{Portable: driver.NewPortable(s), d: s}
 }
 
 // Crash implements backend.Crasher: every file reverts to its durable
@@ -76,7 +77,7 @@ func New(opts ...Option) *Storage {
 // are released. See the package documentation for the model.
 func (s *Storage) Crash() { s.d.crash() }
 
-func (s *driver) Capabilities() backend.Capabilities {
+func (s *memDriver) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		AtomicRename: true,
 		NativeAppend: true,
@@ -97,13 +98,13 @@ func info(name string, n *node) backend.Info {
 func clip(b []byte) []byte { return b[:len(b):len(b)] }
 
 // link puts n at name; the parent must exist. Callers hold mu.
-func (s *driver) link(name string, n *node) {
+func (s *memDriver) link(name string, n *node) {
 	s.nodes[name] = n
 	s.nodes[backend.Dir(name)].kids[name] = n
 }
 
 // unlink removes name, tolerating a parent already gone (Crash). Callers hold mu.
-func (s *driver) unlink(name string) {
+func (s *memDriver) unlink(name string) {
 	delete(s.nodes, name)
 	if p := s.nodes[backend.Dir(name)]; p != nil {
 		delete(p.kids, name)
@@ -112,7 +113,7 @@ func (s *driver) unlink(name string) {
 
 // mkdirs creates the directories dirs (top down), failing before any change
 // when one of them is a file. Durable marks them durable. Callers hold mu.
-func (s *driver) mkdirs(dirs []string, durable bool) error {
+func (s *memDriver) mkdirs(dirs []string, durable bool) error {
 	for _, d := range dirs {
 		if n := s.nodes[d]; n != nil && !n.dir {
 			return backend.ErrNotDir
@@ -132,7 +133,7 @@ func (s *driver) mkdirs(dirs []string, durable bool) error {
 }
 
 // file returns the file called name. Callers hold mu.
-func (s *driver) file(name string) (*node, error) {
+func (s *memDriver) file(name string) (*node, error) {
 	n := s.nodes[name]
 	switch {
 	case n == nil:
@@ -144,7 +145,7 @@ func (s *driver) file(name string) (*node, error) {
 }
 
 // content returns the visible bytes of the file name, to be read without mu.
-func (s *driver) content(name string) ([]byte, error) {
+func (s *memDriver) content(name string) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n, err := s.file(name)
@@ -154,13 +155,13 @@ func (s *driver) content(name string) ([]byte, error) {
 	return n.data, nil
 }
 
-func (s *driver) Mkdir(_ context.Context, dir string) error {
+func (s *memDriver) Mkdir(_ context.Context, dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mkdirs(append(backend.Parents(dir), dir), true)
 }
 
-func (s *driver) Stat(_ context.Context, name string) (backend.Info, error) {
+func (s *memDriver) Stat(_ context.Context, name string) (backend.Info, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.nodes[name]
@@ -171,7 +172,7 @@ func (s *driver) Stat(_ context.Context, name string) (backend.Info, error) {
 }
 
 // List returns a snapshot of dir's children.
-func (s *driver) List(_ context.Context, dir string) ([]backend.Info, error) {
+func (s *memDriver) List(_ context.Context, dir string) ([]backend.Info, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.nodes[dir]
@@ -188,8 +189,8 @@ func (s *driver) List(_ context.Context, dir string) ([]backend.Info, error) {
 	return infos, nil
 }
 
-// ReadFile is the backend.FileReader fast path: one copy of the bytes.
-func (s *driver) ReadFile(_ context.Context, name string) ([]byte, error) {
+// ReadFile is the driver.FileReader fast path: one copy of the bytes.
+func (s *memDriver) ReadFile(_ context.Context, name string) ([]byte, error) {
 	data, err := s.content(name)
 	if err != nil {
 		return nil, err
@@ -197,7 +198,7 @@ func (s *driver) ReadFile(_ context.Context, name string) ([]byte, error) {
 	return append([]byte{}, data...), nil
 }
 
-func (s *driver) OpenRange(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+func (s *memDriver) OpenRange(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	data, err := s.content(name)
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func (s *driver) OpenRange(_ context.Context, name string, offset, length int64)
 
 // WriteFrom reads r to the end before publishing anything, so a failed
 // copy leaves the old content.
-func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+func (s *memDriver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	data := make([]byte, 0, 512)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -239,7 +240,7 @@ func (s *driver) WriteFrom(ctx context.Context, name string, r io.Reader) (int64
 }
 
 // replace publishes data, owned by the store from now on, as name.
-func (s *driver) replace(ctx context.Context, name string, data []byte) error {
+func (s *memDriver) replace(ctx context.Context, name string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Checked again under the lock: a write cancelled while copying must not land.
@@ -259,7 +260,7 @@ func (s *driver) replace(ctx context.Context, name string, data []byte) error {
 	return nil
 }
 
-func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
+func (s *memDriver) OpenWriter(_ context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[name]
@@ -283,7 +284,7 @@ func (s *driver) OpenWriter(_ context.Context, name string, opt backend.WriterOp
 }
 
 // Rename moves files only.
-func (s *driver) Rename(_ context.Context, from, to string) error {
+func (s *memDriver) Rename(_ context.Context, from, to string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src, err := s.file(from)
@@ -305,7 +306,7 @@ func (s *driver) Rename(_ context.Context, from, to string) error {
 	return nil
 }
 
-func (s *driver) Unlink(_ context.Context, name string) error {
+func (s *memDriver) Unlink(_ context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[name]
@@ -321,7 +322,7 @@ func (s *driver) Unlink(_ context.Context, name string) error {
 
 // Close makes every later call on open writers and readers fail with
 // ErrClosed, and lock waiters give up.
-func (s *driver) Close() error {
+func (s *memDriver) Close() error {
 	s.closed.Store(true)
 	s.once.Do(func() { close(s.done) })
 	return nil

@@ -6,11 +6,11 @@ import (
 )
 
 // Option configures a Storage.
-type Option func(*driver)
+type Option func(*memDriver)
 
 // WithClock sets the clock used for modification times (default time.Now).
 func WithClock(now func() time.Time) Option {
-	return func(s *driver) {
+	return func(s *memDriver) {
 		if now != nil {
 			s.now = now
 		}
@@ -26,7 +26,7 @@ type KeepFunc func(name string, synced, written int) int
 // WithCrashKeep models a disk that may have written back some unsynced
 // appends before the crash. Without it, Crash keeps exactly what was synced.
 func WithCrashKeep(keep KeepFunc) Option {
-	return func(s *driver) { s.keep = keep }
+	return func(s *memDriver) { s.keep = keep }
 }
 
 // RandomKeep returns a KeepFunc that keeps a random prefix between synced and

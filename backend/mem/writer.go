@@ -12,7 +12,7 @@ import (
 // writer appends to one node, which it keeps through renames; after the node
 // is unlinked or replaced it writes to a file nobody sees, as on POSIX.
 type writer struct {
-	s     *driver
+	s     *memDriver
 	n     *node
 	name  string // where n was created; it stays there until renamed
 	epoch uint64
@@ -70,7 +70,7 @@ func (w *writer) Close() error {
 
 // reader streams a slice taken at open time, which never changes.
 type reader struct {
-	s    *driver
+	s    *memDriver
 	data []byte
 }
 
@@ -91,14 +91,14 @@ func (r *reader) Read(p []byte) (int, error) {
 
 func (r *reader) Close() error { return nil }
 
-// Lock is backend.Locker with locks held in this process only; Close
+// Lock is driver.Locker with locks held in this process only; Close
 // wakes the waiters.
-func (s *driver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
+func (s *memDriver) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	return s.locks.Acquire(ctx, name, wait, s.done)
 }
 
 // crash is Storage.Crash.
-func (s *driver) crash() {
+func (s *memDriver) crash() {
 	if s.closed.Load() {
 		return
 	}
@@ -127,7 +127,7 @@ func (s *driver) crash() {
 
 // survivor is what a crash leaves of file n: its synced content, or with a
 // KeepFunc a longer prefix of what was written.
-func (s *driver) survivor(name string, n *node) []byte {
+func (s *memDriver) survivor(name string, n *node) []byte {
 	synced := clip(n.synced)
 	if s.keep == nil || len(n.data) <= len(synced) || !bytes.HasPrefix(n.data, synced) {
 		return synced

@@ -1,4 +1,4 @@
-package backend_test
+package driver_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/driver"
 )
 
 // fakeDriver records the calls that reach it and keeps files in a map.
@@ -98,7 +99,7 @@ func (d fileWriterDriver) WriteFile(_ context.Context, name string, data []byte)
 func TestPortable(t *testing.T) {
 	ctx := t.Context()
 	d := newFake()
-	p := backend.NewPortable(d)
+	p := driver.NewPortable(d)
 
 	// Refused before the driver sees anything.
 	for _, name := range []string{"../x", "a//b", ".~seg/x", "toolongelement", strings.Repeat("a/", 11) + "a"} {
@@ -206,7 +207,7 @@ func TestPortable(t *testing.T) {
 
 	// The WriteFile fast path, where the driver has it.
 	fd := fileWriterDriver{newFake()}
-	if err := backend.NewPortable(fd).WriteFile(ctx, "f", []byte("x")); err != nil || strings.Join(fd.calls, " ") != "WriteFile" {
+	if err := driver.NewPortable(fd).WriteFile(ctx, "f", []byte("x")); err != nil || strings.Join(fd.calls, " ") != "WriteFile" {
 		t.Errorf("WriteFile on a FileWriter: %v, calls %v", err, fd.calls)
 	}
 }

@@ -1,4 +1,4 @@
-package backend
+package driver
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // Driver is what a backend implements: the few calls that differ from one
@@ -29,19 +31,19 @@ import (
 // Compacter.
 type Driver interface {
 	// Capabilities are read once, when Portable is made.
-	Capabilities() Capabilities
+	Capabilities() backend.Capabilities
 	// Mkdir is EnsureDir of a directory other than the root.
 	Mkdir(ctx context.Context, dir string) error
-	Stat(ctx context.Context, name string) (Info, error)
+	Stat(ctx context.Context, name string) (backend.Info, error)
 	// List returns dir's children in any order; Portable sorts them and
 	// leaves out reserved and invalid names.
-	List(ctx context.Context, dir string) ([]Info, error)
+	List(ctx context.Context, dir string) ([]backend.Info, error)
 	// OpenRange is Storage.OpenRange with offset >= 0.
 	OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error)
 	WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error)
 	// OpenWriter returns a writer that Portable keeps from being used
 	// after its Close.
-	OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error)
+	OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error)
 	Unlink(ctx context.Context, name string) error
 	// Close is called once.
 	Close() error
@@ -69,7 +71,7 @@ type Renamer interface {
 // Locker is a Driver that has locks; without it Lock is ErrNotSupported.
 // Portable makes a second Unlock do nothing.
 type Locker interface {
-	Lock(ctx context.Context, name string, wait bool) (Unlocker, error)
+	Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error)
 }
 
 // Portable is the Storage over a Driver (see Driver). It implements
@@ -78,15 +80,15 @@ type Locker interface {
 // RemoveFile and Compact functions do.
 type Portable struct {
 	d      Driver
-	caps   Capabilities
+	caps   backend.Capabilities
 	closed atomic.Bool
 }
 
 var (
-	_ Storage   = (*Portable)(nil)
-	_ WriteOnce = (*Portable)(nil)
-	_ WholeFile = (*Portable)(nil)
-	_ Compacter = (*Portable)(nil)
+	_ backend.Storage   = (*Portable)(nil)
+	_ backend.WriteOnce = (*Portable)(nil)
+	_ backend.WholeFile = (*Portable)(nil)
+	_ backend.Compacter = (*Portable)(nil)
 )
 
 // NewPortable returns the Storage over d.
@@ -98,36 +100,36 @@ func NewPortable(d Driver) *Portable {
 func (p *Portable) Driver() Driver { return p.d }
 
 // Capabilities are the driver's.
-func (p *Portable) Capabilities() Capabilities { return p.caps }
+func (p *Portable) Capabilities() backend.Capabilities { return p.caps }
 
 // begin checks what every call checks before reaching the driver: the
 // name, Close, then ctx.
 func (p *Portable) begin(ctx context.Context, op, name string, dir bool) error {
-	check := ValidPath
+	check := backend.ValidPath
 	if dir {
-		check = ValidDir
+		check = backend.ValidDir
 	}
 	if err := check(name); err != nil {
-		return PathErr(op, name, err)
+		return backend.PathErr(op, name, err)
 	}
 	if err := p.limits(name); err != nil {
-		return PathErr(op, name, err)
+		return backend.PathErr(op, name, err)
 	}
 	if p.closed.Load() {
-		return PathErr(op, name, ErrClosed)
+		return backend.PathErr(op, name, backend.ErrClosed)
 	}
-	return CtxErr(ctx, op, name)
+	return backend.CtxErr(ctx, op, name)
 }
 
 // limits applies a driver's limits where they are tighter than ValidPath's.
 func (p *Portable) limits(name string) error {
 	if m := p.caps.MaxNameBytes; m > 0 && len(name) > m {
-		return fmt.Errorf("%w: name longer than %d bytes", ErrInvalidPath, m)
+		return fmt.Errorf("%w: name longer than %d bytes", backend.ErrInvalidPath, m)
 	}
-	if m := p.caps.MaxElemBytes; m > 0 && m < MaxElemBytes {
+	if m := p.caps.MaxElemBytes; m > 0 && m < backend.MaxElemBytes {
 		for elem := range strings.SplitSeq(name, "/") {
 			if len(elem) > m {
-				return fmt.Errorf("%w: element longer than %d bytes", ErrInvalidPath, m)
+				return fmt.Errorf("%w: element longer than %d bytes", backend.ErrInvalidPath, m)
 			}
 		}
 	}
@@ -144,7 +146,7 @@ func (p *Portable) fail(op, name string, err error) error {
 	if pe, ok := err.(*fs.PathError); ok {
 		name, err = pe.Path, pe.Err
 	}
-	if p.closed.Load() && !errors.Is(err, ErrClosed) {
+	if p.closed.Load() && !errors.Is(err, backend.ErrClosed) {
 		err = &closedError{err}
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
@@ -154,7 +156,7 @@ func (p *Portable) fail(op, name string, err error) error {
 type closedError struct{ err error }
 
 func (e *closedError) Error() string   { return e.err.Error() }
-func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.err} }
+func (e *closedError) Unwrap() []error { return []error{backend.ErrClosed, e.err} }
 
 // errStreamClosed is the error of a reader or writer used after its own
 // Close: both ErrClosed and fs.ErrClosed.
@@ -168,40 +170,40 @@ func (p *Portable) EnsureDir(ctx context.Context, dir string) error {
 	return p.fail(op, dir, p.d.Mkdir(ctx, dir))
 }
 
-func (p *Portable) Stat(ctx context.Context, name string) (Info, error) {
+func (p *Portable) Stat(ctx context.Context, name string) (backend.Info, error) {
 	const op = "stat"
 	if err := p.begin(ctx, op, name, true); err != nil {
-		return Info{}, err
+		return backend.Info{}, err
 	}
 	info, err := p.d.Stat(ctx, name)
 	if err != nil {
-		return Info{}, p.fail(op, name, err)
+		return backend.Info{}, p.fail(op, name, err)
 	}
 	return info, nil
 }
 
 // List lists what the driver returns when iteration starts, sorted, with
 // ctx checked before each entry.
-func (p *Portable) List(ctx context.Context, dir string) iter.Seq2[Info, error] {
-	return func(yield func(Info, error) bool) {
+func (p *Portable) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
+	return func(yield func(backend.Info, error) bool) {
 		const op = "list"
 		if err := p.begin(ctx, op, dir, true); err != nil {
-			yield(Info{}, err)
+			yield(backend.Info{}, err)
 			return
 		}
 		infos, err := p.d.List(ctx, dir)
 		if err != nil {
-			yield(Info{}, p.fail(op, dir, err))
+			yield(backend.Info{}, p.fail(op, dir, err))
 			return
 		}
 		// Names a caller could not have written (temps, segments, names
 		// made outside trove) are not part of the tree.
-		infos = slices.DeleteFunc(infos, func(i Info) bool { return ValidPath(i.Name) != nil })
+		infos = slices.DeleteFunc(infos, func(i backend.Info) bool { return backend.ValidPath(i.Name) != nil })
 		// Siblings share the prefix dir/, so full names sort as base names do.
-		slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(infos, func(a, b backend.Info) int { return strings.Compare(a.Name, b.Name) })
 		for _, in := range infos {
-			if err := CtxErr(ctx, op, dir); err != nil {
-				yield(Info{}, err)
+			if err := backend.CtxErr(ctx, op, dir); err != nil {
+				yield(backend.Info{}, err)
 				return
 			}
 			if !yield(in, nil) {
@@ -249,7 +251,7 @@ func (p *Portable) OpenRange(ctx context.Context, name string, offset, length in
 
 func (p *Portable) openRange(ctx context.Context, op, name string, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 {
-		return nil, PathErr(op, name, ErrInvalidRange)
+		return nil, backend.PathErr(op, name, backend.ErrInvalidRange)
 	}
 	rc, err := p.d.OpenRange(ctx, name, offset, length)
 	if err != nil {
@@ -265,7 +267,7 @@ func (p *Portable) ReadPrefix(ctx context.Context, name string, n int) ([]byte, 
 		return nil, err
 	}
 	if n < 0 {
-		return nil, PathErr(op, name, ErrInvalidRange)
+		return nil, backend.PathErr(op, name, backend.ErrInvalidRange)
 	}
 	rc, err := p.openRange(ctx, op, name, 0, int64(n))
 	if err != nil {
@@ -313,7 +315,7 @@ func (p *Portable) WriteFrom(ctx context.Context, name string, r io.Reader) (int
 	return n, p.fail(op, name, err)
 }
 
-func (p *Portable) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {
+func (p *Portable) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
 	if err := p.begin(ctx, op, name, false); err != nil {
 		return nil, err
@@ -360,14 +362,14 @@ func (p *Portable) Unlink(ctx context.Context, name string) error {
 	return p.fail(op, name, p.d.Unlink(ctx, name))
 }
 
-func (p *Portable) Lock(ctx context.Context, name string, wait bool) (Unlocker, error) {
+func (p *Portable) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	const op = "lock"
 	if err := p.begin(ctx, op, name, false); err != nil {
 		return nil, err
 	}
 	l, ok := p.d.(Locker)
 	if !ok {
-		return nil, PathErr(op, name, ErrNotSupported)
+		return nil, backend.PathErr(op, name, backend.ErrNotSupported)
 	}
 	u, err := l.Lock(ctx, name, wait)
 	if err != nil {
@@ -383,12 +385,12 @@ func (p *Portable) CreateFile(ctx context.Context, name string, data []byte) err
 	if err := p.begin(ctx, op, name, false); err != nil {
 		return err
 	}
-	if wo, ok := p.d.(WriteOnce); ok {
+	if wo, ok := p.d.(backend.WriteOnce); ok {
 		return p.fail(op, name, wo.CreateFile(ctx, name, data))
 	}
 	switch _, err := p.d.Stat(ctx, name); {
 	case err == nil:
-		return PathErr(op, name, fs.ErrExist)
+		return backend.PathErr(op, name, fs.ErrExist)
 	case !errors.Is(err, fs.ErrNotExist):
 		return p.fail(op, name, err)
 	}
@@ -396,31 +398,31 @@ func (p *Portable) CreateFile(ctx context.Context, name string, data []byte) err
 }
 
 // OpenInfo is the driver's one-request open, or else Stat then Open.
-func (p *Portable) OpenInfo(ctx context.Context, name string) (io.ReadCloser, Info, error) {
+func (p *Portable) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
 	const op = "open"
 	if err := p.begin(ctx, op, name, false); err != nil {
-		return nil, Info{}, err
+		return nil, backend.Info{}, err
 	}
 	var rc io.ReadCloser
-	var info Info
+	var info backend.Info
 	var err error
-	if wo, ok := p.d.(WriteOnce); ok {
+	if wo, ok := p.d.(backend.WriteOnce); ok {
 		rc, info, err = wo.OpenInfo(ctx, name)
 	} else if info, err = p.d.Stat(ctx, name); err == nil {
 		if info.IsDir {
-			return nil, Info{}, PathErr(op, name, ErrIsDir)
+			return nil, backend.Info{}, backend.PathErr(op, name, backend.ErrIsDir)
 		}
 		rc, err = p.d.OpenRange(ctx, name, 0, -1)
 	}
 	if err != nil {
-		return nil, Info{}, p.fail(op, name, err)
+		return nil, backend.Info{}, p.fail(op, name, err)
 	}
 	return &reader{p: p, ctx: ctx, name: name, rc: rc}, info, nil
 }
 
 // PutFile is the driver's whole-file write, or else WriteFile.
 func (p *Portable) PutFile(ctx context.Context, name string, data []byte) error {
-	if wf, ok := p.d.(WholeFile); ok {
+	if wf, ok := p.d.(backend.WholeFile); ok {
 		const op = "write"
 		if err := p.begin(ctx, op, name, false); err != nil {
 			return err
@@ -432,7 +434,7 @@ func (p *Portable) PutFile(ctx context.Context, name string, data []byte) error 
 
 // RemoveFile is the driver's whole-file removal, or else Unlink.
 func (p *Portable) RemoveFile(ctx context.Context, name string) error {
-	if wf, ok := p.d.(WholeFile); ok {
+	if wf, ok := p.d.(backend.WholeFile); ok {
 		const op = "unlink"
 		if err := p.begin(ctx, op, name, false); err != nil {
 			return err
@@ -448,7 +450,7 @@ func (p *Portable) Compact(ctx context.Context, name string) error {
 	if err := p.begin(ctx, op, name, false); err != nil {
 		return err
 	}
-	if c, ok := p.d.(Compacter); ok {
+	if c, ok := p.d.(backend.Compacter); ok {
 		return p.fail(op, name, c.Compact(ctx, name))
 	}
 	return nil
@@ -461,7 +463,7 @@ func (p *Portable) Close() error {
 		return nil
 	}
 	if err := p.d.Close(); err != nil {
-		return PathErr("close", ".", err)
+		return backend.PathErr("close", ".", err)
 	}
 	return nil
 }
@@ -479,9 +481,9 @@ type reader struct {
 func (r *reader) Read(b []byte) (int, error) {
 	const op = "read"
 	if r.closed {
-		return 0, PathErr(op, r.name, errStreamClosed)
+		return 0, backend.PathErr(op, r.name, errStreamClosed)
 	}
-	if err := CtxErr(r.ctx, op, r.name); err != nil {
+	if err := backend.CtxErr(r.ctx, op, r.name); err != nil {
 		return 0, err
 	}
 	n, err := r.rc.Read(b)
@@ -504,13 +506,13 @@ func (r *reader) Close() error {
 type writer struct {
 	p      *Portable
 	name   string
-	w      Writer
+	w      backend.Writer
 	closed bool
 }
 
 func (w *writer) Write(b []byte) (int, error) {
 	if w.closed {
-		return 0, PathErr("write", w.name, errStreamClosed)
+		return 0, backend.PathErr("write", w.name, errStreamClosed)
 	}
 	n, err := w.w.Write(b)
 	return n, w.p.fail("write", w.name, err)
@@ -518,7 +520,7 @@ func (w *writer) Write(b []byte) (int, error) {
 
 func (w *writer) Sync() error {
 	if w.closed {
-		return PathErr("sync", w.name, errStreamClosed)
+		return backend.PathErr("sync", w.name, errStreamClosed)
 	}
 	return w.p.fail("sync", w.name, w.w.Sync())
 }
@@ -535,7 +537,7 @@ func (w *writer) Close() error {
 type unlocker struct {
 	p    *Portable
 	name string
-	u    Unlocker
+	u    backend.Unlocker
 	once sync.Once
 }
 

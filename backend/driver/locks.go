@@ -1,8 +1,10 @@
-package backend
+package driver
 
 import (
 	"context"
 	"sync"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // LocalLocks is a table of locks held in this process, for drivers: a
@@ -18,7 +20,7 @@ type LocalLocks struct {
 // without, a held lock is ErrLocked. Unlock releases the lock it took,
 // and nothing once ReleaseAll has released it: a late Unlock never frees
 // a later holder's lock.
-func (l *LocalLocks) Acquire(ctx context.Context, name string, wait bool, done <-chan struct{}) (Unlocker, error) {
+func (l *LocalLocks) Acquire(ctx context.Context, name string, wait bool, done <-chan struct{}) (backend.Unlocker, error) {
 	for {
 		l.mu.Lock()
 		ch, busy := l.held[name]
@@ -33,14 +35,14 @@ func (l *LocalLocks) Acquire(ctx context.Context, name string, wait bool, done <
 		}
 		l.mu.Unlock()
 		if !wait {
-			return nil, ErrLocked
+			return nil, backend.ErrLocked
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-done:
-			return nil, ErrClosed
+			return nil, backend.ErrClosed
 		}
 	}
 }
