@@ -49,6 +49,8 @@ type Options struct {
 	// the import writes holds them; the source file is never changed. A
 	// source already imported and unchanged since is skipped as ever.
 	Redact func(data []byte) ([]byte, error)
+
+	known *known // the store's sessions, listed once per run
 }
 
 // Import imports every session file under paths into st. The blobs/
@@ -70,6 +72,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 		o.Progress(0, len(files))
 	}
 	tasks := map[string]map[string]string{} // of Claude Code main files, for their subagents' files
+	o.known = newKnown(st)
 	// Blobs first: a session never lands before the blobs it names.
 	for _, dir := range blobDirs {
 		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
@@ -138,7 +141,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 	}
 	r.Format = format
 	src := source{path: path, format: format, data: data}
-	if rs, ok := unchanged(ctx, st, src); ok {
+	if rs, ok := unchanged(ctx, st, o.known, src); ok {
 		return rs, nil // imported from these very bytes: no need to parse them
 	}
 	if o.Redact != nil {
@@ -265,7 +268,7 @@ type subRef struct {
 // unchanged reports the sessions an earlier import made from exactly
 // these bytes, found by the id the source's first line gives (a Claude
 // Code file's name).
-func unchanged(ctx context.Context, st *trove.Store, src source) ([]Result, bool) {
+func unchanged(ctx context.Context, st *trove.Store, k *known, src source) ([]Result, bool) {
 	var id string
 	switch src.format {
 	case "claude":
@@ -292,7 +295,7 @@ func unchanged(ctx context.Context, st *trove.Store, src source) ([]Result, bool
 	default:
 		return nil, false
 	}
-	name, err := st.Sessions().Find(ctx, id)
+	name, err := k.find(ctx, id)
 	if err != nil {
 		return nil, false
 	}
@@ -325,7 +328,7 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, src sourc
 		r.Reason = "no messages"
 		return r, nil
 	}
-	name, err := st.Sessions().Find(ctx, r.SessionID)
+	name, err := o.known.find(ctx, r.SessionID)
 	if err == nil {
 		return update(ctx, st, r, o, src, f, name)
 	}
@@ -333,7 +336,7 @@ func finish(ctx context.Context, st *trove.Store, r Result, o Options, src sourc
 		r.Imported = true
 		return r, nil
 	}
-	if err := writeV3(ctx, st, r.SessionID, f, src, ""); err != nil {
+	if err := writeV3(ctx, st, o.known, r.SessionID, f, src, ""); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			r.Reason = "already imported"
 			return r, nil
@@ -367,7 +370,7 @@ func update(ctx context.Context, st *trove.Store, r Result, o Options, src sourc
 	if o.DryRun {
 		return r, nil
 	}
-	if err := writeV3(ctx, st, r.SessionID, f, src, name); err != nil {
+	if err := writeV3(ctx, st, o.known, r.SessionID, f, src, name); err != nil {
 		return r, fmt.Errorf("import %s: %w", r.Source, err)
 	}
 	return r, nil
@@ -650,13 +653,15 @@ func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-0
 // file checked against the writing contract and written whole (one write,
 // so a reader never sees part of it), then its sidecar with the source's
 // times and its provenance.
-func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, name string) error {
+func writeV3(ctx context.Context, s *trove.Store, k *known, id string, f *v3, src source, name string) error {
 	f.defaults()
 	if name == "" {
-		if _, err := s.Sessions().Find(ctx, id); err == nil {
+		name = session.SessionPath(f.cwd, f.created, id)
+		if ok, err := k.fresh(ctx, id, name); err != nil {
+			return err
+		} else if !ok {
 			return fs.ErrExist
 		}
-		name = session.SessionPath(f.cwd, f.created, id)
 	}
 	for _, e := range f.entries {
 		if err := externalize(ctx, s.Blobs(), e); err != nil {
@@ -670,6 +675,7 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, 
 	if err := s.Storage().WriteFile(ctx, name, data); err != nil {
 		return err
 	}
+	k.add(id, name)
 	n := 0
 	for _, e := range f.entries {
 		if e["type"] == "message" {
@@ -684,7 +690,7 @@ func writeV3(ctx context.Context, s *trove.Store, id string, f *v3, src source, 
 	if err := s.Storage().WriteFile(ctx, backend.Join(session.SidecarDir(name), ProvenanceFile), prov); err != nil {
 		return err
 	}
-	return s.Sessions().UpdateMetadata(ctx, id, func(m *session.Metadata) {
+	return s.Sessions().UpdateMetadata(ctx, name, func(m *session.Metadata) {
 		if f.model != "" && (m.Model == "" || m.Model == tree.UnknownModel) {
 			m.Model = f.model
 		}
