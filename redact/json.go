@@ -91,8 +91,9 @@ func (d *Detector) JSON(b []byte, edit func(string) (string, error)) ([]byte, []
 // result is data itself when nothing changed.
 func (d *Detector) JSONLines(data []byte, edit func(string) (string, error)) ([]byte, []Finding, error) {
 	var (
-		out   []byte
-		found []Finding
+		out     []byte
+		changed bool // out holds data up to start, redacted
+		found   []Finding
 	)
 	for start := 0; start < len(data); {
 		end := bytes.IndexByte(data[start:], '\n')
@@ -110,10 +111,10 @@ func (d *Detector) JSONLines(data []byte, edit func(string) (string, error)) ([]
 			f.Start, f.End = f.Start+start, f.End+start
 			found = append(found, f)
 		}
-		if out == nil && !bytes.Equal(red, line) {
-			out = append(out, data[:start]...)
+		if !changed && !bytes.Equal(red, line) {
+			out, changed = append(out, data[:start]...), true
 		}
-		if out != nil {
+		if changed {
 			out = append(out, red...)
 			if end < len(data) {
 				out = append(out, '\n')
@@ -121,7 +122,7 @@ func (d *Detector) JSONLines(data []byte, edit func(string) (string, error)) ([]
 		}
 		start = end + 1
 	}
-	if out == nil {
+	if !changed {
 		return data, found, nil
 	}
 	return out, found, nil

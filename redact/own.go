@@ -53,6 +53,65 @@ func ownRules() []*rule {
 			},
 		},
 		{
+			// The signature of an Azure shared access signature URL.
+			id:       "azure-sas-signature",
+			re:       regexp.MustCompile(`(?i)[?&]sv=\d{4}-\d{2}-\d{2}&[^\s"'<>]*?\bsig=([A-Za-z0-9%+/=]{16,})`),
+			group:    1,
+			keywords: []string{"sig="},
+			prio:     prioFormat,
+		},
+		{
+			id:    "discord-bot-token",
+			re:    regexp.MustCompile(`(?:^|[^A-Za-z0-9_.-])([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?:[^A-Za-z0-9_.-]|$)`),
+			group: 1,
+			prio:  prioFormat,
+			keep:  func(_, s string) bool { return strings.ContainsAny(s, "0123456789") },
+		},
+		{
+			id:       "discord-webhook-url",
+			re:       regexp.MustCompile(`https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{5,20}/[A-Za-z0-9_-]{40,80}`),
+			keywords: []string{"discord"},
+			prio:     prioFormat,
+		},
+		{
+			// Telegram bot tokens, also in the API's URLs (/bot<token>/).
+			id:    "telegram-bot-token",
+			re:    regexp.MustCompile(`(?:^|[^A-Za-z0-9_-]|/bot)(\d{8,10}:AA[A-Za-z0-9_-]{32,33})(?:[^A-Za-z0-9_-]|$)`),
+			group: 1,
+			prio:  prioFormat,
+		},
+		{
+			// AWS session tokens: longer than the entropy detector judges.
+			id:       "aws-session-token",
+			re:       regexp.MustCompile(`(?:\b(?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{80,}={0,2})|(?i:aws_session_token|sessiontoken|aws_security_token)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9+/]{80,}={0,2})`),
+			keywords: []string{"fwogzxivyxdz", "iqojb3jpz2lu", "sessiontoken", "session_token", "security_token"},
+			prio:     prioFormat,
+		},
+		{
+			// Unquoted passwords in YAML, INI, flags and prose:
+			// `password: S3cr3t!x`, `--password=...`, "the password is ...".
+			id:       "password-unquoted",
+			re:       regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9_])(?:password|passwd|passphrase|pwd)(?:[ \t]*[:=]|[ \t]+(?:is|was|=))[ \t]*([^\s"'` + "`" + `,;]{6,64})(?:[\s,;]|$)`),
+			group:    1,
+			keywords: []string{"pass", "pwd"},
+			prio:     prioGeneric,
+			keep: func(m, s string) bool {
+				// Prose ("the password is needed:") takes a digit.
+				named := m[:strings.LastIndex(m, s)]
+				prose := !strings.ContainsAny(named, ":=")
+				return secretValue(s) && !strings.HasSuffix(s, ":") && (!prose || strings.ContainsAny(s, "0123456789"))
+			},
+		},
+		{
+			// mysql -p<password>, mysqldump too.
+			id:       "mysql-password-flag",
+			re:       regexp.MustCompile(`\bmysql(?:dump|admin)?\b[^\n]*?[ \t]-p([^\s'"` + "`" + `.-][^\s'"` + "`" + `]{3,})`),
+			group:    1,
+			keywords: []string{"mysql"},
+			prio:     prioGeneric,
+			keep:     func(_, s string) bool { return secretValue(s) },
+		},
+		{
 			id:       "password-assignment",
 			re:       regexp.MustCompile(`(?i)(?:password|passwd|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?token|auth[_-]?token)["']?[ \t]*(?::=|=|:)[ \t]*(?:"([^"\s]{6,})"|'([^'\s]{6,})')`),
 			keywords: []string{"pass", "pwd", "secret", "key", "token"},
@@ -64,7 +123,7 @@ func ownRules() []*rule {
 
 // envNameNotSecret names variables whose values say where or what a secret
 // is, not the secret: TOKEN_FILE, API_KEY_ID, PASSWORD_MIN_LENGTH.
-var envNameNotSecret = lazyRegexp(`_(?:FILE|PATH|DIR|URL|URI|ID|TYPE|NAME|LENGTH|LEN|SIZE|METHOD|HEADER|ENDPOINT|REGION|EXPIRY|TTL|TIMEOUT|MODE|ENABLED|COUNT|LIMIT|VERSION|PREFIX|FORMAT|ALGORITHM|HOST|PORT|USER|USERNAME)\n`)
+var envNameNotSecret = lazyRegexp(`_(?:FILE|PATH|DIR|URL|URI|ID|TYPE|NAME|LENGTH|LEN|SIZE|METHOD|HEADER|ENDPOINT|REGION|EXPIRY|TTL|TIMEOUT|MODE|ENABLED|COUNT|LIMIT|VERSION|PREFIX|FORMAT|ALGORITHM|HOST|PORT|USER|USERNAME|DOMAIN|ISSUER|AUDIENCE|SCOPE|SCOPES|BACKEND|PROVIDER|STORE)\n`)
 
 var placeholderRe = lazyRegexp(`(?i)^(?:x+|\*+|\.+|-+|_+|0+|changeme|change_me|password\d?|passwd|secret|example|sample|dummy|placeholder|redacted|null|none|nil|undefined|true|false|todo|test|pass|admin|root|user|foo|bar|baz|hunter2|` +
 	`your[_-].*|my[_-].*|<.*>|\$.*|\{.*\}|%.*%|\[.*\]|.*example.*|.*redacted.*|.*placeholder.*|.*\*\*\*.*|x{4,}.*|.*xxxx.*)$`)
@@ -135,7 +194,9 @@ func highEntropy(text string) []span {
 	}
 	for _, m := range tokenRe().FindAllStringIndex(text, -1) {
 		tok := text[m[0]:m[1]]
-		if len(tok) > maxEntropyLen || m[0] > 0 && isTokenByte(text[m[0]-1]) || hashed(text[:m[0]]) || inside(public, m[0]) {
+		before := text[max(m[0]-40, 0):m[0]]
+		if len(tok) > maxEntropyLen || m[0] > 0 && isTokenByte(text[m[0]-1]) || hashed(text[:m[0]]) || inside(public, m[0]) ||
+			idLabel().MatchString(before) || passwordHash().MatchString(before) || ipfsCID(tok) {
 			continue
 		}
 		if randomToken(tok) {
@@ -144,6 +205,18 @@ func highEntropy(text string) []span {
 	}
 	return out
 }
+
+// idLabel matches the end of text that names the token after it as an id
+// or a digest (x-amz-id-2: ..., "request_id": "...", etag=...): random,
+// and no secret. A secret named as one (a key id) has a format of its own.
+var idLabel = lazyRegexp(`(?i)(?:\bid|[-_.]id|[-_]id-\d|etag|trace|traceparent|digest|checksum|hash|nonce|fingerprint|revision)["']?[ \t]*[:=][ \t]*["']?$`)
+
+// passwordHash matches the end of text that starts a password hash in
+// modular crypt form ($2b$12$..., $argon2id$v=19$...$): a hash, no secret.
+var passwordHash = lazyRegexp(`\$(?:2[abxy]?\$\d\d|[156]|argon2(?:id|i|d)\$[^\s$]*\$[^\s$]*|scrypt|pbkdf2[-\w]*\$\d+)\$[^\s$]*\$?$`)
+
+// ipfsCID says whether tok is an IPFS content id (CIDv0): a hash.
+func ipfsCID(tok string) bool { return len(tok) == 46 && strings.HasPrefix(tok, "Qm") }
 
 // publicPEM matches PEM blocks of what is public: certificates, public
 // keys, signatures. Their base64 looks random and is no secret.
@@ -178,8 +251,18 @@ func hashed(before string) bool {
 // (h1:), subresource integrity and npm lock files (sha512-).
 var hashPrefixes = []string{"h1:", "sha1-", "sha256-", "sha384-", "sha512-", "sha256:", "sha512:", "md5:", "md5-", "blake3:"}
 
+// idPrefixes start the ids of model APIs' objects, all over agent
+// transcripts: messages, tool calls, requests, runs, files. They are
+// random, and no secret.
+var idPrefixes = []string{"msg_", "toolu_", "srvtoolu_", "call_", "chatcmpl-", "req_", "resp_", "run_", "thread_", "asst_", "file-", "file_", "batch_", "fc_", "rs_", "evt_", "cus_", "pi_", "ch_", "in_", "sub_", "prod_", "price_", "cs_test_", "cs_live_"}
+
 func randomToken(tok string) bool {
 	for _, p := range hashPrefixes {
+		if strings.HasPrefix(tok, p) {
+			return false
+		}
+	}
+	for _, p := range idPrefixes {
 		if strings.HasPrefix(tok, p) {
 			return false
 		}

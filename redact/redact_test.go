@@ -128,3 +128,30 @@ func TestUserRules(t *testing.T) {
 		t.Errorf("bad allow pattern: %v", err)
 	}
 }
+
+// A secret on the first line of JSONL (a session's header, a file of one
+// line) is redacted as on any other; lines without one stay as they are.
+func TestJSONLinesFirstLine(t *testing.T) {
+	d, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := `{"type":"message","text":"nothing here"}`
+	for _, data := range []string{
+		`{"type":"session","title":"GITHUB_TOKEN=` + fakeGitHub + `"}` + "\n",
+		`{"type":"session","title":"GITHUB_TOKEN=` + fakeGitHub + `"}`,
+		`{"type":"session","title":"GITHUB_TOKEN=` + fakeGitHub + `"}` + "\n" + clean + "\n",
+		clean + "\n" + `{"type":"message","text":"GITHUB_TOKEN=` + fakeGitHub + `"}` + "\n",
+	} {
+		out, fs, err := d.JSONLines([]byte(data), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 1 || strings.Contains(string(out), fakeGitHub) {
+			t.Errorf("JSONLines(%q) = %q, %d findings; want the token redacted", data, out, len(fs))
+		}
+		if want := strings.Count(data, "\n"); strings.Count(string(out), "\n") != want || strings.Contains(data, clean) && !strings.Contains(string(out), clean) {
+			t.Errorf("JSONLines(%q) = %q: lines not kept", data, out)
+		}
+	}
+}

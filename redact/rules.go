@@ -140,7 +140,12 @@ func gitleaksRules() ([]*rule, error) {
 		}
 		r.allow = append(append(r.allow, gr.Allowlists...), cfg.Allowlists...)
 		if strings.HasPrefix(gr.RuleID, "generic") {
+			// A UUID after a name with "key" in it is an idempotency or
+			// object key far more often than a secret; a UUID after a
+			// secret's name is still found by env-secret and
+			// password-assignment.
 			r.prio, r.digit = prioGeneric, true
+			r.keep = func(_, s string) bool { return !uuidRe().MatchString(s) }
 		}
 		out = append(out, r)
 	}
@@ -149,6 +154,8 @@ func gitleaksRules() ([]*rule, error) {
 	}
 	return out, nil
 }
+
+var uuidRe = lazyRegexp(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // entropy is the Shannon entropy of s in bits per byte.
 func entropy(s string) float64 {
