@@ -7,59 +7,17 @@ import (
 	"sync"
 
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
 // validRef reports whether s is a well-formed blob ref.
 func validRef(s string) bool {
-	if _, _, ok := fastRef(s); ok {
+	if _, _, ok := wire.FastRef(s); ok {
 		return true
 	}
 	_, err := cas.ParseRef(s)
 	return err == nil
 }
-
-// fastRef decodes the form this package writes, blob:<algo>:<64 lowercase
-// hex>, without cas.ParseRef's allocations: manifests hold thousands.
-func fastRef(s string) (cas.Algorithm, [32]byte, bool) {
-	var d [32]byte
-	if len(s) != refLen || s[:5] != "blob:" || s[11] != ':' {
-		return 0, d, false
-	}
-	var algo cas.Algorithm
-	switch s[5:11] {
-	case "sha256":
-		algo = cas.SHA256
-	case "blake3":
-		algo = cas.BLAKE3
-	default:
-		return 0, d, false
-	}
-	h := s[12:]
-	var bad byte
-	for i := range d {
-		hi, lo := unhex[h[2*i]], unhex[h[2*i+1]]
-		bad |= hi | lo
-		d[i] = hi<<4 | lo&0xf
-	}
-	if bad&0xf0 != 0 {
-		return 0, d, false
-	}
-	return algo, d, true
-}
-
-// unhex maps lowercase hex digits to their value, anything else to 0xff.
-var unhex = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for c := byte('0'); c <= '9'; c++ {
-		t[c] = c - '0'
-	}
-	for c := byte('a'); c <= 'f'; c++ {
-		t[c] = c - 'a' + 10
-	}
-	return t
-}()
 
 // casBlobs is the blobStore of any cas.Blobs. Manifests hold refs as
 // their text, so refs cross here. A store that batches small blobs into
@@ -147,7 +105,7 @@ func (c casBlobs) sumLike(like string, data []byte) (string, error) {
 	algo := c.algorithm()
 	if like == "" {
 		// The store's algorithm: no ref to parse (and no error to build).
-	} else if a, _, ok := fastRef(like); ok {
+	} else if a, _, ok := wire.FastRef(like); ok {
 		algo = a
 	} else if r, err := cas.ParseRef(like); err == nil {
 		algo = r.Algorithm()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/checkpoint/linediff"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // pstate is what one path holds on one side of a comparison: a checkpoint
@@ -38,13 +39,13 @@ func stateOf(e *Entry) pstate {
 }
 
 func wsStateOf(st fileStat) pstate {
-	p := pstate{mode: st.mode.Perm(), st: st, ws: true, size: st.size}
+	p := pstate{mode: st.Mode.Perm(), st: st, ws: true, size: st.Size}
 	switch {
-	case st.isDir():
+	case st.IsDir():
 		p.kind = TypeDir
-	case st.isSymlink():
+	case st.IsSymlink():
 		p.kind = TypeSymlink
-	case st.isRegular():
+	case st.IsRegular():
 		p.kind = TypeFile
 	default:
 		p.kind = "other"
@@ -81,7 +82,7 @@ func (c *change) status() string {
 // the cas store, verified.
 type loader struct {
 	m     *Manager
-	cache *statCache
+	cache *statcache.Cache
 	// like is a digest whose algorithm workspace files are hashed with.
 	like string
 	pre  *prewriter // may hold checkpoint content loaded ahead
@@ -102,7 +103,7 @@ func (l *loader) resolve(ctx context.Context, path string, p *pstate) error {
 	if !p.ws || p.kind != TypeFile || p.digest != "" {
 		return nil
 	}
-	if ref, ok := l.cache.lookup(path, p.st, l.m.cfg.racy); ok && sameAlgo(ref, l.like) {
+	if ref, ok := l.cache.Lookup(path, p.st, l.m.cfg.racy); ok && sameAlgo(ref, l.like) {
 		p.digest = ref
 		return nil
 	}

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/trovekit/trove/checkpoint/internal/wire"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // An edited file usually keeps most of its bytes. Storing it whole would
@@ -165,29 +168,29 @@ func applyDelta(base, delta []byte, limit int64) ([]byte, error) {
 	if len(delta) < len(deltaMagic) || string(delta[:len(deltaMagic)]) != deltaMagic {
 		return nil, fmt.Errorf("%w: no header", errBadDelta)
 	}
-	r := &reader{b: delta[len(deltaMagic):]}
-	size := r.uvarint()
-	if r.err != nil || size > uint64(limit) {
+	r := &wire.Reader{B: delta[len(deltaMagic):]}
+	size := r.Uvarint()
+	if r.Err != nil || size > uint64(limit) {
 		return nil, fmt.Errorf("%w: declared length %d", errBadDelta, size)
 	}
 	out := make([]byte, 0, size)
-	for len(r.b) > 0 {
-		op := r.b[0]
-		r.b = r.b[1:]
+	for len(r.B) > 0 {
+		op := r.B[0]
+		r.B = r.B[1:]
 		switch op {
 		case opCopy:
-			off, n := r.uvarint(), r.uvarint()
-			if r.err != nil || off > uint64(len(base)) || n > uint64(len(base))-off || n > size-uint64(len(out)) {
+			off, n := r.Uvarint(), r.Uvarint()
+			if r.Err != nil || off > uint64(len(base)) || n > uint64(len(base))-off || n > size-uint64(len(out)) {
 				return nil, fmt.Errorf("%w: copy out of range", errBadDelta)
 			}
 			out = append(out, base[off:off+n]...)
 		case opInsert:
-			n := r.uvarint()
-			if r.err != nil || n > uint64(len(r.b)) || n > size-uint64(len(out)) {
+			n := r.Uvarint()
+			if r.Err != nil || n > uint64(len(r.B)) || n > size-uint64(len(out)) {
 				return nil, fmt.Errorf("%w: insert out of range", errBadDelta)
 			}
-			out = append(out, r.b[:n]...)
-			r.b = r.b[n:]
+			out = append(out, r.B[:n]...)
+			r.B = r.B[n:]
 		default:
 			return nil, fmt.Errorf("%w: unknown operation %d", errBadDelta, op)
 		}
@@ -240,25 +243,25 @@ func (m *Manager) openContent(ctx context.Context, digest, base, delta string) (
 // digest: as a delta against the last version stored whole when prev (the
 // stat cache's entry for the path) has one and the delta is small, else
 // whole. A base that cannot be read only costs the saving.
-func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, data []byte, prev *cacheRefs) error {
+func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, data []byte, prev *statcache.Refs) error {
 	e.Size, e.Base, e.Delta = int64(len(data)), "", ""
 	if prev != nil && len(data) >= deltaMin && len(data) <= deltaMax {
 		digest, err := m.blobs.sumLike("", data)
 		if err != nil {
 			return err
 		}
-		if digest == prev.ref {
+		if digest == prev.Ref {
 			// Unchanged content (a touch): stored already, if its blobs
 			// still are.
-			refs := (&Entry{Exists: true, Digest: prev.ref, Base: prev.base, Delta: prev.delta}).contentRefs()
+			refs := (&Entry{Exists: true, Digest: prev.Ref, Base: prev.Base, Delta: prev.Delta}).contentRefs()
 			if ok, err := m.allStored(ctx, refs, map[string]bool{}); err != nil || ok {
-				e.Digest, e.Base, e.Delta = prev.ref, prev.base, prev.delta
+				e.Digest, e.Base, e.Delta = prev.Ref, prev.Base, prev.Delta
 				return err
 			}
 		}
-		base := prev.ref
-		if prev.delta != "" {
-			base = prev.base
+		base := prev.Ref
+		if prev.Delta != "" {
+			base = prev.Base
 		}
 		if digest == base {
 			// Back to the whole version (a rewind): stored whole as it

@@ -44,8 +44,8 @@ func TestDirListingCache(t *testing.T) {
 	settle := func() {
 		// Pretend the last snapshot was verified long after the writes, so
 		// that ctimes (which Chtimes cannot set back) are not racy.
-		for _, r := range m.cache.dirs {
-			r.verified += int64(2 * time.Hour)
+		for _, r := range m.cache.Dirs {
+			r.Verified += int64(2 * time.Hour)
 		}
 	}
 	one, err := m.CreateTree(ctx, "one")
@@ -88,7 +88,7 @@ func TestDirListingCache(t *testing.T) {
 	}
 	// The cache survives a new Manager.
 	settle()
-	m.writeCache(ctx, m.cache.encode())
+	m.writeCache(ctx, m.cache.Encode())
 	m2, err := newManager(st, casBlobs{blobs}, ws)
 	if err != nil {
 		t.Fatal(err)

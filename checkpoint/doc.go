@@ -17,12 +17,14 @@
 // inline, the version 1 form), and an edited file is stored as a delta
 // against its earlier version (delta.go); Roots lists every blob either
 // needs, for GC and fsck. Version 1 manifests are still read. A
-// stat cache makes a second snapshot of a large tree read only the files
-// whose stat changed, with git's racy-timestamp rule so no change is missed.
+// stat cache (package checkpoint/statcache) makes a second snapshot of a
+// large tree read only the files whose stat changed, with git's
+// racy-timestamp rule so no change is missed.
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
 // Imports: the standard library, backend, cas, checkpoint/ignore,
-// checkpoint/linediff (the line counts of a report), internal/beneath, afero,
-// klauspost/compress/s2 (the stat cache) and golang.org/x/sys/unix (Linux).
+// checkpoint/linediff (the line counts of a report), checkpoint/statcache,
+// checkpoint/internal/wire (the binary forms of trees and deltas),
+// internal/beneath, afero and golang.org/x/sys/unix (Linux).
 package checkpoint

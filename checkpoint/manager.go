@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // DefaultMaxFileSize is the per-file cap of tree snapshots; bigger files are
@@ -56,8 +57,8 @@ type Manager struct {
 	ws    Workspace
 	cfg   config
 
-	mu    sync.Mutex // one operation at a time: the stat cache is shared
-	cache *statCache // loaded on first use
+	mu    sync.Mutex       // one operation at a time: the stat cache is shared
+	cache *statcache.Cache // loaded on first use
 }
 
 type config struct {
@@ -218,7 +219,7 @@ func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
 // loadCached is Load taking the trees the stat cache holds from cache,
 // under m.mu.
 func (m *Manager) loadCached(ctx context.Context, id string) (*Manifest, error) {
-	return m.load(ctx, id, m.loadCache(ctx).trees)
+	return m.load(ctx, id, m.loadCache(ctx).Trees)
 }
 
 func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) (*Manifest, error) {
@@ -262,8 +263,8 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 	if man.ID != id {
 		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, clip(man.ID))
 	}
-	known := m.loadCache(ctx).trees
-	if last := m.cache.last.tree; last != "" && m.cache.treeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
+	known := m.loadCache(ctx).Trees
+	if last := m.cache.Last.Tree; last != "" && m.cache.TreeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
 		// The plan will most likely need only the trees that differ from
 		// the last snapshot's (see changedEntries): all are loaded only
 		// when asked.
@@ -385,30 +386,30 @@ func (m *Manager) Refs(ctx context.Context) ([]string, error) {
 
 // loadCache returns the stat cache, reading it on first use. A damaged or
 // unreadable cache is replaced by an empty one: it only saves time.
-func (m *Manager) loadCache(ctx context.Context) *statCache {
+func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 	if m.cache != nil {
 		return m.cache
 	}
 	t0 := time.Now()
 	defer func() {
-		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", len(m.cache.dirs), "trees", len(m.cache.trees), "took", time.Since(t0))
+		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", len(m.cache.Dirs), "trees", len(m.cache.Trees), "took", time.Since(t0))
 	}()
 	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		m.cache = newStatCache()
+		m.cache = statcache.New()
 	case err != nil:
 		m.cfg.log.Warn("checkpoint: stat cache unreadable, rehashing", "name", m.cfg.cacheName, "err", err)
-		m.cache = newStatCache()
+		m.cache = statcache.New()
 	default:
-		c, err := decodeStatCache(data)
+		c, err := statcache.Decode(data)
 		switch {
-		case errors.Is(err, errCacheVersion):
+		case errors.Is(err, statcache.ErrVersion):
 			m.cfg.log.Info("checkpoint: stat cache written by another version of trove, rebuilding", "name", m.cfg.cacheName)
-			c = newStatCache()
+			c = statcache.New()
 		case err != nil:
 			m.cfg.log.Warn("checkpoint: stat cache damaged, rehashing", "name", m.cfg.cacheName, "err", err)
-			c = newStatCache()
+			c = statcache.New()
 		}
 		m.cache = c
 	}

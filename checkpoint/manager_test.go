@@ -99,7 +99,7 @@ func TestCtimeCatchesRestoredMtime(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := m.ws.lstat("a.txt")
-	if st.ctime == 0 {
+	if st.Ctime == 0 {
 		t.Skip("no ctime on this platform")
 	}
 	// Let the first snapshot's cache entry settle: pretend it was verified
@@ -107,9 +107,9 @@ func TestCtimeCatchesRestoredMtime(t *testing.T) {
 	if _, err := m.CreateTree(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range m.cache.dirs {
-		for i := range r.ents {
-			r.ents[i].verified += int64(time.Hour)
+	for _, r := range m.cache.Dirs {
+		for i := range r.Ents {
+			r.Ents[i].Verified += int64(time.Hour)
 		}
 	}
 	if err := os.WriteFile(p, []byte("BBBB"), 0o644); err != nil {

@@ -49,9 +49,9 @@ func (pc *parentCheck) check(p string) (parentState, string, error) {
 				s = parentsMissing
 			case err != nil:
 				return 0, "", err
-			case st.isSymlink():
+			case st.IsSymlink():
 				s = parentSymlink
-			case !st.isDir():
+			case !st.IsDir():
 				s = parentFile
 			default:
 				s = parentsOK

@@ -22,13 +22,13 @@ import (
 // or its trees are gone): the caller loads every entry.
 func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, trees *treeFetch) (files []Entry, skip func(dir string) bool, ok bool, err error) {
 	cache := m.loadCache(ctx)
-	if last := cache.last.tree; last == "" || cache.treeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
+	if last := cache.Last.Tree; last == "" || cache.TreeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
 		return nil, nil, false, nil
 	}
 	skipped := map[string]bool{}
 	var visit func(dir, ref string, depth int) error
 	visit = func(dir, ref string, depth int) error {
-		if ref == cache.treeOf[dir] && t.same(dir) {
+		if ref == cache.TreeOf[dir] && t.same(dir) {
 			skipped[dir] = true
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // dirManager is a Manager of a real directory holding files (path ->
@@ -52,13 +53,13 @@ func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
 func settle(m *Manager) {
 	const d = int64(2 * time.Hour)
 	m.loadCache(context.Background())
-	for _, r := range m.cache.dirs {
-		r.verified += d
-		for i := range r.ents {
-			r.ents[i].verified += d
+	for _, r := range m.cache.Dirs {
+		r.Verified += d
+		for i := range r.Ents {
+			r.Ents[i].Verified += d
 		}
 	}
-	m.cache.last.verified += d
+	m.cache.Last.Verified += d
 }
 
 // oneThenTwo is a Manager of files and "a/b/y.txt", "c/z.txt" with tree
@@ -96,7 +97,7 @@ func TestPlanReadsOnlyChangedTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, skip, ok, err := m.changedEntries(ctx, man, &walked, newTreeFetch(m.blobs, m.cache.trees))
+	files, skip, ok, err := m.changedEntries(ctx, man, &walked, newTreeFetch(m.blobs, m.cache.Trees))
 	if err != nil || !ok {
 		t.Fatalf("changedEntries: %v, %v", ok, err)
 	}
@@ -203,7 +204,7 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	fromScratch := func(id string, opts ...CreateOption) *Manifest {
 		t.Helper()
 		saved := m.cache
-		m.cache = newStatCache()
+		m.cache = statcache.New()
 		man, err := m.CreateTree(ctx, id, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -402,8 +403,8 @@ func TestPlanReadsTreesOnce(t *testing.T) {
 	ctx := context.Background()
 	m := oneThenTwo(t, map[string]string{"a/x.txt": "x\n"})
 	// As after many snapshots: the cache holds only the last one's trees.
-	for ref := range m.cache.older {
-		delete(m.cache.trees, ref)
+	for ref := range m.cache.Older {
+		delete(m.cache.Trees, ref)
 	}
 	cb := &countingBlobs{blobStore: m.blobs, gets: map[string]int{}}
 	m.blobs = cb

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"context"
 	"sync"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // A tree snapshot's walk is bound by the latency of its lstats, storing the
@@ -13,7 +15,7 @@ type prefetcher struct {
 	ctx   context.Context
 	batch blobBatch
 	limit int64 // the snapshot's size cap, < 0 for none
-	cache *statCache
+	cache *statcache.Cache
 	jobs  chan prefetchJob
 	wg    sync.WaitGroup
 
@@ -23,7 +25,7 @@ type prefetcher struct {
 
 type prefetchJob struct {
 	te   treeEntry
-	prev *cacheRefs // the stat cache's entry of the path: a delta's base
+	prev *statcache.Refs // the stat cache's entry of the path: a delta's base
 }
 
 // prefetched is a file stored while the walk went on, and the stat it had.
@@ -65,11 +67,11 @@ func (m *Manager) newPrefetcher(ctx context.Context, batch blobBatch, limit int6
 // goroutines): a regular file the stat cache does not vouch for is stored.
 // Big files are left to storeFiles, which streams them.
 func (p *prefetcher) found(te treeEntry, cached bool) {
-	if cached || !te.st.isRegular() || te.st.size > diffMax || p.limit >= 0 && te.st.size > p.limit {
+	if cached || !te.st.IsRegular() || te.st.Size > diffMax || p.limit >= 0 && te.st.Size > p.limit {
 		return
 	}
 	select {
-	case p.jobs <- prefetchJob{te: te, prev: p.cache.prevRefs(te.path)}:
+	case p.jobs <- prefetchJob{te: te, prev: p.cache.PrevRefs(te.path)}:
 	case <-p.ctx.Done():
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"sync"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // A rewind is bound by the fsync of every file it writes. A prewriter
@@ -210,15 +212,15 @@ const likelyMax = 64
 // they are what the plan compares and a rewind writes, and their loads and
 // fsyncs overlap the walk. The plan decides; apply takes only what it would
 // write, at the checkpoint's content.
-func (w *prewriter) likely(man *Manifest, cache *statCache, trees *treeFetch) {
-	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.last.tree == "" || cache.treeOf["."] != cache.last.tree {
+func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFetch) {
+	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.Last.Tree == "" || cache.TreeOf["."] != cache.Last.Tree {
 		return
 	}
 	w.looking.Go(func() {
 		n := 0
 		var visit func(dir, ref string, depth int)
 		visit = func(dir, ref string, depth int) {
-			if ref == cache.treeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
+			if ref == cache.TreeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
 				return
 			}
 			data, err := trees.get(w.ctx, ref)
@@ -239,7 +241,7 @@ func (w *prewriter) likely(man *Manifest, cache *statCache, trees *treeFetch) {
 				}
 				p := prefix + k.name
 				if e := k.entry; e != nil && e.Exists && e.typ() == TypeFile && n < likelyMax {
-					if ce, ok := cache.entry(p); !ok || !cache.byLast(ce) || cache.refsOf(ce).ref != e.Digest {
+					if ce, ok := cache.Entry(p); !ok || !cache.ByLast(ce) || cache.RefsOf(ce).Ref != e.Digest {
 						n++
 						want := stateOf(e)
 						w.load(&change{path: p, b: &want})

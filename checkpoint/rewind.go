@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // RewindFilesResult is the session store API's report of a rewind (sdk.d.ts
@@ -52,7 +54,7 @@ type plan struct {
 	mkdirs  []*Entry  // directories to create
 	writes  []*change // files and symlinks to write: b holds the content
 	chmods  map[string]fs.FileMode
-	cache   *statCache
+	cache   *statcache.Cache
 	loader  *loader
 	touched map[string]bool // directories whose entries change
 	temps   []treeEntry     // rewind's temporary files the walk found
@@ -214,7 +216,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 		// The walk takes the workspace's .gitignore files; it is redone
 		// with the checkpoint's own when one differs (the rules a
 		// snapshot used decide what counts as created since).
-		trees := newTreeFetch(m.blobs, p.cache.trees)
+		trees := newTreeFetch(m.blobs, p.cache.Trees)
 		p.pre.likely(man, p.cache, trees)
 		seen := &seenGitignores{files: map[string][]byte{}}
 		t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
@@ -290,7 +292,7 @@ func (m *Manager) plan(ctx context.Context, man *Manifest, loaded func() error, 
 			case e == nil && s.kind == "other":
 				keep[te.path] = true // a snapshot would skip it too
 				continue
-			case e == nil && s.kind == TypeFile && man.MaxFileSize > 0 && te.st.size > man.MaxFileSize:
+			case e == nil && s.kind == TypeFile && man.MaxFileSize > 0 && te.st.Size > man.MaxFileSize:
 				keep[te.path] = true
 				continue
 			}
@@ -549,7 +551,7 @@ func (m *Manager) apply(ctx context.Context, p *plan) error {
 			return err
 		}
 		st, err := m.ws.lstat(u)
-		if err == nil && st.isSymlink() {
+		if err == nil && st.IsSymlink() {
 			if err := m.ws.remove(u); err != nil {
 				return err
 			}
@@ -716,7 +718,7 @@ func (s *safeParents) scan(p string) (missing bool, notDir string, err error) {
 			return true, "", nil
 		case err != nil:
 			return false, "", err
-		case !st.isDir():
+		case !st.IsDir():
 			return false, d, nil
 		}
 		s.ok[d] = true
@@ -752,12 +754,12 @@ func (s *safeParents) ensure(dir string, mode fs.FileMode) error {
 			if err != nil {
 				return err
 			}
-			if !st.isDir() {
+			if !st.IsDir() {
 				return errUnsafe("%q is not a directory after mkdir", d)
 			}
 		case err != nil:
 			return err
-		case !st.isDir():
+		case !st.IsDir():
 			return errUnsafe("%q is in the way of a directory", d)
 		}
 		s.ok[d] = true

@@ -109,13 +109,13 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 			case isAbsent(err):
 			case err != nil:
 				return nil, fmt.Errorf("checkpoint %q: %w", id, err)
-			case st.isDir() && cc.undo:
+			case st.IsDir() && cc.undo:
 				// A rewind's undo keeps a directory it makes, removes or
 				// changes the mode of as it is: there, with its mode.
-				e = Entry{Path: p, Exists: true, Type: TypeDir, Mode: Mode(st.mode.Perm())}
-			case st.isDir():
+				e = Entry{Path: p, Exists: true, Type: TypeDir, Mode: Mode(st.Mode.Perm())}
+			case st.IsDir():
 				return nil, fmt.Errorf("checkpoint %q: %q: %w", id, p, ErrIsDir)
-			case st.isSymlink():
+			case st.IsSymlink():
 				target, err := m.ws.readlink(p)
 				if err != nil {
 					return nil, fmt.Errorf("checkpoint %q: %w", id, err)
@@ -124,7 +124,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 					return nil, fmt.Errorf("checkpoint %q: %w: symlink %q has a target that is not UTF-8", id, backend.ErrNotSupported, p)
 				}
 				e = Entry{Path: p, Exists: true, Type: TypeSymlink, Target: target}
-			case st.isRegular():
+			case st.IsRegular():
 				e = fileEntry(p, st)
 				files = append(files, len(man.Files))
 			default:
@@ -139,7 +139,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	m.cache.compactAdded() // an agent may take thousands of these in one process
+	m.cache.CompactAdded() // an agent may take thousands of these in one process
 	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
 }
 
@@ -191,10 +191,10 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	for _, te := range tree.entries {
 		st := te.st
 		switch {
-		case st.isDir():
-			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeDir, Mode: Mode(st.mode.Perm())})
+		case st.IsDir():
+			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeDir, Mode: Mode(st.Mode.Perm())})
 			sts = append(sts, st)
-		case st.isSymlink():
+		case st.IsSymlink():
 			target, err := m.ws.readlink(te.path)
 			if isAbsent(err) {
 				continue // gone since the walk
@@ -210,9 +210,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 			}
 			man.Files = append(man.Files, Entry{Path: te.path, Exists: true, Type: TypeSymlink, Target: target})
 			sts = append(sts, st)
-		case st.isRegular():
-			if limit >= 0 && st.size > limit {
-				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Size: st.size, Reason: "size"})
+		case st.IsRegular():
+			if limit >= 0 && st.Size > limit {
+				man.Skipped = append(man.Skipped, Skipped{Path: te.path, Size: st.Size, Reason: "size"})
 				continue
 			}
 			files = append(files, len(man.Files))
@@ -227,8 +227,8 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
-	m.cache.relist(tree.listings, start.UnixNano())
-	m.cache.compactAdded()
+	m.cache.Relist(tree.listings, start.UnixNano())
+	m.cache.CompactAdded()
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -252,7 +252,7 @@ func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time)
 // directory whose files were rewound (same bytes, new mtimes) would get a
 // new tree object instead of sharing the one it had.
 func fileEntry(p string, st fileStat) Entry {
-	return Entry{Path: p, Exists: true, Size: st.size, Mode: Mode(st.mode.Perm())}
+	return Entry{Path: p, Exists: true, Size: st.Size, Mode: Mode(st.Mode.Perm())}
 }
 
 func sortSkipped(s []Skipped) {

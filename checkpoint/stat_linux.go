@@ -11,8 +11,8 @@ import (
 // catches a rewrite that restored the old mtime (cp -p, tar, rsync).
 func sysStat(fi fs.FileInfo, st *fileStat) {
 	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = s.Ino
-		st.dev = s.Dev
-		st.ctime = s.Ctim.Sec*1e9 + s.Ctim.Nsec
+		st.Ino = s.Ino
+		st.Dev = s.Dev
+		st.Ctime = s.Ctim.Sec*1e9 + s.Ctim.Nsec
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // storeFiles fills in the digest of the entries at idx: from the stat cache
@@ -17,17 +19,17 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	var jobs, done []int        // files to store, files stored by the prefetch
 	stored := map[string]bool{} // refs known to be in the store, this call
 	kept := m.lastKept(ctx)
-	var cur cacheCursor
+	var cur statcache.Cursor
 	for _, i := range idx {
 		e := &man.Files[i]
-		if slot := cur.slot(cache, e.Path); slot != nil && proves(*slot, sts[i], m.cfg.racy) {
+		if slot := cur.Slot(cache, e.Path); slot != nil && statcache.Proves(*slot, sts[i], m.cfg.racy) {
 			ce := *slot
-			full := cache.refsOf(ce)
-			e.Digest, e.Base, e.Delta = full.ref, full.base, full.delta
+			full := cache.RefsOf(ce)
+			e.Digest, e.Base, e.Delta = full.Ref, full.Base, full.Delta
 			// The stat proves the content, not that its blobs are still
 			// stored: a GC after the checkpoints holding them were deleted
 			// removes them. A missing one is read and stored again.
-			ok := kept && ce.verified == cache.last.verified
+			ok := kept && ce.Verified == cache.Last.Verified
 			if !ok {
 				var err error
 				if ok, err = m.allStored(ctx, e.contentRefs(), stored); err != nil {
@@ -35,7 +37,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 				}
 			}
 			if ok {
-				slot.st, slot.verified = sts[i], start
+				slot.St, slot.Verified = sts[i], start
 				continue
 			}
 			e.Digest, e.Base, e.Delta = "", "", ""
@@ -48,15 +50,15 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 		jobs = append(jobs, i)
 	}
 	// The last stored version of each changed path: the base of a delta.
-	prev := make(map[int]*cacheRefs, len(jobs))
+	prev := make(map[int]*statcache.Refs, len(jobs))
 	for _, i := range jobs {
-		if refs := cache.prevRefs(man.Files[i].Path); refs != nil {
+		if refs := cache.PrevRefs(man.Files[i].Path); refs != nil {
 			prev[i] = refs
 		}
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
 	for _, i := range done {
-		cache.put(man.Files[i].Path, sts[i], &man.Files[i], start)
+		cache.Put(man.Files[i].Path, sts[i], man.Files[i].cacheRefs(), start)
 	}
 	if len(jobs) == 0 {
 		return nil
@@ -87,7 +89,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 			var buf []byte
 			for i := range next {
 				e := &man.Files[i]
-				if sts[i].size > diffMax && (limit < 0 || sts[i].size <= limit) {
+				if sts[i].Size > diffMax && (limit < 0 || sts[i].Size <= limit) {
 					// Streamed: a big file is never held whole.
 					if err := m.putStream(ctx, batch, e); err != nil && !isAbsent(err) {
 						fail(err)
@@ -106,7 +108,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 					continue
 				case errors.Is(err, errTooBig):
 					mu.Lock()
-					skipped = append(skipped, Skipped{Path: e.Path, Size: sts[i].size, Reason: "size"})
+					skipped = append(skipped, Skipped{Path: e.Path, Size: sts[i].Size, Reason: "size"})
 					mu.Unlock()
 					*e = Entry{Path: e.Path}
 					continue
@@ -139,7 +141,7 @@ feed:
 	man.Skipped = append(man.Skipped, skipped...)
 	for _, i := range jobs {
 		if e := &man.Files[i]; e.Exists {
-			cache.put(e.Path, sts[i], e, start)
+			cache.Put(e.Path, sts[i], e.cacheRefs(), start)
 		}
 	}
 	return nil
@@ -159,4 +161,9 @@ func (m *Manager) putStream(ctx context.Context, batch blobBatch, e *Entry) erro
 	}
 	e.Digest, e.Size = ref, n
 	return nil
+}
+
+// cacheRefs is e's content as the stat cache records it.
+func (e *Entry) cacheRefs() statcache.Refs {
+	return statcache.Refs{Ref: e.Digest, Base: e.Base, Delta: e.Delta}
 }

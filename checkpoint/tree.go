@@ -3,15 +3,13 @@ package checkpoint
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
-	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
 // A version 2 manifest holds no file list: it names a tree object, one per
@@ -206,7 +204,7 @@ func below(path, dir string) bool {
 }
 
 func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
-	b = appendStr(b, k.name)
+	b = wire.AppendStr(b, k.name)
 	var flags byte
 	e := k.entry
 	if e != nil {
@@ -246,7 +244,7 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 		case TypeSymlink:
 			b = append(b, 'l')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
-			b = appendStr(b, e.Target)
+			b = wire.AppendStr(b, e.Target)
 		case TypeDir:
 			b = append(b, 'd')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
@@ -263,46 +261,14 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 	return b, nil
 }
 
+// appendRef writes a ref in the tree objects' form (wire.AppendRef); s not
+// a ref is ErrCorrupt.
 func appendRef(b []byte, s string) ([]byte, error) {
-	if algo, d, ok := fastRef(s); ok {
-		b = append(b, byte(algo))
-		return append(b, d[:]...), nil
-	}
-	r, err := cas.ParseRef(s)
+	out, err := wire.AppendRef(b, s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	d := r.Digest()
-	b = append(b, byte(r.Algorithm()))
-	return append(b, d[:]...), nil
-}
-
-// refLen is the length of a ref as this package writes it, of either
-// algorithm (sha256 and blake3 are both six letters).
-const refLen = len("blob:sha256:") + 64
-
-func (r *reader) ref() string {
-	if r.err != nil || len(r.b) < 33 {
-		r.err = errBadCache
-		return ""
-	}
-	var buf [refLen]byte
-	n := copy(buf[:], "blob:")
-	n += copy(buf[n:], cas.Algorithm(r.b[0]).String())
-	if n+1+64 > len(buf) {
-		r.err = errBadCache
-		return ""
-	}
-	buf[n] = ':'
-	hex.Encode(buf[n+1:], r.b[1:33])
-	r.b = r.b[33:]
-	if r.arena != nil {
-		// One allocation for many refs; bytes once appended never change.
-		at := len(r.arena)
-		r.arena = append(r.arena, buf[:n+1+64]...)
-		return unsafe.String(&r.arena[at], n+1+64)
-	}
-	return string(buf[:n+1+64])
+	return out, nil
 }
 
 // treeChild is one decoded child of a tree object.
@@ -319,65 +285,65 @@ func decodeTree(data []byte) ([]treeChild, error) {
 	}
 	body := data[len(treeMagic):]
 	// Tree bytes are never written once read: names can share them.
-	r := &reader{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.b))
+	r := wire.NewReader(body)
+	n := r.Uvarint()
+	if n > uint64(len(r.B)) {
+		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.B))
 	}
 	out := make([]treeChild, 0, n)
 	ents := make([]Entry, 0, n) // one allocation for the entries of all children
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		c := treeChild{name: r.str()}
-		if len(r.b) == 0 {
-			r.err = errBadCache
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		c := treeChild{name: r.Str()}
+		if len(r.B) == 0 {
+			r.Err = wire.ErrShort
 			break
 		}
-		flags := r.b[0]
-		r.b = r.b[1:]
+		flags := r.B[0]
+		r.B = r.B[1:]
 		if flags&tfEntry != 0 {
 			ents = append(ents, Entry{Path: c.name, Exists: flags&tfExists != 0})
 			e := &ents[len(ents)-1]
 			if e.Exists {
-				if len(r.b) == 0 {
-					r.err = errBadCache
+				if len(r.B) == 0 {
+					r.Err = wire.ErrShort
 					break
 				}
-				typ := r.b[0]
-				r.b = r.b[1:]
-				mode := r.uvarint()
+				typ := r.B[0]
+				r.B = r.B[1:]
+				mode := r.Uvarint()
 				if mode > 0o7777 {
 					return nil, fmt.Errorf("%w: tree entry %q: mode %o", ErrCorrupt, clip(c.name), mode)
 				}
 				e.Mode = Mode(mode)
 				switch typ {
 				case 'f':
-					e.Size = int64(r.uvarint())
-					e.Digest = r.ref()
+					e.Size = int64(r.Uvarint())
+					e.Digest = r.Ref()
 					if flags&tfDelta != 0 {
-						e.Base, e.Delta = r.ref(), r.ref()
+						e.Base, e.Delta = r.Ref(), r.Ref()
 					}
 				case 'l':
-					e.Type, e.Target = TypeSymlink, r.str()
+					e.Type, e.Target = TypeSymlink, r.Str()
 				case 'd':
 					e.Type = TypeDir
 				default:
 					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", ErrCorrupt, clip(c.name), typ)
 				}
 				if flags&tfMTime != 0 {
-					e.MTime = time.Unix(0, r.varint()).UTC()
+					e.MTime = time.Unix(0, r.Varint()).UTC()
 				}
 			}
 			c.entry = e
 		}
 		if flags&tfSub != 0 {
-			c.sub = r.ref()
+			c.sub = r.Ref()
 		}
-		if c.entry == nil && c.sub == "" && r.err == nil {
+		if c.entry == nil && c.sub == "" && r.Err == nil {
 			return nil, fmt.Errorf("%w: tree entry %q holds nothing", ErrCorrupt, clip(c.name))
 		}
 		out = append(out, c)
 	}
-	if r.err != nil || len(r.b) != 0 {
+	if r.Err != nil || len(r.B) != 0 {
 		return nil, fmt.Errorf("%w: damaged tree object", ErrCorrupt)
 	}
 	return out, nil

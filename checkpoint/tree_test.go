@@ -165,7 +165,7 @@ func TestPathOrder(t *testing.T) {
 				}
 				e := treeEntry{path: p}
 				if depth < 3 && rng.IntN(2) == 0 {
-					e.st.mode = fs.ModeDir
+					e.st.Mode = fs.ModeDir
 					defer fill(p, depth+1)
 				}
 				byDir[dir] = append(byDir[dir], e)

@@ -10,17 +10,18 @@ import (
 	"unsafe"
 
 	"github.com/trovekit/trove/checkpoint/ignore"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // tree is the result of a walk.
 type tree struct {
-	listings map[string]dirListing // every directory read, for the stat cache
-	entries  []treeEntry           // dirs, files, symlinks, others; sorted by path (see walkOptions)
-	ignored  []string              // ignored paths (not descended), sorted
-	skipped  []Skipped             // names a manifest cannot hold
-	temps    []treeEntry           // rewind's temporary files (see removeStaleTemps)
+	listings map[string]statcache.Listing // every directory read, for the stat cache
+	entries  []treeEntry                  // dirs, files, symlinks, others; sorted by path (see walkOptions)
+	ignored  []string                     // ignored paths (not descended), sorted
+	skipped  []Skipped                    // names a manifest cannot hold
+	temps    []treeEntry                  // rewind's temporary files (see removeStaleTemps)
 	// dirty, when the walk was asked for it, holds every directory that
-	// may differ from the last tree snapshot (see statCache.byLast), and its
+	// may differ from the last tree snapshot (see statcache.Cache.byLast), and its
 	// ancestors: a read directory not in it is, with all below it, as the
 	// last snapshot stored it.
 	dirty map[string]bool
@@ -51,7 +52,7 @@ type gitignoreFunc func(ctx context.Context, dir string, ents []dirEntry) ([]byt
 // workspaceGitignore reads .gitignore files from the workspace.
 func (m *Manager) workspaceGitignore(_ context.Context, dir string, ents []dirEntry) ([]byte, error) {
 	for _, e := range ents {
-		if e.name == ".gitignore" && e.st.isRegular() {
+		if e.name == ".gitignore" && e.st.IsRegular() {
 			data, err := m.ws.readFile(path.Join(dir, ".gitignore"), 1<<20, nil)
 			if isAbsent(err) || errors.Is(err, errTooBig) {
 				return nil, nil
@@ -102,10 +103,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	useListings := m.ws.dirMtimes()
 	// Proving a directory unchanged needs its listing from the cache and
 	// every file in it vouched for by the last tree snapshot.
-	dirty = dirty && useListings && cache.last.tree != ""
+	dirty = dirty && useListings && cache.Last.Tree != ""
 	var (
 		dirtyDirs []string
-		t         = tree{listings: make(map[string]dirListing, len(cache.dirs)), entries: make([]treeEntry, 0, cache.size())}
+		t         = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs)), entries: make([]treeEntry, 0, cache.Size())}
 		mu        sync.Mutex
 		cond      = sync.NewCond(&mu)
 		queue     = []job{{".", rootSt, base}}
@@ -125,9 +126,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 		}
 		var ents []dirEntry
 		var err error
-		rec, cached := cache.listing(j.dir, j.st, m.cfg.racy)
+		rec, cached := cache.Listing(j.dir, j.st, m.cfg.racy)
 		if cached && useListings {
-			ents, err = m.ws.statNames(j.dir, rec.names, sc.ents)
+			ents, err = m.ws.statNames(j.dir, rec.Names, sc.ents)
 			sc.ents = ents
 		} else {
 			ents, err = m.ws.readDir(j.dir)
@@ -143,18 +144,18 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 			}
 			return err
 		}
-		known := rec != nil && rec.listed && rec.verified == cache.last.verified
+		known := rec != nil && rec.Listed && rec.Verified == cache.Last.Verified
 		isDirty := dirty && !(cached && known)
 		// Whether the .gitignore here is the last snapshot's: the same
 		// file, or none then and now (a listing the cache had tells).
-		rulesSame := known && rec.find(".gitignore") < 0
+		rulesSame := known && rec.Find(".gitignore") < 0
 		// Listings are kept sorted, so a cached one needs no sort.
 		if !slices.IsSortedFunc(ents, cmpDirEntry) {
 			slices.SortFunc(ents, cmpDirEntry)
 		}
 		var names []string
-		if cached && useListings && len(rec.names) == len(ents) {
-			names = rec.names
+		if cached && useListings && len(rec.Names) == len(ents) {
+			names = rec.Names
 		} else {
 			names = make([]string, len(ents))
 			for i, e := range ents {
@@ -190,26 +191,26 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 		for i, e := range ents {
 			rel := paths[i]
 			// The entry the cache has for it, found by position.
-			var ce cacheEntry
+			var ce statcache.Entry
 			if rec != nil {
 				var ok bool
-				if at, ok = rec.seek(at, e.name); ok {
-					ce = rec.ents[at]
+				if at, ok = rec.Seek(at, e.name); ok {
+					ce = rec.Ents[at]
 				}
 			}
-			hit := proves(ce, e.st, m.cfg.racy)
+			hit := statcache.Proves(ce, e.st, m.cfg.racy)
 			if dirty && e.name == ".gitignore" {
 				// Even when ignored: it decides the rules below.
-				rulesSame = known && e.st.isRegular() && hit && cache.byLast(ce)
+				rulesSame = known && e.st.IsRegular() && hit && cache.ByLast(ce)
 				isDirty = isDirty || !rulesSame
 			}
 			if strings.HasPrefix(e.name, tempPrefix) {
-				if !e.st.isDir() {
+				if !e.st.IsDir() {
 					temps = append(temps, treeEntry{path: rel, st: e.st})
 				}
 				continue
 			}
-			isDir := e.st.isDir()
+			isDir := e.st.IsDir()
 			if ig.Ignored(rel, isDir) {
 				ignored = append(ignored, rel)
 				continue
@@ -225,7 +226,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 				if opt.found != nil {
 					opt.found(treeEntry{path: rel, st: e.st}, hit)
 				}
-				isDirty = isDirty || dirty && !(hit && cache.byLast(ce))
+				isDirty = isDirty || dirty && !(hit && cache.ByLast(ce))
 			}
 			if isDir {
 				sub = append(sub, job{rel, e.st, ig})
@@ -241,7 +242,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 		t.ignored = append(t.ignored, ignored...)
 		t.skipped = append(t.skipped, skipped...)
 		t.temps = append(t.temps, temps...)
-		t.listings[j.dir] = dirListing{st: j.st, names: names}
+		t.listings[j.dir] = statcache.Listing{St: j.st, Names: names}
 		if isDirty {
 			dirtyDirs = append(dirtyDirs, j.dir)
 		}
@@ -342,7 +343,7 @@ func pathOrder(byDir map[string][]treeEntry, out []treeEntry) []treeEntry {
 				pending = pending[1:]
 			}
 			out = append(out, e)
-			if e.st.isDir() {
+			if e.st.IsDir() {
 				key := e.path + "/"
 				i, _ := slices.BinarySearch(pending, key)
 				pending = slices.Insert(pending, i, key)

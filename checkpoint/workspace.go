@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"io"
 	"io/fs"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // Workspace is the directory tree checkpoints snapshot and rewind: the
@@ -51,18 +53,7 @@ type Workspace interface {
 }
 
 // fileStat is what the stat cache and the walk need of an lstat.
-type fileStat struct {
-	mode  fs.FileMode
-	size  int64
-	mtime int64 // ns since the epoch
-	ctime int64 // ns since the epoch; 0 where the file system has none
-	ino   uint64
-	dev   uint64
-}
-
-func (s fileStat) isDir() bool     { return s.mode.IsDir() }
-func (s fileStat) isRegular() bool { return s.mode.IsRegular() }
-func (s fileStat) isSymlink() bool { return s.mode&fs.ModeSymlink != 0 }
+type fileStat = statcache.Stat
 
 type dirEntry struct {
 	name string
@@ -74,7 +65,7 @@ type dirEntry struct {
 const tempPrefix = ".trove-tmp-"
 
 func statOf(fi fs.FileInfo) fileStat {
-	st := fileStat{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	st := fileStat{Mode: fi.Mode(), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 	sysStat(fi, &st)
 	return st
 }

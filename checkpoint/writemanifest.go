@@ -8,11 +8,13 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // lastKept reports whether the last tree snapshot's manifest is still
 // stored and names the tree it wrote: then GC keeps every blob it names
-// (see statCache.last). Under m.mu.
+// (see statcache.Cache.last). Under m.mu.
 func (m *Manager) lastKept(ctx context.Context) bool {
 	return m.keptHeader(ctx) != nil
 }
@@ -20,12 +22,12 @@ func (m *Manager) lastKept(ctx context.Context) bool {
 // keptHeader is the header of the last tree snapshot when lastKept, else
 // nil.
 func (m *Manager) keptHeader(ctx context.Context) *Manifest {
-	last := m.loadCache(ctx).last
-	if last.id == "" || ValidID(last.id) != nil {
+	last := m.loadCache(ctx).Last
+	if last.ID == "" || ValidID(last.ID) != nil {
 		return nil
 	}
-	man, err := m.loadHeader(ctx, last.id)
-	if err != nil || man.Version != ManifestVersion || man.Tree != last.tree {
+	man, err := m.loadHeader(ctx, last.ID)
+	if err != nil || man.Version != ManifestVersion || man.Tree != last.Tree {
 		return nil
 	}
 	return man
@@ -53,7 +55,7 @@ func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser
 	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
 		return nil
 	}
-	r := &reuser{t: t, treeOf: m.cache.treeOf, changed: make(map[string]bool, len(t.rulesChanged))}
+	r := &reuser{t: t, treeOf: m.cache.TreeOf, changed: make(map[string]bool, len(t.rulesChanged))}
 	for _, d := range t.rulesChanged {
 		r.changed[d] = true
 	}
@@ -163,10 +165,10 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	cache := m.loadCache(ctx)
 	// The cache's entries and listings are final: they are encoded while
 	// the trees are built (which touches only its trees and last).
-	var head chan cacheHead
+	var head chan statcache.Head
 	if save {
-		head = make(chan cacheHead, 1)
-		go func() { head <- cache.encodeHead(start) }()
+		head = make(chan statcache.Head, 1)
+		go func() { head <- cache.EncodeHead(start) }()
 	}
 	var root string
 	var trees []string
@@ -180,7 +182,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		// pack and its fsyncs even when their content is stored already.
 		man.Version = manifestV1
 	} else {
-		sink := knownTrees{blobBatch: batch, m: m, known: cache.trees, older: cache.older, kept: m.lastKept(ctx)}
+		sink := knownTrees{blobBatch: batch, m: m, known: cache.Trees, older: cache.Older, kept: m.lastKept(ctx)}
 		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
 		if ru != nil {
 			hooks.reuse, hooks.reused = ru.reuse, ru.reused
@@ -205,27 +207,27 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 				if ru.reused(d) {
 					treeOf[d] = ref
 					trees = append(trees, ref)
-					if b, ok := cache.trees[ref]; ok && kept != nil {
+					if b, ok := cache.Trees[ref]; ok && kept != nil {
 						kept[ref] = b
 					}
 				}
 			}
 		}
 		if keep {
-			cache.treeOf = treeOf
+			cache.TreeOf = treeOf
 		}
 	}
 	man.Tree, man.trees = root, trees
 	if keep {
-		m.cache.trees = keepTrees(kept, m.cache.trees, m.cache.older)
-		m.cache.last = lastSnapshot{id: man.ID, tree: root, verified: start}
+		m.cache.Trees = keepTrees(kept, m.cache.Trees, m.cache.Older)
+		m.cache.Last = statcache.Last{ID: man.ID, Tree: root, Verified: start}
 	}
 	// The cache is saved while the pack is written: should that fail, the
 	// cache names a snapshot whose manifest is missing (see lastKept), so
 	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
-		wg.Go(func() { m.writeCache(ctx, cache.encodeTail(<-head)) })
+		wg.Go(func() { m.writeCache(ctx, cache.EncodeTail(<-head)) })
 	}
 	defer wg.Wait()
 	if err := <-flushed; err != nil {
@@ -250,7 +252,7 @@ const staleTemp = time.Minute
 // walk found them); a failure is only logged: they are never snapshotted.
 func (m *Manager) removeStaleTemps(temps []treeEntry) {
 	for _, t := range temps {
-		if time.Since(time.Unix(0, t.st.mtime)) < staleTemp {
+		if time.Since(time.Unix(0, t.st.Mtime)) < staleTemp {
 			continue
 		}
 		if err := m.ws.remove(t.path); err != nil && !isAbsent(err) {

@@ -141,11 +141,11 @@ func statFromUnix(s *unix.Stat_t) fileStat {
 		mode |= fs.ModeSticky
 	}
 	return fileStat{
-		mode:  mode,
-		size:  s.Size,
-		mtime: s.Mtim.Sec*1e9 + s.Mtim.Nsec,
-		ctime: s.Ctim.Sec*1e9 + s.Ctim.Nsec,
-		ino:   s.Ino,
-		dev:   s.Dev,
+		Mode:  mode,
+		Size:  s.Size,
+		Mtime: s.Mtim.Sec*1e9 + s.Mtim.Nsec,
+		Ctime: s.Ctim.Sec*1e9 + s.Ctim.Nsec,
+		Ino:   s.Ino,
+		Dev:   s.Dev,
 	}
 }

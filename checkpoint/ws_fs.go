@@ -120,7 +120,7 @@ func (w *fsWorkspace) mkdir(rel string, perm fs.FileMode) error {
 // the refusal to keep what it does not cover.
 func (w *fsWorkspace) remove(rel string) error {
 	name := w.name(rel)
-	if st, err := w.lstat(rel); err == nil && st.isDir() {
+	if st, err := w.lstat(rel); err == nil && st.IsDir() {
 		d, err := w.fs.Open(name)
 		if err != nil {
 			return err

@@ -1,0 +1,12 @@
+// Package statcache is checkpoint's stat cache and its file format: per
+// workspace path, the lstat it had and the refs its content was stored
+// as, so a snapshot reads only files whose stat changed. It is an
+// optimisation only: a missing, stale or damaged cache costs time, never
+// correctness, because an entry is trusted only when the stat matches
+// exactly and the entry is not racy (git's racy-timestamp rule). The cache
+// also keeps the last tree snapshot's tree objects and each directory's
+// tree ref (git's cache-tree). docs/checkpoint.md describes the file.
+//
+// Imports: the standard library, cas (ref algorithms),
+// checkpoint/internal/wire and klauspost/compress/s2.
+package statcache

@@ -1,0 +1,336 @@
+package statcache
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trovekit/trove/checkpoint/internal/wire"
+)
+
+// Cache is the stat cache. It is kept per directory, as the walk goes: a directory's record holds
+// its listing and its files' entries side by side, so the walk finds an
+// entry by its position in the listing (no map of every path to build at
+// load or to look up per file), and anyone else by the directory's record
+// and a binary search of its names.
+type Cache struct {
+	Dirs map[string]*Dir
+	// count is how many names Dirs held when read or relisted.
+	count int
+	// Trees holds the tree objects of the last tree snapshot by ref, so
+	// loading a checkpoint reads from cas only the trees that differ from
+	// it.
+	Trees map[string][]byte
+	// Older marks the trees of Trees kept from snapshots before the last.
+	Older map[string]bool
+	// TreeOf is the ref of the tree object of each directory of the last
+	// tree snapshot that has one (git's cache-tree): a directory proven
+	// unchanged since (see ByLast) has that tree again.
+	TreeOf map[string]string
+	// Last is the tree snapshot that wrote entries verified at its start:
+	// while its manifest is stored, naming the same root tree, GC keeps
+	// every blob it names, so those entries' blobs need no lookup.
+	Last Last
+	// read and added hold the entries' refs as the file does (three
+	// appendCacheRef each: ref, base, delta): read is the decoded block
+	// they were read from, added what Put wrote since. An entry holds
+	// where its own are, so it has no pointer: the thousands of them cost
+	// the GC nothing to scan, nor a write barrier to fill.
+	read, added []byte
+}
+
+// Last is the tree snapshot the cache was last written by (see Cache.Last).
+type Last struct {
+	ID, Tree string
+	Verified int64
+}
+
+// Dir is one directory's record. A directory's mtime and ctime change
+// whenever an entry is added, removed or renamed in it, so while its stat
+// is st (and not racy), the names of a listed record are its names, and
+// the walk stats them without opening and reading the directory. A record
+// not listed (a files checkpoint put into a directory no walk read, or a
+// name the listing lacked) only holds entries.
+type Dir struct {
+	St       Stat
+	Verified int64
+	Listed   bool
+	Names    []string // sorted
+	Ents     []Entry  // Ents[i] is Names[i]'s entry; n 0 for none
+}
+
+// Seek moves at, an index into r's Names, forward to name's place and
+// reports whether name is there: names asked for in order take one pass.
+func (r *Dir) Seek(at int, name string) (int, bool) {
+	for at < len(r.Names) && r.Names[at] < name {
+		at++
+	}
+	return at, at < len(r.Names) && r.Names[at] == name
+}
+
+// Find returns the index of name in r's Names, or -1.
+func (r *Dir) Find(name string) int {
+	if r == nil {
+		return -1
+	}
+	i, ok := slices.BinarySearch(r.Names, name)
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// Entry is a file's record: its stat and where its refs are.
+type Entry struct {
+	St       Stat
+	Verified int64 // ns: when the snapshot that last hashed or checked it started
+	// refs are the entry's ref, base and delta in Cache.read, or in
+	// Cache.added when off has refsAdded set (see RefsOf): most
+	// entries are only compared by stat, never turned into strings.
+	off uint32
+	n   uint16 // 0: no entry
+}
+
+// refsAdded marks an offset into Cache.added.
+const refsAdded = 1 << 31
+
+// Refs is an entry's content: ref, and how it is stored when as a
+// delta (base, delta; see Entry).
+type Refs struct{ Ref, Base, Delta string }
+
+// rawRefs returns the bytes of e's refs, as the file holds them.
+func (c *Cache) rawRefs(e Entry) []byte {
+	if e.off&refsAdded != 0 {
+		off := e.off &^ refsAdded
+		return c.added[off : off+uint32(e.n)]
+	}
+	return c.read[e.off : e.off+uint32(e.n)]
+}
+
+// RefsOf returns e's refs as strings.
+func (c *Cache) RefsOf(e Entry) Refs {
+	r := &wire.Reader{B: c.rawRefs(e)}
+	return Refs{cacheRef(r), cacheRef(r), cacheRef(r)}
+}
+
+// cacheMagic starts the file (see Encode for the rest).
+const cacheMagic = cacheFamily + "13\n"
+
+// cacheFamily starts every version's cache: one another version of trove
+// wrote is not damage, only rebuilt (ErrVersion).
+const cacheFamily = "trove-statcache-"
+
+// ErrDamaged is what Decode returns for a cache it cannot read: a
+// damaged file, which is only rebuilt.
+var ErrDamaged = errors.New("stat cache damaged")
+
+// ErrVersion is what Decode returns for a cache another version of trove
+// wrote; it wraps ErrDamaged.
+var ErrVersion = fmt.Errorf("%w: written by another version", ErrDamaged)
+
+// cacheMaxBody bounds what a damaged or hostile cache decompresses to.
+const cacheMaxBody = 1 << 30
+
+// Racy windows: how close to a snapshot's start an mtime or ctime must be
+// for the stat to prove nothing. Sub-second timestamps come from a clock
+// that lags by at most a scheduler tick; whole-second ones may be truncated
+// by a second or two (ext3, HFS+, FAT).
+const (
+	racyFine   = 100 * time.Millisecond
+	racyCoarse = 2 * time.Second
+)
+
+func New() *Cache {
+	return &Cache{Dirs: make(map[string]*Dir), Trees: make(map[string][]byte), Older: make(map[string]bool), TreeOf: make(map[string]string)}
+}
+
+// Listing returns dir's record, if any, and whether st Proves its names
+// current.
+func (c *Cache) Listing(dir string, st Stat, window time.Duration) (*Dir, bool) {
+	r := c.Dirs[dir]
+	if r == nil || !r.Listed || r.St != st || racy(Entry{St: r.St, Verified: r.Verified}, window) {
+		return r, false
+	}
+	return r, true
+}
+
+// Size is about how many names the records hold: a walk's size.
+func (c *Cache) Size() int { return c.count }
+
+// splitPath returns p's directory ("." for the root) and name.
+func splitPath(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return ".", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// Slot returns the entry of path, to read or update in place, or nil.
+func (c *Cache) Slot(path string) *Entry {
+	var k Cursor
+	return k.Slot(c, path)
+}
+
+// PrevRefs returns the refs of path's entry, if any: a changed file's
+// last stored version, the base of its delta.
+func (c *Cache) PrevRefs(path string) *Refs {
+	ce, ok := c.Entry(path)
+	if !ok {
+		return nil
+	}
+	refs := c.RefsOf(ce)
+	return &refs
+}
+
+// Entry returns the entry of path.
+func (c *Cache) Entry(path string) (Entry, bool) {
+	if e := c.Slot(path); e != nil {
+		return *e, true
+	}
+	return Entry{}, false
+}
+
+// Lookup returns the cached digest of path when st Proves the content
+// unchanged: identical stat and not racy.
+func (c *Cache) Lookup(path string, st Stat, window time.Duration) (string, bool) {
+	e, _ := c.Entry(path)
+	if !Proves(e, st, window) {
+		return "", false
+	}
+	return c.RefsOf(e).Ref, true
+}
+
+// Proves reports whether e vouches for the content of a file with stat st:
+// an entry, with that very stat, and not racy.
+func Proves(e Entry, st Stat, window time.Duration) bool {
+	return e.n > 0 && e.St == st && !racy(e, window)
+}
+
+// ByLast reports whether the last tree snapshot verified e: with a stat
+// that proves its content (see Proves), the file is the one that snapshot
+// stored, not one a files checkpoint put since.
+func (c *Cache) ByLast(e Entry) bool {
+	return c.Last.Tree != "" && e.Verified == c.Last.Verified
+}
+
+// racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
+// before the moment its content was hashed may have been changed again
+// within the same timestamp tick, invisibly to stat. Such an entry is
+// re-hashed, whatever its stat says.
+func racy(e Entry, window time.Duration) bool {
+	if window <= 0 {
+		window = racyFine
+		if e.St.Mtime%int64(time.Second) == 0 {
+			window = racyCoarse
+		}
+	}
+	limit := e.Verified - int64(window)
+	return e.St.Mtime >= limit || (e.St.Ctime != 0 && e.St.Ctime >= limit)
+}
+
+// Put records path's stat and content (refs).
+func (c *Cache) Put(path string, st Stat, refs Refs, verified int64) {
+	off := len(c.added)
+	c.added = appendCacheRef(appendCacheRef(appendCacheRef(c.added, refs.Ref), refs.Base), refs.Delta)
+	ce := Entry{St: st, Verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
+	dir, name := splitPath(path)
+	r := c.Dirs[dir]
+	if r == nil {
+		r = &Dir{}
+		c.Dirs[dir] = r
+	}
+	i, ok := slices.BinarySearch(r.Names, name)
+	if !ok {
+		// A name the listing lacks: it is no longer the directory's.
+		r.Listed = false
+		// Clipped, so that a record decoded into a shared array never
+		// writes into its neighbour's.
+		r.Names = slices.Insert(slices.Clip(r.Names), i, name)
+		r.Ents = slices.Insert(slices.Clip(r.Ents), i, Entry{})
+	}
+	r.Ents[i] = ce
+}
+
+// addedMax is how many bytes of refs Put may leave behind in added (those
+// of entries put again or deleted since) before CompactAdded drops them:
+// a Manager an agent keeps for a long session puts on every snapshot.
+const addedMax = 1 << 20
+
+// CompactAdded copies the refs entries still use out of added, when it has
+// grown past addedMax; nothing may read the cache meanwhile.
+func (c *Cache) CompactAdded() {
+	if len(c.added) <= addedMax {
+		return
+	}
+	var b []byte
+	for _, r := range c.Dirs {
+		for i, e := range r.Ents {
+			if e.n > 0 && e.off&refsAdded != 0 {
+				raw := c.rawRefs(e)
+				r.Ents[i].off = uint32(len(b)) | refsAdded
+				b = append(b, raw...)
+			}
+		}
+	}
+	c.added = b
+}
+
+// Relist makes the listings of a tree snapshot's walk the cache's records,
+// keeping of the entries only those the snapshot verified (at verified):
+// the paths it did not store (deleted, ignored since, or only named by a
+// files checkpoint) would only grow the cache.
+func (c *Cache) Relist(listings map[string]Listing, verified int64) {
+	dirs := make(map[string]*Dir, len(listings))
+	recs := make([]Dir, len(listings))
+	n := 0
+	for _, l := range listings {
+		n += len(l.Names)
+	}
+	ents := make([]Entry, n)
+	k := 0
+	for d, l := range listings {
+		r := &recs[k]
+		k++
+		r.St, r.Verified, r.Listed, r.Names = l.St, verified, true, l.Names
+		r.Ents, ents = ents[:len(l.Names):len(l.Names)], ents[len(l.Names):]
+		if old := c.Dirs[d]; old != nil {
+			j := 0
+			for i, name := range r.Names {
+				var ok bool
+				if j, ok = old.Seek(j, name); ok && old.Ents[j].n > 0 && old.Ents[j].Verified == verified {
+					r.Ents[i] = old.Ents[j]
+				}
+			}
+		}
+		dirs[d] = r
+	}
+	c.Dirs, c.count = dirs, n
+}
+
+// Cursor finds the entries of paths in order, looking a directory's
+// record up once for all its files.
+type Cursor struct {
+	dir string
+	rec *Dir
+}
+
+// Slot is Cache.Slot.
+func (k *Cursor) Slot(c *Cache, path string) *Entry {
+	dir, name := splitPath(path)
+	if k.rec == nil || dir != k.dir {
+		k.dir, k.rec = dir, c.Dirs[dir]
+	}
+	if i := k.rec.Find(name); i >= 0 && k.rec.Ents[i].n > 0 {
+		return &k.rec.Ents[i]
+	}
+	return nil
+}
+
+// Listing is a directory as a walk read it.
+type Listing struct {
+	St    Stat
+	Names []string // sorted
+}

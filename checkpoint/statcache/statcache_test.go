@@ -1,0 +1,269 @@
+package statcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"testing"
+	"time"
+)
+
+// sumRef is the ref of data as cas writes it (sha256).
+func sumRef(data []byte) string {
+	h := sha256.Sum256(data)
+	return "blob:sha256:" + hex.EncodeToString(h[:])
+}
+
+func TestStatCacheRoundTrip(t *testing.T) {
+	c := New()
+	for i := range 100 {
+		c.Put(fmt.Sprintf("dir/f%d", i), Stat{Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1e9, Ctime: 7, Ino: uint64(i), Dev: 3}, Refs{Ref: sumRef([]byte{byte(i)})}, 99)
+	}
+	data := c.Encode()
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.allEntries()) != 100 {
+		t.Fatalf("%d entries back", len(got.allEntries()))
+	}
+	same := func(ac *Cache, a Entry, bc *Cache, b Entry) bool {
+		return a.St == b.St && ac.RefsOf(a) == bc.RefsOf(b) && a.Verified == b.Verified
+	}
+	for p, e := range c.allEntries() {
+		if g, _ := got.Entry(p); !same(got, g, c, e) {
+			t.Fatalf("%s: %+v, want %+v", p, got.RefsOf(g), c.RefsOf(e))
+		}
+	}
+	// Entries read back keep their refs as read through another round.
+	again, err := Decode(got.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, e := range c.allEntries() {
+		if g, _ := again.Entry(p); !same(again, g, c, e) {
+			t.Fatalf("%s after two rounds: %+v, want %+v", p, again.RefsOf(g), c.RefsOf(e))
+		}
+	}
+	for _, i := range []int{0, len(cacheMagic) + 3, len(data) / 2, len(data) - 1} {
+		bad := slices.Clone(data)
+		bad[i] ^= 1
+		if _, err := Decode(bad); err == nil {
+			t.Errorf("a flipped byte at %d was not detected", i)
+		}
+	}
+	for _, n := range []int{0, 5, len(data) - 1} {
+		if _, err := Decode(data[:n]); err == nil {
+			t.Errorf("a cache cut at %d bytes was accepted", n)
+		}
+	}
+}
+
+func TestRacyRule(t *testing.T) {
+	verified := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+	cases := []struct {
+		name  string
+		mtime int64
+		ctime int64
+		want  bool
+	}{
+		{"long before", verified - int64(time.Hour), 0, false},
+		{"same instant", verified, 0, true},
+		{"after", verified + 1, 0, true},
+		{"within the fine window", verified - int64(50*time.Millisecond) + 1, 0, true},
+		{"just outside the fine window", verified - int64(150*time.Millisecond) + 1, 0, false},
+		{"whole second, 1s before", verified - int64(time.Second), 0, true}, // coarse clock: 2s window
+		{"whole second, 3s before", verified - int64(3*time.Second), 0, false},
+		{"old mtime, fresh ctime", verified - int64(time.Hour) + 7, verified - 1, true},
+	}
+	for _, c := range cases {
+		e := Entry{St: Stat{Mtime: c.mtime, Ctime: c.ctime}, Verified: verified}
+		if got := racy(e, 0); got != c.want {
+			t.Errorf("%s: racy = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !racy(Entry{St: Stat{Mtime: verified - int64(time.Minute)}, Verified: verified}, 2*time.Minute) {
+		t.Error("WithRacyWindow is not honoured")
+	}
+}
+
+// A cache a long session keeps putting into drops the refs nothing uses
+// any more, and keeps the rest right.
+func TestCompactAdded(t *testing.T) {
+	c := New()
+	compacted := false
+	for round := 0; !compacted; round++ {
+		for i := range 100 {
+			c.Put(fmt.Sprintf("f%d", i), Stat{Size: int64(round)}, Refs{Ref: sumRef([]byte{byte(i), byte(round), byte(round >> 8)})}, 1)
+		}
+		before := len(c.added)
+		c.CompactAdded()
+		compacted = len(c.added) < before
+		if round > 1000 {
+			t.Fatal("never compacted")
+		}
+		for i := range 100 {
+			e, _ := c.Entry(fmt.Sprintf("f%d", i))
+			if got, want := c.RefsOf(e).Ref, sumRef([]byte{byte(i), byte(round), byte(round >> 8)}); got != want {
+				t.Fatalf("round %d, f%d: %s, want %s", round, i, got, want)
+			}
+		}
+	}
+	if len(c.added) > addedMax {
+		t.Fatalf("added holds %d bytes, over %d", len(c.added), addedMax)
+	}
+}
+
+// allEntries returns every entry by path.
+func (c *Cache) allEntries() map[string]Entry {
+	out := map[string]Entry{}
+	for d, r := range c.Dirs {
+		for i, e := range r.Ents {
+			if e.n > 0 {
+				p := r.Names[i]
+				if d != "." {
+					p = d + "/" + p
+				}
+				out[p] = e
+			}
+		}
+	}
+	return out
+}
+
+// A record keeps its listing only while it holds the directory's Names: a
+// name put that it lacked unlists it, one it has does not.
+func TestPutUnlists(t *testing.T) {
+	c := New()
+	const v = 1e12 // long after every Mtime: nothing is racy
+	c.Relist(map[string]Listing{"d": {St: Stat{Mode: fs.ModeDir | 0o755, Mtime: 5}, Names: []string{"a", "c"}}}, v)
+	st := Stat{Mode: 0o644, Size: 1, Mtime: 1}
+	c.Put("d/a", st, Refs{Ref: sumRef([]byte("a"))}, v)
+	if r, ok := c.Listing("d", Stat{Mode: fs.ModeDir | 0o755, Mtime: 5}, time.Nanosecond); !ok || len(r.Names) != 2 {
+		t.Fatal("a put of a listed name unlisted the directory")
+	}
+	c.Put("d/b", st, Refs{Ref: sumRef([]byte("b"))}, v)
+	if _, ok := c.Listing("d", Stat{Mode: fs.ModeDir | 0o755, Mtime: 5}, time.Nanosecond); ok {
+		t.Fatal("a listing that lacks a name put is still trusted")
+	}
+	for p, want := range map[string]string{"d/a": "a", "d/b": "b"} {
+		if e, ok := c.Entry(p); !ok || c.RefsOf(e).Ref != sumRef([]byte(want)) {
+			t.Fatalf("%s: entry %v %v", p, ok, c.RefsOf(e))
+		}
+	}
+	if _, ok := c.Entry("d/c"); ok {
+		t.Fatal("a name of the listing without an entry has one")
+	}
+	// Written and read back, the record is still unlisted, names sorted.
+	got, err := Decode(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := got.Dirs["d"]
+	if r.Listed || !slices.Equal(r.Names, []string{"a", "b", "c"}) {
+		t.Fatalf("read back: listed %v, names %v", r.Listed, r.Names)
+	}
+}
+
+// relist keeps the entries the snapshot verified, under the walk's
+// listings, and drops the rest with the directories it did not read.
+func TestRelist(t *testing.T) {
+	c := New()
+	st := Stat{Mode: 0o644, Size: 1, Mtime: 1}
+	for _, p := range []string{"d/kept", "d/stale", "gone/x", "d/sub/y"} {
+		v := int64(7e12)
+		if p == "d/stale" {
+			v = 3e12
+		}
+		c.Put(p, st, Refs{Ref: sumRef([]byte(p))}, v)
+	}
+	c.Relist(map[string]Listing{
+		"d":     {St: Stat{Mode: fs.ModeDir, Mtime: 9}, Names: []string{"kept", "new", "stale", "sub"}},
+		"d/sub": {St: Stat{Mode: fs.ModeDir, Mtime: 9}, Names: []string{"y"}},
+	}, 7e12)
+	if len(c.Dirs) != 2 {
+		t.Fatalf("%d records, want the 2 walked", len(c.Dirs))
+	}
+	for p, want := range map[string]bool{"d/kept": true, "d/sub/y": true, "d/stale": false, "d/new": false, "gone/x": false} {
+		if _, ok := c.Entry(p); ok != want {
+			t.Errorf("%s: entry %v, want %v", p, ok, want)
+		}
+	}
+	if r, ok := c.Listing("d", Stat{Mode: fs.ModeDir, Mtime: 9}, time.Nanosecond); !ok || !slices.Equal(r.Names, []string{"kept", "new", "stale", "sub"}) {
+		t.Fatal("the walk's listing is not the record's")
+	}
+}
+
+// Records whose names are out of order, or that hold more entries than
+// the refs written, are damage.
+func TestDecodeDirsChecks(t *testing.T) {
+	c := New()
+	c.Put("d/a", Stat{Size: 1}, Refs{Ref: sumRef([]byte("a"))}, 1)
+	c.Put("d/b", Stat{Size: 2}, Refs{Ref: sumRef([]byte("b"))}, 1)
+	if _, err := Decode(c.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Dirs["d"]
+	r.Names[0], r.Names[1] = r.Names[1], r.Names[0]
+	if _, err := Decode(c.Encode()); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("unsorted Names: %v", err)
+	}
+	r.Names[0], r.Names[1] = r.Names[1], r.Names[0]
+	// Two entries in the first block, the refs of one in the second.
+	head := c.EncodeHead(1)
+	r.Ents[1].n = 0
+	if _, err := Decode(c.EncodeTail(head)); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("refs of fewer entries than the directories hold: %v", err)
+	}
+}
+
+// FuzzDecodeStatCache: no input panics the decoder, and a cache it accepts
+// can be looked up and written again.
+func FuzzDecodeStatCache(f *testing.F) {
+	c := New()
+	for i := range 20 {
+		c.Put(fmt.Sprintf("d%d/f%d", i%3, i), Stat{Mode: 0o644, Size: int64(i), Mtime: 1e9}, Refs{Ref: sumRef([]byte{byte(i)})}, 99)
+	}
+	c.Relist(map[string]Listing{"d0": {St: Stat{Mode: fs.ModeDir, Mtime: 3}, Names: []string{"f0", "f3", "x"}}}, 99)
+	f.Add(c.Encode())
+	f.Add([]byte(cacheMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("error %v does not wrap ErrDamaged", err)
+			}
+			return
+		}
+		for d, r := range got.Dirs {
+			if len(r.Names) != len(r.Ents) {
+				t.Fatalf("%s: %d names, %d entries", d, len(r.Names), len(r.Ents))
+			}
+			for i, n := range r.Names {
+				if r.Ents[i].n > 0 {
+					got.RefsOf(r.Ents[i])
+				}
+				if i := r.Find(n); i < 0 {
+					t.Fatalf("%s: %q not found", d, n)
+				}
+			}
+		}
+		if _, err := Decode(got.Encode()); err != nil {
+			t.Fatalf("written again: %v", err)
+		}
+	})
+}
+
+// A cache another version of trove wrote is told from damage: it is only
+// rebuilt, without a warning.
+func TestCacheVersion(t *testing.T) {
+	for data, version := range map[string]bool{"trove-statcache-11\nold": true, "trove-statcache-99\n": true, "garbage": false, "": false} {
+		_, err := Decode([]byte(data))
+		if !errors.Is(err, ErrDamaged) || errors.Is(err, ErrVersion) != version {
+			t.Errorf("%q: %v", data, err)
+		}
+	}
+}
