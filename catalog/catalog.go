@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -58,11 +58,12 @@ type Catalog struct {
 type Option func(*config)
 
 type config struct {
-	log        *slog.Logger
-	now        func() time.Time
-	maxBlob    int    // bytes of a blob's text indexed
-	batchLen   int    // files per write transaction
-	afterBatch func() // called after each commit (tests)
+	log         *slog.Logger
+	now         func() time.Time
+	maxBlob     int    // bytes of a blob's text indexed
+	batchLen    int    // files per write transaction
+	bucketAbove int    // candidates beyond which a query goes by length bucket
+	afterBatch  func() // called after each commit (tests)
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -88,7 +89,7 @@ func WithClock(now func() time.Time) Option {
 // kept as blobs are not indexed). A catalog that is damaged or of another
 // schema is rebuilt; one that is missing is built by the first query.
 func Open(ctx context.Context, dir string, st backend.Storage, blobs Blobs, opts ...Option) (*Catalog, error) {
-	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256}
+	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256, bucketAbove: 20000}
 	for _, o := range opts {
 		o(&cfg)
 	}

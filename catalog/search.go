@@ -102,8 +102,8 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	}
 	var match strings.Builder
 	exact := e.fts(&match)
-	where := []string{"fts MATCH ?"}
-	args := []any{match.String()}
+	var where []string
+	var args []any
 	if q.Cwd != "" {
 		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
 	}
@@ -119,78 +119,121 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if q.Model != "" {
 		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
+	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}
+	if r.limit <= 0 {
+		r.limit = DefaultLimit
 	}
-	sqlLimit := limit
-	if !exact {
-		sqlLimit = maxVerified
-	}
-	args = append(args, sqlLimit)
-	terms := e.positive(nil)
-	rk, err := c.newRanker(ctx, db, terms)
-	if err != nil {
+	if r.rk, err = c.newRanker(ctx, db, r.terms); err != nil {
 		return nil, err
 	}
-	// bm25 with each term counted once (the index keeps no counts): for a
-	// query, shorter entries first.
-	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok
-		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
-	var out []Hit
-	var files []int64
-	for len(out) < limit && rows.Next() {
-		var h Hit
-		var file, ts, off, n, ntok int64
-		var tools string
-		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+	// Many candidates: ask for them by length bucket, shortest first, so
+	// that ordering them joins only the buckets the hits come from.
+	passes := []string{""}
+	if bound := e.bound(r.rk.docs, r.rk.n); bound > float64(c.cfg.bucketAbove) {
+		terms, docs, err := lenBuckets(ctx, db)
+		if err != nil {
+			return nil, err
 		}
-		// The text, read back from the file: the snippet's, and the
-		// check of what the index cannot tell (word order).
-		texts := c.entryTexts(ctx, h.Path, h.EntryID == "", off, n)
-		if !exact && !e.match(docTokens(texts)) {
-			continue
-		}
-		h.Snippet = makeSnippet(texts, terms, 200)
-		h.Score = rk.score(ntok)
-		if ts != 0 {
-			h.Time = time.UnixMilli(ts).UTC()
-		}
-		h.Tools = strings.Fields(tools)
-		out = append(out, h)
-		files = append(files, file)
+		passes = bucketPasses(terms, docs, bound, r.rk.n, float64(4*r.limit))
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+	for _, b := range passes {
+		m := match.String()
+		if b != "" {
+			m = "(" + m + ") AND " + b
+		}
+		if err := c.collect(ctx, db, r, append([]string{"fts MATCH ?"}, where...), append([]any{m}, args...)); err != nil {
+			return nil, err
+		}
+		if r.done() {
+			break
+		}
 	}
-	rows.Close()
+	out := r.hits
 	trees := map[int64]*branches{}
 	for i := range out {
 		if out[i].EntryID == "" {
 			continue
 		}
-		t := trees[files[i]]
+		t := trees[r.files[i]]
 		if t == nil {
-			if t, err = loadBranches(ctx, db, files[i]); err != nil {
+			if t, err = loadBranches(ctx, db, r.files[i]); err != nil {
 				return nil, err
 			}
-			trees[files[i]] = t
+			trees[r.files[i]] = t
 		}
 		out[i].Branch = t.leaf(out[i].EntryID)
 	}
 	return out, nil
 }
 
+// results gathers a query's hits across its passes.
+type results struct {
+	limit    int
+	exact    bool // FTS5's answer is the answer: no candidate is read back to check
+	e        *expr
+	terms    []*expr
+	rk       *ranker
+	hits     []Hit
+	files    []int64 // hits[i]'s file row
+	verified int     // candidates read back and checked
+}
+
+func (r *results) done() bool {
+	return len(r.hits) >= r.limit || !r.exact && r.verified >= maxVerified
+}
+
+// collect adds the hits of one pass, best first, until the limit.
+func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, where []string, args []any) error {
+	sqlLimit := r.limit - len(r.hits)
+	if !r.exact {
+		sqlLimit = maxVerified - r.verified
+	}
+	// bm25 with each term counted once (the index keeps no counts): for a
+	// query, shorter entries first.
+	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok
+		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, append(args, sqlLimit)...)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	for !r.done() && rows.Next() {
+		var h Hit
+		var file, ts, off, n, ntok int64
+		var tools string
+		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		// The text, read back from the file: the snippet's, and the
+		// check of what the index cannot tell (word order).
+		texts := c.entryTexts(ctx, h.Path, h.EntryID == "", off, n)
+		if !r.exact {
+			r.verified++
+			if !r.e.match(docTokens(texts)) {
+				continue
+			}
+		}
+		h.Snippet = makeSnippet(texts, r.terms, 200)
+		h.Score = r.rk.score(ntok)
+		if ts != 0 {
+			h.Time = time.UnixMilli(ts).UTC()
+		}
+		h.Tools = strings.Fields(tools)
+		r.hits = append(r.hits, h)
+		r.files = append(r.files, file)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}
+
 // ranker scores hits by BM25 with every term counted once: the sum of
 // the terms' IDF, scaled by the entry's length against the average.
 type ranker struct {
 	idf, avg float64
+	n        float64           // entries
+	docs     map[*expr]float64 // entries holding each term, at most
 }
 
 const (
@@ -203,7 +246,7 @@ func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ra
 	if err != nil {
 		return nil, err
 	}
-	r := &ranker{avg: avg}
+	r := &ranker{avg: avg, n: n, docs: map[*expr]float64{}}
 	for _, t := range terms {
 		docs := n
 		for _, tok := range t.toks {
@@ -222,6 +265,7 @@ func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ra
 			// A phrase is as rare as its rarest token, at most.
 			docs = min(docs, d.Float64)
 		}
+		r.docs[t] = docs
 		r.idf += math.Log((n-docs+0.5)/(docs+0.5) + 1)
 	}
 	return r, nil

@@ -146,7 +146,7 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		if err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
-		if _, err := w.insFTS.ExecContext(ctx, rowid, d.stream); err != nil {
+		if _, err := w.insFTS.ExecContext(ctx, rowid, appendBucket(d.stream, n)); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
 	}
