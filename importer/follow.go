@@ -45,6 +45,10 @@ type Follower struct {
 	live   map[string]*live
 	tasks  map[string]string // the main session's Task calls (a Claude Code subagents/ file)
 	tasksN int               // sidechains known when tasks was read
+	// resumed: made by Resume, its messages converted for good not kept;
+	// prev: the sessions a Follower of the same source wrote (After).
+	resumed bool
+	prev    map[string]*live
 }
 
 // liveParser parses a source a line at a time.
@@ -62,6 +66,8 @@ type live struct {
 	header   []byte
 	base     int64  // bytes of the file through the entries that cannot change
 	baseSum  []byte // sha256 state of the file's first base bytes
+	bodySum  []byte // the same of those bytes after the header line
+	tail     []byte // the last (at most tailLen) of those bytes
 	tent     []byte // what follows base: entries a later line may change
 	tentMsgs int
 	fed      int64 // source bytes its sidecars record
@@ -227,7 +233,9 @@ func (f *Follower) sync(ctx context.Context, v view) (Result, error) {
 	}
 	if l.header == nil {
 		r, err = f.first(ctx, l, r, hdr, stable, tent)
-	} else if r, err = f.next(ctx, l, r, hdr, stable, tent); err == nil && l.stale {
+	} else if r, err = f.next(ctx, l, r, hdr, stable, tent); err == nil && l.stale && f.resumed {
+		return r, fmt.Errorf("follow %s: %w", r.Source, ErrRebuild)
+	} else if err == nil && l.stale {
 		// Another writer changed the file (`trove import` of the source,
 		// say, from a hook): start again from the whole conversation, and
 		// go on if the session is still as an import wrote it.
@@ -343,7 +351,7 @@ func (f *Follower) first(ctx context.Context, l *live, r Result, hdr *v3, stable
 			if json.Unmarshal(data, &prov) == nil && prov.SourceSHA256 == hex.EncodeToString(f.hash.Sum(nil)) {
 				l.fed = f.size // its sidecars are current
 			}
-		case json.Unmarshal(data, &prov) != nil || prov.FileSHA256 != sha256Hex(cur):
+		case (json.Unmarshal(data, &prov) != nil || prov.FileSHA256 != sha256Hex(cur)) && !f.prevWrote(l.id, name, cur):
 			l.gone = "the session changed in trove since it was imported: left as it is"
 			r.Reason = l.gone
 			return r, nil
@@ -412,7 +420,7 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 		if err := st.WriteFile(ctx, l.name, append(append(kept, stable...), tent...)); err != nil {
 			return r, fmt.Errorf("follow %s: %w", r.Source, err)
 		}
-		l.recount = true
+		l.recount, l.header = true, h
 		l.setBase(nil, append(kept, stable...))
 	}
 	l.header, l.tent = h, tent
@@ -422,15 +430,21 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 // setBase moves the base past b, continuing the hash state sum (nil: from
 // the start of the file).
 func (l *live) setBase(sum, b []byte) {
-	d := sha256.New()
+	d, body := sha256.New(), sha256.New()
 	if sum != nil {
 		d.(encoding.BinaryUnmarshaler).UnmarshalBinary(sum)
+		body.(encoding.BinaryUnmarshaler).UnmarshalBinary(l.bodySum)
+		body.Write(b)
 	} else {
-		l.base = 0
+		l.base, l.tail = 0, nil
+		body.Write(b[len(l.header):]) // b starts with the header
 	}
 	d.Write(b)
 	l.base += int64(len(b))
 	l.baseSum, _ = d.(encoding.BinaryMarshaler).MarshalBinary()
+	l.bodySum, _ = body.(encoding.BinaryMarshaler).MarshalBinary()
+	l.tail = append(l.tail, b[max(0, len(b)-tailLen):]...)
+	l.tail = append([]byte(nil), l.tail[max(0, len(l.tail)-tailLen):]...)
 }
 
 // fileSum is the SHA-256 of the session file as written.

@@ -50,12 +50,18 @@ func sourcesUnder(t *testing.T, dirs ...string) []string {
 
 // TestFollowEqualsImport feeds each recorded source to a Follower a few
 // lines at a time and checks the store ends as a one-shot import of the
-// files leaves a fresh one, whatever the steps.
+// files leaves a fresh one, whatever the steps; with resume, each feed is
+// made by a new Follower resumed from the last one's State, as after a
+// restart of `trove watch`.
 func TestFollowEqualsImport(t *testing.T) {
 	ctx := context.Background()
 	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/spec002",
 		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions"}
-	for _, step := range []int{1, 2, 3, 1000} {
+	for _, run := range []struct {
+		step   int
+		resume bool
+	}{{1, false}, {2, false}, {3, false}, {1000, false}, {1, true}, {3, true}} {
+		step := run.step
 		oneDir, liveDir := t.TempDir(), t.TempDir()
 		one, err := trove.Open(ctx, oneDir)
 		if err != nil {
@@ -89,6 +95,9 @@ func TestFollowEqualsImport(t *testing.T) {
 				if _, err := f.Feed(ctx, chunk); err != nil {
 					t.Fatalf("step %d %s: %v", step, path, err)
 				}
+				if run.resume {
+					f = resumed(t, live, f)
+				}
 			}
 		}
 		one.Close()
@@ -108,6 +117,26 @@ func TestFollowEqualsImport(t *testing.T) {
 			}
 		}
 	}
+}
+
+// resumed is a Follower resumed from f's State, checked against the store.
+func resumed(t *testing.T, st *trove.Store, f *Follower) *Follower {
+	t.Helper()
+	state, err := f.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resume(st, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.Verify(context.Background()); !ok || err != nil {
+		t.Fatalf("%s: the store is not as the Follower left it: %v", f.path, err)
+	}
+	if r.Size() != f.Size() || r.Format() != f.Format() {
+		t.Fatalf("resumed at %d (%s), fed %d (%s)", r.Size(), r.Format(), f.Size(), f.Format())
+	}
+	return r
 }
 
 func countSuffix(files map[string]string, suffix string) int {

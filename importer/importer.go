@@ -446,6 +446,8 @@ type conversation struct {
 	// damaged counts lines whose message does not parse, or entries naming
 	// no entry before them.
 	damaged int
+	// dropped counts the messages before a Resume, not kept (kindDropped).
+	dropped int
 	// subs are subagent conversations (Claude Code sidechains), each keyed
 	// by its root's source id.
 	subs []*conversation
@@ -453,7 +455,7 @@ type conversation struct {
 }
 
 func (c *conversation) messages() int {
-	n := 0
+	n := c.dropped
 	for _, m := range c.msgs {
 		if m.kind == "" {
 			n++

@@ -38,7 +38,9 @@ type source struct {
 	Tail   string    `json:"tail"` // sha256 of the markLen bytes before Offset
 	Gone   string    `json:"gone,omitempty"`
 
-	f *importer.Follower
+	f    *importer.Follower
+	prev *importer.Follower // one that failed: what it wrote is known
+	from int64              // where the last look read from; -1: it did not
 }
 
 func mark(b []byte) string {
@@ -79,6 +81,7 @@ func (s *source) same(f File) (bool, error) {
 // A file whose size and time are as last seen is not read at all: a
 // notification left over from a write already read costs a stat.
 func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error) {
+	s.from = -1
 	fi, err := os.Stat(s.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Deleted or rotated away: what it brought stays in trove.
@@ -108,6 +111,11 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	if s.Gone != "" {
 		return true, nil
 	}
+	if s.f == nil && s.Offset > 0 {
+		if s.f, err = w.resume(ctx, s); err != nil {
+			return false, err
+		}
+	}
 	from := s.Offset
 	if s.f == nil {
 		from = 0 // no parse state: read the file once to rebuild it
@@ -116,6 +124,7 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	if err != nil {
 		return false, err
 	}
+	s.from = from
 	i := bytes.LastIndexByte(data, '\n')
 	if i < 0 {
 		return true, nil // a torn line: it waits for its end
@@ -129,12 +138,17 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 			s.Gone = err.Error()
 			return true, err
 		}
+		if s.prev != nil {
+			s.f.After(s.prev)
+			s.prev = nil
+		}
 	}
 	res, err := s.f.Feed(ctx, data)
 	if err != nil {
 		// Parse state may be partial: read the file again at the next
 		// look, whether or not it changes by then.
-		s.f, s.Offset, s.Mod = nil, 0, time.Time{}
+		s.prev, s.f, s.Offset, s.Mod = s.f, nil, 0, time.Time{}
+		w.dropState(s.Path)
 		return true, fmt.Errorf("watch %s: %w", s.Path, err)
 	}
 	for _, r := range res {
@@ -158,5 +172,5 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 		}
 		s.Tail = mark(tail)
 	}
-	return true, nil
+	return true, w.keepState(s)
 }

@@ -47,6 +47,7 @@ func DefaultRoots() []Root {
 // changed (tests and `trove watch -v` follow it).
 type Event struct {
 	Path   string
+	From   int64 // where the source was read from (-1: it was not read)
 	Offset int64 // bytes of the source imported
 	Size   int64 // of the file when it was read
 	Err    error
@@ -304,8 +305,11 @@ func (w *Watcher) process(ctx context.Context, paths []string) {
 		if changed {
 			w.saved = false
 		}
-		if w.onEvent != nil && (changed || err != nil) {
-			w.onEvent(Event{Path: p, Offset: s.Offset, Size: s.Size, Err: err})
+		if changed || err != nil {
+			w.log.Debug("trove watch: read", "source", p, "from", s.from, "offset", s.Offset, "size", s.Size)
+			if w.onEvent != nil {
+				w.onEvent(Event{Path: p, From: s.from, Offset: s.Offset, Size: s.Size, Err: err})
+			}
 		}
 	}
 	// Parse state is kept for the sessions at work only.
@@ -317,13 +321,17 @@ func (w *Watcher) process(ctx context.Context, paths []string) {
 	w.save()
 }
 
-func (w *Watcher) forget(p string) { delete(w.sources, p) }
+func (w *Watcher) forget(p string) {
+	delete(w.sources, p)
+	w.dropState(p)
+}
 
 // load reads the state file, if any.
 func (w *Watcher) load() {
 	if w.stateFile == "" {
 		return
 	}
+	defer w.loadStates()
 	data, err := os.ReadFile(w.stateFile)
 	if err != nil {
 		return

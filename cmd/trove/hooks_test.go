@@ -145,11 +145,7 @@ func sameState(t *testing.T, what string, want, got map[string]string) {
 // rewind --before the `rm -rf src` restores every byte and mode, and the
 // rewind is undone; Stop imports the transcript; bad input still exits 0.
 func TestHooksCheckpointBeforeEachCall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "trove")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildTrove(t)
 	ws, store, state := t.TempDir(), filepath.Join(t.TempDir(), "store"), t.TempDir()
 	transcript := filepath.Join(t.TempDir(), "9a1f0c3e-4b2d-4e8f-a6c1-7d5e3b2a1f90.jsonl")
 	rec, err := os.ReadFile("../../importer/testdata/claude/-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")

@@ -1,0 +1,164 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trovekit/trove/importer"
+)
+
+// A source's conversion state (importer.Follower.State) is kept beside the
+// state file, one file per source, written durably after each read: a
+// watcher killed at any point and started again resumes each source from
+// the offset its state names, reading only the bytes appended since
+// (docs/live-capture.md).
+type sourceState struct {
+	Source   *source         `json:"source"`
+	Follower json.RawMessage `json:"follower"`
+}
+
+// stateDir holds the sources' states ("" without a state file).
+func (w *Watcher) stateDir() string {
+	if w.stateFile == "" {
+		return ""
+	}
+	return strings.TrimSuffix(w.stateFile, ".json") + ".sources"
+}
+
+func (w *Watcher) statePath(src string) string {
+	sum := sha256.Sum256([]byte(src))
+	return filepath.Join(w.stateDir(), hex.EncodeToString(sum[:12])+".json")
+}
+
+// keepState writes the state of s durably: to a temporary file, synced,
+// renamed over the last one.
+func (w *Watcher) keepState(s *source) error {
+	if w.stateDir() == "" || s.f == nil {
+		return nil
+	}
+	fst, err := s.f.State()
+	if err != nil {
+		return fmt.Errorf("watch %s: state: %w", s.Path, err)
+	}
+	data, err := json.Marshal(sourceState{Source: s, Follower: fst})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(w.stateDir(), 0o700); err != nil {
+		return err
+	}
+	path := w.statePath(s.Path)
+	tmp, err := os.CreateTemp(w.stateDir(), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("watch %s: keep state: %w", s.Path, err)
+	}
+	return nil
+}
+
+// dropState removes the state of the source at path, if any.
+func (w *Watcher) dropState(path string) {
+	if w.stateDir() == "" {
+		return
+	}
+	if err := os.Remove(w.statePath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		w.log.Warn("trove watch: cannot remove state", "source", path, "err", err)
+	}
+}
+
+// readState reads the kept state of the source at path.
+func (w *Watcher) readState(path string) (*sourceState, error) {
+	data, err := os.ReadFile(w.statePath(path))
+	if err != nil {
+		return nil, err
+	}
+	var ss sourceState
+	if err := json.Unmarshal(data, &ss); err != nil || ss.Source == nil || ss.Source.Path != path {
+		return nil, fmt.Errorf("watch %s: damaged state: %w", path, fs.ErrInvalid)
+	}
+	return &ss, nil
+}
+
+// loadStates takes each kept state's offsets over the state file's: a
+// state is written after each read, the state file after each pass.
+func (w *Watcher) loadStates() {
+	ents, err := os.ReadDir(w.stateDir())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(w.stateDir(), e.Name()))
+		if err != nil || strings.HasPrefix(e.Name(), ".tmp-") {
+			continue
+		}
+		var ss struct {
+			Source *source `json:"source"`
+		}
+		if json.Unmarshal(data, &ss) != nil || ss.Source == nil || w.statePath(ss.Source.Path) != filepath.Join(w.stateDir(), e.Name()) {
+			continue
+		}
+		w.sources[ss.Source.Path] = ss.Source
+		w.saved = false
+	}
+}
+
+// resume is the Follower of s as its kept state has it, when that state
+// is of the bytes s has read and the store is as it left it; nil to read
+// the source from its start (after a crash between a write to the store
+// and its state, say; the Follower that then reads it is told what this
+// one wrote).
+func (w *Watcher) resume(ctx context.Context, s *source) (*importer.Follower, error) {
+	if w.stateDir() == "" {
+		return nil, nil
+	}
+	ss, err := w.readState(s.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		w.log.Warn("trove watch: reading the source again", "source", s.Path, "err", err)
+		return nil, nil
+	}
+	k := ss.Source
+	if k.Offset != s.Offset || k.Head != s.Head || k.Tail != s.Tail {
+		return nil, nil // of other bytes: the source was rewritten since
+	}
+	f, err := importer.Resume(w.st, ss.Follower)
+	if err != nil {
+		w.log.Warn("trove watch: reading the source again", "source", s.Path, "err", err)
+		return nil, nil
+	}
+	if f.Size() != s.Offset {
+		return nil, nil
+	}
+	ok, err := f.Verify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.prev = f
+		return nil, nil
+	}
+	return f, nil
+}
