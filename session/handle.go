@@ -47,6 +47,7 @@ type Handle struct {
 
 	wmu      sync.Mutex // held to take and write the queue; taken before qmu
 	finished bool       // Close ran
+	closing  bool       // Close runs: it writes the metadata itself
 	synced   time.Time  // the last sync
 	pending  int        // bytes appended and not yet written
 	unsynced bool       // written and not yet synced
@@ -354,10 +355,11 @@ func (h *Handle) Close(ctx context.Context) error {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	if !h.finished {
+		h.closing = true
 		h.drainLocked(true)
 		h.timer.Stop()
-		h.syncMeta(h.ctx)
-		h.finish(h.ctx)
+		m, wrote := h.syncMeta(h.ctx, true)
+		h.finish(h.ctx, m, wrote)
 		h.finished = true
 		close(h.done)
 	}
@@ -428,8 +430,8 @@ func (h *Handle) drainLocked(flush bool) {
 		h.mu.Lock()
 		edited := h.edited
 		h.mu.Unlock()
-		if edited {
-			h.syncMeta(ctx)
+		if edited && !h.closing {
+			h.syncMeta(ctx, false)
 		}
 	case h.pending > 0 || h.unsynced:
 		// Held until a Flush, writeEvery bytes, or the sync interval
@@ -482,12 +484,15 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 	h.fence()
 }
 
-// syncMeta writes meta.json when it changed.
-func (h *Handle) syncMeta(ctx context.Context) {
+// syncMeta writes meta.json when it changed, and returns what it wrote.
+// What UpdateMetadata changed leaves the listing index's record stale
+// (the file need not move): dropped, or at Close on a store whose writers
+// keep the index, replaced by finish.
+func (h *Handle) syncMeta(ctx context.Context, closing bool) (Metadata, bool) {
 	h.mu.Lock()
 	if !h.dirty || h.err != nil || h.store == nil {
 		h.mu.Unlock()
-		return
+		return Metadata{}, false
 	}
 	h.meta.UpdatedAt = h.store.cfg.now().UTC()
 	m := h.meta
@@ -496,16 +501,20 @@ func (h *Handle) syncMeta(ctx context.Context) {
 	h.mu.Unlock()
 	if err := h.store.writeMeta(ctx, m, false); err != nil {
 		h.latch(err)
-		return
+		return Metadata{}, false
 	}
 	h.fence()
-	if edited {
+	if edited && !(closing && h.store.keepsIndex()) {
 		h.store.forget(ctx, m.Path) // its file may not have moved
 	}
+	return m, true
 }
 
-// finish closes the files and releases the lock.
-func (h *Handle) finish(ctx context.Context) {
+// finish closes the files and releases the lock. m is the metadata Close
+// wrote (wrote: it did): on a store whose writers keep the listing index
+// current, its record goes there before the open marker goes, so a
+// listing reads the session's files until the record is in place.
+func (h *Handle) finish(ctx context.Context, m Metadata, wrote bool) {
 	h.mu.Lock()
 	w := h.trans
 	h.trans = nil
@@ -519,7 +528,7 @@ func (h *Handle) finish(ctx context.Context) {
 		h.latch(err)
 	}
 	h.fence()
-	if h.store != nil && h.Err() == nil {
+	if h.store != nil && h.Err() == nil && h.noteClosed(ctx, m, wrote) {
 		// Kept after a failure: listings then count from the file.
 		if err := h.store.unmarkOpen(ctx, h.Path()); err != nil {
 			h.store.cfg.log.Warn("trove/session: could not remove the open marker", "session", h.Path(), "err", err)
@@ -531,6 +540,24 @@ func (h *Handle) finish(ctx context.Context) {
 	h.mu.Lock()
 	h.closeErr = h.err
 	h.mu.Unlock()
+}
+
+// noteClosed puts the record of the session its Close wrote into the
+// listing index, where writers keep it; false when that failed, and the
+// open marker must stay to have listings read the session's files.
+func (h *Handle) noteClosed(ctx context.Context, m Metadata, wrote bool) bool {
+	if !wrote || !h.store.keepsIndex() {
+		return true
+	}
+	size, ok := h.sess.Size()
+	if !ok {
+		return true
+	}
+	if err := h.store.note(ctx, m, size); err != nil {
+		h.store.cfg.log.Warn("trove/session: could not update the listing index; the open marker stays", "session", h.Path(), "err", err)
+		return false
+	}
+	return true
 }
 
 func (h *Handle) latch(err error) {

@@ -136,12 +136,12 @@ func (s *Store) listDir(ctx context.Context, dir string, fi backend.Info, refres
 				open = append(open, strings.TrimSuffix(base, OpenSuffix)+".jsonl")
 			}
 		}
-		// Stale: a file or sidecar that moved, or one that had a writer
-		// when indexed (its meta.json was written at its Close).
+		// Stale: a file or sidecar that moved, or one that has a writer
+		// or had one when indexed (its meta.json is written at its Close).
 		var stale []backend.Info
 		for base, info := range files {
 			moved := idx.movedFile(info) || idx.recs[base].side != sides[base]
-			if moved || slices.Contains(idx.open, base) {
+			if moved || slices.Contains(idx.open, base) || slices.Contains(open, base) {
 				stale = append(stale, info)
 				changed = changed || moved
 			}
@@ -189,10 +189,37 @@ func (idx *dirIndex) moved(files []backend.Info) bool {
 	return slices.ContainsFunc(files, idx.movedFile)
 }
 
-// movedFile reports whether fi has no record or another size or time.
+// movedFile reports whether fi has no record or another size or time. A
+// record its writer made at Close has no time (mod 0: the writer cannot
+// know what time the bucket gave its last write): its size alone tells,
+// the file being append-only and the writer the last to write it.
 func (idx *dirIndex) movedFile(fi backend.Info) bool {
 	r := idx.recs[fi.Base()]
-	return r == nil || r.size != fi.Size || r.mod != fi.ModTime.UnixNano()
+	return r == nil || r.size != fi.Size || r.mod != 0 && r.mod != fi.ModTime.UnixNano()
+}
+
+// keepsIndex reports whether writers keep the listing index current: on
+// a store without directory times (a bucket) a listing cannot tell that
+// a directory is unchanged, and would read every session another machine
+// wrote since the index was written.
+func (s *Store) keepsIndex() bool { return !s.st.Capabilities().Directories }
+
+// note puts the record of the session m, closed by its writer with its
+// file at size bytes, into its directory's index: read, changed and put
+// back whole. Of two machines noting at once one record may be lost; a
+// listing then reads that session's files and puts it back.
+func (s *Store) note(ctx context.Context, m Metadata, size int64) error {
+	dir := backend.Dir(m.Path)
+	idx := s.readIndex(ctx, dir)
+	base := backend.Base(m.Path)
+	r := &idxRec{base: base, size: size, meta: m}
+	if old := idx.recs[base]; old != nil {
+		r.side = old.side
+	}
+	idx.recs[base] = r
+	idx.open = slices.DeleteFunc(idx.open, func(o string) bool { return o == base })
+	idx.dirMod = 0
+	return backend.PutFile(ctx, s.st, indexPath(dir), encodeIndex(idx))
 }
 
 // indexFiles reads the metadata of files (new or changed since indexed)

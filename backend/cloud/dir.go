@@ -59,7 +59,11 @@ func (s *bucketDriver) list(ctx context.Context, dir string) ([]backend.Info, er
 	}
 	// Files being appended have segments: add their bytes to the sizes,
 	// from one listing of every segment object below dir (the name's own
-	// object is in the listing above).
+	// object is in the listing above, so a directory of directories has
+	// none to look for).
+	if !slices.ContainsFunc(out, func(fi backend.Info) bool { return !fi.IsDir }) {
+		return out, nil
+	}
 	segs, err := s.dirSegments(ctx, dir)
 	if err != nil {
 		return nil, fail(op, dir, err)

@@ -105,6 +105,7 @@ type Session struct {
 	noHeader   bool            // loaded from a file without a header: never written
 	fileExists bool            // the file holds at least the header
 	persisted  int             // entries[:persisted] are in the file
+	size       int64           // the file's bytes as read and written here
 	batch      bool            // appends wait for commit (see setBatch)
 	torn       bool            // the file does not end with a newline
 	unresolved bool            // LazyBlobs: views hold refs until first read
@@ -147,7 +148,7 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{st: st, name: name, cfg: newConfig(opts), labels: map[string]string{}}
+	s := &Session{st: st, name: name, cfg: newConfig(opts), labels: map[string]string{}, size: int64(len(data))}
 	dialect002 := isAgentJSONL(data)
 	if dialect002 {
 		data = fromAgentJSONL(data)
@@ -485,6 +486,15 @@ func (s *Session) Path(id string) ([]*Entry, error) {
 		return nil, fmt.Errorf("path to %q: %w", id, ErrNotFound)
 	}
 	return path(s.byID, e), nil
+}
+
+// Size is the file's size as this session read and wrote it, once the file
+// exists and while no write failed: a listing that finds the file at
+// another size knows someone else changed it.
+func (s *Session) Size() (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size, s.fileExists && s.err == nil && !s.noHeader && !s.cfg.inMemory
 }
 
 // HasHeader reports whether the file loaded with a valid header; a session

@@ -197,6 +197,7 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 			// line stays behind.
 			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Append)
 			s.w.Dropped = func(n int) {
+				s.size -= int64(n)
 				s.report(Problem{Err: fmt.Errorf("dropped a torn last line of %d bytes before appending: %w", n, ErrCorrupt)})
 			}
 		default:
@@ -223,6 +224,7 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	if err := s.w.Write(ctx, buf.Bytes()); err != nil {
 		return s.latch(err)
 	}
+	s.size += int64(buf.Len())
 	s.fileExists, s.torn, s.persisted = true, false, len(s.entries)
 	return nil
 }
@@ -357,6 +359,7 @@ func (s *Session) rewriteLocked(ctx context.Context) error {
 	if err := s.st.WriteFile(ctx, s.name, buf.Bytes()); err != nil {
 		return s.latch(err)
 	}
+	s.size = int64(buf.Len())
 	s.fileExists, s.torn, s.persisted = true, false, n
 	return nil
 }

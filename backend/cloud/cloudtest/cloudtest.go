@@ -154,6 +154,13 @@ func s3Storage(tb testing.TB, client *s3.Client, name string) backend.Storage {
 	return wrap(tb, b, cloud.WithDelete(s3open.Delete(b, client, name)))
 }
 
+// Storage returns a Storage on the bucket name, as New does: a second
+// one on a bucket is another machine's view of it.
+func (s *S3) Storage(tb testing.TB, name string) backend.Storage {
+	_, client := s.open(tb, name)
+	return s3Storage(tb, client, name)
+}
+
 // New returns a fresh Storage on a new bucket of this server, with the
 // one-request delete backend/open gives S3 stores.
 func (s *S3) New(tb testing.TB) backend.Storage {
