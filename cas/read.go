@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"math"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -163,15 +164,27 @@ func (s *Store) decodeBlockTo(rec []byte, n int64) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-// blockCache keeps the last few decoded blocks (or their starts): blobs of one block (the
-// trees of a snapshot, files of one directory) are often read together,
-// and each read would decode the block again. Packs never change under an
-// id, so a cached block stays right.
+// blockCache keeps recently decoded blocks (or their starts), up to
+// blockCacheBytes: blobs of one block (the trees of a snapshot, files of one
+// directory) are often read together, and each read would decode the block
+// again. Reading a checkpoint long after GC repacked it reads trees and
+// files from many cold blocks in turn: with the last 4 blocks kept, a dry
+// run 100 checkpoints back decoded most blocks several times. Packs never
+// change under an id, so a cached block stays right.
 type blockCache struct {
-	mu   sync.Mutex
-	keys [4]blockKey
-	data [4]cachedBlock
-	next int
+	mu    sync.Mutex
+	m     map[blockKey]*cacheSlot
+	bytes int
+	tick  uint64
+}
+
+// blockCacheBytes bounds the decoded bytes a store keeps: 32 cold blocks,
+// 128 of a batch's.
+const blockCacheBytes = 8 << 20
+
+type cacheSlot struct {
+	b    cachedBlock
+	used uint64 // tick of the last get or put
 }
 
 // cachedBlock is a decoded block, or its start when not full.
@@ -188,25 +201,49 @@ type blockKey struct {
 func (c *blockCache) get(k blockKey) cachedBlock {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, key := range c.keys {
-		if key == k && c.data[i].data != nil {
-			return c.data[i]
-		}
+	sl, ok := c.m[k]
+	if !ok {
+		return cachedBlock{}
 	}
-	return cachedBlock{}
+	c.tick++
+	sl.used = c.tick
+	return sl.b
 }
 
+// put keeps data for k (a longer prefix replaces a shorter one) and drops
+// the least recently used blocks past the budget, never the one just put.
 func (c *blockCache) put(k blockKey, data cachedBlock) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, key := range c.keys {
-		if key == k {
-			c.data[i] = data // a longer prefix of the same block
-			return
-		}
+	if c.m == nil {
+		c.m = make(map[blockKey]*cacheSlot)
 	}
-	c.keys[c.next], c.data[c.next] = k, data
-	c.next = (c.next + 1) % len(c.keys)
+	c.tick++
+	if sl, ok := c.m[k]; ok {
+		c.bytes += len(data.data) - len(sl.b.data)
+		sl.b, sl.used = data, c.tick
+	} else {
+		c.m[k] = &cacheSlot{b: data, used: c.tick}
+		c.bytes += len(data.data)
+	}
+	for c.bytes > blockCacheBytes && len(c.m) > 1 {
+		var oldest blockKey
+		var at uint64 = math.MaxUint64
+		for key, sl := range c.m {
+			if sl.used < at {
+				oldest, at = key, sl.used
+			}
+		}
+		c.bytes -= len(c.m[oldest].b.data)
+		delete(c.m, oldest)
+	}
+}
+
+// len is how many blocks are kept.
+func (c *blockCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
 }
 
 // openBlockMember opens a blob of a block record, through the cache.
