@@ -49,8 +49,11 @@ type MirrorReport struct {
 	Skipped     int   `json:"skipped"`
 	// Gone counts files removed from the source after Mirror listed it
 	// (a GC, a fold or a delete running meanwhile): skipped, not errors.
-	Gone   int  `json:"gone,omitempty"`
-	DryRun bool `json:"dry_run"`
+	Gone int `json:"gone,omitempty"`
+	// CheckpointsLeftOut counts the checkpoint files (manifests, stat
+	// caches) a redacted Mirror did not copy: see MirrorRedact.
+	CheckpointsLeftOut int  `json:"checkpoints_left_out,omitempty"`
+	DryRun             bool `json:"dry_run"`
 }
 
 // Mirror copies the whole store in src to dst, incrementally: blob objects

@@ -22,8 +22,11 @@ import (
 // to (tool outputs) is replaced by [REDACTED:detector]; such a blob gets
 // the ref of its redacted bytes, and the files naming it name that. Only
 // blobs these files refer to are copied. Checkpoints (workspace
-// snapshots, files of the user's) are left out: a redacted snapshot would
-// rewind a workspace to content it never had. The source is only read.
+// snapshots, files of the user's) are left out, and counted in the
+// report's CheckpointsLeftOut: a redacted snapshot would rewind a
+// workspace to content it never had, and a copy of the snapshot as it is
+// would keep every secret of the workspace (.env files). The source is
+// only read.
 func MirrorRedact(d *redact.Detector) MirrorOption {
 	return func(c *mirrorConfig) { c.redact = d }
 }
@@ -77,7 +80,10 @@ func mirrorRedacted(ctx context.Context, src, dst backend.Storage, files []backe
 	}
 	var todo []backend.Info
 	for _, f := range files {
-		if !strings.HasPrefix(f.Name, "blobs/") && !isCheckpointFile(f.Name) {
+		switch {
+		case isCheckpointFile(f.Name):
+			rep.CheckpointsLeftOut++
+		case !strings.HasPrefix(f.Name, "blobs/"):
 			todo = append(todo, f)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,6 +141,20 @@ func snapshot(t *testing.T, st backend.Storage) map[string][]byte {
 func TestMirrorRedact(t *testing.T) {
 	ctx := context.Background()
 	s, src, id := secretStore(t)
+	// A checkpoint of a workspace whose .env holds a secret.
+	ws := t.TempDir()
+	const envSecret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc9Rk2Lm8Vx0Qa"
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("STRIPE_KEY="+envSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Checkpoints(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTree(ctx, "before-deploy"); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
 	before := snapshot(t, src)
 	d, err := s.Redactor(ctx)
 	if err != nil {
@@ -155,6 +171,14 @@ func TestMirrorRedact(t *testing.T) {
 	}
 	if rep.Copied != dry.Copied {
 		t.Errorf("copied %d files, the dry run said %d", rep.Copied, dry.Copied)
+	}
+	if rep.CheckpointsLeftOut == 0 || dry.CheckpointsLeftOut != rep.CheckpointsLeftOut {
+		t.Errorf("checkpoint files left out: %d (dry run %d), want the checkpoint's, counted", rep.CheckpointsLeftOut, dry.CheckpointsLeftOut)
+	}
+	for name, b := range snapshot(t, dst) {
+		if bytes.Contains(b, []byte(envSecret)) {
+			t.Errorf("%s of the copy holds the checkpointed .env's secret", name)
+		}
 	}
 	if after := snapshot(t, src); len(after) != len(before) {
 		t.Fatal("the source changed")
@@ -187,6 +211,9 @@ func TestMirrorRedact(t *testing.T) {
 			t.Fatal(err)
 		}
 		blobs++
+		if bytes.Contains(b, []byte(envSecret)) {
+			t.Errorf("blob %s of the copy holds the checkpointed .env's secret", ref)
+		}
 		for where, sec := range planted {
 			if bytes.Contains(b, []byte(sec)) {
 				t.Errorf("blob %s of the copy holds the %s secret", ref, where)

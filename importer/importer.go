@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,6 +52,8 @@ type Options struct {
 	Redact func(data []byte) ([]byte, error)
 
 	known *known // the store's sessions, listed once per run
+	// rewrites take the refs of blobs put redacted to their new refs.
+	rewrites map[string]string
 }
 
 // Import imports every session file under paths into st. The blobs/
@@ -74,11 +77,13 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 	tasks := map[string]map[string]string{} // of Claude Code main files, for their subagents' files
 	o.known = newKnown(st)
 	// Blobs first: a session never lands before the blobs it names.
+	o.rewrites = map[string]string{}
 	for _, dir := range blobDirs {
-		n, err := importPiBlobs(ctx, st.Blobs(), dir, o.DryRun)
+		n, rw, err := importPiBlobsRedacted(ctx, st.Blobs(), dir, o.DryRun, o.Redact)
 		if err != nil {
 			errs = append(errs, err)
 		}
+		maps.Copy(o.rewrites, rw)
 		if n > 0 {
 			out = append(out, Result{Source: dir, Format: "blobs", Messages: n, Imported: true})
 		}
@@ -149,6 +154,9 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 		// source's own bytes; only what is parsed is redacted.
 		if data, err = o.Redact(data); err != nil {
 			return []Result{r}, fmt.Errorf("import %s: %w", path, err)
+		}
+		for from, to := range o.rewrites {
+			data = bytes.ReplaceAll(data, []byte(from), []byte(to))
 		}
 	}
 	var conv *conversation

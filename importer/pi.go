@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/session/tree"
@@ -140,14 +141,24 @@ func strictAssistant(m map[string]any) {
 // importPiBlobs puts every blobs/<sha256> file of a pi root into the store,
 // each checked against its name.
 func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (int, error) {
+	n, _, err := importPiBlobsRedacted(ctx, bs, dir, dry, nil)
+	return n, err
+}
+
+// importPiBlobsRedacted is importPiBlobs with redact, when not nil,
+// applied to each text blob (a tool output): one that changes is put
+// under the ref of its redacted bytes, and the returned map takes the
+// source's ref string to that one, for the sessions naming it.
+func importPiBlobsRedacted(ctx context.Context, bs *cas.Store, dir string, dry bool, redact func([]byte) ([]byte, error)) (int, map[string]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("import blobs: %w", err)
+		return 0, nil, fmt.Errorf("import blobs: %w", err)
 	}
 	n := 0
+	rewrites := map[string]string{}
 	var errs []error
 	for _, e := range ents {
 		if e.IsDir() {
@@ -157,8 +168,19 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 		if err != nil {
 			continue // not a blob
 		}
+		path := filepath.Join(dir, e.Name())
+		if redact != nil {
+			put, err := putRedactedBlob(ctx, bs, path, ref, dry, redact, rewrites)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if put {
+				n++
+			}
+			continue
+		}
 		if ok, err := bs.Has(ctx, ref); err != nil {
-			return n, err
+			return n, rewrites, err
 		} else if ok {
 			continue
 		}
@@ -166,19 +188,54 @@ func importPiBlobs(ctx context.Context, bs *cas.Store, dir string, dry bool) (in
 		if dry {
 			continue
 		}
-		r, err := os.Open(filepath.Join(dir, e.Name()))
+		r, err := os.Open(path)
 		if err != nil {
-			return n, fmt.Errorf("import blobs: %w", err)
+			return n, rewrites, fmt.Errorf("import blobs: %w", err)
 		}
 		err = bs.PutRef(ctx, ref, r)
 		r.Close()
 		if err != nil {
 			// A blob whose bytes do not match its name is left out; the others go in.
 			n--
-			errs = append(errs, fmt.Errorf("import blob %s: %w", filepath.Join(dir, e.Name()), err))
+			errs = append(errs, fmt.Errorf("import blob %s: %w", path, err))
 		}
 	}
-	return n, errors.Join(errs...)
+	return n, rewrites, errors.Join(errs...)
+}
+
+// putRedactedBlob puts the blob file at path, named ref, redacted when it
+// is text, and notes a changed ref in rewrites. It says whether it put
+// (or, dry, would put) a blob the store lacked.
+func putRedactedBlob(ctx context.Context, bs *cas.Store, path string, ref cas.Ref, dry bool, redact func([]byte) ([]byte, error), rewrites map[string]string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("import blobs: %w", err)
+	}
+	if got, err := cas.Sum(ref.Algorithm(), data); err != nil || got != ref {
+		return false, fmt.Errorf("import blob %s: %w: content hashes to %v", path, cas.ErrCorrupt, got)
+	}
+	if utf8.Valid(data) {
+		if data, err = redact(data); err != nil {
+			return false, fmt.Errorf("import blob %s: %w", path, err)
+		}
+	}
+	to, err := cas.Sum(ref.Algorithm(), data)
+	if err != nil {
+		return false, err
+	}
+	if to != ref {
+		rewrites[ref.String()] = to.String()
+	}
+	if ok, err := bs.Has(ctx, to); err != nil || ok {
+		return false, err
+	}
+	if dry {
+		return true, nil
+	}
+	if _, err := bs.Put(ctx, data); err != nil {
+		return false, fmt.Errorf("import blob %s: %w", path, err)
+	}
+	return true, nil
 }
 
 // missingBlobs counts the image refs of entries whose blob the store

@@ -102,6 +102,9 @@ func newMirrorCmd(a *app) *cobra.Command {
 				a.printf("%s %s (%s, %s)\n", verb, f.Name, humanBytes(f.Size), f.Reason)
 			}
 			a.printf("%s %d files (%s), %d already present\n", verb, rep.Copied, humanBytes(rep.CopiedBytes), rep.Skipped)
+			if rep.CheckpointsLeftOut > 0 {
+				a.printf("left out %d checkpoint files: a redacted copy holds no workspace snapshots (their files may hold secrets, and a redacted snapshot would restore content the workspace never had)\n", rep.CheckpointsLeftOut)
+			}
 			return nil
 		},
 	}
