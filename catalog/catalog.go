@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 6
+const schemaVersion = 7
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -236,9 +236,12 @@ var schema = []string{
 		tail BLOB,
 		skip INTEGER NOT NULL DEFAULT 0,
 		nent INTEGER NOT NULL DEFAULT 0,
-		ntok INTEGER NOT NULL DEFAULT 0
+		ntok INTEGER NOT NULL DEFAULT 0,
+		run TEXT NOT NULL DEFAULT '',
+		done INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE INDEX files_session ON files(session)`,
+	`CREATE INDEX files_open_runs ON files(path) WHERE run != '' AND done = 0`,
 	// The sums ranking needs, kept by triggers: one row read, not a scan
 	// of every file's.
 	`CREATE TABLE totals(id INTEGER PRIMARY KEY CHECK (id = 0), nent INTEGER NOT NULL, ntok INTEGER NOT NULL)`,

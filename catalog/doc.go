@@ -2,7 +2,8 @@
 // SQLite database (modernc.org/sqlite, pure Go) with an FTS5 index over
 // the text of every session (message text, thinking, tool calls, tool
 // results including outputs kept as blobs, summaries, titles and labels)
-// and a row per entry with what usage stats add up.
+// and of every run log (inputs, answers, tool outputs, final answers), and
+// a row per entry with what usage stats add up.
 //
 // It is derived, never the only copy: it lives outside the store (beside
 // a local store, in the user's cache directory for a bucket), and a
@@ -16,5 +17,5 @@
 // the schema, tokenizer and query syntax.
 //
 // Imports: the standard library, modernc.org/sqlite, backend, cas,
-// session and internal/jsonscan.
+// session, runlog and internal/jsonscan.
 package catalog

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/backend/spy"
 )
 
 // fakeSession is a session file written by hand, as another program would.
@@ -157,6 +159,18 @@ func randomStore(t testing.TB, st backend.Storage, r *rand.Rand, n int) []*fakeS
 		writeFile(t, st, s.path(), s.bytes())
 	}
 	return sessions
+}
+
+// spiedOS is a store on the OS file system in a temporary directory,
+// behind a spy.
+func spiedOS(t testing.TB) *spy.Storage {
+	t.Helper()
+	osst, err := fs.NewOS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { osst.Close() })
+	return spy.New(osst)
 }
 
 func newMem() backend.Storage { return mem.New() }

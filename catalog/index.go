@@ -60,6 +60,8 @@ type parsed struct {
 	tail    []byte
 	skip    bool
 	restart bool     // the tail did not match: everything was read again
+	run     string   // a run log's run id (from its header)
+	done    bool     // a run log's run.end was read
 	refs    []string // blob refs in the lines read, once per line
 	err     error
 }
@@ -151,6 +153,9 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 			return err
 		}
 	}
+	if err := runsOpen(ctx, db, l); err != nil {
+		return err
+	}
 	if l.dirsChanged(saved) {
 		return saveDirs(ctx, db, l.dirs)
 	}
@@ -184,8 +189,8 @@ func (l *listing) dirsChanged(saved map[string]dirState) bool {
 	return false
 }
 
-// listFiles lists the session files of the store: sessions/--*/*.jsonl.
-// Where directory times are trusted, a directory unchanged since the
+// listFiles lists the session files of the store, sessions/--*/*.jsonl,
+// and its run logs (listRuns). Where directory times are trusted, a directory unchanged since the
 // catalog listed it is not listed again: only its files with an open
 // marker (a trove writer at work, or killed) can have changed, and only
 // they are looked at. With all, every directory is listed.
@@ -196,7 +201,7 @@ func (c *Catalog) listFiles(ctx context.Context, saved map[string]dirState, all 
 	var dirs []backend.Info
 	for fi, err := range c.st.List(ctx, session.SessionsDir) {
 		if errors.Is(err, fs.ErrNotExist) {
-			return l, nil
+			break // no sessions yet
 		}
 		if err != nil {
 			return nil, err
@@ -207,47 +212,59 @@ func (c *Catalog) listFiles(ctx context.Context, saved map[string]dirState, all 
 	}
 	now := c.cfg.now()
 	for _, dir := range dirs {
-		mod := unixNano(dir)
-		if s, ok := saved[dir.Name]; ok && dirTimes && !all && s.mod != 0 && s.mod == mod {
-			l.shortcut[dir.Name] = true
-			l.dirs[dir.Name] = s
-			for _, path := range s.open {
-				fi, err := c.st.Stat(ctx, path)
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				l.files[path] = fi
-			}
-			continue
+		if err := c.listDir(ctx, l, dir, saved, all, dirTimes, now); err != nil {
+			return nil, err
 		}
-		var open []string
-		for fi, err := range c.st.List(ctx, dir.Name) {
-			if errors.Is(err, fs.ErrNotExist) {
-				break // removed meanwhile
-			}
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case fi.IsDir:
-			case strings.HasSuffix(fi.Name, ".jsonl"):
-				l.files[fi.Name] = fi
-			case strings.HasSuffix(fi.Name, session.OpenSuffix):
-				open = append(open, strings.TrimSuffix(fi.Name, session.OpenSuffix)+".jsonl")
-			}
-		}
-		// A time too recent to be trusted yet (a change within the file
-		// system's granularity would not move it) is not kept.
-		if !dirTimes || mod == 0 || now.Sub(dir.ModTime) <= racyWindow(dir.ModTime) {
-			mod = 0
-		}
-		slices.Sort(open)
-		l.dirs[dir.Name] = dirState{mod: mod, open: open}
+	}
+	if err := c.listRuns(ctx, l, saved, all, dirTimes, now); err != nil {
+		return nil, err
 	}
 	return l, nil
+}
+
+// listDir adds the files of one directory to l: listed, or where its time
+// is trusted and has not moved since saved, only its open files stated.
+func (c *Catalog) listDir(ctx context.Context, l *listing, dir backend.Info, saved map[string]dirState, all, dirTimes bool, now time.Time) error {
+	mod := unixNano(dir)
+	if s, ok := saved[dir.Name]; ok && dirTimes && !all && s.mod != 0 && s.mod == mod {
+		l.shortcut[dir.Name] = true
+		l.dirs[dir.Name] = s
+		for _, path := range s.open {
+			fi, err := c.st.Stat(ctx, path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			l.files[path] = fi
+		}
+		return nil
+	}
+	var open []string
+	for fi, err := range c.st.List(ctx, dir.Name) {
+		if errors.Is(err, fs.ErrNotExist) {
+			break // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir:
+		case strings.HasSuffix(fi.Name, ".jsonl"):
+			l.files[fi.Name] = fi
+		case strings.HasSuffix(fi.Name, session.OpenSuffix):
+			open = append(open, strings.TrimSuffix(fi.Name, session.OpenSuffix)+".jsonl")
+		}
+	}
+	// A time too recent to be trusted yet (a change within the file
+	// system's granularity would not move it) is not kept.
+	if !dirTimes || mod == 0 || now.Sub(dir.ModTime) <= racyWindow(dir.ModTime) {
+		mod = 0
+	}
+	slices.Sort(open)
+	l.dirs[dir.Name] = dirState{mod: mod, open: open}
+	return nil
 }
 
 // racyWindow is how long after a directory's time a change may leave that
@@ -476,11 +493,25 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 	}
 	off := start
 	var buf [16]jsonscan.Member
+	isRun := isRunPath(p.path)
 	for len(data) > 0 {
 		line, rest, _ := bytes.Cut(data, []byte("\n"))
 		n := int64(len(line)) + 1
 		switch {
 		case p.skip:
+		case isRun && off == 0:
+			h, run, ok := parseRunHeader(line)
+			if !ok {
+				p.skip = true
+				break
+			}
+			p.hdr, p.hdrLen, p.run = h, len(line), run
+		case isRun:
+			d, ok, end := parseRunRecord(line, off)
+			if ok {
+				p.docs = append(p.docs, indexed{doc: d, off: off, n: int64(len(line))})
+			}
+			p.done = p.done || end
 		case off == 0:
 			h, ok := parseHeader(line)
 			if !ok {

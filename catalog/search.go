@@ -29,8 +29,9 @@ type Query struct {
 
 // Hit is one matching entry, best first.
 type Hit struct {
-	SessionID string
-	EntryID   string // "" for a session's title
+	SessionID string // for a run's record, the session of the run ("" if none)
+	RunID     string // set for a record of a run log
+	EntryID   string // "" for a session's title; "@offset" for a run's record
 	Branch    string // the leaf the entry's newest continuation ends at
 	Path      string // the session file
 	Cwd       string
@@ -151,7 +152,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	out := r.hits
 	trees := map[int64]*branches{}
 	for i := range out {
-		if out[i].EntryID == "" {
+		if out[i].EntryID == "" || out[i].RunID != "" {
 			continue
 		}
 		t := trees[r.files[i]]
@@ -190,7 +191,7 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, where []s
 	}
 	// bm25 with each term counted once (the index keeps no counts): for a
 	// query, shorter entries first.
-	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok
+	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
 		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, append(args, sqlLimit)...)
 	if err != nil {
@@ -201,12 +202,12 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, where []s
 		var h Hit
 		var file, ts, off, n, ntok int64
 		var tools string
-		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok); err != nil {
+		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok, &h.RunID); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
 		// The text, read back from the file: the snippet's, and the
 		// check of what the index cannot tell (word order).
-		texts := c.entryTexts(ctx, h.Path, h.EntryID == "", off, n)
+		texts := c.entryTexts(ctx, h, off, n)
 		if !r.exact {
 			r.verified++
 			if !r.e.match(docTokens(texts)) {
@@ -334,10 +335,10 @@ func (b *branches) leaf(id string) string {
 	return id // a cycle: stop where it closes
 }
 
-// entryTexts reads an entry (or, for title, the header) back from its
-// file: the texts the catalog indexed of it.
-func (c *Catalog) entryTexts(ctx context.Context, path string, title bool, off, n int64) []string {
-	rc, err := c.st.OpenRange(ctx, path, off, n)
+// entryTexts reads an entry (a session's title: its header; a run's
+// record) back from its file: the texts the catalog indexed of it.
+func (c *Catalog) entryTexts(ctx context.Context, h Hit, off, n int64) []string {
+	rc, err := c.st.OpenRange(ctx, h.Path, off, n)
 	if err != nil {
 		return nil
 	}
@@ -346,13 +347,19 @@ func (c *Catalog) entryTexts(ctx context.Context, path string, title bool, off, 
 	if err != nil {
 		return nil
 	}
-	if title {
+	var d doc
+	var ok bool
+	switch {
+	case h.RunID != "":
+		d, ok, _ = parseRunRecord(line, off)
+	case h.EntryID == "":
 		if hd, ok := parseHeader(line); ok {
 			return []string{hd.title}
 		}
 		return nil
+	default:
+		d, ok = parseEntry(line, make(jsonscan.Members, 0, 16))
 	}
-	d, ok := parseEntry(line, make(jsonscan.Members, 0, 16))
 	if !ok {
 		return nil
 	}

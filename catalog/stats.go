@@ -75,10 +75,10 @@ func (c *Catalog) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 		return nil, err
 	}
 	rows, err := db.QueryContext(ctx, `SELECT e.file, f.cwd, e.ts, e.role, e.tools, e.model, e.messages, e.tool_calls, e.tool_errors,
-		e.input, e.output, e.cache_read, e.cache_write, e.cost FROM entries e JOIN files f ON f.id = e.file WHERE e.ts >= ?`, q.Since.UnixMilli())
+		e.input, e.output, e.cache_read, e.cache_write, e.cost FROM entries e JOIN files f ON f.id = e.file WHERE f.run = '' AND e.ts >= ?`, q.Since.UnixMilli())
 	if q.Since.IsZero() {
 		rows, err = db.QueryContext(ctx, `SELECT e.file, f.cwd, e.ts, e.role, e.tools, e.model, e.messages, e.tool_calls, e.tool_errors,
-			e.input, e.output, e.cache_read, e.cache_write, e.cost FROM entries e JOIN files f ON f.id = e.file`)
+			e.input, e.output, e.cache_read, e.cache_write, e.cost FROM entries e JOIN files f ON f.id = e.file WHERE f.run = ''`)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -165,7 +165,7 @@ func (c *Catalog) storeBytes(ctx context.Context, st *Stats) error {
 	if err != nil {
 		return err
 	}
-	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(size), 0) FROM files").Scan(&st.SessionBytes); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(size), 0) FROM files WHERE run = ''").Scan(&st.SessionBytes); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	if c.blobs == nil {

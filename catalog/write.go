@@ -57,7 +57,7 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.state, "SELECT id, size, tail FROM files WHERE path = ?"},
 		{&w.insFile, "INSERT INTO files(path) VALUES(?)"},
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
-			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ? WHERE id = ?`},
+			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ? WHERE id = ?`},
 		{&w.insEntry, `INSERT INTO entries(file, eid, parent, ts, role, tools, model, off, len, ntok,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
@@ -154,10 +154,11 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
 		// The header was read before: keep it.
 		_, err = w.tx.ExecContext(ctx, `UPDATE files SET updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?,
-			nent = nent + ?, ntok = ntok + ? WHERE id = ?`,
-			updated, p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, id)
+			nent = nent + ?, ntok = ntok + ?, done = max(done, ?) WHERE id = ?`,
+			updated, p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, p.done, id)
 	} else {
-		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, id)
+		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip,
+			len(p.docs), ntok, p.run, p.done, id)
 	}
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)

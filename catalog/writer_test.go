@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trovekit/trove/backend/fs"
-	"github.com/trovekit/trove/backend/spy"
 	"github.com/trovekit/trove/session"
 )
 
@@ -17,12 +15,7 @@ import (
 // directory is not listed again; its messages are found once flushed.
 func TestWriterAtWork(t *testing.T) {
 	ctx := context.Background()
-	osst, err := fs.NewOS(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer osst.Close()
-	st := spy.New(osst)
+	st := spiedOS(t)
 	ss, err := session.OpenStore(ctx, st)
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +57,8 @@ func TestWriterAtWork(t *testing.T) {
 				lists++
 			}
 		}
-		if lists != 1 {
-			t.Errorf("query %d listed %d directories, want only sessions/", i, lists)
+		if lists != 2 {
+			t.Errorf("query %d listed %d directories, want only sessions/ and runs/ (none)", i, lists)
 		}
 	}
 	if err := h.Close(ctx); err != nil {

@@ -22,8 +22,9 @@ func (v *viewer) catalogPages(mux *http.ServeMux) {
 const catalogTemplates = `{{define "search"}}{{template "top" .}}<div class="meta"><a href="/">← sessions</a> · <a href="/stats">stats</a></div><h1>Search</h1>
 <form method="get" action="/search"><input type="search" name="q" value="{{.Query}}" size="60" placeholder="words, &quot;a phrase&quot;, prefix*, AND OR NOT"> <button>Search</button></form>
 {{if .Error}}<p class="meta">{{.Error}}</p>{{end}}
-{{range .Hits}}<div class="hit"><div class="meta"><a href="/s/{{.SessionID}}">{{or .Title .SessionID}}</a> · {{.Cwd}} · {{.Role}}{{range .Tools}} {{.}}{{end}}{{if not .Time.IsZero}} · {{time .Time}}{{end}}{{if .Branch}} · branch {{.Branch}}{{end}}</div>
-<p><a class="snippet" href="/s/{{.SessionID}}{{if .EntryID}}#e-{{.EntryID}}{{end}}">{{marks .Snippet}}</a></p></div>
+{{range .Hits}}{{if .RunID}}<div class="hit"><div class="meta">run {{.RunID}}{{if .SessionID}} of <a href="/s/{{.SessionID}}">{{.SessionID}}</a>{{end}} · {{.Cwd}} · {{.Role}}{{range .Tools}} {{.}}{{end}}{{if not .Time.IsZero}} · {{time .Time}}{{end}} · record {{.EntryID}}</div>
+<p>{{if .SessionID}}<a class="snippet" href="/s/{{.SessionID}}">{{marks .Snippet}}</a>{{else}}{{marks .Snippet}}{{end}}</p></div>{{else}}<div class="hit"><div class="meta"><a href="/s/{{.SessionID}}">{{or .Title .SessionID}}</a> · {{.Cwd}} · {{.Role}}{{range .Tools}} {{.}}{{end}}{{if not .Time.IsZero}} · {{time .Time}}{{end}}{{if .Branch}} · branch {{.Branch}}{{end}}</div>
+<p><a class="snippet" href="/s/{{.SessionID}}{{if .EntryID}}#e-{{.EntryID}}{{end}}">{{marks .Snippet}}</a></p></div>{{end}}
 {{else}}{{if .Query}}{{if not .Error}}<p class="meta">No matches.</p>{{end}}{{end}}{{end}}{{template "bottom"}}{{end}}
 {{define "stats"}}{{template "top" .}}<div class="meta"><a href="/">← sessions</a> · <a href="/search">search</a></div><h1>Usage</h1>
 <p class="meta">{{.Stats.Total.Sessions}} sessions, {{.Stats.Total.Messages}} messages, {{.Stats.Total.Input}} input and {{.Stats.Total.Output}} output tokens ({{.Stats.Total.CacheRead}} cache read, {{.Stats.Total.CacheWrite}} cache write), ${{printf "%.2f" .Stats.Total.Cost}}, {{.Stats.Total.ToolCalls}} tool calls ({{.Stats.Total.ToolErrors}} failed).

@@ -17,6 +17,7 @@ import (
 // searchJSON is one line of `trove search --json`.
 type searchJSON struct {
 	SessionID string   `json:"session_id"`
+	RunID     string   `json:"run_id,omitempty"`
 	EntryID   string   `json:"entry_id"`
 	Branch    string   `json:"branch,omitempty"`
 	Path      string   `json:"path"`
@@ -40,7 +41,8 @@ func newSearchCmd(a *app) *cobra.Command {
 date first: new messages are found at once), best matches first.
 
 Query syntax: words (all must match), "a phrase", prefix*, AND, OR, NOT
-(upper case), parentheses. Identifiers match whole and by part: parseRef,
+(upper case), parentheses. Run logs are searched too: a run's input,
+answers, tool outputs and final answer (a hit names the run). Identifiers match whole and by part: parseRef,
 parse_ref and PARSE_REF find each other, and parse finds all three;
 cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 		Args: cobra.MinimumNArgs(1),
@@ -111,7 +113,7 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 }
 
 func hitJSON(h catalog.Hit) searchJSON {
-	j := searchJSON{SessionID: h.SessionID, EntryID: h.EntryID, Branch: h.Branch, Path: h.Path, Cwd: h.Cwd,
+	j := searchJSON{SessionID: h.SessionID, RunID: h.RunID, EntryID: h.EntryID, Branch: h.Branch, Path: h.Path, Cwd: h.Cwd,
 		Title: h.Title, Role: h.Role, Tools: h.Tools, Snippet: h.Snippet, Score: h.Score}
 	if !h.Time.IsZero() {
 		j.Time = h.Time.Format(time.RFC3339Nano)
@@ -133,7 +135,10 @@ func (a *app) printHits(hits []catalog.Hit) {
 	short := session.Abbrev(ids)
 	for i, h := range hits {
 		entry := h.EntryID
-		if entry == "" {
+		switch {
+		case h.RunID != "":
+			entry = "run " + h.RunID + " " + entry
+		case entry == "":
 			entry = "(title)"
 		}
 		when := "-"

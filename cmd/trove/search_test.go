@@ -44,6 +44,22 @@ func TestSearchCommand(t *testing.T) {
 	if _, hits, _ := search("--role", "tool", "--tool", "edit", `"newline in string"`); len(hits) == 0 || hits[0].Role != "tool" || hits[0].Tools[0] != "edit" {
 		t.Errorf("tool result: %+v", hits)
 	}
+	// The demo's run log: its input, and its tool output kept as a blob.
+	for _, q := range [][]string{{"--role", "user", `"greeting test fails"`}, {"--role", "tool", "README.md", "greet_test.go"}} {
+		_, hits, _ := search(q...)
+		runs := 0
+		for _, h := range hits {
+			if h.RunID != "" {
+				runs++
+				if h.SessionID == "" || !strings.HasPrefix(h.EntryID, "@") || h.Role != q[1] {
+					t.Errorf("%q: run hit %+v", q, h)
+				}
+			}
+		}
+		if runs != 1 {
+			t.Errorf("%q: %d hits in run logs, want 1: %+v", q, runs, hits)
+		}
+	}
 	// The catalog is beside the store, never in it.
 	if _, err := os.Stat(filepath.Join(store+".catalog", "catalog.db")); err != nil {
 		t.Errorf("catalog beside the store: %v", err)
