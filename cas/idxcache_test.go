@@ -285,3 +285,132 @@ func TestIndexCacheUnwritable(t *testing.T) {
 		t.Errorf("logged: %s", logs.String())
 	}
 }
+
+// Processes writing packs and rewriting the index cache at once (each its
+// own Store on one directory) lose nothing: every acknowledged blob is found
+// by a fresh reader, through whichever cache was written last.
+func TestIndexCacheConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	st, err := fs.NewOS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const writers = 4
+	got := make([]map[cas.Ref]string, writers)
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			all := map[cas.Ref]string{}
+			for round := range 5 {
+				w, err := cas.Open(ctx, st)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Enough new packs for the next reader to rewrite the cache.
+				maps.Copy(all, packs(t, w, 10, 3, fmt.Sprintf("writer %d round %d", i, round)))
+				for ref, data := range all {
+					b, err := w.Get(ctx, ref)
+					if err != nil || string(b) != data {
+						errs <- fmt.Errorf("writer %d: Get %v = %q, %v", i, ref, b, err)
+						return
+					}
+				}
+			}
+			got[i] = all
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Stat(ctx, "blobs/index.cache"); err != nil {
+		t.Fatalf("no cache after 200 packs: %v", err)
+	}
+	r, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range got {
+		for ref, data := range all {
+			b, err := r.Get(ctx, ref)
+			if err != nil || string(b) != data {
+				t.Fatalf("fresh reader: Get %v = %q, %v", ref, b, err)
+			}
+		}
+	}
+}
+
+// A batch whose pack was written but whose index never was (the process
+// died between them) acknowledged nothing: a reader with the cache finds
+// none of its blobs and every earlier one, and later batches are indexed.
+func TestIndexCachePackWithoutIndex(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	w, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := packs(t, w, 40, 3, "before")
+	if r, err := cas.Open(ctx, st); err != nil || r.LoadIndexes(ctx) != nil {
+		t.Fatalf("open: %v", err) // writes the cache
+	}
+	crash := faulty.New(st, faulty.WithHook(func(op, name string) error {
+		if strings.Contains(name, "/index/") {
+			return iofs.ErrPermission // the index write never happens
+		}
+		return nil
+	}))
+	cw, err := cas.Open(ctx, crash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cw.NewBatch()
+	lost, err := b.Put(ctx, []byte("in a pack with no index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	packsBefore := countFiles(t, st, "blobs/packs")
+	if err := b.Flush(ctx); err == nil {
+		t.Fatal("Flush acknowledged a batch whose index was not written")
+	}
+	if n := countFiles(t, st, "blobs/packs"); n != packsBefore+1 {
+		t.Fatalf("%d packs after the failed flush, want the %d before and its own", n, packsBefore)
+	}
+	r, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.Has(ctx, lost); ok || err != nil {
+		t.Fatalf("Has(unacknowledged blob) = %v, %v", ok, err)
+	}
+	maps.Copy(blobs, packs(t, r, 2, 3, "after"))
+	r, err = cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, data := range blobs {
+		got, err := r.Get(ctx, ref)
+		if err != nil || string(got) != data {
+			t.Fatalf("Get %v = %q, %v", ref, got, err)
+		}
+	}
+}
+
+// countFiles is how many files are below dir.
+func countFiles(t *testing.T, st backend.Storage, dir string) int {
+	t.Helper()
+	n := 0
+	for info, err := range backend.Walk(context.Background(), st, dir) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.IsDir {
+			n++
+		}
+	}
+	return n
+}
