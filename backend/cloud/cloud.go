@@ -72,6 +72,7 @@ type options struct {
 	backoff      time.Duration
 	status       func(error) int
 	del          func(ctx context.Context, key string) error
+	emptyDirs    bool // WithEmptyPrefixes
 }
 
 // WithDelete gives the Storage a delete of the bucket's keys that makes a
@@ -82,6 +83,14 @@ type options struct {
 func WithDelete(del func(ctx context.Context, key string) error) Option {
 	return func(o *options) { o.del = del }
 }
+
+// WithEmptyPrefixes is for an engine whose delimited listing can name a
+// prefix that no key is under: SeaweedFS keeps a folder its deletes
+// emptied for up to two minutes and lists it. Each directory a List finds
+// is then confirmed by a one-key listing under it (a request per
+// directory; backend/open/s3 turns it on when the engine says it is
+// SeaweedFS).
+func WithEmptyPrefixes() Option { return func(o *options) { o.emptyDirs = true } }
 
 // WithTimeout bounds each bucket call (default DefaultTimeout; 0 or less:
 // no bound). A streaming read or upload is bounded per chunk: it fails when

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"gocloud.dev/blob"
+
 	"github.com/trovekit/trove/backend"
 )
 
@@ -29,7 +31,9 @@ func (s *bucketDriver) list(ctx context.Context, dir string) ([]backend.Info, er
 	seen := false
 	dirs := map[string]bool{}
 	for _, obj := range objs {
-		seen = true
+		if !obj.IsDir || !s.opts.emptyDirs {
+			seen = true // hidden objects too: a marker keeps a directory
+		}
 		base := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
 		isDir := obj.IsDir
 		if i := strings.IndexByte(base, '/'); i >= 0 {
@@ -40,6 +44,14 @@ func (s *bucketDriver) list(ctx context.Context, dir string) ([]backend.Info, er
 		if reserved(base) || base == "" {
 			continue
 		}
+		if obj.IsDir && s.opts.emptyDirs {
+			if ok, err := s.holdsKeys(ctx, obj.Key); err != nil {
+				return nil, fail(op, dir, err)
+			} else if !ok {
+				continue // an emptied folder the engine still lists
+			}
+		}
+		seen = true
 		name := backend.Join(dir, base)
 		if isDir {
 			if dirs[name] {
@@ -78,6 +90,12 @@ func (s *bucketDriver) list(ctx context.Context, dir string) ([]backend.Info, er
 		out[i].Size, out[i].ModTime = l.size, l.mod
 	}
 	return out, nil
+}
+
+// holdsKeys reports whether any key starts with prefix.
+func (s *bucketDriver) holdsKeys(ctx context.Context, prefix string) (bool, error) {
+	page, _, err := s.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: enc(prefix)})
+	return len(page) > 0, err
 }
 
 // dirSegments lists the segment objects of the files directly in dir, by

@@ -92,6 +92,39 @@ func TestS3URL(t *testing.T) {
 	}
 }
 
+// An s3:// store on SeaweedFS, which lists a folder its deletes emptied
+// for minutes after, lists what S3 would: open finds the engine out and
+// confirms each listed directory (cloud.WithEmptyPrefixes).
+func TestSeaweedFSURL(t *testing.T) {
+	ctx := t.Context()
+	srv := cloudtest.StartSeaweedFS(t)
+	st, err := open.URL(ctx, srv.StoreURL(t, srv.CreateBucket(t))+"&anonymous=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, f := range []string{"d/e/f", "d/g"} {
+		if err := st.WriteFile(ctx, f, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"d/e/f", "d/e"} { // the file, then its directory
+		if err := st.Unlink(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for in, err := range st.List(ctx, "d") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, in.Name)
+	}
+	if strings.Join(names, " ") != "d/g" {
+		t.Errorf("List(d) after d/e was removed = %q, want [d/g]", names)
+	}
+}
+
 // An endpoint that accepts connections and never answers fails the open
 // within the timeout, with an error that says it timed out.
 func TestDeadEndpoint(t *testing.T) {

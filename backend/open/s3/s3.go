@@ -3,18 +3,24 @@
 // takes gocloud.dev/blob/s3blob's options (region, endpoint, ...); the
 // credentials come from the environment, as the AWS SDK finds them.
 //
-// Imports: the standard library, aws-sdk-go-v2 (aws, service/s3),
+// Imports: the standard library, aws-sdk-go-v2 (aws, aws/middleware,
+// service/s3), smithy-go (transport/http),
 // gocloud.dev/blob, backend, backend/cloud, backend/open and
 // backend/open/localblob.
 package s3
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 
@@ -34,9 +40,37 @@ func init() {
 		var client *s3.Client
 		if b.As(&client) {
 			opts = append(opts, cloud.WithDelete(Delete(b, client, u.Host)))
+			weed, err := SeaweedFS(ctx, client, u.Host, cfg.Timeout)
+			if errors.Is(err, context.DeadlineExceeded) {
+				b.Close() // the bucket check would only wait as long again
+				return nil, fmt.Errorf("s3: bucket check: %w: %w", cloud.ErrTimeout, err)
+			}
+			if weed {
+				opts = append(opts, cloud.WithEmptyPrefixes())
+			}
 		}
 		return cloud.Connect(ctx, b, opts...)
 	})
+}
+
+// SeaweedFS reports whether the bucket name is served by SeaweedFS (its
+// answers say "Server: SeaweedFS ..."), whose listings can name a folder
+// that its deletes emptied (cloud.WithEmptyPrefixes): one HEAD of the
+// bucket, within timeout (0: none). It says no on any error, and returns
+// the error for the caller to judge (a missing bucket is the bucket
+// check's to report).
+func SeaweedFS(ctx context.Context, client *s3.Client, name string, timeout time.Duration) (bool, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	out, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(name)})
+	if err != nil {
+		return false, err
+	}
+	raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response)
+	return ok && strings.HasPrefix(raw.Header.Get("Server"), "SeaweedFS"), nil
 }
 
 // Delete is a delete of b's keys (b is the s3blob bucket name in client)

@@ -1,0 +1,114 @@
+package cloud_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
+	"github.com/trovekit/trove/backend/cloud/cloudtest"
+)
+
+// Every bucket call ends within its deadline, whatever the network does:
+// an S3 server whose requests are held (before the server saw them, or
+// after it served them, the answer held back) fails each call with
+// ErrTimeout. The caller's context has no deadline: the per-call one
+// (WithTimeout) alone must end it.
+func TestCallsEndWithinDeadline(t *testing.T) {
+	ops := []struct {
+		name string
+		run  func(ctx context.Context, st backend.Storage) error
+	}{
+		{"WriteFile", func(ctx context.Context, st backend.Storage) error {
+			return st.WriteFile(ctx, "d/new", []byte("8 bytes!"))
+		}},
+		{"ReadFile", func(ctx context.Context, st backend.Storage) error {
+			_, err := st.ReadFile(ctx, "d/f")
+			return err
+		}},
+		{"Stat", func(ctx context.Context, st backend.Storage) error {
+			_, err := st.Stat(ctx, "d/f")
+			return err
+		}},
+		{"List", func(ctx context.Context, st backend.Storage) error {
+			for _, err := range st.List(ctx, "d") {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"Sync", func(ctx context.Context, st backend.Storage) error {
+			w, err := st.OpenWriter(ctx, "d/f", backend.WriterOptions{})
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			if _, err := w.Write([]byte("more\n")); err != nil {
+				return err
+			}
+			return w.Sync()
+		}},
+		{"Remove", func(ctx context.Context, st backend.Storage) error {
+			return st.Unlink(ctx, "d/f")
+		}},
+	}
+	for _, mode := range []string{"held-before", "held-after", "body-held"} {
+		for _, op := range ops {
+			if mode == "body-held" && op.name != "ReadFile" && op.name != "List" {
+				continue // only these answers have a body to cut
+			}
+			t.Run(mode+"/"+op.name, func(t *testing.T) {
+				release := make(chan struct{})
+				var stall atomic.Bool
+				hold := func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if !stall.Load() {
+							next.ServeHTTP(w, r)
+							return
+						}
+						switch mode {
+						case "held-after":
+							next.ServeHTTP(httptest.NewRecorder(), r)
+						case "body-held": // the head and half the body, then nothing
+							rec := httptest.NewRecorder()
+							next.ServeHTTP(rec, r)
+							answer(w, rec, rec.Body.Bytes(), rec.Body.Len()/2)
+						default:
+							io.Copy(io.Discard, r.Body)
+						}
+						<-release // the answer never comes while the test runs
+					})
+				}
+				srv := cloudtest.StartS3(t, hold)
+				t.Cleanup(func() { close(release) })
+				st, err := cloud.New(srv.Bucket(t), cloud.WithTimeout(200*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				ctx := context.Background()
+				if err := st.WriteFile(ctx, "d/f", []byte("line\n")); err != nil {
+					t.Fatal(err)
+				}
+				stall.Store(true)
+				done := make(chan error, 1)
+				go func() { done <- op.run(ctx, st) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, cloud.ErrTimeout) {
+						t.Fatalf("%s on a server that never answers: %v, want ErrTimeout", op.name, err)
+					}
+				case <-time.After(30 * time.Second): // a hang detector, 150 deadlines long
+					t.Fatalf("%s did not end within 150 times its 200ms deadline", op.name)
+				}
+			})
+		}
+	}
+}
