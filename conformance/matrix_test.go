@@ -17,6 +17,7 @@ func backends(tb testing.TB) []backendtest.Case {
 		backendtest.Case{Name: "s3", New: cloudtest.StartS3(tb).New},
 		backendtest.Case{Name: "gcs", New: cloudtest.StartGCS(tb).New},
 		backendtest.Case{Name: "azure", New: cloudtest.StartAzure(tb).New},
+		backendtest.Case{Name: "seaweedfs", New: cloudtest.StartSeaweedFS(tb).New},
 	)
 }
 

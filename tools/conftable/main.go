@@ -170,7 +170,7 @@ func skipReason(lines []string) string {
 // backendRank keeps the table in the order the issue names the backends.
 func backendRank(key string) int {
 	name, suite, _ := strings.Cut(key, " ")
-	backends := []string{"fs", "fs-memmapfs", "mem", "memblob", "fileblob", "s3", "gcs", "azure"}
+	backends := []string{"fs", "fs-memmapfs", "mem", "memblob", "fileblob", "s3", "gcs", "azure", "seaweedfs"}
 	suites := []string{"-", "storage", "cas", "session", "store", "checkpoint", "runlog"}
 	rank := len(backends) * len(suites)
 	for i, b := range backends {

@@ -149,9 +149,9 @@ func openS3Bucket(tb testing.TB, client *s3.Client, name string) *blob.Bucket {
 
 // s3Storage is a Storage on the bucket name through client, with the
 // one-request delete backend/open gives S3 stores.
-func s3Storage(tb testing.TB, client *s3.Client, name string) backend.Storage {
+func s3Storage(tb testing.TB, client *s3.Client, name string, opts ...cloud.Option) backend.Storage {
 	b := openS3Bucket(tb, client, name)
-	return wrap(tb, b, cloud.WithDelete(s3open.Delete(b, client, name)))
+	return wrap(tb, b, append(opts, cloud.WithDelete(s3open.Delete(b, client, name)))...)
 }
 
 // Storage returns a Storage on the bucket name, as New does: a second

@@ -34,11 +34,13 @@ func kinds(t *testing.T) []kind {
 	s3 := cloudtest.StartS3(t)
 	gcs := cloudtest.StartGCS(t)
 	az := cloudtest.StartAzure(t)
+	weed := cloudtest.StartSeaweedFS(t)
 	return []kind{
 		{"s3", s3.Bucket, gcerrors.FailedPrecondition, 416, 416},
 		{"gcs", gcs.Bucket, gcerrors.FailedPrecondition, 416, 416},
 		{"azure", az.Bucket, gcerrors.FailedPrecondition, 416, 0},
 		{"fileblob", cloudtest.FileblobBucket, gcerrors.FailedPrecondition, 0, 0},
+		{"seaweedfs", weed.Bucket, gcerrors.FailedPrecondition, 416, 416},
 	}
 }
 

@@ -25,7 +25,10 @@
 //     --seaweedfs into the user's cache directory (SeaweedFSBinary; $TROVE_SEAWEEDFS
 //     overrides), started on first use on free ports of 127.0.0.1 with
 //     telemetry, WebDAV, the admin UI and the Iceberg and Lance endpoints
-//     off, in its own process group, killed when the test ends. While the
+//     off, 64 MiB volumes and no cap on their number (weed caps them at free
+//     disk / volume size, and each bucket has volumes of its own), in its own
+//     process group, killed when the test ends; each test's bucket is dropped
+//     at its end. New's Storage has cloud.WithEmptyPrefixes. While the
 //     script's background build runs, the first use waits for it (up to
 //     $TROVE_SEAWEEDFS_WAIT, 20m); a missing weed skips, or fails under
 //     TROVE_REQUIRE_ALL=1. Wrappers go in a reverse proxy in front of it.

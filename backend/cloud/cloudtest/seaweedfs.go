@@ -25,6 +25,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/cloud"
 )
 
 // SeaweedFSVersion is the SeaweedFS module version whose weed binary the
@@ -138,7 +139,12 @@ func launchWeed(bin, dir string, timeout time.Duration) (*Weed, error) {
 	args := []string{"mini", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.telemetry=false", // it reports to a remote host unless told not to
 		"-webdav=false", "-admin.ui=false", "-admin.port.legacy=0",
-		"-s3.port.iceberg=0", "-s3.port.lance=0"}
+		"-s3.port.iceberg=0", "-s3.port.lance=0",
+		// Each bucket is a collection with volumes of its own; weed caps the
+		// volumes at free disk / volume size (1 GiB by default), which the
+		// suites' thousands of buckets exhaust (then every PUT fails 500).
+		"-master.volumeSizeLimitMB=64", "-volume.max=100000",
+		"-s3.allowDeleteBucketNotEmpty=true"}
 	ports := map[string]int{}
 	for _, n := range names {
 		p, err := freePort()
@@ -289,6 +295,13 @@ func (s *SeaweedFS) CreateBucket(tb testing.TB) string {
 	if _, err := s3Client(s.addr).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		tb.Fatalf("create bucket %s: %v", name, err)
 	}
+	// Dropped at the end (objects and all: -s3.allowDeleteBucketNotEmpty),
+	// so its volumes do not pile up in weed over thousands of tests.
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s3Client(s.addr).DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
 	return name
 }
 
@@ -299,9 +312,9 @@ func (s *SeaweedFS) Bucket(tb testing.TB) *blob.Bucket {
 	return openS3Bucket(tb, s3Client(s.addr), name)
 }
 
-// New returns a fresh Storage on a new bucket, with the one-request delete
-// backend/open gives S3 stores.
+// New returns a fresh Storage on a new bucket, with the options
+// backend/open gives an S3 store on SeaweedFS.
 func (s *SeaweedFS) New(tb testing.TB) backend.Storage {
 	name := s.CreateBucket(tb)
-	return s3Storage(tb, s3Client(s.addr), name)
+	return s3Storage(tb, s3Client(s.addr), name, cloud.WithEmptyPrefixes())
 }
