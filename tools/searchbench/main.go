@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/catalog"
+	"github.com/trovekit/trove/session"
 )
 
 func main() {
@@ -135,7 +137,15 @@ func run(n, rounds int, keep bool) error {
 	}
 	rows = append(rows, timedRow("a phrase, top 20 with snippets, CLI vs rg -i -F", tw, bw, rg, ">= 10x"))
 
-	r, err := warmRow(c, word, rounds*40)
+	var r row
+
+	r, err = flushedRow(bin, c.root, rounds)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, r)
+
+	r, err = warmRow(c, word, rounds*40)
 	if err != nil {
 		return err
 	}
@@ -176,6 +186,41 @@ func warmRow(c *corpus, word func() string, n int) (row, error) {
 		}
 	}
 	return row{"Store.Search, warm process, a word in 5 sessions", round(median(ds)), "", "", "< 1 ms"}, nil
+}
+
+// flushedRow times the search, through the CLI, of a message another
+// trove process (this one) flushed just before: found at the next query.
+func flushedRow(bin, root string, rounds int) (row, error) {
+	s, err := trove.Open(ctx, root)
+	if err != nil {
+		return row{}, err
+	}
+	defer s.Close()
+	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: "/work/p0", Title: "flushed"})
+	if err != nil {
+		return row{}, err
+	}
+	defer h.Close(ctx)
+	var ds []time.Duration
+	for i := range rounds {
+		w := fmt.Sprintf("flushword%04d", i)
+		if err := h.AppendMessage(ctx, json.RawMessage(fmt.Sprintf(`{"role":"user","content":"a new message: %s","timestamp":%d}`, w, i))); err != nil {
+			return row{}, err
+		}
+		if err := h.Flush(ctx); err != nil {
+			return row{}, err
+		}
+		start := time.Now()
+		out, err := exec.Command(bin, "--store", root, "--json", "search", "--all", w).Output()
+		if err != nil {
+			return row{}, fmt.Errorf("trove search %s: %w", w, err)
+		}
+		ds = append(ds, time.Since(start))
+		if n := strings.Count(string(out), "\n"); n != 1 {
+			return row{}, fmt.Errorf("%s, flushed by another process: %d hits, want 1", w, n)
+		}
+	}
+	return row{"a message flushed by another trove process, then searched (CLI)", round(median(ds)), "", "", "found at the next query"}, nil
 }
 
 // cli runs the trove command on root and returns its peak RSS in bytes.
