@@ -11,8 +11,8 @@ import (
 // catches a rewrite that restored the old mtime (cp -p, tar, rsync).
 func sysStat(fi fs.FileInfo, st *fileStat) {
 	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = uint64(s.Ino)
-		st.dev = uint64(s.Dev)
-		st.ctime = int64(s.Ctimespec.Sec)*1e9 + int64(s.Ctimespec.Nsec)
+		st.Ino = uint64(s.Ino)
+		st.Dev = uint64(s.Dev)
+		st.Ctime = int64(s.Ctimespec.Sec)*1e9 + int64(s.Ctimespec.Nsec)
 	}
 }
