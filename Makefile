@@ -6,7 +6,7 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint bench-checkpoint-cli probe-checkpoint bench-sessions torture fleet lint fmt
+.PHONY: demo deps test unit conformance bench bench-search bench-append bench-checkpoint bench-checkpoint-cli probe-checkpoint probe-checkpoint-age bench-sessions torture fleet lint fmt
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -72,6 +72,12 @@ bench-checkpoint-cli:
 probe-checkpoint:
 	$(GO) build -o $(TOOLS)/bin/trove-probe ./cmd/trove
 	bash tools/ckprobe.sh $(TOOLS)/bin/trove-probe
+
+## probe-checkpoint-age: rewinds (and dry runs) to a checkpoint 100 snapshots
+## old and to the newest, changing the same 10 files, before and after gc
+probe-checkpoint-age:
+	$(GO) build -o $(TOOLS)/bin/trove-probe ./cmd/trove
+	bash tools/ckage.sh $(TOOLS)/bin/trove-probe
 
 ## bench-sessions: the session store's table (listing 10,000 sessions, ls --json,
 ## durable appends, load) against baselines run in the same process
