@@ -49,6 +49,7 @@ type Follower struct {
 	// prev: the sessions a Follower of the same source wrote (After).
 	resumed bool
 	prev    map[string]*live
+	index   *SessionIndex // nil: Sessions().Find
 }
 
 // liveParser parses a source a line at a time.
@@ -99,6 +100,27 @@ func Follow(st *trove.Store, path, format string, head []byte) (*Follower, error
 		return nil, fmt.Errorf("follow %s: %w", path, ErrUnknownSource)
 	}
 	return f, nil
+}
+
+// UseIndex has f find the sessions it writes in ix, shared by the
+// Followers of one watcher, rather than by listing the store for each.
+func (f *Follower) UseIndex(ix *SessionIndex) { f.index = ix }
+
+// find is the session file of id, name if it is new.
+func (f *Follower) find(ctx context.Context, id, name string) (string, error) {
+	if f.index == nil {
+		return f.st.Sessions().Find(ctx, id)
+	}
+	if cur, err := f.index.find(ctx, id); err == nil {
+		name = cur
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	// Removed in trove, or written by another process since the listing.
+	if _, err := f.st.Storage().Stat(ctx, name); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // Format is the source's format.
@@ -336,7 +358,7 @@ func (f *Follower) first(ctx context.Context, l *live, r Result, hdr *v3, stable
 		return r, fmt.Errorf("follow %s: %w", r.Source, err)
 	}
 	st := f.st.Storage()
-	name, err := f.st.Sessions().Find(ctx, l.id)
+	name, err := f.find(ctx, l.id, session.SessionPath(hdr.cwd, hdr.created, l.id))
 	switch {
 	case err == nil:
 		cur, err := st.ReadFile(ctx, name)
@@ -365,6 +387,9 @@ func (f *Follower) first(ctx context.Context, l *live, r Result, hdr *v3, stable
 		name = session.SessionPath(hdr.cwd, hdr.created, l.id)
 		if err := st.WriteFile(ctx, name, whole); err != nil {
 			return r, fmt.Errorf("follow %s: %w", r.Source, err)
+		}
+		if f.index != nil {
+			f.index.add(l.id, name)
 		}
 		r.Imported = true
 	default:

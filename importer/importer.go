@@ -51,7 +51,7 @@ type Options struct {
 	// source already imported and unchanged since is skipped as ever.
 	Redact func(data []byte) ([]byte, error)
 
-	known *known // the store's sessions, listed once per run
+	known *SessionIndex // the store's sessions, listed once per run
 	// rewrites take the refs of blobs put redacted to their new refs.
 	rewrites map[string]string
 }
@@ -75,7 +75,7 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 		o.Progress(0, len(files))
 	}
 	tasks := map[string]map[string]string{} // of Claude Code main files, for their subagents' files
-	o.known = newKnown(st)
+	o.known = NewSessionIndex(st)
 	// Blobs first: a session never lands before the blobs it names.
 	o.rewrites = map[string]string{}
 	for _, dir := range blobDirs {
@@ -276,7 +276,7 @@ type subRef struct {
 // unchanged reports the sessions an earlier import made from exactly
 // these bytes, found by the id the source's first line gives (a Claude
 // Code file's name).
-func unchanged(ctx context.Context, st *trove.Store, k *known, src source) ([]Result, bool) {
+func unchanged(ctx context.Context, st *trove.Store, k *SessionIndex, src source) ([]Result, bool) {
 	var id string
 	switch src.format {
 	case "claude":
@@ -663,7 +663,7 @@ func isoMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-0
 // file checked against the writing contract and written whole (one write,
 // so a reader never sees part of it), then its sidecar with the source's
 // times and its provenance.
-func writeV3(ctx context.Context, s *trove.Store, k *known, id string, f *v3, src source, name string) error {
+func writeV3(ctx context.Context, s *trove.Store, k *SessionIndex, id string, f *v3, src source, name string) error {
 	f.defaults()
 	if name == "" {
 		name = session.SessionPath(f.cwd, f.created, id)

@@ -36,7 +36,7 @@ func TestUnchangedNeedsNoParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, ok := unchanged(ctx, s, newKnown(s), source{path: f, format: detect(data), data: data})
+		rs, ok := unchanged(ctx, s, NewSessionIndex(s), source{path: f, format: detect(data), data: data})
 		if !ok {
 			t.Errorf("%s: not found as imported", f)
 		}

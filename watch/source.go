@@ -138,6 +138,7 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 			s.Gone = err.Error()
 			return true, err
 		}
+		s.f.UseIndex(w.index)
 		if s.prev != nil {
 			s.f.After(s.prev)
 			s.prev = nil

@@ -160,5 +160,6 @@ func (w *Watcher) resume(ctx context.Context, s *source) (*importer.Follower, er
 		s.prev = f
 		return nil, nil
 	}
+	f.UseIndex(w.index)
 	return f, nil
 }

@@ -101,7 +101,8 @@ type Watcher struct {
 	dirty   map[string]bool
 	fsw     *fsnotify.Watcher
 	watched map[string]bool
-	saved   bool // the state file is current
+	saved   bool                   // the state file is current
+	index   *importer.SessionIndex // the store's sessions, for every Follower
 }
 
 // New makes a watcher of roots into st; Run starts it.
@@ -111,7 +112,8 @@ func New(st *trove.Store, roots []Root, opts ...Option) *Watcher {
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Watcher{config: c, st: st, roots: roots, sources: map[string]*source{}, dirty: map[string]bool{}, watched: map[string]bool{}}
+	return &Watcher{config: c, st: st, roots: roots, sources: map[string]*source{}, dirty: map[string]bool{}, watched: map[string]bool{},
+		index: importer.NewSessionIndex(st)}
 }
 
 // Run imports everything under the roots, then follows them until ctx is

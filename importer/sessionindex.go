@@ -9,19 +9,21 @@ import (
 	"github.com/trovekit/trove/session"
 )
 
-// known maps the ids of the store's sessions to their files, listed once
-// per import run and kept up to date as the run writes: finding each
-// source's session by listing the store (Sessions().Find) made an import
-// of n sessions into one cwd cost n listings of n files.
-type known struct {
+// SessionIndex maps the ids of the store's sessions to their files,
+// listed once and kept up to date as an import run or a watcher's
+// Followers write: finding each source's session by listing the store
+// (Sessions().Find) made an import of n sessions into one cwd cost n
+// listings of n files.
+type SessionIndex struct {
 	st    *trove.Store
 	names map[string]string // nil until listed
 }
 
-func newKnown(st *trove.Store) *known { return &known{st: st} }
+// NewSessionIndex is an index of st's sessions, listed when first asked.
+func NewSessionIndex(st *trove.Store) *SessionIndex { return &SessionIndex{st: st} }
 
 // find is the file of the session id, as Sessions().Find(id) would give.
-func (k *known) find(ctx context.Context, id string) (string, error) {
+func (k *SessionIndex) find(ctx context.Context, id string) (string, error) {
 	if k.names == nil {
 		list, err := k.st.Sessions().Select(ctx, session.Query{})
 		if err != nil {
@@ -40,7 +42,7 @@ func (k *known) find(ctx context.Context, id string) (string, error) {
 
 // fresh reports whether name is free: not listed, and not written since
 // the listing by another process.
-func (k *known) fresh(ctx context.Context, id, name string) (bool, error) {
+func (k *SessionIndex) fresh(ctx context.Context, id, name string) (bool, error) {
 	if _, err := k.find(ctx, id); err == nil {
 		return false, nil
 	}
@@ -55,7 +57,7 @@ func (k *known) fresh(ctx context.Context, id, name string) (bool, error) {
 }
 
 // add records that the session id is now the file name.
-func (k *known) add(id, name string) {
+func (k *SessionIndex) add(id, name string) {
 	if k.names != nil {
 		k.names[id] = name
 	}
