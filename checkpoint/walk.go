@@ -89,209 +89,262 @@ func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
 // temporary files. Directories are read by a few goroutines at once: on a
 // large tree the walk is bound by the latency of its system calls.
 func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitignoreFunc, opt walkOptions) (tree, error) {
-	dirty := opt.dirty
-	type job struct {
-		dir string
-		st  fileStat // the directory's own lstat
-		ig  *ignore.Matcher
-	}
 	rootSt, err := m.ws.lstat(".")
 	if err != nil {
 		return tree{}, err
 	}
 	cache := m.loadCache(ctx)
-	useListings := m.ws.dirMtimes()
+	w := &walker{m: m, ctx: ctx, gi: gi, opt: opt, cache: cache, useListings: m.ws.dirMtimes()}
 	// Proving a directory unchanged needs its listing from the cache and
 	// every file in it vouched for by the last tree snapshot.
-	dirty = dirty && useListings && cache.Last.Tree != ""
-	var (
-		dirtyDirs []string
-		t         = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs)), entries: make([]treeEntry, 0, cache.Size())}
-		mu        sync.Mutex
-		cond      = sync.NewCond(&mu)
-		queue     = []job{{".", rootSt, base}}
-		byDir     = map[string][]treeEntry{} // each directory's entries, sorted by name
-		pending   = 1                        // directories queued or being read
-		first     error
-	)
-	// scratch is a walker's own, reused from one directory to the next:
-	// nothing of it outlives a visit.
-	type scratch struct {
-		ents    []dirEntry
-		entries []treeEntry
-	}
-	visit := func(j job, sc *scratch) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ents []dirEntry
-		var err error
-		rec, cached := cache.Listing(j.dir, j.st, m.cfg.racy)
-		if cached && useListings {
-			ents, err = m.ws.statNames(j.dir, rec.Names, sc.ents)
-			sc.ents = ents
-		} else {
-			ents, err = m.ws.readDir(j.dir)
-		}
-		if err != nil {
-			if j.dir != "." && isAbsent(err) {
-				if dirty {
-					mu.Lock()
-					dirtyDirs = append(dirtyDirs, j.dir)
-					mu.Unlock()
-				}
-				return nil // removed while we walked
-			}
-			return err
-		}
-		known := rec != nil && rec.Listed && rec.Verified == cache.Last.Verified
-		isDirty := dirty && !(cached && known)
-		// Whether the .gitignore here is the last snapshot's: the same
-		// file, or none then and now (a listing the cache had tells).
-		rulesSame := known && rec.Find(".gitignore") < 0
-		// Listings are kept sorted, so a cached one needs no sort.
-		if !slices.IsSortedFunc(ents, cmpDirEntry) {
-			slices.SortFunc(ents, cmpDirEntry)
-		}
-		var names []string
-		if cached && useListings && len(rec.Names) == len(ents) {
-			names = rec.Names
-		} else {
-			names = make([]string, len(ents))
-			for i, e := range ents {
-				names[i] = e.name
-			}
-		}
-		ig := j.ig
-		text, err := gi(ctx, j.dir, ents)
-		if err != nil {
-			return err
-		}
-		if text != nil {
-			b := j.dir
-			if b == "." {
-				b = ""
-			}
-			ig = ig.With(ignore.Parse(b, text))
-		}
-		var (
-			entries []treeEntry
-			ignored []string
-			sub     []job
-			skipped []Skipped
-		)
-		if opt.unsorted {
-			entries = sc.entries[:0] // copied into t.entries below
-		} else {
-			entries = make([]treeEntry, 0, len(ents))
-		}
-		var temps []treeEntry
-		at := 0 // rec's names before it are before the entry's: both are sorted
-		paths := relPaths(j.dir, ents)
-		for i, e := range ents {
-			rel := paths[i]
-			// The entry the cache has for it, found by position.
-			var ce statcache.Entry
-			if rec != nil {
-				var ok bool
-				if at, ok = rec.Seek(at, e.name); ok {
-					ce = rec.Ents[at]
-				}
-			}
-			hit := statcache.Proves(ce, e.st, m.cfg.racy)
-			if dirty && e.name == ".gitignore" {
-				// Even when ignored: it decides the rules below.
-				rulesSame = known && e.st.IsRegular() && hit && cache.ByLast(ce)
-				isDirty = isDirty || !rulesSame
-			}
-			if strings.HasPrefix(e.name, tempPrefix) {
-				if !e.st.IsDir() {
-					temps = append(temps, treeEntry{path: rel, st: e.st})
-				}
-				continue
-			}
-			isDir := e.st.IsDir()
-			if ig.Ignored(rel, isDir) {
-				ignored = append(ignored, rel)
-				continue
-			}
-			if err := validRel(rel); err != nil {
-				isDirty = true
-				skipped = append(skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
-				ignored = append(ignored, rel)
-				continue
-			}
-			entries = append(entries, treeEntry{path: rel, st: e.st})
-			if !isDir && (dirty || opt.found != nil) {
-				if opt.found != nil {
-					opt.found(treeEntry{path: rel, st: e.st}, hit)
-				}
-				isDirty = isDirty || dirty && !(hit && cache.ByLast(ce))
-			}
-			if isDir {
-				sub = append(sub, job{rel, e.st, ig})
-			}
-		}
-		mu.Lock()
-		if opt.unsorted {
-			t.entries = append(t.entries, entries...)
-			sc.entries = entries
-		} else {
-			byDir[j.dir] = entries
-		}
-		t.ignored = append(t.ignored, ignored...)
-		t.skipped = append(t.skipped, skipped...)
-		t.temps = append(t.temps, temps...)
-		t.listings[j.dir] = statcache.Listing{St: j.st, Names: names}
-		if isDirty {
-			dirtyDirs = append(dirtyDirs, j.dir)
-		}
-		if dirty && !rulesSame {
-			t.rulesChanged = append(t.rulesChanged, j.dir)
-		}
-		queue = append(queue, sub...)
-		pending += len(sub)
-		mu.Unlock()
-		return nil
-	}
+	w.dirty = opt.dirty && w.useListings && cache.Last.Tree != ""
+	w.t = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs)), entries: make([]treeEntry, 0, cache.Size())}
+	w.cond = sync.NewCond(&w.mu)
+	w.queue = []walkJob{{".", rootSt, base}}
+	w.byDir = map[string][]treeEntry{}
+	w.pending = 1
 	var wg sync.WaitGroup
 	for range walkers {
-		wg.Go(func() {
-			var sc scratch
-			mu.Lock()
-			defer mu.Unlock()
-			for {
-				for len(queue) == 0 && pending > 0 && first == nil {
-					cond.Wait()
-				}
-				if pending == 0 || first != nil {
-					cond.Broadcast()
-					return
-				}
-				j := queue[len(queue)-1]
-				queue = queue[:len(queue)-1]
-				mu.Unlock()
-				err := visit(j, &sc)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-				}
-				pending--
-				cond.Broadcast()
-			}
-		})
+		wg.Go(w.work)
 	}
 	wg.Wait()
-	if first != nil {
-		return tree{}, first
+	if w.first != nil {
+		return tree{}, w.first
 	}
-	if !opt.unsorted {
-		t.entries = pathOrder(byDir, t.entries)
+	return w.result(), nil
+}
+
+// walker is the state of one walkTree: a queue of directories a few
+// goroutines (work) take from, each read (visit) and its entries sorted
+// out (classify), then recorded under mu (record).
+type walker struct {
+	m           *Manager
+	ctx         context.Context
+	gi          gitignoreFunc
+	opt         walkOptions
+	cache       *statcache.Cache
+	useListings bool
+	dirty       bool // opt.dirty, when the cache can prove anything
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	queue     []walkJob
+	pending   int                    // directories queued or being read
+	byDir     map[string][]treeEntry // each directory's entries, sorted by name
+	dirtyDirs []string
+	first     error
+	t         tree
+}
+
+// walkJob is a directory to read.
+type walkJob struct {
+	dir string
+	st  fileStat // the directory's own lstat
+	ig  *ignore.Matcher
+}
+
+// walkScratch is a walker goroutine's own, reused from one directory to
+// the next: nothing of it outlives a visit.
+type walkScratch struct {
+	ents    []dirEntry
+	entries []treeEntry
+}
+
+// work takes directories off the queue and visits them until none is
+// left or one failed.
+func (w *walker) work() {
+	var sc walkScratch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for len(w.queue) == 0 && w.pending > 0 && w.first == nil {
+			w.cond.Wait()
+		}
+		if w.pending == 0 || w.first != nil {
+			w.cond.Broadcast()
+			return
+		}
+		j := w.queue[len(w.queue)-1]
+		w.queue = w.queue[:len(w.queue)-1]
+		w.mu.Unlock()
+		err := w.visit(j, &sc)
+		w.mu.Lock()
+		if err != nil && w.first == nil {
+			w.first = err
+		}
+		w.pending--
+		w.cond.Broadcast()
+	}
+}
+
+// dirVisit is what visiting one directory found.
+type dirVisit struct {
+	entries, temps []treeEntry
+	ignored        []string
+	skipped        []Skipped
+	sub            []walkJob
+	names          []string // the listing, for the stat cache
+	isDirty        bool     // may differ from the last tree snapshot
+	rulesSame      bool     // its .gitignore is the last snapshot's
+}
+
+// visit reads one directory, from the stat cache's listing when its stat
+// proves that current, and records what it holds.
+func (w *walker) visit(j walkJob, sc *walkScratch) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	var ents []dirEntry
+	var err error
+	rec, cached := w.cache.Listing(j.dir, j.st, w.m.cfg.racy)
+	if cached && w.useListings {
+		ents, err = w.m.ws.statNames(j.dir, rec.Names, sc.ents)
+		sc.ents = ents
+	} else {
+		ents, err = w.m.ws.readDir(j.dir)
+	}
+	if err != nil {
+		if j.dir != "." && isAbsent(err) {
+			if w.dirty {
+				w.mu.Lock()
+				w.dirtyDirs = append(w.dirtyDirs, j.dir)
+				w.mu.Unlock()
+			}
+			return nil // removed while we walked
+		}
+		return err
+	}
+	known := rec != nil && rec.Listed && rec.Verified == w.cache.Last.Verified
+	var v dirVisit
+	v.isDirty = w.dirty && !(cached && known)
+	// Whether the .gitignore here is the last snapshot's: the same
+	// file, or none then and now (a listing the cache had tells).
+	v.rulesSame = known && rec.Find(".gitignore") < 0
+	// Listings are kept sorted, so a cached one needs no sort.
+	if !slices.IsSortedFunc(ents, cmpDirEntry) {
+		slices.SortFunc(ents, cmpDirEntry)
+	}
+	if cached && w.useListings && len(rec.Names) == len(ents) {
+		v.names = rec.Names
+	} else {
+		v.names = make([]string, len(ents))
+		for i, e := range ents {
+			v.names[i] = e.name
+		}
+	}
+	ig := j.ig
+	text, err := w.gi(w.ctx, j.dir, ents)
+	if err != nil {
+		return err
+	}
+	if text != nil {
+		b := j.dir
+		if b == "." {
+			b = ""
+		}
+		ig = ig.With(ignore.Parse(b, text))
+	}
+	if w.opt.unsorted {
+		v.entries = sc.entries[:0] // copied into t.entries by record
+	} else {
+		v.entries = make([]treeEntry, 0, len(ents))
+	}
+	w.classify(&v, j.dir, ents, rec, known, ig)
+	w.record(j, &v, sc)
+	return nil
+}
+
+// classify sorts dir's entries into v: kept (and directories to visit),
+// ignored, skipped, rewind's temporaries; and, for a dirty walk, whether
+// the stat cache proves the directory and its rules unchanged.
+func (w *walker) classify(v *dirVisit, dir string, ents []dirEntry, rec *statcache.Dir, known bool, ig *ignore.Matcher) {
+	dirty, found := w.dirty, w.opt.found
+	at := 0 // rec's names before it are before the entry's: both are sorted
+	paths := relPaths(dir, ents)
+	for i, e := range ents {
+		rel := paths[i]
+		// The entry the cache has for it, found by position.
+		var ce statcache.Entry
+		if rec != nil {
+			var ok bool
+			if at, ok = rec.Seek(at, e.name); ok {
+				ce = rec.Ents[at]
+			}
+		}
+		hit := statcache.Proves(ce, e.st, w.m.cfg.racy)
+		if dirty && e.name == ".gitignore" {
+			// Even when ignored: it decides the rules below.
+			v.rulesSame = known && e.st.IsRegular() && hit && w.cache.ByLast(ce)
+			v.isDirty = v.isDirty || !v.rulesSame
+		}
+		if strings.HasPrefix(e.name, tempPrefix) {
+			if !e.st.IsDir() {
+				v.temps = append(v.temps, treeEntry{path: rel, st: e.st})
+			}
+			continue
+		}
+		isDir := e.st.IsDir()
+		if ig.Ignored(rel, isDir) {
+			v.ignored = append(v.ignored, rel)
+			continue
+		}
+		if err := validRel(rel); err != nil {
+			v.isDirty = true
+			v.skipped = append(v.skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
+			v.ignored = append(v.ignored, rel)
+			continue
+		}
+		v.entries = append(v.entries, treeEntry{path: rel, st: e.st})
+		if !isDir && (dirty || found != nil) {
+			if found != nil {
+				found(treeEntry{path: rel, st: e.st}, hit)
+			}
+			v.isDirty = v.isDirty || dirty && !(hit && w.cache.ByLast(ce))
+		}
+		if isDir {
+			v.sub = append(v.sub, walkJob{rel, e.st, ig})
+		}
+	}
+}
+
+// record adds what a visit of j found to the walk's tree and queues its
+// subdirectories.
+func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := &w.t
+	if w.opt.unsorted {
+		t.entries = append(t.entries, v.entries...)
+		sc.entries = v.entries
+	} else {
+		w.byDir[j.dir] = v.entries
+	}
+	t.ignored = append(t.ignored, v.ignored...)
+	t.skipped = append(t.skipped, v.skipped...)
+	t.temps = append(t.temps, v.temps...)
+	t.listings[j.dir] = statcache.Listing{St: j.st, Names: v.names}
+	if v.isDirty {
+		w.dirtyDirs = append(w.dirtyDirs, j.dir)
+	}
+	if w.dirty && !v.rulesSame {
+		t.rulesChanged = append(t.rulesChanged, j.dir)
+	}
+	w.queue = append(w.queue, v.sub...)
+	w.pending += len(v.sub)
+}
+
+// result is the walk's tree, once every directory is recorded: entries
+// in path order (unless unsorted), and the dirty directories with their
+// ancestors.
+func (w *walker) result() tree {
+	t := w.t
+	if !w.opt.unsorted {
+		t.entries = pathOrder(w.byDir, t.entries)
 	}
 	slices.Sort(t.ignored)
-	if dirty {
-		t.dirty = make(map[string]bool, 4*len(dirtyDirs))
-		for _, d := range dirtyDirs {
+	if w.dirty {
+		t.dirty = make(map[string]bool, 4*len(w.dirtyDirs))
+		for _, d := range w.dirtyDirs {
 			for d != "." && !t.dirty[d] {
 				t.dirty[d] = true
 				d = path.Dir(d)
@@ -299,7 +352,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 			t.dirty["."] = true
 		}
 	}
-	return t, nil
+	return t
 }
 
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
