@@ -118,7 +118,7 @@ func (s *Store) Check(ctx context.Context, opts ...CheckOption) (CheckReport, er
 		switch {
 		case err == nil:
 			rep.Blobs++
-		case errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrTooLarge):
+		case errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrTooLarge) || errors.Is(err, backend.ErrCorrupt):
 			rep.Blobs++
 			add(Problem{Layer: LayerBlobs, File: "blobs", Ref: ref.String(), Err: err})
 		default:
@@ -317,6 +317,13 @@ func (s *Store) checkRefs(ctx context.Context, rep *CheckReport, add func(Proble
 	} {
 		for r, err := range l.roots {
 			if err != nil {
+				// A file whose bytes fail authentication is reported where
+				// it is loaded; its refs cannot be read, the others can.
+				var pe *fs.PathError
+				if errors.Is(err, backend.ErrCorrupt) && errors.As(err, &pe) {
+					reportOnce(rep, add, Problem{Layer: l.layer, File: pe.Path, Err: err})
+					continue
+				}
 				return err
 			}
 			if seen[fileRef{r.File, r.Ref}] {
@@ -339,6 +346,16 @@ func (s *Store) checkRefs(ctx context.Context, rep *CheckReport, add func(Proble
 	}
 	rep.Refs = len(present)
 	return nil
+}
+
+// reportOnce adds p unless a problem of its file is reported already.
+func reportOnce(rep *CheckReport, add func(Problem), p Problem) {
+	for _, q := range rep.Problems {
+		if q.File == p.File {
+			return
+		}
+	}
+	add(p)
 }
 
 // checkpointRoots lists the refs of every manifest that loads, skipping

@@ -206,7 +206,7 @@ func (s *Store) refresh(ctx context.Context) error {
 			changed = true
 			continue
 		}
-		if errors.Is(err, ErrCorrupt) {
+		if isCorrupt(err) {
 			// Verify reports it; readers go on with the other packs.
 			s.cfg.log.Warn("cas: skipping unreadable pack index", "name", fi.Name, "err", err)
 			delete(listed, fi.Base())

@@ -334,7 +334,7 @@ func (b *blobReader) classify(err error) error {
 	switch {
 	case b.src.err != nil:
 		return refErr(b.op, b.ref, b.src.err)
-	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTooLarge):
+	case isBad(err):
 		return refErr(b.op, b.ref, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return b.corrupt("truncated")

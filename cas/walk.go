@@ -192,7 +192,13 @@ func (s *Store) Verify(ctx context.Context) iter.Seq2[Ref, error] {
 	}
 }
 
-func isBad(err error) bool { return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) }
+func isBad(err error) bool { return isCorrupt(err) || errors.Is(err, ErrTooLarge) }
+
+// isCorrupt says whether err is corruption: of a blob, or of the bytes
+// the storage holds (backend.ErrCorrupt: an encrypted store's tag fails).
+func isCorrupt(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, backend.ErrCorrupt)
+}
 
 func (s *Store) verifyLoose(ctx context.Context, ref Ref) error {
 	obj, err := s.openLoose(ctx, ref)

@@ -8,10 +8,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"sync"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // The frame format (docs/security.md): an object is a sequence of frames,
@@ -52,7 +53,13 @@ const (
 // complete frame whose tag fails, a frame out of place, a whole write cut
 // short. It is never a torn append (a crash), which reads as the bytes
 // before it.
-var ErrCorrupt = errors.New("encrypted object corrupt or tampered with")
+// It wraps backend.ErrCorrupt, so layers above know it for corruption.
+var ErrCorrupt error = corruptError{}
+
+type corruptError struct{}
+
+func (corruptError) Error() string        { return "encrypted object corrupt or tampered with" }
+func (corruptError) Is(target error) bool { return target == backend.ErrCorrupt }
 
 const adDomain = "trove/crypt/1\x00"
 
