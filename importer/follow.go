@@ -83,6 +83,7 @@ type live struct {
 // Follow starts following the source at path (format as Options.From; ""
 // or "auto" detects it from head, the file's first lines).
 func Follow(st *trove.Store, path, format string, head []byte) (*Follower, error) {
+	format, _ = CanonicalFormat(format)
 	if format == "" || format == "auto" {
 		format = detect(head)
 	}
@@ -94,8 +95,8 @@ func Follow(st *trove.Store, path, format string, head []byte) (*Follower, error
 		f.parser = newCodexParser()
 	case "pi", "omp":
 		f.parser = &piParser{}
-	case "spec002":
-		f.parser = &s002Parser{c: &conversation{alias: map[string]string{}}, known: map[string]bool{}}
+	case "agent-jsonl":
+		f.parser = &agentParser{c: &conversation{alias: map[string]string{}}, known: map[string]bool{}}
 	default:
 		return nil, fmt.Errorf("follow %s: %w", path, ErrUnknownSource)
 	}
@@ -182,7 +183,7 @@ func (f *Follower) views() ([]view, error) {
 		return []view{{r: r, pi: &p.f, stable: len(p.f.entries)}}, nil
 	case *codexParser:
 		return f.convViews(r, p.c, len(p.c.msgs), p.unflushed(), nil)
-	case *s002Parser:
+	case *agentParser:
 		return f.convViews(r, p.c, len(p.c.msgs), nil, nil)
 	case *claudeParser:
 		c := p.main.conversation
@@ -531,9 +532,9 @@ func PutPiBlobs(ctx context.Context, st *trove.Store, dir string) (int, error) {
 
 // SessionID is the id of the session an import makes of the source whose
 // own id of it is srcID (Claude Code's session_id, a Codex session_meta
-// id, a pi header id), in format ("claude", "codex", "pi" or "spec002").
+// id, a pi header id), in format ("claude", "codex", "pi" or "agent-jsonl").
 func SessionID(format, srcID string) string {
-	if format == "omp" {
+	if format, _ = CanonicalFormat(format); format == "omp" {
 		format = "pi"
 	}
 	return source{}.id(format, srcID)

@@ -55,7 +55,7 @@ func sourcesUnder(t *testing.T, dirs ...string) []string {
 // restart of `trove watch`.
 func TestFollowEqualsImport(t *testing.T) {
 	ctx := context.Background()
-	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/spec002",
+	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/agent-jsonl",
 		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions"}
 	for _, run := range []struct {
 		step   int

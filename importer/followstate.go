@@ -178,7 +178,7 @@ func (f *Follower) State() ([]byte, error) {
 		if s.Codex.Pending, err = json.Marshal(p.pending); err != nil {
 			return nil, err
 		}
-	case *s002Parser:
+	case *agentParser:
 		s.Agent = &agentState{Conv: p.c.state(doneOf(source{}.id(f.format, p.c.srcID))), Known: p.known}
 	case *piParser:
 		drop := 0
@@ -334,7 +334,7 @@ func Resume(st *trove.Store, state []byte) (*Follower, error) {
 		}
 		p.c, p.tools, p.pendingTS, p.n = s.Codex.Conv.conversation(), orEmpty(s.Codex.Tools), s.Codex.TS, s.Codex.N
 		p.pending, err = blocks(s.Codex.Pending)
-	case *s002Parser:
+	case *agentParser:
 		if s.Agent == nil {
 			return nil, bad
 		}

@@ -10,7 +10,7 @@ import (
 
 // FuzzConvert: whatever a source holds, parsing never panics, and what
 // trove builds from a Claude Code or Codex file (every message made here)
-// keeps the writing contract; spec 002 and pi files carry content blocks
+// keeps the writing contract; agent JSONL and pi files carry content blocks
 // through, so a file of theirs may be refused (an import error), never
 // written wrong.
 func FuzzConvert(f *testing.F) {
@@ -27,7 +27,7 @@ func FuzzConvert(f *testing.F) {
 			name   string
 			parse  func([]byte) (*conversation, error)
 			strict bool
-		}{{"claude", parseClaude, true}, {"codex", parseCodex, true}, {"spec002", parseSpec002, false}} {
+		}{{"claude", parseClaude, true}, {"codex", parseCodex, true}, {"agent-jsonl", parseAgentJSONL, false}} {
 			c, err := p.parse(data)
 			if err != nil {
 				continue

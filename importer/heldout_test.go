@@ -55,7 +55,7 @@ func TestImportHeldOut(t *testing.T) {
 			"user assistant toolResult assistant branchSummary user assistant",
 			[]string{"why does the header overlap?", `"name":"read"`, `"toolName":"read"`, "Margin works too.", `"image/png"`, `"total":0.0006`}},
 		{"pi-v2", 3, "2026-11-21T12:00:00Z 2026-11-21T12:00:03Z", "user custom assistant", "user custom assistant", []string{"hello v2", "v2 reply"}},
-		{"spec002", 5, "2026-02-26T14:30:12Z 2026-02-26T15:00:01Z",
+		{"agent-jsonl", 5, "2026-02-26T14:30:12Z 2026-02-26T15:00:01Z",
 			"user user assistant toolResult compaction assistant",
 			"compactionSummary toolResult assistant",
 			[]string{"Refactor the auth module", `"type":"toolCall"`, `"cacheRead":80`, "Hello! How can I help?", "## Goal"}},

@@ -40,7 +40,7 @@ type Result struct {
 
 // Options tune Import.
 type Options struct {
-	From   string // pi, omp, claude, codex, spec002 or auto ("" is auto)
+	From   string // pi, omp, claude, codex, agent-jsonl or auto ("" is auto); see CanonicalFormat
 	DryRun bool
 	// Progress, when set, is called after each source file with how many
 	// of the total are done.
@@ -140,7 +140,7 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 	if err != nil {
 		return []Result{r}, fmt.Errorf("import: %w", err)
 	}
-	format := o.From
+	format, _ := CanonicalFormat(o.From)
 	if format == "" || format == "auto" {
 		format = detect(data)
 	}
@@ -182,8 +182,8 @@ func importFile(ctx context.Context, st *trove.Store, path string, o Options, ta
 		}
 	case "codex":
 		conv, err = parseCodex(data)
-	case "spec002":
-		conv, err = parseSpec002(data)
+	case "agent-jsonl":
+		conv, err = parseAgentJSONL(data)
 	default:
 		r.Reason = "unknown format"
 		return []Result{r}, nil
@@ -244,7 +244,7 @@ type source struct {
 // source's own id of it when it has one (so a file that grows keeps its
 // session), else from the file's content.
 func (s source) id(kind, srcID string) string {
-	key := kind + ":" + srcID
+	key := idKind(kind) + ":" + srcID
 	if srcID == "" {
 		sum := sha256.Sum256(s.data)
 		key = "sha256:" + hex.EncodeToString(sum[:])
@@ -281,7 +281,7 @@ func unchanged(ctx context.Context, st *trove.Store, k *SessionIndex, src source
 	switch src.format {
 	case "claude":
 		id = src.id("claude", claudeID(src.path))
-	case "codex", "pi", "omp", "spec002":
+	case "codex", "pi", "omp", "agent-jsonl":
 		line, _, _ := bytes.Cut(src.data, []byte("\n"))
 		var first struct {
 			ID      string `json:"id"`
@@ -428,7 +428,7 @@ func detect(data []byte) string {
 		case probe.Type == "session_meta" || probe.Payload != nil:
 			return "codex"
 		case probe.ParentID != nil:
-			return "spec002"
+			return "agent-jsonl"
 		case probe.Type == "session":
 			pi = true
 		}
@@ -491,7 +491,7 @@ const (
 )
 
 // v3 is a session ready to be written: its header's fields and its
-// entries as spec 003 objects, ids and parents set.
+// entries as pi session v3 objects, ids and parents set.
 type v3 struct {
 	cwd, title, parent, model string
 	srcID                     string   // the source's own id of the session (pi)
@@ -525,7 +525,7 @@ func (c *conversation) times(em *emitter, first []map[string]any) (created, upda
 	return created, updated
 }
 
-// emitter turns a conversation's messages into spec 003 entries one at a
+// emitter turns a conversation's messages into pi session v3 entries one at a
 // time, so a growing source's new messages are converted alone. A fork
 // converts messages a later line may still change without touching its
 // base.
@@ -770,7 +770,7 @@ type tokens struct {
 	Input, Output, CacheRead, CacheWrite, Total int64
 }
 
-// assistant builds a spec 003 assistant message with everything a strict
+// assistant builds a pi session v3 assistant message with everything a strict
 // reader wants: what the source does not say is "unknown" or zero (the
 // cost is never known).
 func assistant(content []any, model, provider string, ts int64, stop string, u tokens) json.RawMessage {

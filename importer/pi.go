@@ -19,7 +19,7 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// parsePi reads a spec 003 file of any version leniently, as the reference
+// parsePi reads a pi session file of any version leniently, as the reference
 // does: lines that do not parse are dropped, the header is the first line
 // that parses, v1 entries get ids chained in file order, v2 hookMessage
 // roles become custom.

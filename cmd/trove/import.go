@@ -20,19 +20,17 @@ func newImportCmd(a *app) *cobra.Command {
 	var from string
 	var dryRun, redactOut bool
 	cmd := &cobra.Command{
-		Use:   "import [--from pi|omp|claude|codex|spec002|auto] PATH...",
+		Use:   "import [--from pi|omp|claude|codex|agent-jsonl|auto] PATH...",
 		Short: "Import other agents' sessions into the store, leaving the sources unchanged",
 		Long: "Import session files (or directories of them) from pi, oh-my-pi, Claude Code\n" +
-			"(~/.claude/projects), Codex (~/.codex/sessions) and spec 002. A session already imported\n" +
-			"is skipped, or brought up to date when its source only grew since and it was not\n" +
-			"changed in trove.",
+			"(~/.claude/projects), Codex (~/.codex/sessions) and agent JSONL (docs/formats.md). A session\n" +
+			"already imported is skipped, or brought up to date when its source only grew since and it\n" +
+			"was not changed in trove.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			switch from {
-			case "auto", "claude", "codex", "pi", "omp", "spec002":
-			default:
-				return usageErr("--from %q: want pi, omp, claude, codex, spec002 or auto", from)
+			if _, ok := importer.CanonicalFormat(from); !ok || from == "" {
+				return usageErr("--from %q: want pi, omp, claude, codex, agent-jsonl (or its old name spec002) or auto", from)
 			}
 			ts, err := a.troveStore(ctx)
 			if err != nil {
@@ -109,7 +107,7 @@ func newImportCmd(a *app) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "auto", "source format: pi, omp, claude, codex, spec002 or auto")
+	cmd.Flags().StringVar(&from, "from", "auto", "source format: pi, omp, claude, codex, agent-jsonl or auto (spec002: agent-jsonl)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be imported and change nothing")
 	cmd.Flags().BoolVar(&redactOut, "redact", false, "replace secrets with [REDACTED:detector] in what is imported (the sources stay as they are)")
 	return cmd

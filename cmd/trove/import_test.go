@@ -100,3 +100,26 @@ func TestMirrorToS3CLI(t *testing.T) {
 		t.Errorf("fsck of the copy back: %d %s %s", code, out, errOut)
 	}
 }
+
+// `import --from` takes agent JSONL by its name and by its old one,
+// spec002: the same session either way; a name of no format is a usage
+// error.
+func TestImportFromAgentJSONL(t *testing.T) {
+	src := filepath.Join("..", "..", "importer", "testdata", "agent-jsonl")
+	id := ""
+	for _, from := range []string{"agent-jsonl", "spec002"} {
+		store := t.TempDir()
+		code, out, errOut := trove(t, "", "--store", store, "import", "--json", "--from", from, src)
+		var rep importJSON
+		if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Imported != 1 || rep.Sessions[0].Format != "agent-jsonl" {
+			t.Fatalf("import --from %s: %d %s%s", from, code, out, errOut)
+		}
+		if id != "" && rep.Sessions[0].SessionID != id {
+			t.Errorf("--from %s made session %s, --from agent-jsonl %s", from, rep.Sessions[0].SessionID, id)
+		}
+		id = rep.Sessions[0].SessionID
+	}
+	if code, _, errOut := trove(t, "", "--store", t.TempDir(), "import", "--from", "spec003", src); code != exitUsage || !strings.Contains(errOut, "agent-jsonl") {
+		t.Errorf("--from spec003: exit %d %s", code, errOut)
+	}
+}

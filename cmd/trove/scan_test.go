@@ -14,8 +14,8 @@ const (
 	fakeGHPAT  = "ghp_Z8xk2LmQ9vTnR4bWc7YpJ3sHd6FgA1eK0uVo"
 )
 
-// spec002Source is a session file of another agent with two secrets.
-const spec002Source = `{"type":"session","id":"b1f7c901-5b2e-4d1c-9f0a-1e2d3c4b5a69","version":1,"timestamp":"2026-11-20T14:30:12Z","cwd":"/home/user/project"}
+// otherSource is a session file of another agent with two secrets.
+const otherSource = `{"type":"session","id":"b1f7c901-5b2e-4d1c-9f0a-1e2d3c4b5a69","version":1,"timestamp":"2026-11-20T14:30:12Z","cwd":"/home/user/project"}
 {"type":"message","id":"d4e5f6a7","parent_id":null,"timestamp":"2026-11-20T14:30:13Z","role":"user","message":{"role":"user","content":[{"type":"text","text":"use AWS key ` + fakeAWSKey + ` to deploy"}],"timestamp":1763649013000}}
 {"type":"message","id":"e5f6a7b8","parent_id":"d4e5f6a7","timestamp":"2026-11-20T14:30:15Z","role":"assistant","message":{"role":"assistant","content":[{"type":"tool_call","id":"call_abc","name":"bash","arguments":{"command":"GH_TOKEN=` + fakeGHPAT + ` gh repo list"}}],"model":"claude-sonnet-4-5","stop_reason":"tool_use","timestamp":1763649015000}}
 `
@@ -38,7 +38,7 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 func TestScanExportImportRedact(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.jsonl")
-	if err := os.WriteFile(src, []byte(spec002Source), 0o600); err != nil {
+	if err := os.WriteFile(src, []byte(otherSource), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	plain, redacted := filepath.Join(dir, "plain"), filepath.Join(dir, "redacted")
@@ -86,7 +86,7 @@ func TestScanExportImportRedact(t *testing.T) {
 	if code, out, _ := trove(t, "", "--store", redacted, "scan"); code != exitOK || !strings.Contains(out, "0 secrets") {
 		t.Fatalf("scan after import --redact: %d %s", code, out)
 	}
-	if b, _ := os.ReadFile(src); string(b) != spec002Source {
+	if b, _ := os.ReadFile(src); string(b) != otherSource {
 		t.Fatal("import --redact changed its source")
 	}
 

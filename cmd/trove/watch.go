@@ -65,7 +65,7 @@ func newWatchCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "auto", "format of the sessions under PATH: claude, codex, pi, omp, spec002 or auto")
+	f.StringVar(&from, "from", "auto", "format of the sessions under PATH: claude, codex, pi, omp, agent-jsonl or auto")
 	f.StringVar(&state, "state", "", "file keeping what was read of each source (default under the user cache directory, one per store)")
 	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "wait after a change for more before reading")
 	f.DurationVar(&rescan, "rescan", 30*time.Second, "how often every source is stat'ed for changes notifications missed")

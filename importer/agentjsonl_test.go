@@ -10,11 +10,14 @@ import (
 	"github.com/trovekit/trove/importer"
 )
 
-func TestImportSpec002(t *testing.T) {
+// TestImportAgentJSONL imports an agent JSONL file told from its lines,
+// then again under each name of the format, the old spelling included:
+// the same session, already imported.
+func TestImportAgentJSONL(t *testing.T) {
 	ctx := context.Background()
-	src := filepath.Join("testdata", "spec002")
+	src := filepath.Join("testdata", "agent-jsonl")
 	s, res, before := importFresh(t, src, importer.Options{})
-	if len(res) != 1 || !res[0].Imported || res[0].Format != "spec002" || res[0].Messages != 4 {
+	if len(res) != 1 || !res[0].Imported || res[0].Format != "agent-jsonl" || res[0].Messages != 4 {
 		t.Fatalf("results: %+v", res)
 	}
 	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
@@ -36,9 +39,11 @@ func TestImportSpec002(t *testing.T) {
 			t.Errorf("imported session lacks %s", want)
 		}
 	}
-	again, err := importer.Import(ctx, s, []string{src}, importer.Options{From: "spec002"})
-	if err != nil || len(again) != 1 || again[0].Imported {
-		t.Errorf("second import: %+v %v", again, err)
+	for _, from := range []string{"agent-jsonl", "spec002"} {
+		again, err := importer.Import(ctx, s, []string{src}, importer.Options{From: from})
+		if err != nil || len(again) != 1 || again[0].Imported || again[0].SessionID != res[0].SessionID || again[0].Format != "agent-jsonl" {
+			t.Errorf("import --from %s after the first: %+v %v", from, again, err)
+		}
 	}
 	for p, b := range snapshot(t, src) {
 		if string(before[p]) != string(b) {
@@ -47,12 +52,12 @@ func TestImportSpec002(t *testing.T) {
 	}
 }
 
-// A forked spec 002 file: its branch entry gives the lineage and a branch
-// summary, its compaction a spec 003 compaction; a compaction naming a
+// A forked agent JSONL file: its branch entry gives the lineage and a branch
+// summary, its compaction a pi session v3 compaction; a compaction naming a
 // later entry is left out and counted.
-func TestImportSpec002ForkAndCompaction(t *testing.T) {
+func TestImportAgentJSONLForkAndCompaction(t *testing.T) {
 	ctx := context.Background()
-	src := filepath.Join("testdata", "spec002-fork")
+	src := filepath.Join("testdata", "agent-jsonl-fork")
 	s, res, before := importFresh(t, src, importer.Options{})
 	if len(res) != 1 || !res[0].Imported || res[0].Messages != 6 || res[0].Reason != "1 damaged lines skipped" ||
 		res[0].ParentID != "/home/user/.config/agent/sessions/20261120-143012-a3f7c901.jsonl" {

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 )
 
-type s002Line struct {
-	Type      string       `json:"type"`
-	ID        string       `json:"id"`
-	ParentID  string       `json:"parent_id"`
-	Timestamp string       `json:"timestamp"`
-	Cwd       string       `json:"cwd"`
-	Message   *s002Message `json:"message"`
+type agentLine struct {
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	ParentID  string        `json:"parent_id"`
+	Timestamp string        `json:"timestamp"`
+	Cwd       string        `json:"cwd"`
+	Message   *agentMessage `json:"message"`
 	// compaction
 	Summary          string `json:"summary"`
 	FirstKeptEntryID string `json:"first_kept_entry_id"`
@@ -21,7 +21,7 @@ type s002Line struct {
 	ForkEntryID       string `json:"fork_entry_id"`
 }
 
-type s002Message struct {
+type agentMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	Model      string          `json:"model"`
@@ -40,28 +40,28 @@ type s002Message struct {
 	} `json:"usage"`
 }
 
-// parseSpec002 reads a spec 002 session: message entries in a parent_id
-// tree with snake_case messages, turned into spec 003 messages; compaction
-// entries become spec 003 compactions, and a branch entry (the start of a
+// parseAgentJSONL reads an agent JSONL session: message entries in a
+// parent_id tree with snake_case messages, turned into pi session v3
+// messages; compaction entries become v3 compactions, and a branch entry (the start of a
 // fork) records its parent session as the lineage and its summary, if any,
 // as a branch summary.
-func parseSpec002(data []byte) (*conversation, error) {
-	p := &s002Parser{c: &conversation{alias: map[string]string{}}, known: map[string]bool{}}
+func parseAgentJSONL(data []byte) (*conversation, error) {
+	p := &agentParser{c: &conversation{alias: map[string]string{}}, known: map[string]bool{}}
 	if err := eachLine(data, p.line); err != nil {
 		return nil, err
 	}
 	return p.c, nil
 }
 
-// s002Parser is parseSpec002's state between lines.
-type s002Parser struct {
+// agentParser is parseAgentJSONL's state between lines.
+type agentParser struct {
 	c     *conversation
 	known map[string]bool // ids of the entries kept so far
 }
 
-func (p *s002Parser) line(b []byte) error {
+func (p *agentParser) line(b []byte) error {
 	c := p.c
-	var l s002Line
+	var l agentLine
 	if json.Unmarshal(b, &l) != nil {
 		return nil
 	}
