@@ -22,24 +22,43 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	var dir, sessionRef string
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
 	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar)")
-	// with runs fn on a manager for the workspace, closed after.
-	with := func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
+	with := checkpointWith(a, &dir, &sessionRef)
+	cmd.AddCommand(newCheckpointCreateCmd(a, &dir, with), newCheckpointRewindCmd(a, with), newCheckpointDiffCmd(a, with))
+	addCheckpointAdmin(a, cmd, with)
+	for _, c := range cmd.Commands() {
+		switch c.Name() {
+		case "rewind", "diff", "show", "rm":
+			c.ValidArgsFunction = completeCheckpoints(a, with, c.Name() == "rm")
+		}
+	}
+	cmd.RegisterFlagCompletionFunc("session", completeSessions(a))
+	return cmd
+}
+
+// withManager runs fn on a checkpoint manager for the workspace.
+type withManager = func(cmd *cobra.Command, fn func(*checkpoint.Manager) error) error
+
+// checkpointWith returns what runs fn on a manager for the workspace
+// *dir (of the session *sessionRef, when set), closed after: flags are read
+// when it runs.
+func checkpointWith(a *app, dir, sessionRef *string) withManager {
+	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
 		st, err := a.store(ctx)
 		if err != nil {
 			return err
 		}
-		abs, err := filepath.Abs(dir)
+		abs, err := filepath.Abs(*dir)
 		if err != nil {
 			return err
 		}
 		opts := []checkpoint.Option{checkpoint.WithLogger(a.log)}
-		if sessionRef != "" {
+		if *sessionRef != "" {
 			s, err := a.sessionStore(ctx)
 			if err != nil {
 				return err
 			}
-			meta, err := s.Metadata(ctx, sessionRef)
+			meta, err := s.Metadata(ctx, *sessionRef)
 			if err != nil {
 				return storeErr(err)
 			}
@@ -52,12 +71,17 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		defer m.Close()
 		return fn(m)
 	}
+}
+
+// newCheckpointCreateCmd is trove checkpoint create.
+func newCheckpointCreateCmd(a *app, dirFlag *string, with withManager) *cobra.Command {
 	var maxSize string
 	create := &cobra.Command{
 		Use:   "create NAME [PATH...]",
 		Short: "Snapshot the named paths (absent ones recorded as absent), or the whole tree",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := *dirFlag
 			limit, err := parseSize(maxSize)
 			if err != nil {
 				return usageErr("--max-file-size %q: %v", maxSize, err)
@@ -100,6 +124,11 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&maxSize, "max-file-size", "16MiB", "files bigger than this are listed as skipped, not kept (0: no limit)")
+	return create
+}
+
+// newCheckpointRewindCmd is trove checkpoint rewind.
+func newCheckpointRewindCmd(a *app, with withManager) *cobra.Command {
 	var dryRun bool
 	var undo bool
 	var before string
@@ -165,7 +194,12 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	rewind.Flags().BoolVar(&undo, "undo", false, "undo the last rewind of this workspace (rewind to the checkpoint it took)")
 	rewind.Flags().BoolVar(&dryRun, "dry-run", false, "compute the report and write nothing")
 	rewind.Flags().StringVar(&before, "before", "", "rewind to the checkpoint trove's Claude Code hook took before this tool call")
-	diff := &cobra.Command{
+	return rewind
+}
+
+// newCheckpointDiffCmd is trove checkpoint diff.
+func newCheckpointDiffCmd(a *app, with withManager) *cobra.Command {
+	return &cobra.Command{
 		Use:   "diff NAME",
 		Short: "Changes between a checkpoint and the workspace, with line stats",
 		Args:  cobra.ExactArgs(1),
@@ -186,16 +220,6 @@ func newCheckpointCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, rewind, diff)
-	addCheckpointAdmin(a, cmd, with)
-	for _, c := range cmd.Commands() {
-		switch c.Name() {
-		case "rewind", "diff", "show", "rm":
-			c.ValidArgsFunction = completeCheckpoints(a, with, c.Name() == "rm")
-		}
-	}
-	cmd.RegisterFlagCompletionFunc("session", completeSessions(a))
-	return cmd
 }
 
 // workspacePaths resolves paths as people type them: relative to the
