@@ -147,33 +147,12 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.say("store: %s\n", a.storeName())
 
-	// The sample workspace the agent edits.
-	// It lives beside the store's files on a local store, so it can be
-	// looked at after; a temporary one for other stores.
-	// An encrypted store's directory holds only its objects: the workspace
-	// and the HTML page are the user's files, kept in the cache directory.
-	root, local := localRoot(a.storeURL)
-	if _, enc := a.st.(*crypt.Storage); enc {
-		if root, err = os.UserCacheDir(); err == nil {
-			root, local = filepath.Join(root, "trove"), true
-		}
-	}
-	var ws string
-	if local {
-		ws = filepath.Join(root, "demo", "workspace-"+d.now.UTC().Format("20060102T150405"))
-		if err := os.MkdirAll(ws, 0o700); err != nil {
-			return err
-		}
-	} else {
-		if ws, err = os.MkdirTemp("", "trove-demo-workspace-*"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(ws)
-	}
-	mainGo := filepath.Join(ws, "greet.go")
-	if err := os.WriteFile(mainGo, []byte("package greet\n\nfunc Greet() string { return \"bye\" }\n"), 0o644); err != nil {
+	ws, cleanup, err := d.workspace()
+	if err != nil {
 		return err
 	}
+	defer cleanup()
+	mainGo := filepath.Join(ws, "greet.go")
 
 	// 1. The conversation, as an agent loop keeps it.
 	h, err := s.Sessions().Create(ctx, session.CreateOptions{Cwd: cwd, Model: "demo-model", AgentName: "trove-demo", Title: "fix the greeting"})
@@ -249,32 +228,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	// 3. A branch and a compaction. The handle appends messages (and
-	// counts them); once it is flushed, the tree takes the other entries.
-	if err := h.Flush(ctx); err != nil {
-		return err
-	}
-	sess := h.Session()
-	entries := sess.Entries()
-	first := entries[0]
-	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
-		return err
-	}
-	if err := h.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil)); err != nil {
-		return err
-	}
-	if err := h.Flush(ctx); err != nil {
-		return err
-	}
-	branchMsg := sess.Leaf()
-	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
-		return err
-	}
-	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
-		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
-		return err
-	}
-	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
+	// 3. A branch and a compaction.
+	branchMsg, entries, err := d.branchAndCompact(ctx, h)
+	if err != nil {
 		return err
 	}
 	if err := h.Close(ctx); err != nil {
@@ -326,6 +282,79 @@ func (d *demo) run(ctx context.Context) error {
 			"checkpoint": "before-edit", "workspace": ws, "html": page, "run": w.RunID(), "files_restored": len(res.FilesChanged),
 			"blobs": rep.Blobs, "problems": len(rep.Problems)})
 	}
+	return d.printNext(ctx, h.ID(), f.ID(), branchMsg.ID(), ws, w.RunID())
+}
+
+// workspace makes the sample workspace the agent edits, with its one
+// file. It lives beside the store's files on a local store, so it can be
+// looked at after; a temporary one (cleanup removes it) for other stores.
+// An encrypted store's directory holds only its objects: the workspace
+// and the HTML page are the user's files, kept in the cache directory.
+func (d *demo) workspace() (ws string, cleanup func(), err error) {
+	a := d.a
+	cleanup = func() {}
+	root, local := localRoot(a.storeURL)
+	if _, enc := a.st.(*crypt.Storage); enc {
+		if root, err = os.UserCacheDir(); err == nil {
+			root, local = filepath.Join(root, "trove"), true
+		}
+	}
+	if local {
+		ws = filepath.Join(root, "demo", "workspace-"+d.now.UTC().Format("20060102T150405"))
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			return "", cleanup, err
+		}
+	} else {
+		if ws, err = os.MkdirTemp("", "trove-demo-workspace-*"); err != nil {
+			return "", cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(ws) }
+	}
+	mainGo := filepath.Join(ws, "greet.go")
+	if err := os.WriteFile(mainGo, []byte("package greet\n\nfunc Greet() string { return \"bye\" }\n"), 0o644); err != nil {
+		cleanup()
+		return "", func() {}, err
+	}
+	return ws, cleanup, nil
+}
+
+// branchAndCompact adds a branch from the first message and a compaction
+// keeping the fix, labelled "fixed"; it returns the branch's message and
+// the entries before. The handle appends messages (and counts them); once
+// it is flushed, the tree takes the other entries.
+func (d *demo) branchAndCompact(ctx context.Context, h *session.Handle) (*tree.Entry, []*tree.Entry, error) {
+	if err := h.Flush(ctx); err != nil {
+		return nil, nil, err
+	}
+	sess := h.Session()
+	entries := sess.Entries()
+	first := entries[0]
+	if _, err := sess.BranchWithSummary(ctx, first.ID(), tree.BranchSummary{Summary: "Tried the edit without a checkpoint; it broke the build."}); err != nil {
+		return nil, nil, err
+	}
+	if err := h.AppendMessage(ctx, d.assistant("", "Another way: change the test instead of the code.", nil)); err != nil {
+		return nil, nil, err
+	}
+	if err := h.Flush(ctx); err != nil {
+		return nil, nil, err
+	}
+	branchMsg := sess.Leaf()
+	if err := sess.Branch(entries[len(entries)-1].ID()); err != nil {
+		return nil, nil, err
+	}
+	if _, err := sess.Append(ctx, &tree.Compaction{Summary: "The user asked to fix the greeting; greet.go now returns \"hello\" and the test passes.",
+		FirstKeptEntryID: entries[len(entries)-1].ID(), TokensBefore: 4200}); err != nil {
+		return nil, nil, err
+	}
+	if _, err := sess.SetLabel(ctx, entries[len(entries)-1].ID(), "fixed"); err != nil {
+		return nil, nil, err
+	}
+	return branchMsg, entries, nil
+}
+
+// printNext prints the commands that look at what the demo made.
+func (d *demo) printNext(ctx context.Context, sessionID, forkID, branchID, ws, runID string) error {
+	a, s := d.a, d.s
 	if strings.HasPrefix(a.storeURL, "mem://") {
 		d.say("\n(a mem:// store lives as long as the process: run the demo on a real store to look at it after)\n")
 		return nil
@@ -350,11 +379,11 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("\nlook at it:\n")
 	for _, l := range [][2]string{
 		{"ls", "the sessions of this directory"},
-		{"show " + short[h.ID()], "the conversation at its leaf"},
-		{"show --leaf " + branchMsg.ID() + " " + short[h.ID()], "the branch"},
-		{"show " + short[f.ID()], "the fork"},
-		{"checkpoint ls --dir " + shellQuote(ws) + " --session " + short[h.ID()], "the session's checkpoint"},
-		{"runs show " + w.RunID(), "the run log"},
+		{"show " + short[sessionID], "the conversation at its leaf"},
+		{"show --leaf " + branchID + " " + short[sessionID], "the branch"},
+		{"show " + short[forkID], "the fork"},
+		{"checkpoint ls --dir " + shellQuote(ws) + " --session " + short[sessionID], "the session's checkpoint"},
+		{"runs show " + runID, "the run log"},
 		{"fsck", "check everything"},
 		{"serve", "browse it all: open the URL it prints (it holds a token)"},
 	} {
