@@ -140,75 +140,7 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 		return err
 	}
 	defer store.Close()
-	// A fresh Manager for every operation, as a fresh git process: nothing
-	// is carried over in memory, the stat cache is read from the store.
-	var lastCPU time.Duration // CPU time of the last operation
-	// Each operation runs under a pprof label (op=<row>), so -cpuprofile
-	// can be read per row: go tool pprof -tagfocus op=diff ...
-	troveOp := func(name string, f func(m *checkpoint.Manager) error) (d time.Duration, err error) {
-		c0 := selfCPU()
-		defer func() { lastCPU = selfCPU() - c0 }()
-		pprof.Do(ctx, pprof.Labels("op", name), func(ctx context.Context) {
-			t0 := time.Now()
-			var m *checkpoint.Manager
-			m, err = checkpoint.OpenDir(ctx, store, wsTrove, checkpoint.WithLogger(logger))
-			if err != nil {
-				return
-			}
-			err = f(m)
-			m.Close()
-			d = time.Since(t0)
-		})
-		return d, err
-	}
-	// troveCLI runs one trove command as its own process (-cli); its
-	// standard output is returned for the checks.
-	var cliOut bytes.Buffer
-	troveCLI := func(args ...string) (time.Duration, error) {
-		cmd := exec.Command(cli, append([]string{"--store", storeDir, "checkpoint", "--dir", wsTrove}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp)
-		var errb bytes.Buffer
-		cliOut.Reset()
-		cmd.Stdout, cmd.Stderr = &cliOut, &errb
-		t0 := time.Now()
-		err := cmd.Run()
-		d := time.Since(t0)
-		if err != nil {
-			return 0, fmt.Errorf("trove %s: %v: %s", strings.Join(args, " "), err, errb.String())
-		}
-		lastCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		return d, nil
-	}
-	// op runs a trove operation in this process, or with -cli as a process
-	// of the binary given.
-	op := func(name string, args []string, f func(m *checkpoint.Manager) error) (time.Duration, error) {
-		if cli != "" {
-			return troveCLI(args...)
-		}
-		return troveOp(name, f)
-	}
-	git := func(args ...string) error {
-		cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir, "--work-tree=" + wsGit}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+tmp, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		cmd.Stdout = io.Discard
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, errb.String())
-		}
-		lastCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		return nil
-	}
-	gitOp := func(cmds ...[]string) (time.Duration, error) {
-		lastCPU = 0
-		t0 := time.Now()
-		for _, c := range cmds {
-			if err := git(c...); err != nil {
-				return 0, err
-			}
-		}
-		return time.Since(t0), nil
-	}
+	b := &bench{ctx: ctx, store: store, logger: logger, cli: cli, tmp: tmp, wsTrove: wsTrove, wsGit: wsGit, storeDir: storeDir, gitDir: gitDir}
 	first := &result{name: "first snapshot", target: 5}
 	incr := &result{name: "snapshot after changing 10 files", target: 2}
 	diff := &result{name: "dry-run diff (10 files)", target: 1}
@@ -218,25 +150,7 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 		rewind.target = 1.5 // issue 35: a whole process against git checkout
 	}
 	if reuseDir == "" {
-		if err := git("init", "-q"); err != nil {
-			return err
-		}
-		for _, kv := range [][2]string{{"core.autocrlf", "false"}, {"commit.gpgsign", "false"}, {"gc.auto", "0"}} {
-			if err := git("config", kv[0], kv[1]); err != nil {
-				return err
-			}
-		}
-		d, err := op("first", []string{"create", "--max-file-size", "0", "cp0"}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, "cp0"); return err })
-		if err != nil {
-			return err
-		}
-		first.trove, first.troveCPU = append(first.trove, d), append(first.troveCPU, lastCPU)
-		d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", "cp0"})
-		if err != nil {
-			return err
-		}
-		first.git, first.gitCPU = append(first.git, d), append(first.gitCPU, lastCPU)
-		if err := git("tag", "cp0"); err != nil {
+		if err := b.firstSnapshot(first); err != nil {
 			return err
 		}
 	}
@@ -262,88 +176,216 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 	}
 	for r := range rounds {
 		changed := pickText(paths, rng, 10)
-		for _, ws := range []string{wsTrove, wsGit} {
-			if err := changeFiles(ws, changed, base+r); err != nil {
-				return err
-			}
-		}
-		id := fmt.Sprintf("cp%d", base+r+1)
-		d, err := op("incremental", []string{"create", "--max-file-size", "0", id}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
-		if err != nil {
+		if err := b.round(changed, base+r, incr, diff, cdiff, rewind); err != nil {
 			return err
-		}
-		incr.trove, incr.troveCPU = append(incr.trove, d), append(incr.troveCPU, lastCPU)
-		d, err = gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", id})
-		if err != nil {
-			return err
-		}
-		incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, lastCPU)
-
-		var troveRes *checkpoint.RewindFilesResult
-		d, err = op("diff", []string{"rewind", "--dry-run", "--json", "cp0"}, func(m *checkpoint.Manager) error {
-			var err error
-			troveRes, err = m.Rewind(ctx, "cp0", true)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if cli != "" {
-			var out struct { // the CLI's JSON names
-				Files []string `json:"files_changed"`
-			}
-			if err := json.Unmarshal(cliOut.Bytes(), &out); err != nil {
-				return fmt.Errorf("trove rewind --dry-run --json: %w", err)
-			}
-			troveRes = &checkpoint.RewindFilesResult{FilesChanged: out.Files}
-		}
-		if len(troveRes.FilesChanged) != len(changed) {
-			return fmt.Errorf("trove dry run saw %d changed files, want %d", len(troveRes.FilesChanged), len(changed))
-		}
-		diff.trove, diff.troveCPU = append(diff.trove, d), append(diff.troveCPU, lastCPU)
-		d, err = gitOp([]string{"diff", "--stat", "cp0"})
-		if err != nil {
-			return err
-		}
-		diff.git, diff.gitCPU = append(diff.git, d), append(diff.gitCPU, lastCPU)
-		if cli != "" {
-			if d, err = troveCLI("diff", "cp0"); err != nil {
-				return err
-			}
-			if !bytes.Contains(cliOut.Bytes(), fmt.Appendf(nil, "\n%d files, ", len(changed))) {
-				return fmt.Errorf("trove checkpoint diff: want %d files, got %s", len(changed), cliOut.Bytes())
-			}
-			cdiff.trove, cdiff.troveCPU = append(cdiff.trove, d), append(cdiff.troveCPU, lastCPU)
-			if d, err = gitOp([]string{"diff", "--stat", "cp0"}); err != nil {
-				return err
-			}
-			cdiff.git, cdiff.gitCPU = append(cdiff.git, d), append(cdiff.gitCPU, lastCPU)
-		}
-
-		d, err = op("rewind", []string{"rewind", "cp0"}, func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
-		if err != nil {
-			return err
-		}
-		rewind.trove, rewind.troveCPU = append(rewind.trove, d), append(rewind.troveCPU, lastCPU)
-		d, err = gitOp([]string{"checkout", "-q", "-f", "cp0", "--", "."})
-		if err != nil {
-			return err
-		}
-		rewind.git, rewind.gitCPU = append(rewind.git, d), append(rewind.gitCPU, lastCPU)
-		// Both trees must be back to the original.
-		for _, p := range changed {
-			a, _ := os.ReadFile(filepath.Join(wsTrove, p))
-			b, _ := os.ReadFile(filepath.Join(wsGit, p))
-			if !bytes.Equal(a, b) {
-				return fmt.Errorf("after rewind %s differs between trove and git", p)
-			}
 		}
 	}
+	return printResults(ctx, []*result{first, incr, diff, cdiff, rewind}, rounds, cli, filepath.Join(tmp, "size"), sz, logger)
+}
 
+// bench is one run's two workspaces, trove's store and git's shadow
+// repository. A fresh Manager for every operation, as a fresh git process:
+// nothing is carried over in memory, the stat cache is read from the store.
+type bench struct {
+	ctx                                   context.Context
+	store                                 *fs.Storage
+	logger                                *slog.Logger
+	cli                                   string // the trove binary of -cli, or ""
+	tmp, wsTrove, wsGit, storeDir, gitDir string
+	lastCPU                               time.Duration // CPU time of the last operation
+	cliOut                                bytes.Buffer  // standard output of the last troveCLI
+}
+
+// troveOp runs f on a fresh Manager. Each operation runs under a pprof
+// label (op=<row>), so -cpuprofile can be read per row: go tool pprof
+// -tagfocus op=diff ...
+func (b *bench) troveOp(name string, f func(m *checkpoint.Manager) error) (d time.Duration, err error) {
+	c0 := selfCPU()
+	defer func() { b.lastCPU = selfCPU() - c0 }()
+	pprof.Do(b.ctx, pprof.Labels("op", name), func(ctx context.Context) {
+		t0 := time.Now()
+		var m *checkpoint.Manager
+		m, err = checkpoint.OpenDir(ctx, b.store, b.wsTrove, checkpoint.WithLogger(b.logger))
+		if err != nil {
+			return
+		}
+		err = f(m)
+		m.Close()
+		d = time.Since(t0)
+	})
+	return d, err
+}
+
+// troveCLI runs one trove command as its own process (-cli); its
+// standard output is left in cliOut for the checks.
+func (b *bench) troveCLI(args ...string) (time.Duration, error) {
+	cmd := exec.Command(b.cli, append([]string{"--store", b.storeDir, "checkpoint", "--dir", b.wsTrove}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+b.tmp, "XDG_CONFIG_HOME="+b.tmp, "XDG_DATA_HOME="+b.tmp)
+	var errb bytes.Buffer
+	b.cliOut.Reset()
+	cmd.Stdout, cmd.Stderr = &b.cliOut, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	d := time.Since(t0)
+	if err != nil {
+		return 0, fmt.Errorf("trove %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	b.lastCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return d, nil
+}
+
+// op runs a trove operation in this process, or with -cli as a process
+// of the binary given.
+func (b *bench) op(name string, args []string, f func(m *checkpoint.Manager) error) (time.Duration, error) {
+	if b.cli != "" {
+		return b.troveCLI(args...)
+	}
+	return b.troveOp(name, f)
+}
+
+// git runs one git command on the shadow repository.
+func (b *bench) git(args ...string) error {
+	cmd := exec.Command("git", append([]string{"--git-dir=" + b.gitDir, "--work-tree=" + b.wsGit}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+b.tmp, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Stdout = io.Discard
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	b.lastCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return nil
+}
+
+// gitOp times git commands run one after the other.
+func (b *bench) gitOp(cmds ...[]string) (time.Duration, error) {
+	b.lastCPU = 0
+	t0 := time.Now()
+	for _, c := range cmds {
+		if err := b.git(c...); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0), nil
+}
+
+// firstSnapshot makes the shadow repository and the first snapshot on both sides.
+func (b *bench) firstSnapshot(first *result) error {
+	if err := b.git("init", "-q"); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"core.autocrlf", "false"}, {"commit.gpgsign", "false"}, {"gc.auto", "0"}} {
+		if err := b.git("config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	d, err := b.op("first", []string{"create", "--max-file-size", "0", "cp0"}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(b.ctx, "cp0"); return err })
+	if err != nil {
+		return err
+	}
+	first.trove, first.troveCPU = append(first.trove, d), append(first.troveCPU, b.lastCPU)
+	d, err = b.gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", "cp0"})
+	if err != nil {
+		return err
+	}
+	first.git, first.gitCPU = append(first.git, d), append(first.gitCPU, b.lastCPU)
+	if err := b.git("tag", "cp0"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// round changes the files changed in both workspaces, then times a
+// snapshot, a dry-run diff (and with -cli checkpoint diff) and a rewind
+// to cp0 on both sides, and checks both trees are back to the original.
+func (b *bench) round(changed []string, r int, incr, diff, cdiff, rewind *result) error {
+	ctx := b.ctx
+	for _, ws := range []string{b.wsTrove, b.wsGit} {
+		if err := changeFiles(ws, changed, r); err != nil {
+			return err
+		}
+	}
+	id := fmt.Sprintf("cp%d", r+1)
+	d, err := b.op("incremental", []string{"create", "--max-file-size", "0", id}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
+	if err != nil {
+		return err
+	}
+	incr.trove, incr.troveCPU = append(incr.trove, d), append(incr.troveCPU, b.lastCPU)
+	d, err = b.gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", id})
+	if err != nil {
+		return err
+	}
+	incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, b.lastCPU)
+
+	var troveRes *checkpoint.RewindFilesResult
+	d, err = b.op("diff", []string{"rewind", "--dry-run", "--json", "cp0"}, func(m *checkpoint.Manager) error {
+		var err error
+		troveRes, err = m.Rewind(ctx, "cp0", true)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if b.cli != "" {
+		var out struct { // the CLI's JSON names
+			Files []string `json:"files_changed"`
+		}
+		if err := json.Unmarshal(b.cliOut.Bytes(), &out); err != nil {
+			return fmt.Errorf("trove rewind --dry-run --json: %w", err)
+		}
+		troveRes = &checkpoint.RewindFilesResult{FilesChanged: out.Files}
+	}
+	if len(troveRes.FilesChanged) != len(changed) {
+		return fmt.Errorf("trove dry run saw %d changed files, want %d", len(troveRes.FilesChanged), len(changed))
+	}
+	diff.trove, diff.troveCPU = append(diff.trove, d), append(diff.troveCPU, b.lastCPU)
+	d, err = b.gitOp([]string{"diff", "--stat", "cp0"})
+	if err != nil {
+		return err
+	}
+	diff.git, diff.gitCPU = append(diff.git, d), append(diff.gitCPU, b.lastCPU)
+	if b.cli != "" {
+		if d, err = b.troveCLI("diff", "cp0"); err != nil {
+			return err
+		}
+		if !bytes.Contains(b.cliOut.Bytes(), fmt.Appendf(nil, "\n%d files, ", len(changed))) {
+			return fmt.Errorf("trove checkpoint diff: want %d files, got %s", len(changed), b.cliOut.Bytes())
+		}
+		cdiff.trove, cdiff.troveCPU = append(cdiff.trove, d), append(cdiff.troveCPU, b.lastCPU)
+		if d, err = b.gitOp([]string{"diff", "--stat", "cp0"}); err != nil {
+			return err
+		}
+		cdiff.git, cdiff.gitCPU = append(cdiff.git, d), append(cdiff.gitCPU, b.lastCPU)
+	}
+
+	d, err = b.op("rewind", []string{"rewind", "cp0"}, func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
+	if err != nil {
+		return err
+	}
+	rewind.trove, rewind.troveCPU = append(rewind.trove, d), append(rewind.troveCPU, b.lastCPU)
+	d, err = b.gitOp([]string{"checkout", "-q", "-f", "cp0", "--", "."})
+	if err != nil {
+		return err
+	}
+	rewind.git, rewind.gitCPU = append(rewind.git, d), append(rewind.gitCPU, b.lastCPU)
+	// Both trees must be back to the original.
+	for _, p := range changed {
+		t, _ := os.ReadFile(filepath.Join(b.wsTrove, p))
+		g, _ := os.ReadFile(filepath.Join(b.wsGit, p))
+		if !bytes.Equal(t, g) {
+			return fmt.Errorf("after rewind %s differs between trove and git", p)
+		}
+	}
+	return nil
+}
+
+// printResults prints the table of every result with a row, and the
+// store size scenario (sz) when asked for.
+func printResults(ctx context.Context, results []*result, rounds int, cli, sizeDir string, sz sizeConfig, logger *slog.Logger) error {
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\ttrove\tshadow git\tgit/trove\ttarget\ttrove CPU\tgit CPU\tCPU git/trove\t")
-	for _, r := range []*result{first, incr, diff, cdiff, rewind} {
+	for _, r := range results {
 		if len(r.trove) == 0 {
 			continue
 		}
@@ -361,7 +403,7 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fx\t%s\t%s\t%s\t%.1fx\t\n", r.name, round(t), round(g), ratio, target, round(tc), round(gc), float64(gc)/float64(tc))
 	}
 	if sz.files > 0 {
-		size, err := sizeScenario(ctx, filepath.Join(tmp, "size"), sz, logger)
+		size, err := sizeScenario(ctx, sizeDir, sz, logger)
 		if err != nil {
 			return err
 		}
