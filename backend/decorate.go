@@ -168,10 +168,19 @@ func Backoff(ctx context.Context, try int, base time.Duration) error {
 // stream cut short, or an HTTP answer of 408, 429 or 5xx (but 501), read
 // with status when given (0: none) or an HTTPStatusCode method.
 func Transient(err error, status func(error) int) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrTimeout) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+	// ErrTimeout first: a deadline that ends a stream cancels its context
+	// by cause, so the driver's error under it says context.Canceled too.
+	// Only a per-call deadline adds ErrTimeout (never the caller's cancel).
+	if errors.Is(err, ErrTimeout) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}

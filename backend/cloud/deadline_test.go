@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +111,55 @@ func TestCallsEndWithinDeadline(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A call that its deadline ended is tried again when it is safe to: the
+// first GET (or PUT) of a file is held, the second answered, and ReadFile
+// (WriteFile) succeeds with two attempts. Before, the guard's deadline
+// cancelled streams' contexts by cause, so the driver's error said
+// context.Canceled under ErrTimeout, and Transient took it for the
+// caller's own cancel: a GC that met one stalled read failed whole.
+func TestTimedOutCallIsRetried(t *testing.T) {
+	for _, method := range []string{http.MethodGet, http.MethodPut} {
+		t.Run(method, func(t *testing.T) {
+			release := make(chan struct{})
+			var held atomic.Int64
+			var armed atomic.Bool
+			holdFirst := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					object := !r.URL.Query().Has("list-type") && strings.HasSuffix(r.URL.Path, "/d/f")
+					if armed.Load() && r.Method == method && object && held.Add(1) == 1 {
+						io.Copy(io.Discard, r.Body)
+						<-release
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			}
+			srv := cloudtest.StartS3(t, holdFirst)
+			t.Cleanup(func() { close(release) })
+			st, err := cloud.New(srv.Bucket(t), cloud.WithTimeout(200*time.Millisecond), cloud.WithRetry(2, time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			ctx := context.Background()
+			if err := st.WriteFile(ctx, "d/f", []byte("line\n")); err != nil {
+				t.Fatal(err)
+			}
+			armed.Store(true)
+			if method == http.MethodGet {
+				got, err := st.ReadFile(ctx, "d/f")
+				if err != nil || string(got) != "line\n" {
+					t.Fatalf("ReadFile after one held GET = %q, %v", got, err)
+				}
+			} else if err := st.WriteFile(ctx, "d/f", []byte("next\n")); err != nil {
+				t.Fatalf("WriteFile after one held PUT: %v", err)
+			}
+			if held.Load() < 2 {
+				t.Fatalf("%d %s requests: the held one was not tried again", held.Load(), method)
+			}
+		})
 	}
 }

@@ -41,9 +41,15 @@ func init() {
 		if b.As(&client) {
 			opts = append(opts, cloud.WithDelete(Delete(b, client, u.Host)))
 			weed, err := SeaweedFS(ctx, client, u.Host, cfg.Timeout)
+			for try := 1; err != nil && try < cfg.Attempts && backend.Transient(err, nil); try++ {
+				if backend.Backoff(ctx, try, 100*time.Millisecond) != nil {
+					break
+				}
+				weed, err = SeaweedFS(ctx, client, u.Host, cfg.Timeout)
+			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				b.Close() // the bucket check would only wait as long again
-				return nil, fmt.Errorf("s3: bucket check: %w: %w", cloud.ErrTimeout, err)
+				return nil, fmt.Errorf("s3: bucket check: %w", err)
 			}
 			if weed {
 				opts = append(opts, cloud.WithEmptyPrefixes())
@@ -56,17 +62,21 @@ func init() {
 // SeaweedFS reports whether the bucket name is served by SeaweedFS (its
 // answers say "Server: SeaweedFS ..."), whose listings can name a folder
 // that its deletes emptied (cloud.WithEmptyPrefixes): one HEAD of the
-// bucket, within timeout (0: none). It says no on any error, and returns
-// the error for the caller to judge (a missing bucket is the bucket
-// check's to report).
+// bucket, within timeout (0: none; one that ran out wraps cloud.ErrTimeout).
+// It says no on any error, and returns the error for the caller to judge
+// (a missing bucket is the bucket check's to report).
 func SeaweedFS(ctx context.Context, client *s3.Client, name string, timeout time.Duration) (bool, error) {
+	parent := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, cloud.ErrTimeout)
 		defer cancel()
 	}
 	out, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(name)})
 	if err != nil {
+		if parent.Err() == nil && errors.Is(context.Cause(ctx), cloud.ErrTimeout) {
+			err = fmt.Errorf("%w: %w", cloud.ErrTimeout, err)
+		}
 		return false, err
 	}
 	raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response)
