@@ -170,7 +170,7 @@ func (s *Store) pruneItems(ctx context.Context, cwd string) ([]Item, error) {
 		items = append(items, Item{Kind: KindSession, ID: m.ID, Cwd: m.Cwd, Time: m.UpdatedAt, Parent: m.ParentID, Group: m.Cwd})
 		byPath[m.Path], byPath[backend.Base(m.Path)] = m.ID, m.ID
 	}
-	// Spec 003 lets a header name its parent by the parent's file: the
+	// pi session v3 lets a header name its parent by the parent's file: the
 	// store path, or a path ending in its file name.
 	for i, it := range items {
 		if !strings.ContainsAny(it.Parent, `/\`) {

@@ -289,7 +289,7 @@ func TestPruneNeedsPolicy(t *testing.T) {
 	}
 }
 
-// A fork whose header names its parent by file (spec 003 allows a path)
+// A fork whose header names its parent by file (pi session v3 allows a path)
 // keeps that parent too.
 func TestPruneForkByPath(t *testing.T) {
 	ctx := context.Background()

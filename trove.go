@@ -77,7 +77,7 @@ func WithClock(now func() time.Time) Option {
 func WithToolOutputThreshold(n int) Option { return func(c *config) { c.toolOutput = n } }
 
 // WithInlineBlobs keeps images and tool outputs inline in session files, as
-// spec 003 readers without a blob directory need. Forks then copy them.
+// pi session v3 readers without a blob directory need. Forks then copy them.
 func WithInlineBlobs() Option { return func(c *config) { c.inline = true } }
 
 // WithTimeout bounds each bucket request of a store Open opens (see

@@ -16,7 +16,7 @@ type Algorithm uint8
 
 // The supported algorithms. The zero Algorithm is invalid.
 const (
-	SHA256 Algorithm = iota + 1 // the default; the form spec 003 sessions write
+	SHA256 Algorithm = iota + 1 // the default; the form pi session v3 files carry
 	BLAKE3
 )
 

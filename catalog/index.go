@@ -515,7 +515,7 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 		case off == 0:
 			h, ok := parseHeader(line)
 			if !ok {
-				p.skip = true // not a session file (spec 003: read as empty)
+				p.skip = true // not a session file (pi session v3: read as empty)
 				break
 			}
 			p.hdr, p.hdrLen = h, len(line)

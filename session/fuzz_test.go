@@ -23,7 +23,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte(h1 + "\n" + `{"type":"session","version":3,"id":"s2","timestamp":"x","cwd":"/x"}` + "\n"))
 	f.Add([]byte(`{"type":"session","id":"v1"}` + "\n" + `{"type":"message","message":{"role":"user","content":"x"}}` + "\n" + `{"type":"compaction","firstKeptEntryIndex":1,"summary":"s"}`))
-	f.Add([]byte(`{"id":"s","type":"message","role":"user","content":"spec 002"}`))
+	f.Add([]byte(`{"id":"s","type":"message","role":"user","content":"agent JSONL"}`))
 	f.Add([]byte("\xef\xbb\xbf" + h1 + "\r\n{\n"))
 	ctx := context.Background()
 	st := mem.New()

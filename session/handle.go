@@ -262,7 +262,7 @@ func (h *Handle) Append(ctx context.Context, d tree.EntryData) (string, error) {
 }
 
 // AppendTranscript queues one SDK message for the transcript stream beside
-// the tree (spec 001 section 7).
+// the tree (the session store API, section 7).
 func (h *Handle) AppendTranscript(ctx context.Context, msg json.RawMessage) error {
 	if !json.Valid(msg) {
 		return backend.PathErr("append", h.Path(), fmt.Errorf("%w: transcript message is not JSON", tree.ErrInvalid))

@@ -31,7 +31,7 @@ const (
 
 // EncodeCwd names the directory of a working directory's sessions: the
 // leading slash dropped, "/", "\" and ":" replaced by "-", wrapped in "--"
-// (spec 003). Names that would not be valid path elements are made valid:
+// (pi session v3). Names that would not be valid path elements are made valid:
 // control characters and invalid UTF-8 become "-", and an element longer
 // than 255 bytes is cut and ends with a hash of the whole cwd.
 func EncodeCwd(cwd string) string {
@@ -137,7 +137,7 @@ type Discovery struct {
 	Concurrency int
 }
 
-// Discover reads sessions the way spec 003's discovery does, from their
+// Discover reads sessions the way pi session v3's discovery does, from their
 // files alone (a prefix of each: the header and first user message),
 // newest first by modification time, without the listing index: what a
 // store written by another program, or a check of the index, needs. Files
@@ -286,7 +286,7 @@ func TerminalID(getenv func(string) string) string {
 }
 
 // WriteBreadcrumb records that terminalID last used the session at path in
-// cwd: two lines, the cwd then the session path (spec 003).
+// cwd: two lines, the cwd then the session path (pi session v3).
 func WriteBreadcrumb(ctx context.Context, st backend.Storage, terminalID, cwd, path string) error {
 	if terminalID == "" {
 		return fmt.Errorf("breadcrumb: empty terminal id: %w", tree.ErrInvalid)
@@ -350,7 +350,7 @@ func findFile(ctx context.Context, st backend.Storage, ref string) (name string,
 // ContextFor does the work of `trove session context`: it finds the
 // session ref (see Find), loads it read-only and rebuilds its context at
 // leafID, or at the file's leaf when leafID is "". The result marshals to
-// the JSON object of spec 003's names (leafId, messages, thinkingLevel,
+// the JSON object of pi session v3's names (leafId, messages, thinkingLevel,
 // models, injectedTtsrRules, mode, modeData).
 func (s *Store) ContextFor(ctx context.Context, ref, leafID string) (*tree.Context, error) {
 	name, err := s.Find(ctx, ref)

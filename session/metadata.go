@@ -13,7 +13,7 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// Metadata is a session's sidecar meta.json: the fields of spec 001 section
+// Metadata is a session's sidecar meta.json: the fields of the session store API, section
 // 3.1, kept current from the messages appended, without rereading the log.
 type Metadata struct {
 	ID           string    `json:"id"`

@@ -14,7 +14,7 @@ import (
 	"github.com/trovekit/trove/session/tree"
 )
 
-// NoopStore is the store for persistence off (spec 001 persistSession:
+// NoopStore is the store for persistence off (the session store API's persistSession:
 // false): Create gives a handle that keeps its conversation in memory, and
 // nothing touches any storage. There is nothing to load, list or fork.
 type NoopStore struct {
@@ -36,7 +36,7 @@ func NewNoopStore(opts ...Option) NoopStore {
 }
 
 // OpenSessions opens what an agent loop appends to: the session store on st
-// or, with persist false (spec 001 persistSession: false), a NoopStore that
+// or, with persist false (the session store API's persistSession: false), a NoopStore that
 // never touches st. Store options that concern sessions apply to both.
 func OpenSessions(ctx context.Context, st backend.Storage, persist bool, opts ...Option) (Sessions, error) {
 	if persist {

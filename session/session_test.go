@@ -24,7 +24,7 @@ func fixedClock() func() time.Time {
 }
 
 // TestContextGolden rebuilds the context of a file hand-written after the
-// examples of spec 003 (standing in for another v3 implementation) and
+// examples of pi session v3 (standing in for another v3 implementation) and
 // compares it with what that implementation's buildSessionContext emits.
 func TestContextGolden(t *testing.T) {
 	for _, tc := range []struct{ leaf, golden string }{

@@ -36,7 +36,7 @@ const (
 // backend.ErrLocked.
 var ErrLocked = fmt.Errorf("session is being written by another writer: %w", backend.ErrLocked)
 
-// Sessions is what an agent loop calls: Store persists, NoopStore (spec 001
+// Sessions is what an agent loop calls: Store persists, NoopStore (the session store API:
 // persistSession: false) keeps everything in memory and touches no storage.
 type Sessions interface {
 	Create(ctx context.Context, o CreateOptions) (*Handle, error)
@@ -108,7 +108,7 @@ func WithBlobStore(b cas.Blobs) Option { return func(c *config) { c.blobs = b } 
 func WithToolResultThreshold(n int) Option { return func(c *config) { c.toolMax = n } }
 
 // WithInlineBlobs keeps images and long tool outputs inline in the session
-// files instead of in the root's blob store (what spec 003 readers without
+// files instead of in the root's blob store (what pi session v3 readers without
 // a blob directory need). Sessions then grow with every image, and forks
 // copy them.
 func WithInlineBlobs() Option { return func(c *config) { c.inline = true } }
@@ -130,14 +130,14 @@ func WithSyncInterval(d time.Duration) Option {
 }
 
 // WithQueue sets how many appends the background writer holds before an
-// append waits (default 256, as spec 000 suggests).
+// append waits (default 256, as the session store API suggests).
 func WithQueue(n int) Option { return func(c *config) { c.queue = max(n, 1) } }
 
 // WithLockWait makes opening a session for writing wait for another
 // writer's lock instead of failing with ErrLocked (on backends with locks).
 func WithLockWait() Option { return func(c *config) { c.wait = true } }
 
-// Store keeps sessions on a trove root: the tree files of spec 003 under
+// Store keeps sessions on a trove root: the tree files of pi session v3 under
 // sessions/, each with a sidecar directory holding meta.json,
 // transcript.jsonl and checkpoints.
 type Store struct {
@@ -186,7 +186,7 @@ func (s *Store) sessionOpts(extra ...tree.Option) []tree.Option {
 	return append(append([]tree.Option{tree.WithClock(s.cfg.now)}, s.cfg.session...), extra...)
 }
 
-// Create starts a new session and opens it for writing. As spec 003 says,
+// Create starts a new session and opens it for writing. As pi session v3 says,
 // its file appears with the first assistant message; its sidecar at once.
 func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 	id := o.ID
@@ -334,10 +334,10 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 	return s.open(ctx, sess, meta, false, wl)
 }
 
-// Resume is Load, under spec 001's name.
+// Resume is Load, under the session store API's name.
 func (s *Store) Resume(ctx context.Context, ref string) (*Handle, error) { return s.Load(ctx, ref) }
 
-// ResumeAt opens the session ref at the message messageID (spec 001
+// ResumeAt opens the session ref at the message messageID (the session store API:
 // resumeSessionAt): its context is the conversation up to and including
 // that message, and new messages branch from there; nothing is deleted.
 func (s *Store) ResumeAt(ctx context.Context, ref, messageID string) (*Handle, error) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// genTree writes a random session file of spec 003: every entry type,
+// genTree writes a random session file of pi session v3: every entry type,
 // branches, compactions, labels, duplicate ids, missing parents, blob refs
 // and damaged lines. version is 1, 2 or 3; v1 files have no ids.
 type genTree struct {

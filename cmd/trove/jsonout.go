@@ -14,7 +14,7 @@ import (
 // output: object keys in snake_case and times as RFC 3339 UTC with
 // milliseconds, whatever the Go types behind it say (struct field names,
 // camelCase tags, nanosecond times). Stored formats trove passes through
-// (session messages, spec 003 contexts) are not normalized: callers insert
+// (session messages, pi session v3 contexts) are not normalized: callers insert
 // them as json.RawMessage after this.
 func normalize(v any) (any, error) {
 	b, err := json.Marshal(v)

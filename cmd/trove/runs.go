@@ -10,7 +10,7 @@ import (
 )
 
 func newRunsCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "runs", Short: "Run logs (spec 004): list and summarise"}
+	cmd := &cobra.Command{Use: "runs", Short: "Run logs: list and summarise"}
 	open := func(cmd *cobra.Command) (*runlog.Store, error) {
 		st, bs, err := a.blobs(cmd.Context())
 		if err != nil {

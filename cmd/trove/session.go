@@ -16,11 +16,11 @@ import (
 )
 
 func newSessionCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "session", Short: "Conversation trees (spec 003 v3 JSONL)"}
+	cmd := &cobra.Command{Use: "session", Short: "Conversation trees (pi session v3 JSONL)"}
 	var leaf string
 	contextCmd := &cobra.Command{
 		Use:   "context FILE|ID|PREFIX",
-		Short: "Print the context rebuilt at the leaf (or --leaf ID) as spec 003's JSON (--json: trove's names)",
+		Short: "Print the context rebuilt at the leaf (or --leaf ID) as pi session v3's JSON (--json: trove's names)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -55,7 +55,7 @@ func newSessionCmd(a *app) *cobra.Command {
 				}
 				return a.printRawJSON(out)
 			}
-			// Without --json: the object spec 003's buildSessionContext
+			// Without --json: the object pi session v3's buildSessionContext
 			// returns, names as the spec has them, to compare with it.
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
@@ -66,7 +66,7 @@ func newSessionCmd(a *app) *cobra.Command {
 	contextCmd.Flags().StringVar(&leaf, "leaf", "", "rebuild at this entry id instead of the leaf")
 	check := &cobra.Command{
 		Use:   "check FILE|ID",
-		Short: "Check a session file against trove's writing contract (strict spec 003); exit 1 with the first violation",
+		Short: "Check a session file against trove's writing contract (strict pi session v3); exit 1 with the first violation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -12,7 +12,7 @@ import (
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
-// Size limits of spec 003 "Data Size Controls and Blob Externalization".
+// Size limits of pi session v3 "Data Size Controls and Blob Externalization".
 const (
 	// MaxPersistChars is the longest string written, in UTF-16 code units
 	// (JavaScript characters); longer ones are cut and end with
@@ -28,7 +28,7 @@ const (
 	DefaultToolResultThreshold = 64 << 10
 )
 
-// BlobPrefix starts every blob ref spec 003 writes; refs of a BLAKE3 cas
+// BlobPrefix starts every blob ref pi session v3 writes; refs of a BLAKE3 cas
 // store start with blobPrefixBLAKE3 and are resolved too.
 const (
 	BlobPrefix       = "blob:sha256:"
@@ -59,7 +59,7 @@ func mayHoldRef(b []byte) bool {
 	}
 }
 
-// transient fields are never persisted (spec 003).
+// transient fields are never persisted (pi session v3).
 func isTransient(key string) bool { return key == "partialJson" || key == "jsonlEvents" }
 
 // Keys whose strings are signatures: cut, they would fail verification on

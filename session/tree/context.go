@@ -7,7 +7,7 @@ import (
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
-// Context is what is sent to the model at one leaf: spec 003
+// Context is what is sent to the model at one leaf: pi session v3
 // buildSessionContext. Messages hold AgentMessage JSON objects: stored
 // messages unchanged (blob refs resolved), and custom, branchSummary and
 // compactionSummary messages shaped as the reference's create functions
@@ -70,7 +70,7 @@ func (m Models) MarshalJSON() ([]byte, error) {
 	return o.Bytes(), nil
 }
 
-// MarshalJSON writes the context with the names spec 003 uses.
+// MarshalJSON writes the context with the names pi session v3 uses.
 func (c *Context) MarshalJSON() ([]byte, error) {
 	var o jsonscan.ObjectBuilder
 	if c.LeafID == "" {
@@ -147,7 +147,7 @@ func pathSeen(byID map[string]*Entry, leaf *Entry) []*Entry {
 	return rev
 }
 
-// buildContext is spec 003 buildSessionContext at leaf (nil: empty), with
+// buildContext is pi session v3 buildSessionContext at leaf (nil: empty), with
 // the reference's behaviour where the text is silent.
 func buildContext(byID map[string]*Entry, leaf *Entry) *Context {
 	c := emptyContext()
@@ -262,7 +262,7 @@ func (c *Context) appendMessage(e *Entry) {
 	}
 }
 
-// The create functions of spec 003 (messages.ts): fields the entry lacks are
+// The create functions of pi session v3 (messages.ts): fields the entry lacks are
 // left out, as JSON.stringify leaves out undefined.
 
 func customMessage(e *Entry) json.RawMessage {

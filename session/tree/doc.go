@@ -1,5 +1,5 @@
 // Package tree is the session file format: the conversation tree of a
-// coding agent in the JSONL format of spec 003, version 3: a header line,
+// coding agent in the pi session v3 JSONL format: a header line,
 // then one entry per line, each with an id and a parentId, and a leaf
 // pointer kept in memory.
 //

@@ -15,7 +15,7 @@ func (s *Session) ForkLines(at string, last int) ([][]byte, error) {
 	if at == "" && last == 0 {
 		for _, e := range s.Entries() {
 			if e.Type() == TypeSession {
-				continue // a later header is never an entry (spec 003 reference)
+				continue // a later header is never an entry (pi session v3 reference)
 			}
 			lines = append(lines, e.raw)
 		}

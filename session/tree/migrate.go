@@ -6,7 +6,7 @@ import (
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
-// migrate brings a parsed file to version 3 in memory, as spec 003
+// migrate brings a parsed file to version 3 in memory, as pi session v3
 // "Versioning and Migration" and the reference do, and reports whether
 // anything ran (then the file is rewritten once).
 //

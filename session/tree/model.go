@@ -12,10 +12,10 @@ import (
 	"github.com/trovekit/trove/internal/jsonw"
 )
 
-// CurrentVersion is the session format version trove writes (spec 003).
+// CurrentVersion is the session format version trove writes (pi session v3).
 const CurrentVersion = 3
 
-// Entry types of spec 003.
+// Entry types of pi session v3.
 const (
 	TypeSession             = "session" // the header line
 	TypeMessage             = "message"
@@ -31,7 +31,7 @@ const (
 	TypeModeChange          = "mode_change"
 )
 
-// Header is the first line of a session file (spec 003 SessionHeader).
+// Header is the first line of a session file (pi session v3 SessionHeader).
 type Header struct {
 	Version       float64 // 1 when the file has none
 	ID            string
@@ -148,7 +148,7 @@ func (e *Entry) Field(name string) json.RawMessage {
 }
 
 // Data decodes the entry into the typed value of its type: *Message,
-// *ModelChange, ... and *Unknown for types spec 003 does not define. Fields
+// *ModelChange, ... and *Unknown for types pi session v3 does not define. Fields
 // with an unexpected JSON type are left zero and reported in the error.
 func (e *Entry) Data() (EntryData, error) {
 	var d EntryData
@@ -195,24 +195,24 @@ type EntryData interface {
 	EntryType() string
 }
 
-// Message stores an AgentMessage (spec 003 `message`). The message is kept
+// Message stores an AgentMessage (pi session v3 `message`). The message is kept
 // as JSON: its shape depends on its role and is passed through verbatim.
 type Message struct {
 	Message json.RawMessage `json:"message"`
 }
 
-// ThinkingLevelChange is spec 003 `thinking_level_change`.
+// ThinkingLevelChange is pi session v3 `thinking_level_change`.
 type ThinkingLevelChange struct {
 	ThinkingLevel string `json:"thinkingLevel"`
 }
 
-// ModelChange is spec 003 `model_change`; Role "" means "default".
+// ModelChange is pi session v3 `model_change`; Role "" means "default".
 type ModelChange struct {
 	Model string `json:"model"`
 	Role  string `json:"role,omitempty"`
 }
 
-// Compaction is spec 003 `compaction`.
+// Compaction is pi session v3 `compaction`.
 type Compaction struct {
 	Summary          string          `json:"summary"`
 	ShortSummary     string          `json:"shortSummary,omitempty"`
@@ -223,7 +223,7 @@ type Compaction struct {
 	FromExtension    bool            `json:"fromExtension,omitempty"`
 }
 
-// BranchSummary is spec 003 `branch_summary`; FromID is "root" when the
+// BranchSummary is pi session v3 `branch_summary`; FromID is "root" when the
 // branch started before the first entry.
 type BranchSummary struct {
 	FromID        string          `json:"fromId"`
@@ -232,13 +232,13 @@ type BranchSummary struct {
 	FromExtension bool            `json:"fromExtension,omitempty"`
 }
 
-// Custom is spec 003 `custom`: extension state, not part of the context.
+// Custom is pi session v3 `custom`: extension state, not part of the context.
 type Custom struct {
 	CustomType string          `json:"customType"`
 	Data       json.RawMessage `json:"data,omitempty"`
 }
 
-// CustomMessage is spec 003 `custom_message`: extension content that is part
+// CustomMessage is pi session v3 `custom_message`: extension content that is part
 // of the context. Content is a JSON string or an array of content blocks.
 type CustomMessage struct {
 	CustomType string          `json:"customType"`
@@ -247,18 +247,18 @@ type CustomMessage struct {
 	Details    json.RawMessage `json:"details,omitempty"`
 }
 
-// Label is spec 003 `label`; an empty Label clears the target's label.
+// Label is pi session v3 `label`; an empty Label clears the target's label.
 type Label struct {
 	TargetID string `json:"targetId"`
 	Label    string `json:"label,omitempty"`
 }
 
-// TtsrInjection is spec 003 `ttsr_injection`.
+// TtsrInjection is pi session v3 `ttsr_injection`.
 type TtsrInjection struct {
 	InjectedRules []string `json:"injectedRules"`
 }
 
-// SessionInit is spec 003 `session_init`.
+// SessionInit is pi session v3 `session_init`.
 type SessionInit struct {
 	SystemPrompt string          `json:"systemPrompt,omitempty"`
 	Task         string          `json:"task,omitempty"`
@@ -266,13 +266,13 @@ type SessionInit struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
-// ModeChange is spec 003 `mode_change`.
+// ModeChange is pi session v3 `mode_change`.
 type ModeChange struct {
 	Mode string          `json:"mode"`
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// Unknown is an entry of a type spec 003 does not define. Fields is the
+// Unknown is an entry of a type pi session v3 does not define. Fields is the
 // whole entry object (or, when appending, the members to write after the
 // base fields; type, id, parentId and timestamp in it are ignored).
 type Unknown struct {

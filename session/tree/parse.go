@@ -8,7 +8,7 @@ import (
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
-// parsed is a session file after the lenient parse (spec 003 "Load and
+// parsed is a session file after the lenient parse (pi session v3 "Load and
 // Compatibility Behavior", with the reference's actual behaviour).
 type parsed struct {
 	header    Header

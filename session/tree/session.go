@@ -76,14 +76,14 @@ func LazyBlobs() Option { return func(c *config) { c.lazy = true } }
 func ReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // InMemory keeps a session in memory only: appends, branches and context
-// work, and nothing is ever written (persistence off, spec 001
-// persistSession: false).
+// work, and nothing is ever written (persistence off: the session
+// store API's persistSession: false).
 func InMemory() Option { return func(c *config) { c.inMemory = true } }
 
 // Session is one conversation tree held in memory and persisted to one file
 // through a backend.Storage. It is safe for concurrent use.
 //
-// Writes follow spec 003 "Write pipeline": entries stay in memory until the
+// Writes follow pi session v3 "Write pipeline": entries stay in memory until the
 // session holds an assistant message, then the whole session is written and
 // later entries are appended one line each. Flush makes them durable. The
 // first write error is latched: every later write returns it.
@@ -185,7 +185,7 @@ func Open(ctx context.Context, st backend.Storage, name string, opts ...Option) 
 	if migrated {
 		what := fmt.Sprintf("version %g", from)
 		if dialect002 {
-			what = "the spec 002 dialect"
+			what = "the agent JSONL dialect"
 		}
 		s.report(Problem{Err: fmt.Errorf("from %s: %w", what, ErrMigrated)})
 		if !s.cfg.readOnly {

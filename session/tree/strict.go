@@ -12,12 +12,12 @@ import (
 )
 
 // The writing contract: trove is lenient in what it reads and exact in
-// what it writes. Every entry it appends opens in a strict spec 003 reader
+// what it writes. Every entry it appends opens in a strict pi session v3 reader
 // with the meaning it had for trove; Check tells whether a file keeps
 // these rules.
 
 // usageKeys and costKeys are the numeric members an assistant message's
-// usage and usage.cost carry in spec 003 (the reference reads them all).
+// usage and usage.cost carry in pi session v3 (the reference reads them all).
 var (
 	usageKeys = []string{"input", "output", "cacheRead", "cacheWrite", "totalTokens"}
 	costKeys  = []string{"input", "output", "cacheRead", "cacheWrite", "total"}
@@ -27,7 +27,7 @@ var (
 // or model when the caller gave none.
 const UnknownModel = "unknown"
 
-// normalizeAssistant returns an assistant message as spec 003 readers need
+// normalizeAssistant returns an assistant message as pi session v3 readers need
 // it (assistantEdits applied), or nil when it needs no change.
 func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
 	edits, err := assistantEdits(ms)
@@ -37,7 +37,7 @@ func normalizeAssistant(ms jsonscan.Members) ([]byte, error) {
 	return jsonscan.EditObject(ms, edits...), nil
 }
 
-// assistantEdits returns what an assistant message needs for spec 003
+// assistantEdits returns what an assistant message needs for pi session v3
 // readers: usage with every numeric member and cost (zeros where unknown,
 // totals summed), and api, provider and model as given or UnknownModel.
 // Values the caller gave are kept byte for byte; a value of the wrong type
@@ -128,7 +128,7 @@ func numbers(v []byte, what string, keys []string, total string, withCost bool) 
 	return jsonscan.EditObject(ms, edits...), nil
 }
 
-// Violation is the first thing Check found that a strict spec 003 reader
+// Violation is the first thing Check found that a strict pi session v3 reader
 // would refuse or read otherwise.
 type Violation struct {
 	Line int // 1-based

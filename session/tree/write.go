@@ -108,7 +108,7 @@ func (s *Session) Hold(on bool) {
 }
 
 // Commit writes what appends held and, with sync, makes the file durable;
-// force also writes what spec 003's deferral holds back (Flush).
+// force also writes what pi session v3's deferral holds back (Flush).
 func (s *Session) Commit(ctx context.Context, force, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,7 +164,7 @@ func (s *Session) writable() error {
 }
 
 // persistLocked writes what is not in the file yet, once the session holds
-// an assistant message (spec 003's deferral), or at once with force: a
+// an assistant message (pi session v3's deferral), or at once with force: a
 // caller asking for durability gets it, prompt-only sessions included.
 func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	if s.err != nil {
@@ -271,7 +271,7 @@ func (s *Session) Persisted() bool {
 }
 
 // Flush makes every entry appended so far durable (fsync), writing first
-// what spec 003's deferral held back: after Flush a session holding only a
+// what pi session v3's deferral held back: after Flush a session holding only a
 // user prompt is on the store, listed and resumable.
 func (s *Session) Flush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -365,7 +365,7 @@ func (s *Session) rewriteLocked(ctx context.Context) error {
 }
 
 // Close flushes and releases the session's writer. Entries held back for
-// want of an assistant message are dropped, as spec 003 intends. Later
+// want of an assistant message are dropped, as pi session v3 intends. Later
 // writes fail with ErrClosed.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
