@@ -46,6 +46,10 @@ type Catalog struct {
 	mu sync.Mutex // guards db across a reset
 	db *sql.DB
 
+	stmtMu sync.Mutex
+	stmtDB *sql.DB              // the handle stmts are prepared on
+	stmts  map[string]*sql.Stmt // by query
+
 	gen     atomic.Int64 // counts this process's writes to the catalog
 	rankMu  sync.Mutex
 	rankGen int64
@@ -113,6 +117,7 @@ func (c *Catalog) Close() error {
 	if c.db == nil {
 		return nil
 	}
+	c.closeStmts()
 	err := c.db.Close()
 	c.db = nil
 	return err
@@ -303,6 +308,7 @@ func damaged(err error) bool {
 // removeLocked closes and deletes the database and its WAL files.
 func (c *Catalog) removeLocked() {
 	if c.db != nil {
+		c.closeStmts()
 		c.db.Close()
 		c.db = nil
 	}

@@ -157,7 +157,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 		}
 		t := trees[r.files[i]]
 		if t == nil {
-			if t, err = loadBranches(ctx, db, r.files[i]); err != nil {
+			if t, err = c.loadBranches(ctx, db, r.files[i]); err != nil {
 				return nil, err
 			}
 			trees[r.files[i]] = t
@@ -191,7 +191,7 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, where []s
 	}
 	// bm25 with each term counted once (the index keeps no counts): for a
 	// query, shorter entries first.
-	rows, err := db.QueryContext(ctx, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
+	rows, err := c.rows(ctx, db, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
 		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, append(args, sqlLimit)...)
 	if err != nil {
@@ -256,9 +256,9 @@ func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ra
 			var d sql.NullFloat64
 			var err error
 			if t.op == opPrefix {
-				err = db.QueryRowContext(ctx, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", tok, tok+"\U0010FFFF").Scan(&d)
+				err = c.scanRow(ctx, db, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", []any{tok, tok + "\U0010FFFF"}, &d)
 			} else {
-				err = db.QueryRowContext(ctx, "SELECT doc FROM vocab WHERE term = ?", tok).Scan(&d)
+				err = c.scanRow(ctx, db, "SELECT doc FROM vocab WHERE term = ?", []any{tok}, &d)
 			}
 			if err != nil && err != sql.ErrNoRows {
 				return nil, fmt.Errorf("catalog: %w", err)
@@ -282,7 +282,7 @@ func (c *Catalog) sizes(ctx context.Context, db *sql.DB) (n, avg float64, err er
 		return c.rankN, c.rankAvg, nil
 	}
 	var sn, st sql.NullFloat64
-	if err := db.QueryRowContext(ctx, "SELECT nent, ntok FROM totals").Scan(&sn, &st); err != nil {
+	if err := c.scanRow(ctx, db, "SELECT nent, ntok FROM totals", nil, &sn, &st); err != nil {
 		return 0, 0, fmt.Errorf("catalog: %w", err)
 	}
 	n, avg = sn.Float64, 1
@@ -304,8 +304,8 @@ type branches struct {
 	kids map[string][]string
 }
 
-func loadBranches(ctx context.Context, db *sql.DB, file int64) (*branches, error) {
-	rows, err := db.QueryContext(ctx, "SELECT eid, parent FROM entries WHERE file = ? AND eid != '' ORDER BY id", file)
+func (c *Catalog) loadBranches(ctx context.Context, db *sql.DB, file int64) (*branches, error) {
+	rows, err := c.rows(ctx, db, "SELECT eid, parent FROM entries WHERE file = ? AND eid != '' ORDER BY id", file)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
