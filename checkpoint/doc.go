@@ -12,7 +12,7 @@
 // File content goes into the root's one cas store through its batch (pack)
 // API, so unchanged content costs nothing and content a session holds too is
 // stored once. Each checkpoint is one small JSON manifest naming a tree of
-// content-addressed directory objects (tree.go), so unchanged directories
+// content-addressed directory objects (treeobj.go), so unchanged directories
 // are shared between checkpoints (one of a few named files lists them
 // inline, the version 1 form), and an edited file is stored as a delta
 // against its earlier version (delta.go); Roots lists every blob either

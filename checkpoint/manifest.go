@@ -34,7 +34,7 @@ const (
 
 // Manifest describes one checkpoint: what every path held when it was taken.
 // It is stored as one small JSON object, written atomically, naming the
-// tree objects (see tree.go) that hold Files.
+// tree objects (see treeobj.go) that hold Files.
 type Manifest struct {
 	Version   int       `json:"version"`
 	ID        string    `json:"id"`
