@@ -10,7 +10,9 @@
 // or a new one), read and fork other machines' sessions (every message
 // acknowledged before the read must be there), resume them (refused while
 // the holder lives, taken over once its lease expired), take and rewind
-// workspace checkpoints (compared file by file) and write run logs.
+// workspace checkpoints (compared file by file) and write run logs, one
+// operation every -pace (2s) on average: every GC reads every root, so the
+// rate the bucket grows at sets how long a GC run takes.
 //
 // A machine writes a journal record only once the call that makes the
 // operation durable returned. The parent kills a random machine with
@@ -22,14 +24,15 @@
 // that an acknowledged message refers to removed, every listing equal to
 // the files.
 //
-// `make fleet` runs it; TestFleet runs a short one under `make test`, on
-// the S3 fake in a server process of its own:
+// `make fleet` runs it; TestFleet runs a short one under `make test`:
 //
 //	go run ./tools/fleet [-machines 8] [-kills 200] [-gc 20] [-every 1s]
-//	    [-engine auto|seaweedfs|gofakes3] [-faults] [-dir DIR] [-seed S] [-v]
+//	    [-pace 2s] [-engine auto|seaweedfs|gofakes3] [-faults] [-dir DIR]
+//	    [-seed S] [-v]
 //
-// The engine is SeaweedFS when scripts/install-test-servers built it, else
-// the S3 fake in a server process of its own. Its last line is fleet:
+// The engine is SeaweedFS when scripts/install-test-servers built it (or
+// once the build it runs in the background ends), else the S3 fake in a
+// server process of its own. Its last line is fleet:
 // machines=N kills=N gc=N acked=N lost=N two_writers=N
 // live_blob_removed=N listing_mismatches=N; it exits 1 on any loss or
 // broken rule.

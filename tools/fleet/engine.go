@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -44,20 +45,20 @@ func (e *Engine) Stop() { e.stop() }
 // that runs ServeS3 in a process of its own (for gofakes3), with env (nil:
 // this process's).
 func StartEngine(kind, dir string, serveS3, env []string) (*Engine, error) {
-	if kind == EngineAuto || kind == "" {
-		kind = EngineGofakes3
-		if bin, err := cloudtest.SeaweedFSBinary(); err == nil {
-			if _, err := os.Stat(bin); err == nil {
-				kind = EngineSeaweedFS
-			}
+	var bin string
+	if kind == EngineAuto || kind == "" || kind == EngineSeaweedFS {
+		var err error
+		switch bin, err = cloudtest.FindSeaweedFS(); {
+		case err == nil:
+			kind = EngineSeaweedFS
+		case kind == EngineSeaweedFS || !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		default:
+			kind = EngineGofakes3
 		}
 	}
 	switch kind {
 	case EngineSeaweedFS:
-		bin, err := cloudtest.SeaweedFSBinary()
-		if err != nil {
-			return nil, err
-		}
 		w, err := cloudtest.LaunchSeaweedFS(bin, dir, 2*time.Minute)
 		if err != nil {
 			return nil, err

@@ -44,8 +44,9 @@ type Proxy struct {
 }
 
 // StartProxy starts a proxy to endpoint with one listener per machine.
-// rate is the share of requests that meet a fault (latency aside, which a
-// fifth of the rest meet); stall is how long a stalled request is held
+// rate is the share of requests that meet a fault (latency aside, which
+// one in 20 of the rest meet: a GC reads every root, one after another, so
+// latency on a fifth of them made each GC run minutes long); stall is how long a stalled request is held
 // (past the machines' request deadline).
 func StartProxy(endpoint string, machines int, rate float64, stall time.Duration, seed uint64) (*Proxy, error) {
 	u, err := url.Parse(endpoint)
@@ -104,7 +105,7 @@ func (p *Proxy) pick(id int) string {
 		f = FaultPartition
 	case p.rng.Float64() < p.rate:
 		f = []string{FaultResetBefore, FaultResetAfter, Fault500, Fault500After, FaultSlowDown, FaultSlowDown, FaultStall}[p.rng.IntN(7)]
-	case p.rng.IntN(5) == 0:
+	case p.rng.IntN(20) == 0:
 		f = FaultLatency
 	}
 	p.counts[f]++

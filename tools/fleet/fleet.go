@@ -30,7 +30,7 @@ type Config struct {
 	// the buckets "fleet" and "fleet-mirror" (CreateBuckets).
 	Endpoint string
 	// Faults puts a fault proxy (StartProxy) between the machines and the
-	// engine, at FaultRate (default 0.03; requests time out after 3 s), and cuts one writer off for
+	// engine, at FaultRate (default 0.03; requests time out after 5 s), and cuts one writer off for
 	// 2*(LeaseTTL+Skew) every PartitionEvery (default 20s). The verifier
 	// dials the engine directly.
 	Faults                bool
@@ -39,6 +39,10 @@ type Config struct {
 	LeaseTTL, Skew, Grace time.Duration
 	MaxOffset             time.Duration // each machine's clock is off by up to this, either way
 	Timeout               time.Duration // per bucket request
+	// Pace is a writer's mean pause between operations (default 2s; <0:
+	// none). Every GC reads every root, so the rate the bucket grows at
+	// sets how long a GC run takes, and so how many finish in a run.
+	Pace time.Duration
 	// Child is the command that runs one machine: the MachineConfig as
 	// JSON is appended as its last argument.
 	Child []string
@@ -68,13 +72,17 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
 	}
+	if c.Pace == 0 {
+		c.Pace = 2 * time.Second
+	}
 	if c.FaultRate <= 0 {
 		c.FaultRate = 0.03
 	}
-	if c.Faults && c.Timeout > 3*time.Second {
+	if c.Faults && c.Timeout > 5*time.Second {
 		// Stalls are held past this: short, so that GC and mirror runs of
-		// hundreds of requests still finish between kills.
-		c.Timeout = 3 * time.Second
+		// hundreds of requests still finish between kills; not so short that
+		// a loaded machine's slow answers fail all of a call's attempts.
+		c.Timeout = 5 * time.Second
 	}
 	if c.PartitionEvery <= 0 {
 		c.PartitionEvery = 20 * time.Second
@@ -129,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := func(id, inc int) error {
 		mc := MachineConfig{ID: id, Inc: inc, Role: role(id), Machines: cfg.Machines,
 			URL: StoreURL(endpoint(id), "fleet"), MirrorURL: StoreURL(endpoint(id), "fleet-mirror"),
-			Dir: cfg.Dir, LeaseTTL: cfg.LeaseTTL, Skew: cfg.Skew, Grace: cfg.Grace, Timeout: cfg.Timeout, Seed: cfg.Seed,
+			Dir: cfg.Dir, LeaseTTL: cfg.LeaseTTL, Skew: cfg.Skew, Grace: cfg.Grace, Timeout: cfg.Timeout, Pace: max(cfg.Pace, 0), Seed: cfg.Seed,
 			Offset: time.Duration(rng.Int64N(int64(2*cfg.MaxOffset+1))) - cfg.MaxOffset}
 		p, err := launch(cfg, mc)
 		procs[id] = p

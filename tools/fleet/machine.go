@@ -45,6 +45,7 @@ type MachineConfig struct {
 	Skew      time.Duration `json:"skew"`
 	Grace     time.Duration `json:"grace"`
 	Timeout   time.Duration `json:"timeout"` // per bucket request
+	Pace      time.Duration `json:"pace"`    // a writer's mean pause between operations
 	Seed      uint64        `json:"seed"`
 }
 
@@ -209,6 +210,9 @@ func (m *machine) list(ctx context.Context) error {
 var cwds = []string{"/fleet/alpha", "/fleet/beta", "/fleet/gamma"}
 
 func (m *machine) write(ctx context.Context) error {
+	if m.c.Pace > 0 {
+		m.pause(m.c.Pace)
+	}
 	switch op := m.rng.IntN(100); {
 	case op < 45:
 		return m.appendMsg(ctx)

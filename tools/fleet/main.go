@@ -12,7 +12,8 @@ func main() {
 	machines := flag.Int("machines", 8, "how many machines (at least 4: gc, mirror, list, writers)")
 	kills := flag.Int("kills", 200, "how many SIGKILLs")
 	gc := flag.Int("gc", 20, "go on until at least this many GC runs")
-	every := flag.Duration("every", 0, "mean time between kills (default 1s)")
+	every := flag.Duration("every", 0, "mean time between kills (default 2s)")
+	pace := flag.Duration("pace", 0, "a writer's mean pause between operations (default 2s)")
 	engine := flag.String("engine", EngineAuto, "auto, seaweedfs or gofakes3")
 	faults := flag.Bool("faults", false, "a fault proxy between the machines and the engine")
 	dir := flag.String("dir", "", "work directory (default: a temporary one, removed after)")
@@ -30,7 +31,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleet s3:", ServeS3(os.Stdout))
 		os.Exit(1)
 	}
-	if err := run(ctx, *dir, *engine, Config{Machines: *machines, Kills: *kills, MinGC: *gc, Every: *every, Seed: *seed, Faults: *faults}, *verbose); err != nil {
+	if err := run(ctx, *dir, *engine, Config{Machines: *machines, Kills: *kills, MinGC: *gc, Every: *every, Pace: *pace, Seed: *seed, Faults: *faults}, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
 	}

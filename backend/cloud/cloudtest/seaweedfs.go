@@ -46,6 +46,17 @@ func SeaweedFSBinary() (string, error) {
 	return filepath.Join(dir, "trove-test", "seaweedfs-"+SeaweedFSVersion, "weed"), nil
 }
 
+// FindSeaweedFS returns the weed binary as StartSeaweedFS finds it,
+// waiting while the install script builds it; when weed is neither built
+// nor being built, an error wrapping fs.ErrNotExist.
+func FindSeaweedFS() (string, error) {
+	bin, skip, err := findWeed()
+	if skip {
+		return "", fmt.Errorf("%w (run scripts/install-test-servers --seaweedfs): %w", err, fs.ErrNotExist)
+	}
+	return bin, err
+}
+
 // findWeed returns the weed binary, waiting while the install script's
 // background build of it runs (its build.pid names a live process) for up
 // to $TROVE_SEAWEEDFS_WAIT (default 20m). skip reports that weed is not
