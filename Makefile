@@ -94,9 +94,10 @@ torture:
 	$(GO) run ./tools/torture -n $(N)
 
 ## fleet: MACHINES processes (8) on one bucket of a real object store
-## (SeaweedFS when scripts/install-test-servers --seaweedfs built it, else the S3 fake
-## in a process of its own), KILLS SIGKILLs (200) and at least GC GC runs
-## (20); checks every journal against the bucket; its last line is
+## (SeaweedFS when scripts/install-test-servers built it, or once its background
+## build ends, else the S3 fake in a process of its own), KILLS SIGKILLs (200) and
+## at least GC GC runs (20), writers pacing their work (2s, 4s under faults);
+## checks every journal against the bucket; its last line is
 ## fleet: machines=N kills=N gc=N acked=N lost=0 two_writers=0 ...
 ## FAULTS=1 puts the fault proxy between the machines and the engine
 MACHINES ?= 8

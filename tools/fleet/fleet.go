@@ -39,7 +39,8 @@ type Config struct {
 	LeaseTTL, Skew, Grace time.Duration
 	MaxOffset             time.Duration // each machine's clock is off by up to this, either way
 	Timeout               time.Duration // per bucket request
-	// Pace is a writer's mean pause between operations (default 2s; <0:
+	// Pace is a writer's mean pause between operations (default 2s, 4s
+	// under faults; <0:
 	// none). Every GC reads every root, so the rate the bucket grows at
 	// sets how long a GC run takes, and so how many finish in a run.
 	Pace time.Duration
@@ -74,6 +75,12 @@ func (c *Config) defaults() {
 	}
 	if c.Pace == 0 {
 		c.Pace = 2 * time.Second
+		if c.Faults {
+			// Under faults each GC request costs more (the SDK backs off
+			// about a second after each 5xx or reset): a slower-growing
+			// bucket keeps GC runs short.
+			c.Pace = 4 * time.Second
+		}
 	}
 	if c.FaultRate <= 0 {
 		c.FaultRate = 0.03

@@ -12,7 +12,7 @@ func main() {
 	machines := flag.Int("machines", 8, "how many machines (at least 4: gc, mirror, list, writers)")
 	kills := flag.Int("kills", 200, "how many SIGKILLs")
 	gc := flag.Int("gc", 20, "go on until at least this many GC runs")
-	every := flag.Duration("every", 0, "mean time between kills (default 2s)")
+	every := flag.Duration("every", 0, "mean time between kills (default 2s, 4s with -faults)")
 	pace := flag.Duration("pace", 0, "a writer's mean pause between operations (default 2s)")
 	engine := flag.String("engine", EngineAuto, "auto, seaweedfs or gofakes3")
 	faults := flag.Bool("faults", false, "a fault proxy between the machines and the engine")
