@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,29 +67,36 @@ func benchCrypt(b *testing.B, backendName string) {
 					return s
 				})
 			}
-			var times [2][]time.Duration
+			// Wall time and the process's CPU time (user and system) of
+			// each operation: on a shared machine the wall time swings with
+			// the load, the CPU time much less.
+			var wall, cpu [2][]time.Duration
 			round := 0
 			for b.Loop() {
 				for k := range 2 {
 					side := (k + round) % 2
-					var paused time.Duration
+					var paused, pausedCPU time.Duration
 					pause := func(f func()) {
 						b.StopTimer()
-						t0 := time.Now()
+						t0, c0 := time.Now(), cpuTime()
 						f()
-						paused += time.Since(t0)
+						paused, pausedCPU = paused+time.Since(t0), pausedCPU+cpuTime()-c0
 						b.StartTimer()
 					}
-					t0 := time.Now()
+					t0, c0 := time.Now(), cpuTime()
 					ops[side](pause)
-					times[side] = append(times[side], time.Since(t0)-paused)
+					wall[side] = append(wall[side], time.Since(t0)-paused)
+					cpu[side] = append(cpu[side], cpuTime()-c0-pausedCPU)
 				}
 				round++
 			}
-			plain, enc := median(times[0]), median(times[1])
+			plain, enc := median(wall[0]), median(wall[1])
 			b.ReportMetric(float64(plain.Microseconds())/1000, "plain-ms")
 			b.ReportMetric(float64(enc.Microseconds())/1000, "encrypted-ms")
 			b.ReportMetric(float64(enc)/float64(plain), "x-encrypted/plain")
+			if p := median(cpu[0]); p > 0 {
+				b.ReportMetric(float64(median(cpu[1]))/float64(p), "x-cpu-encrypted/plain")
+			}
 		})
 	}
 }
@@ -201,4 +209,13 @@ func randomText(n int, seed uint64) string {
 		out = append(out, ' ')
 	}
 	return string(out)
+}
+
+// cpuTime is the user and system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

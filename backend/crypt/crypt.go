@@ -29,8 +29,8 @@ type Storage struct {
 	n      *namer
 	caps   backend.Capabilities
 	appent func(name string) bool
-	sides  sync.Map  // side objects of long names known to exist
-	bufs   sync.Pool // of *[]byte: the sealed form of whole writes
+	sides  sync.Map    // side objects of long names known to exist
+	bufs   chan []byte // free sealed buffers of whole writes (see sealed)
 }
 
 var (
@@ -102,7 +102,7 @@ func New(inner backend.Storage, key []byte, opts ...Option) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Storage{inner: inner, s: s, n: n, appent: o.appendable, caps: caps}
+	c := &Storage{inner: inner, s: s, n: n, appent: o.appendable, caps: caps, bufs: make(chan []byte, pooledBufs)}
 	// Rename re-encrypts (content is bound to its name): a copy, then an
 	// unlink of the source.
 	c.caps.AtomicRename = false

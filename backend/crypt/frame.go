@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/trovekit/trove/backend"
@@ -119,19 +121,51 @@ func (s *sealer) seal(dst []byte, name string, kind byte, off int64, p []byte) [
 	return binary.LittleEndian.AppendUint64(dst, uint64(off)+uint64(len(p)))
 }
 
+// parallelFrames is the least number of frames a whole write seals on
+// more than one core: each frame has its own key and place, so they are
+// sealed independently.
+const parallelFrames = 16
+
 // sealWhole appends the frames of a whole write of p to dst. An empty
 // write is one empty end frame, so that cutting a whole file is seen.
 func (s *sealer) sealWhole(dst []byte, name string, p []byte) []byte {
-	var off int64
+	frames := (len(p) + FrameSize - 1) / FrameSize
+	workers := min(runtime.GOMAXPROCS(0), frames/(parallelFrames/2))
+	if frames < parallelFrames || workers < 2 {
+		return s.sealFrames(dst, name, p, 0, true)
+	}
+	// Each worker seals a run of whole frames in place: frame i starts at
+	// i*fullFrame, so a slice of dst of length 0 there has the room.
+	start := len(dst)
+	dst = slices.Grow(dst, sealedSize(len(p)))[:start+sealedSize(len(p))]
+	per := (frames + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		first, last := w*per, min((w+1)*per, frames)
+		if first >= last {
+			break
+		}
+		wg.Go(func() {
+			chunk := p[first*FrameSize : min(last*FrameSize, len(p))]
+			s.sealFrames(dst[start+first*fullFrame:start+first*fullFrame], name, chunk, int64(first)*FrameSize, last == frames)
+		})
+	}
+	wg.Wait()
+	return dst
+}
+
+// sealFrames appends the frames of p, the whole write's bytes from offset
+// off, to dst; the last is an end frame when final.
+func (s *sealer) sealFrames(dst []byte, name string, p []byte, off int64, final bool) []byte {
 	for {
 		n := min(len(p), FrameSize)
 		kind := kindWhole
-		if n == len(p) {
+		if n == len(p) && final {
 			kind = kindEnd
 		}
 		dst = s.seal(dst, name, kind, off, p[:n])
 		p, off = p[n:], off+int64(n)
-		if kind == kindEnd {
+		if kind == kindEnd || len(p) == 0 && !final {
 			return dst
 		}
 	}

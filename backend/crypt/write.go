@@ -24,25 +24,33 @@ func sealedSize(n int) int {
 	return n + max((n+FrameSize-1)/FrameSize, 1)*Overhead
 }
 
-// maxPooled bounds the sealed buffers kept for reuse.
-const maxPooled = 16 << 20
+// Sealed buffers are kept for reuse, a few and none over maxPooled: in a
+// channel, not a sync.Pool, which every GC empties (a 4 MiB put then pays
+// for fresh pages again).
+const (
+	pooledBufs = 2
+	maxPooled  = 16 << 20
+)
 
 // sealed seals data as a whole write of name into a recycled buffer and
 // writes it with write, which must be done with the buffer when it
 // returns (as the inner store's WriteFile is). Fresh pages for a 4 MiB
 // blob cost more than sealing it: page faults and zeroing.
 func (c *Storage) sealed(name string, data []byte, write func([]byte) error) error {
-	bp, _ := c.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+	var buf []byte
+	select {
+	case buf = <-c.bufs:
+	default:
 	}
-	b := c.s.sealWhole(slices.Grow((*bp)[:0], sealedSize(len(data))), name, data)
+	b := c.s.sealWhole(slices.Grow(buf[:0], sealedSize(len(data))), name, data)
 	err := write(b)
 	if err == nil && cap(b) <= maxPooled {
 		// Kept only after a write that finished: a failed one may have
 		// left the bytes with a goroutine of the inner store.
-		*bp = b[:0]
-		c.bufs.Put(bp)
+		select {
+		case c.bufs <- b[:0]:
+		default:
+		}
 	}
 	return err
 }
