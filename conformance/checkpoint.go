@@ -21,17 +21,18 @@ import (
 
 // TestCheckpoint runs the checkpoint conformance suite: manifests and blobs
 // in a store newBackend makes (through the real cas store), the workspace a
-// real temporary directory. Subtest names are stable; the Spec001 group
-// holds one test per checkpoint item of spec 001's verification checklist.
+// real temporary directory. Subtest names are stable; the Checklist group
+// holds one test per checkpoint item of the file checkpoints spec's verification
+// checklist (docs/formats.md).
 func TestCheckpoint(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 	cases := []struct {
 		name string
 		run  func(t *testing.T, nb newStorage)
 	}{
-		{"Spec001/CheckpointCreation", cpCheckpointCreation},
-		{"Spec001/RewindCorrectness", cpRewindCorrectness},
-		{"Spec001/RewindDryRun", cpRewindDryRun},
-		{"Spec001/NewFileHandling", cpNewFileHandling},
+		{"Checklist/CheckpointCreation", cpCheckpointCreation},
+		{"Checklist/RewindCorrectness", cpRewindCorrectness},
+		{"Checklist/RewindDryRun", cpRewindDryRun},
+		{"Checklist/NewFileHandling", cpNewFileHandling},
 		{"ManifestFields", cpManifestFields},
 		{"Dedup", cpDedup},
 		{"LineStats", cpLineStats},

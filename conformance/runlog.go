@@ -25,8 +25,8 @@ import (
 	"github.com/trovekit/trove/runlog"
 )
 
-// RunlogSpecExample is the JSONL example of spec 004 section 7, byte for
-// byte (runlog/testdata/spec004-example.jsonl holds the same bytes).
+// RunlogSpecExample is the JSONL example of the run log spec, section 7, byte for
+// byte (runlog/testdata/runlog-example.jsonl holds the same bytes).
 const RunlogSpecExample = `{"type":"header","schema_version":1,"run_id":"8f1d7b7a-7e8f-4e0f-9a7c-1c5d0e6b2b7a","started_at":"2026-02-03T12:00:00.123Z","client":{"name":"tui","version":"0.1.0"},"server":{"name":"runtime","version":"0.1.0"},"model":{"provider":"openai","name":"gpt-4.1-mini","reasoning":"medium"},"prompts":{"system":"You are a coding assistant."}}
 {"type":"run.start","run_id":"8f1d7b7a-7e8f-4e0f-9a7c-1c5d0e6b2b7a","ts":"2026-02-03T12:00:00.456Z","input":{"type":"text","text":"list files"},"ui_context":{"cwd":"/home/kousw/cospace/codelia"}}
 {"type":"llm.request","run_id":"8f1d7b7a-7e8f-4e0f-9a7c-1c5d0e6b2b7a","ts":"2026-02-03T12:00:01.000Z","seq":1,"model":{"provider":"openai","name":"gpt-4.1-mini"},"input":{"messages":[{"role":"system","content":"You are a coding assistant.","message_ts":"2026-02-03T12:00:00.123Z"},{"role":"user","content":"list files","message_ts":"2026-02-03T12:00:00.456Z"}],"tools":[{"type":"function","function":{"name":"exec_command","description":"Runs a command in a PTY.","parameters":{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"]}}}],"tool_choice":null,"model":"gpt-4.1-mini"}}
@@ -38,7 +38,7 @@ const RunlogSpecExample = `{"type":"header","schema_version":1,"run_id":"8f1d7b7
 {"type":"run.end","run_id":"8f1d7b7a-7e8f-4e0f-9a7c-1c5d0e6b2b7a","ts":"2026-02-03T12:00:02.800Z","outcome":"completed","final":"Here are the files: AGENTS.md, RULES.md, packages."}
 `
 
-// RunlogSpecState is the session state example of spec 004 section 7.
+// RunlogSpecState is the session state example of the run log spec, section 7.
 const RunlogSpecState = `{
   "schema_version": 1,
   "session_id": "f6d2c6d5-4a12-4cc4-bbc9-9a0c0d2b5af1",
@@ -58,7 +58,7 @@ const (
 	runlogExamplePath = "runs/2026/02/03/" + runlogExampleID + ".jsonl"
 )
 
-// TestRunlog checks the run log layer (package runlog, spec 004) on the
+// TestRunlog checks the run log layer (package runlog) on the
 // backends newBackend makes: fresh and empty on each call, cleaned up by the
 // constructor. Subtest names are stable: TestRunlog/<group>/<case>. Crash
 // cases run only on a backend.Crasher.
@@ -189,7 +189,7 @@ func lines(s string) []string {
 
 var tsRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
-// example: spec 004 section 7 parses record for record and writes back to
+// example: the run log spec's section 7 parses record for record and writes back to
 // equal JSON objects, typed and raw.
 func (x *runlogSuite) example(t *testing.T) {
 	want := lines(RunlogSpecExample)

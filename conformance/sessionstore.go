@@ -22,7 +22,7 @@ import (
 // TestSessionStore checks package session, the session store API (create,
 // continue, resume, resume-at, fork, delete, list, metadata, transcript,
 // the background writer, locking) on the backends newBackend makes. The
-// items of its spec's checklist (spec 001, docs/formats.md) about sessions
+// items of its spec's checklist (the session store API, docs/formats.md) about sessions
 // are subtests named Checklist<NN><Item>; the checkpoint items are in
 // TestCheckpoint.
 func TestSessionStore(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {

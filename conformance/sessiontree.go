@@ -236,7 +236,7 @@ func (x *sessionSuite) deferral(t *testing.T) {
 	x.must(t, err)
 	_, err = s.AppendMessage(sessionCtx, sessionUser("hello"))
 	x.must(t, err)
-	// Appends wait for the first assistant message (spec 003)...
+	// Appends wait for the first assistant message (pi session v3)...
 	if _, err := st.Stat(sessionCtx, "d.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("written before an assistant message: %v", err)
 	}

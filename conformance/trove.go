@@ -164,7 +164,7 @@ func OneStoreImage(text string, data []byte) json.RawMessage {
 		text, base64.StdEncoding.EncodeToString(data)))
 }
 
-// OneStoreReply is a strict assistant message of spec 003.
+// OneStoreReply is a strict assistant message of pi session v3.
 func OneStoreReply(text string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"api":"anthropic-messages","provider":"anthropic","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}`, text))
 }

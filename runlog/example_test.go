@@ -16,8 +16,8 @@ import (
 // suite carries the same text.
 func TestSpecFixture(t *testing.T) {
 	for file, want := range map[string]string{
-		"testdata/spec004-example.jsonl": conformance.RunlogSpecExample,
-		"testdata/spec004-state.json":    conformance.RunlogSpecState,
+		"testdata/runlog-example.jsonl": conformance.RunlogSpecExample,
+		"testdata/runlog-state.json":    conformance.RunlogSpecState,
 	} {
 		got, err := os.ReadFile(file)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 // from first_kept_entry_id on; tool_call blocks, tool_result messages and
 // snake_case usage in their v3 forms. Written back, it is v3.
 func TestAgentJSONLFile(t *testing.T) {
-	data, err := os.ReadFile("testdata/spec002.jsonl")
+	data, err := os.ReadFile("testdata/agent-jsonl.jsonl")
 	must(t, err)
 	st := newMem(t)
 	must(t, st.WriteFile(t.Context(), "s.jsonl", data))

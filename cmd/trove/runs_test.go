@@ -13,7 +13,7 @@ import (
 func TestRunsLsShow(t *testing.T) {
 	root := t.TempDir()
 	store := "file://" + root
-	example, err := os.ReadFile("../../runlog/testdata/spec004-example.jsonl")
+	example, err := os.ReadFile("../../runlog/testdata/runlog-example.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

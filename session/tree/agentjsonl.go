@@ -84,6 +84,8 @@ func fromAgentJSONL(data []byte) []byte {
 				}
 			}
 			e["type"] = json.RawMessage(`"custom"`)
+			// A value written into session files: kept as it was named
+			// before agent JSONL had its name, so files stay alike.
 			e["customType"] = json.RawMessage(`"spec002-branch"`)
 			e["data"] = mustJSON(d)
 		}
