@@ -14,6 +14,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/cloud/cloudtest"
+	"github.com/trovekit/trove/backend/intercept"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/conformance"
 	"github.com/trovekit/trove/runlog"
@@ -221,7 +222,7 @@ func TestMirrorSourceFileGone(t *testing.T) {
 		}
 	}
 	// Removed as Mirror opens it: after the listing, before the copy.
-	src := backend.Intercept(inner, func(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+	src := intercept.New(inner, func(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
 		if c.Op == "Open" && c.Name == "blobs/packs/aa/gone" {
 			if err := inner.Unlink(ctx, c.Name); err != nil {
 				return err

@@ -20,8 +20,7 @@ type Authenticated interface {
 	AuthenticatesContent() bool
 }
 
-// AuthenticatesContent says whether s authenticates what it reads (see
-// Authenticated).
+// AuthenticatesContent says whether s authenticates its reads (Authenticated).
 func AuthenticatesContent(s Storage) bool {
 	a, ok := s.(Authenticated)
 	return ok && a.AuthenticatesContent()

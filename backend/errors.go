@@ -33,8 +33,5 @@ func PathErr(op, path string, err error) error {
 
 // CtxErr returns a PathError for a done ctx, or nil.
 func CtxErr(ctx context.Context, op, path string) error {
-	if err := ctx.Err(); err != nil {
-		return PathErr(op, path, err)
-	}
-	return nil
+	return PathErr(op, path, ctx.Err()) // nil stays nil
 }

@@ -112,8 +112,7 @@ type Writer interface {
 	Close() error
 }
 
-// Unlocker releases a lock taken by Storage.Lock. Unlock twice is not an
-// error.
+// Unlocker releases a lock taken by Storage.Lock; Unlock twice is no error.
 type Unlocker interface {
 	Unlock() error
 }

@@ -7,12 +7,11 @@ import (
 	"io/fs"
 )
 
-// WriteOnce is an optional fast path for content-addressed files: files
-// created whole and never appended to, renamed over or replaced afterwards,
-// in a tree the caller owns. On a bucket each call is one request, where
-// the general methods also look at the place (a parent that is a file, a
-// directory of that name) and at appended parts. Use it through CreateFile
-// and OpenInfo, which fall back on the general methods.
+// WriteOnce is an optional fast path for content-addressed files: created
+// whole, never appended to, renamed over or replaced, in a tree the caller
+// owns. On a bucket each call is one request, where the general methods
+// also look at the place (a parent that is a file, a directory of that
+// name) and at appended parts. Use it through CreateFile and OpenInfo.
 type WriteOnce interface {
 	// CreateFile writes data as the new file name, all or nothing and
 	// durably. When name exists it fails with fs.ErrExist (a wrapper over a
@@ -35,8 +34,7 @@ func CreateFile(ctx context.Context, s Storage, name string, data []byte) error 
 	if w, ok := s.(WriteOnce); ok {
 		return w.CreateFile(ctx, name, data)
 	}
-	_, err := s.Stat(ctx, name)
-	switch {
+	switch _, err := s.Stat(ctx, name); {
 	case err == nil:
 		return PathErr("write", name, fs.ErrExist)
 	case !errors.Is(err, fs.ErrNotExist):
@@ -66,17 +64,15 @@ func OpenInfo(ctx context.Context, s Storage, name string) (io.ReadCloser, Info,
 	return rc, info, nil
 }
 
-// WholeFile is an optional fast path beside WriteOnce for small files its
-// owner always writes whole and never appends to (metadata, markers,
-// leases, indexes): on a bucket PutFile is one upload and RemoveFile the
-// delete alone, without the looks at the place and at appended parts that
-// WriteFile and Unlink make. PutFile replaces the file atomically and
-// durably, as WriteFile does; RemoveFile of a missing file is
-// fs.ErrNotExist, or no error on a store whose delete does not say (S3,
-// where asking costs a request). Neither checks that no parent is a file
-// or that name is not a directory, and on a store without directories of
-// its own a directory whose last file RemoveFile removes may vanish with
-// it.
+// WholeFile is an optional fast path for small files always written whole
+// (metadata, markers, leases, indexes): on a bucket PutFile is one upload
+// and RemoveFile one delete, without the looks at the place and at appended
+// parts that WriteFile and Unlink make. PutFile replaces the file
+// atomically and durably, as WriteFile does; RemoveFile of a missing file
+// is fs.ErrNotExist, or no error where the delete does not say (S3, where
+// asking costs a request). Neither checks that no parent is a file or that
+// name is not a directory; on a store without directories of its own, a
+// directory whose last file RemoveFile removes may vanish with it.
 type WholeFile interface {
 	PutFile(ctx context.Context, name string, data []byte) error
 	RemoveFile(ctx context.Context, name string) error
@@ -101,12 +97,12 @@ func RemoveFile(ctx context.Context, s Storage, name string) error {
 }
 
 // Compacter is an optional call of stores that emulate appends (buckets):
-// Compact folds the parts an appended file is made of into fewer, so that
-// reading it stays a few requests, without fencing off a writer open on
-// it. Such a store's writers never fold at Sync, so a Sync costs the same
-// few requests however long the writer stays open; its next opener folds,
-// and an owner that keeps a writer open long calls Compact when it can
-// spare the requests (it reads and rewrites recent bytes).
+// Compact folds an appended file's parts into fewer, so reading it stays a
+// few requests, without fencing off a writer open on it. Such stores never
+// fold at Sync (a Sync costs the same few requests however long a writer
+// stays open); the next opener folds, and an owner that keeps a writer
+// open long calls Compact when it can spare the requests (it reads and
+// rewrites recent bytes).
 type Compacter interface {
 	Compact(ctx context.Context, name string) error
 }

@@ -29,6 +29,7 @@
 // import cycle.
 //
 // Imports: the standard library, trove, backend, backend/faulty,
-// backend/spy, cas, checkpoint, runlog, session, session/tree,
+// backend/logging, backend/retry, backend/spy, backend/sub, cas,
+// checkpoint, runlog, session, session/tree,
 // klauspost/compress/zstd and zeebo/blake3 (to write damaged blobs).
 package conformance

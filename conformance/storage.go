@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/logging"
+	"github.com/trovekit/trove/backend/retry"
+	"github.com/trovekit/trove/backend/sub"
 )
 
 // newStorage makes a fresh, empty backend and registers its cleanup on tb.
@@ -25,7 +28,7 @@ type newStorage = func(tb testing.TB) backend.Storage
 type storageGroup struct {
 	name string
 	run  func(t *testing.T, nb newStorage)
-	sub  bool // also run under backend.Sub
+	sub  bool // also run under sub.New
 }
 
 // storageGroups is the suite, in the order it runs.
@@ -65,7 +68,7 @@ func storageGroups() []storageGroup {
 //
 // Subtests are grouped by method or property ("Paths/hostile/dotdot/Stat",
 // "ReadPrefix/larger", ...). A representative part runs again under
-// backend.Sub, as "Sub/...". Crash cases run only on a backend.Crasher and
+// sub.New, as "Sub/...". Crash cases run only on a backend.Crasher and
 // Lock cases only where Capabilities declares locks; both skip with a reason
 // otherwise. With -short the 64 MiB streaming case is skipped.
 func TestStorage(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
@@ -82,12 +85,12 @@ func TestStorage(t *testing.T, newBackend func(tb testing.TB) backend.Storage) {
 		}
 		t.Run("Isolation", func(t *testing.T) { testSubIsolation(t, newBackend) })
 	})
-	// The decorators written on backend.Intercept (retries with a deadline
+	// The decorators written on intercept.New (retries with a deadline
 	// per attempt, logging) change no result.
 	t.Run("Decorated", func(t *testing.T) {
 		nb := func(tb testing.TB) backend.Storage {
-			s := backend.Logged(newBackend(tb), slog.New(slog.DiscardHandler))
-			return backend.Retry(s, backend.RetryOptions{Attempts: 2, Timeout: time.Minute})
+			s := logging.New(newBackend(tb), slog.New(slog.DiscardHandler))
+			return retry.New(s, retry.Options{Attempts: 2, Timeout: time.Minute})
 		}
 		for _, g := range groups {
 			if decoratedGroups[g.name] {
@@ -106,7 +109,7 @@ var decoratedGroups = map[string]bool{
 
 const subRoot = "sub/root"
 
-// subStorage wraps each new backend in backend.Sub, with a sibling file
+// subStorage wraps each new backend in sub.New, with a sibling file
 // outside the sub-root so a leak through the prefix is visible.
 func subStorage(nb newStorage) newStorage {
 	return func(tb testing.TB) backend.Storage {
@@ -119,7 +122,7 @@ func subStorage(nb newStorage) newStorage {
 		if err := s.EnsureDir(ctx, subRoot); err != nil {
 			tb.Fatalf("EnsureDir(%s): %v", subRoot, err)
 		}
-		sb, err := backend.Sub(s, subRoot)
+		sb, err := sub.New(s, subRoot)
 		if err != nil {
 			tb.Fatalf("Sub(%s): %v", subRoot, err)
 		}
@@ -137,7 +140,7 @@ func subStorage(nb newStorage) newStorage {
 	}
 }
 
-// subStore marks a store cut by backend.Sub, for the few cases that must
+// subStore marks a store cut by sub.New, for the few cases that must
 // know: its names share the inner store's length budget with the prefix.
 type subStore struct{ backend.Storage }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/sub"
 )
 
 // ctxOps is every method called with ctx on a store holding "f" ("old")
@@ -792,14 +793,14 @@ func testCrossCheck(t *testing.T, nb newStorage) {
 	}
 }
 
-// testSubIsolation checks backend.Sub against the store it is cut from:
+// testSubIsolation checks sub.New against the store it is cut from:
 // names map under the prefix, nothing leaks either way, errors name the
 // sub-relative path.
 func testSubIsolation(t *testing.T, nb newStorage) {
 	s := nb(t)
 	mustWrite(t, s, "top", []byte("top"))
 	mustWrite(t, s, "p/q-sibling", []byte("sibling"))
-	sb, err := backend.Sub(s, "p/q")
+	sb, err := sub.New(s, "p/q")
 	if err != nil {
 		t.Fatalf("Sub: %v", err)
 	}
@@ -816,7 +817,7 @@ func testSubIsolation(t *testing.T, nb newStorage) {
 	wantErr(t, "Sub ReadFile(nope)", err, fs.ErrNotExist, "nope")
 	_, err = sb.ReadFile(t.Context(), "../top")
 	wantErr(t, "Sub ReadFile(../top)", err, backend.ErrInvalidPath, "../top")
-	if _, err := backend.Sub(s, "../x"); !errors.Is(err, backend.ErrInvalidPath) {
+	if _, err := sub.New(s, "../x"); !errors.Is(err, backend.ErrInvalidPath) {
 		t.Errorf("Sub(../x) = %v, want ErrInvalidPath", err)
 	}
 	if err := sb.Close(); err != nil {

@@ -75,5 +75,5 @@
 //
 // Imports: the standard library, gocloud.dev/blob and gocloud.dev/gcerrors
 // (no cloud SDK: the provider packages under backend/open link those),
-// backend and backend/driver.
+// backend, backend/driver and backend/retry.
 package cloud

@@ -7,16 +7,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/trovekit/trove/backend/retry"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
-
-	"github.com/trovekit/trove/backend"
 )
 
 // ErrTimeout is the error of a bucket call that got no answer within the
-// per-call timeout (WithTimeout): backend.ErrTimeout, which wraps
+// per-call timeout (WithTimeout): retry.ErrTimeout, which wraps
 // context.DeadlineExceeded.
-var ErrTimeout = backend.ErrTimeout
+var ErrTimeout = retry.ErrTimeout
 
 // DefaultTimeout bounds each bucket call, and each chunk of a streaming
 // read or upload, unless WithTimeout says otherwise.
@@ -112,13 +111,13 @@ func timedOut(parent, cctx context.Context, err error) error {
 	return err
 }
 
-// wait sleeps before attempt try+1 (backend.Backoff).
-func (g *guard) wait(ctx context.Context, try int) error { return backend.Backoff(ctx, try, g.backoff) }
+// wait sleeps before attempt try+1 (retry.Backoff).
+func (g *guard) wait(ctx context.Context, try int) error { return retry.Backoff(ctx, try, g.backoff) }
 
-// transient reports an error worth another attempt: backend.Transient's,
+// transient reports an error worth another attempt: retry.Transient's,
 // and the driver codes for throttling and server errors.
 func transient(err error, status func(error) int) bool {
-	if backend.Transient(err, status) {
+	if retry.Transient(err, status) {
 		return true
 	}
 	switch gcerrors.Code(err) {
@@ -129,7 +128,7 @@ func transient(err error, status func(error) int) bool {
 }
 
 // httpStatus is the HTTP status a driver error carries, 0 if none.
-func httpStatus(err error, status func(error) int) int { return backend.HTTPStatus(err, status) }
+func httpStatus(err error, status func(error) int) int { return retry.HTTPStatus(err, status) }
 
 func (g *guard) Attributes(ctx context.Context, key string) (a *blob.Attributes, err error) {
 	err = g.call(ctx, true, func(ctx context.Context) error {

@@ -2,7 +2,7 @@
 // (of every method or of chosen ones), fail from the Nth call on, fail at
 // random with a seed, short writes, ENOSPC once a byte budget is spent, EIO
 // on Sync, and a hook for any other policy. It is one interceptor on
-// backend.Intercept, so every call is covered, those on writers, readers and
+// intercept.New, so every call is covered, those on writers, readers and
 // locks too.
 //
 // A failed call does not reach the inner store (the Close and Unlock calls
@@ -23,5 +23,5 @@
 //
 // Everything is deterministic: counters and seeded randomness, no timers.
 //
-// Imports: the standard library and backend.
+// Imports: the standard library, backend and backend/intercept.
 package faulty

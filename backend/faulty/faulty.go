@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/intercept"
 )
 
 // ErrInjected is the error injected when an option is given a nil error.
@@ -18,7 +19,7 @@ var ErrInjected = errors.New("injected fault")
 // Storage is a backend.Storage that forwards to an inner one and fails calls
 // as its rules say. Safe for concurrent use if the inner store is.
 type Storage struct {
-	*backend.Intercepted
+	*intercept.Store
 
 	mu     sync.Mutex
 	rules  []*rule
@@ -120,7 +121,7 @@ var (
 // New wraps inner with the given faults.
 func New(inner backend.Storage, opts ...Option) *Storage {
 	s := &Storage{space: -1}
-	s.Intercepted = backend.Intercept(inner, s.intercept)
+	s.Store = intercept.New(inner, s.intercept)
 	s.Inject(opts...)
 	return s
 }
@@ -206,7 +207,7 @@ func (s *Storage) noSpace(op, name string) error {
 // release), and then report an injected fault. Writes pass the part that
 // fits; WriteFrom's source fails with ENOSPC once the space is spent, so
 // the inner store sees a failing source mid-copy.
-func (s *Storage) intercept(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+func (s *Storage) intercept(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
 	op, name := c.Op, c.Name
 	switch op {
 	case "Capabilities", "Crash":

@@ -3,7 +3,7 @@
 // what did or did not reach storage: a hostile path never gets there, a dry
 // run writes nothing, a no-op store makes no call at all (New(nil) fails
 // every call with backend.ErrNotSupported). It is one interceptor on
-// backend.Intercept.
+// intercept.New.
 //
 // Ops are named after the methods, as in backend/faulty: "Capabilities",
 // "EnsureDir", "Stat", "List", "ReadFile", "Open", "OpenRange", "ReadPrefix",
@@ -14,5 +14,5 @@
 // "Writer.Sync", "Writer.Close", "Reader.Read", "Reader.Close",
 // "Unlocker.Unlock".
 //
-// Imports: the standard library and backend.
+// Imports: the standard library, backend and backend/intercept.
 package spy

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/intercept"
 )
 
 // Call is one recorded call.
@@ -44,7 +45,7 @@ func (c Call) Mutates() bool { return slices.Contains(mutating, c.Op) }
 // Storage records the calls made through it. Safe for concurrent use if the
 // inner store is.
 type Storage struct {
-	*backend.Intercepted
+	*intercept.Store
 
 	mu    sync.Mutex
 	calls []Call
@@ -64,13 +65,13 @@ func New(inner backend.Storage) *Storage {
 		inner = unsupported{}
 	}
 	s := &Storage{}
-	s.Intercepted = backend.Intercept(inner, s.intercept)
+	s.Store = intercept.New(inner, s.intercept)
 	return s
 }
 
 // intercept records each call when it returns (a List when its iteration
 // ends, with the number of entries yielded).
-func (s *Storage) intercept(ctx context.Context, c *backend.Call, next func(context.Context) error) error {
+func (s *Storage) intercept(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
 	err := next(ctx)
 	s.record(Call{Op: c.Op, Name: c.Name, To: c.To, N: c.N, Err: err})
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/backend/spy"
+	"github.com/trovekit/trove/backend/sub"
 )
 
 var ctx = context.Background()
@@ -210,13 +211,13 @@ func TestNilInner(t *testing.T) {
 // validates names must not pass a hostile one to its store.
 func TestHostilePathNeverReachesBackend(t *testing.T) {
 	s := spy.New(mem.New())
-	sub, err := backend.Sub(s, "root")
+	sb, err := sub.New(s, "root")
 	must(t, err)
 	for _, name := range []string{"../etc/passwd", "/abs", "a\\b", "a/../../b", ""} {
-		if err := sub.WriteFile(ctx, name, []byte("x")); !errors.Is(err, backend.ErrInvalidPath) {
+		if err := sb.WriteFile(ctx, name, []byte("x")); !errors.Is(err, backend.ErrInvalidPath) {
 			t.Errorf("%q: %v", name, err)
 		}
-		if _, err := sub.ReadFile(ctx, name); !errors.Is(err, backend.ErrInvalidPath) {
+		if _, err := sb.ReadFile(ctx, name); !errors.Is(err, backend.ErrInvalidPath) {
 			t.Errorf("%q: %v", name, err)
 		}
 	}

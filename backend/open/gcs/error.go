@@ -36,7 +36,7 @@ func (e *Error) Error() string {
 	return s
 }
 
-// HTTPStatusCode is the HTTP status, as backend.HTTPStatus looks for it.
+// HTTPStatusCode is the HTTP status, as retry.HTTPStatus looks for it.
 func (e *Error) HTTPStatusCode() int { return e.Code }
 
 // Status is the HTTP status of a GCS error, 0 if it carries none: pass it

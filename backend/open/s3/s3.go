@@ -5,8 +5,8 @@
 //
 // Imports: the standard library, aws-sdk-go-v2 (aws, aws/middleware,
 // service/s3), smithy-go (transport/http),
-// gocloud.dev/blob, backend, backend/cloud, backend/open and
-// backend/open/localblob.
+// gocloud.dev/blob, backend, backend/cloud, backend/open,
+// backend/open/localblob and backend/retry.
 package s3
 
 import (
@@ -28,6 +28,7 @@ import (
 	"github.com/trovekit/trove/backend/cloud"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/backend/open/localblob"
+	"github.com/trovekit/trove/backend/retry"
 )
 
 func init() {
@@ -41,8 +42,8 @@ func init() {
 		if b.As(&client) {
 			opts = append(opts, cloud.WithDelete(Delete(b, client, u.Host)))
 			weed, err := SeaweedFS(ctx, client, u.Host, cfg.Timeout)
-			for try := 1; err != nil && try < cfg.Attempts && backend.Transient(err, nil); try++ {
-				if backend.Backoff(ctx, try, 100*time.Millisecond) != nil {
+			for try := 1; err != nil && try < cfg.Attempts && retry.Transient(err, nil); try++ {
+				if retry.Backoff(ctx, try, 100*time.Millisecond) != nil {
 					break
 				}
 				weed, err = SeaweedFS(ctx, client, u.Host, cfg.Timeout)

@@ -1,12 +1,14 @@
-package backend
+package intercept
 
 import (
 	"context"
 	"io"
 	"iter"
+
+	"github.com/trovekit/trove/backend"
 )
 
-// Call is one call made through an Intercepted store: what an Interceptor
+// Call is one call made through a Store: what an Interceptor
 // sees, and may change before and after the call.
 type Call struct {
 	// Op is the method: "EnsureDir", "Stat", "List", "ReadFile", "Open",
@@ -30,13 +32,13 @@ type Call struct {
 	N int64
 	// Caps is what Capabilities returns, set by the call; an interceptor
 	// may change it after.
-	Caps Capabilities
+	Caps backend.Capabilities
 	// MapInfo, when an interceptor sets it before the call, rewrites every
 	// Info the call returns (Stat, OpenInfo, each entry of List).
-	MapInfo func(Info) Info
+	MapInfo func(backend.Info) backend.Info
 }
 
-// Interceptor runs around every call of an Intercepted store, and of the
+// Interceptor runs around every call of a Store, and of the
 // writers, readers and locks it returns: next makes the call (with c's
 // Name, To, Data and Src as they are then) and returns its error, and the
 // interceptor returns the call's result error. Not calling next fails the
@@ -44,37 +46,37 @@ type Call struct {
 // on a writer, reader or lock get the context of the call that opened it.
 type Interceptor func(ctx context.Context, c *Call, next func(context.Context) error) error
 
-// Intercept returns s with ic around every call: one forwarder on which
+// New returns s with ic around every call: one forwarder on which
 // decorators (Sub, spy, faults, retries, logging) are written as a
 // function each. It implements WriteOnce (through CreateFile and OpenInfo on
 // s), WholeFile (PutFile and RemoveFile), Compacter and Crasher
 // (crashing s when it can).
-func Intercept(s Storage, ic Interceptor) *Intercepted {
-	return &Intercepted{inner: s, ic: ic}
+func New(s backend.Storage, ic Interceptor) *Store {
+	return &Store{inner: s, ic: ic}
 }
 
-// Intercepted is a Storage with an Interceptor around every call.
-type Intercepted struct {
-	inner Storage
+// Store is a Storage with an Interceptor around every call.
+type Store struct {
+	inner backend.Storage
 	ic    Interceptor
 }
 
 var (
-	_ Storage   = (*Intercepted)(nil)
-	_ WriteOnce = (*Intercepted)(nil)
-	_ WholeFile = (*Intercepted)(nil)
-	_ Crasher   = (*Intercepted)(nil)
-	_ Compacter = (*Intercepted)(nil)
+	_ backend.Storage   = (*Store)(nil)
+	_ backend.WriteOnce = (*Store)(nil)
+	_ backend.WholeFile = (*Store)(nil)
+	_ backend.Crasher   = (*Store)(nil)
+	_ backend.Compacter = (*Store)(nil)
 )
 
 // Inner returns the wrapped store.
-func (x *Intercepted) Inner() Storage { return x.inner }
+func (x *Store) Inner() backend.Storage { return x.inner }
 
-func (x *Intercepted) do(ctx context.Context, c *Call, f func(ctx context.Context) error) error {
+func (x *Store) do(ctx context.Context, c *Call, f func(ctx context.Context) error) error {
 	return x.ic(ctx, c, f)
 }
 
-func (c *Call) info(i Info) Info {
+func (c *Call) info(i backend.Info) backend.Info {
 	if c.MapInfo != nil {
 		return c.MapInfo(i)
 	}
@@ -82,7 +84,7 @@ func (c *Call) info(i Info) Info {
 }
 
 // Capabilities passes through the interceptor as the op "Capabilities".
-func (x *Intercepted) Capabilities() Capabilities {
+func (x *Store) Capabilities() backend.Capabilities {
 	c := &Call{Op: "Capabilities"}
 	_ = x.do(context.Background(), c, func(context.Context) error {
 		c.Caps = x.inner.Capabilities()
@@ -92,29 +94,29 @@ func (x *Intercepted) Capabilities() Capabilities {
 }
 
 // Crash crashes the inner store when it can, as the op "Crash".
-func (x *Intercepted) Crash() {
+func (x *Store) Crash() {
 	_ = x.do(context.Background(), &Call{Op: "Crash"}, func(context.Context) error {
-		if cr, ok := x.inner.(Crasher); ok {
+		if cr, ok := x.inner.(backend.Crasher); ok {
 			cr.Crash()
 		}
 		return nil
 	})
 }
 
-func (x *Intercepted) EnsureDir(ctx context.Context, dir string) error {
+func (x *Store) EnsureDir(ctx context.Context, dir string) error {
 	c := &Call{Op: "EnsureDir", Name: dir}
 	return x.do(ctx, c, func(ctx context.Context) error { return x.inner.EnsureDir(ctx, c.Name) })
 }
 
-func (x *Intercepted) Stat(ctx context.Context, name string) (Info, error) {
+func (x *Store) Stat(ctx context.Context, name string) (backend.Info, error) {
 	c := &Call{Op: "Stat", Name: name}
-	var info Info
+	var info backend.Info
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
 		info, err = x.inner.Stat(ctx, c.Name)
 		return err
 	})
 	if err != nil {
-		return Info{}, err
+		return backend.Info{}, err
 	}
 	return c.info(info), nil
 }
@@ -122,8 +124,8 @@ func (x *Intercepted) Stat(ctx context.Context, name string) (Info, error) {
 // List passes its whole iteration through the interceptor: the call ends
 // when the iteration does, with the entries yielded in N and the error
 // that ended it, if any.
-func (x *Intercepted) List(ctx context.Context, dir string) iter.Seq2[Info, error] {
-	return func(yield func(Info, error) bool) {
+func (x *Store) List(ctx context.Context, dir string) iter.Seq2[backend.Info, error] {
+	return func(yield func(backend.Info, error) bool) {
 		c := &Call{Op: "List", Name: dir}
 		stopped := false
 		err := x.do(ctx, c, func(ctx context.Context) error {
@@ -140,12 +142,12 @@ func (x *Intercepted) List(ctx context.Context, dir string) iter.Seq2[Info, erro
 			return nil
 		})
 		if err != nil && !stopped {
-			yield(Info{}, err)
+			yield(backend.Info{}, err)
 		}
 	}
 }
 
-func (x *Intercepted) ReadFile(ctx context.Context, name string) ([]byte, error) {
+func (x *Store) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	c := &Call{Op: "ReadFile", Name: name}
 	var data []byte
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
@@ -159,34 +161,34 @@ func (x *Intercepted) ReadFile(ctx context.Context, name string) ([]byte, error)
 	return data, nil
 }
 
-func (x *Intercepted) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	rc, _, err := x.open(ctx, "Open", name, func(ctx context.Context, name string) (io.ReadCloser, Info, error) {
+func (x *Store) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	rc, _, err := x.open(ctx, "Open", name, func(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
 		rc, err := x.inner.Open(ctx, name)
-		return rc, Info{}, err
+		return rc, backend.Info{}, err
 	})
 	return rc, err
 }
 
-func (x *Intercepted) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	rc, _, err := x.open(ctx, "OpenRange", name, func(ctx context.Context, name string) (io.ReadCloser, Info, error) {
+func (x *Store) OpenRange(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+	rc, _, err := x.open(ctx, "OpenRange", name, func(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
 		rc, err := x.inner.OpenRange(ctx, name, offset, length)
-		return rc, Info{}, err
+		return rc, backend.Info{}, err
 	})
 	return rc, err
 }
 
 // OpenInfo is the inner store's OpenInfo (see the OpenInfo function), as
 // the op "OpenInfo".
-func (x *Intercepted) OpenInfo(ctx context.Context, name string) (io.ReadCloser, Info, error) {
-	return x.open(ctx, "OpenInfo", name, func(ctx context.Context, name string) (io.ReadCloser, Info, error) {
-		return OpenInfo(ctx, x.inner, name)
+func (x *Store) OpenInfo(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+	return x.open(ctx, "OpenInfo", name, func(ctx context.Context, name string) (io.ReadCloser, backend.Info, error) {
+		return backend.OpenInfo(ctx, x.inner, name)
 	})
 }
 
-func (x *Intercepted) open(ctx context.Context, op, name string, f func(context.Context, string) (io.ReadCloser, Info, error)) (io.ReadCloser, Info, error) {
+func (x *Store) open(ctx context.Context, op, name string, f func(context.Context, string) (io.ReadCloser, backend.Info, error)) (io.ReadCloser, backend.Info, error) {
 	c := &Call{Op: op, Name: name}
 	var rc io.ReadCloser
-	var info Info
+	var info backend.Info
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
 		rc, info, err = f(ctx, c.Name)
 		return err
@@ -195,12 +197,12 @@ func (x *Intercepted) open(ctx context.Context, op, name string, f func(context.
 		if rc != nil {
 			rc.Close()
 		}
-		return nil, Info{}, err
+		return nil, backend.Info{}, err
 	}
 	return &icReader{x: x, ctx: ctx, name: name, rc: rc}, c.info(info), nil
 }
 
-func (x *Intercepted) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
+func (x *Store) ReadPrefix(ctx context.Context, name string, n int) ([]byte, error) {
 	c := &Call{Op: "ReadPrefix", Name: name}
 	var data []byte
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
@@ -214,12 +216,12 @@ func (x *Intercepted) ReadPrefix(ctx context.Context, name string, n int) ([]byt
 	return data, nil
 }
 
-func (x *Intercepted) WriteFile(ctx context.Context, name string, data []byte) error {
+func (x *Store) WriteFile(ctx context.Context, name string, data []byte) error {
 	c := &Call{Op: "WriteFile", Name: name, Data: data, N: int64(len(data))}
 	return x.do(ctx, c, func(ctx context.Context) error { return x.inner.WriteFile(ctx, c.Name, c.Data) })
 }
 
-func (x *Intercepted) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
+func (x *Store) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	c := &Call{Op: "WriteFrom", Name: name, Src: r}
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
 		c.N, err = x.inner.WriteFrom(ctx, c.Name, c.Src)
@@ -230,35 +232,35 @@ func (x *Intercepted) WriteFrom(ctx context.Context, name string, r io.Reader) (
 
 // CreateFile is the inner store's write-once create (see the CreateFile
 // function), as the op "CreateFile".
-func (x *Intercepted) CreateFile(ctx context.Context, name string, data []byte) error {
+func (x *Store) CreateFile(ctx context.Context, name string, data []byte) error {
 	c := &Call{Op: "CreateFile", Name: name, Data: data, N: int64(len(data))}
-	return x.do(ctx, c, func(ctx context.Context) error { return CreateFile(ctx, x.inner, c.Name, c.Data) })
+	return x.do(ctx, c, func(ctx context.Context) error { return backend.CreateFile(ctx, x.inner, c.Name, c.Data) })
 }
 
 // PutFile is the inner store's whole-file write (see the PutFile
 // function), as the op "PutFile".
-func (x *Intercepted) PutFile(ctx context.Context, name string, data []byte) error {
+func (x *Store) PutFile(ctx context.Context, name string, data []byte) error {
 	c := &Call{Op: "PutFile", Name: name, Data: data, N: int64(len(data))}
-	return x.do(ctx, c, func(ctx context.Context) error { return PutFile(ctx, x.inner, c.Name, c.Data) })
+	return x.do(ctx, c, func(ctx context.Context) error { return backend.PutFile(ctx, x.inner, c.Name, c.Data) })
 }
 
 // RemoveFile is the inner store's whole-file removal (see the RemoveFile
 // function), as the op "RemoveFile".
-func (x *Intercepted) RemoveFile(ctx context.Context, name string) error {
+func (x *Store) RemoveFile(ctx context.Context, name string) error {
 	c := &Call{Op: "RemoveFile", Name: name}
-	return x.do(ctx, c, func(ctx context.Context) error { return RemoveFile(ctx, x.inner, c.Name) })
+	return x.do(ctx, c, func(ctx context.Context) error { return backend.RemoveFile(ctx, x.inner, c.Name) })
 }
 
 // Compact is the inner store's (see the Compact function), as the op
 // "Compact".
-func (x *Intercepted) Compact(ctx context.Context, name string) error {
+func (x *Store) Compact(ctx context.Context, name string) error {
 	c := &Call{Op: "Compact", Name: name}
-	return x.do(ctx, c, func(ctx context.Context) error { return Compact(ctx, x.inner, c.Name) })
+	return x.do(ctx, c, func(ctx context.Context) error { return backend.Compact(ctx, x.inner, c.Name) })
 }
 
-func (x *Intercepted) OpenWriter(ctx context.Context, name string, opt WriterOptions) (Writer, error) {
+func (x *Store) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	c := &Call{Op: "OpenWriter", Name: name}
-	var w Writer
+	var w backend.Writer
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
 		w, err = x.inner.OpenWriter(ctx, c.Name, opt)
 		return err
@@ -272,19 +274,19 @@ func (x *Intercepted) OpenWriter(ctx context.Context, name string, opt WriterOpt
 	return &icWriter{x: x, ctx: ctx, name: name, w: w}, nil
 }
 
-func (x *Intercepted) Rename(ctx context.Context, from, to string) error {
+func (x *Store) Rename(ctx context.Context, from, to string) error {
 	c := &Call{Op: "Rename", Name: from, To: to}
 	return x.do(ctx, c, func(ctx context.Context) error { return x.inner.Rename(ctx, c.Name, c.To) })
 }
 
-func (x *Intercepted) Unlink(ctx context.Context, name string) error {
+func (x *Store) Unlink(ctx context.Context, name string) error {
 	c := &Call{Op: "Unlink", Name: name}
 	return x.do(ctx, c, func(ctx context.Context) error { return x.inner.Unlink(ctx, c.Name) })
 }
 
-func (x *Intercepted) Lock(ctx context.Context, name string, wait bool) (Unlocker, error) {
+func (x *Store) Lock(ctx context.Context, name string, wait bool) (backend.Unlocker, error) {
 	c := &Call{Op: "Lock", Name: name}
-	var u Unlocker
+	var u backend.Unlocker
 	err := x.do(ctx, c, func(ctx context.Context) (err error) {
 		u, err = x.inner.Lock(ctx, c.Name, wait)
 		return err
@@ -298,15 +300,15 @@ func (x *Intercepted) Lock(ctx context.Context, name string, wait bool) (Unlocke
 	return &icUnlocker{x: x, ctx: ctx, name: name, u: u}, nil
 }
 
-func (x *Intercepted) Close() error {
+func (x *Store) Close() error {
 	return x.do(context.Background(), &Call{Op: "Close"}, func(context.Context) error { return x.inner.Close() })
 }
 
 type icWriter struct {
-	x    *Intercepted
+	x    *Store
 	ctx  context.Context
 	name string
-	w    Writer
+	w    backend.Writer
 }
 
 func (w *icWriter) Write(p []byte) (int, error) {
@@ -328,7 +330,7 @@ func (w *icWriter) Close() error {
 }
 
 type icReader struct {
-	x    *Intercepted
+	x    *Store
 	ctx  context.Context
 	name string
 	rc   io.ReadCloser
@@ -349,10 +351,10 @@ func (r *icReader) Close() error {
 }
 
 type icUnlocker struct {
-	x    *Intercepted
+	x    *Store
 	ctx  context.Context
 	name string
-	u    Unlocker
+	u    backend.Unlocker
 }
 
 func (u *icUnlocker) Unlock() error {

@@ -1,54 +1,24 @@
-package backend
+package retry
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"math/rand/v2"
 	"syscall"
 	"time"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/intercept"
 )
 
-// Logged returns s with every call logged on l, written on Intercept: op,
-// name (and Rename's target), bytes or entries, duration and error. Calls
-// log at debug level; failures other than the end of a stream and a
-// missing name at warn level.
-func Logged(s Storage, l *slog.Logger) *Intercepted {
-	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
-		start := time.Now()
-		err := next(ctx)
-		level := slog.LevelDebug
-		if err != nil && err != io.EOF && !errors.Is(err, fs.ErrNotExist) {
-			level = slog.LevelWarn
-		}
-		if !l.Enabled(ctx, level) {
-			return err
-		}
-		attrs := []slog.Attr{slog.String("op", c.Op), slog.String("name", c.Name)}
-		if c.To != "" {
-			attrs = append(attrs, slog.String("to", c.To))
-		}
-		if c.N != 0 {
-			attrs = append(attrs, slog.Int64("n", c.N))
-		}
-		attrs = append(attrs, slog.Duration("took", time.Since(start)))
-		if err != nil {
-			attrs = append(attrs, slog.Any("err", err))
-		}
-		l.LogAttrs(ctx, level, "trove/backend", attrs...)
-		return err
-	})
-}
-
-// ErrTimeout is the error of a call that Retry's per-attempt deadline
+// ErrTimeout is the error of a call that New's per-attempt deadline
 // ended. It wraps context.DeadlineExceeded.
 var ErrTimeout = fmt.Errorf("backend: call timed out: %w", context.DeadlineExceeded)
 
-// RetryOptions tune Retry.
-type RetryOptions struct {
+// Options tune New.
+type Options struct {
 	// Attempts is how often a call is tried in all (at least 1).
 	Attempts int
 	// Backoff is the wait before the second attempt; it doubles after each,
@@ -64,19 +34,19 @@ type RetryOptions struct {
 	Transient func(error) bool
 }
 
-// Retry returns s with the calls that are safe to repeat tried again when
-// they fail transiently, written on Intercept: lookups and reads (a List
+// New returns s with the calls that are safe to repeat tried again when
+// they fail transiently, written on intercept.New: lookups and reads (a List
 // only before it yielded an entry; a stream only at its opening), WriteFile,
 // PutFile and EnsureDir (whole and idempotent), and WriteFrom from a
 // source that can seek back. Never a write-once create, an append, a rename or an
 // unlink, whose second attempt could report the first one's success as a
 // failure.
-func Retry(s Storage, o RetryOptions) *Intercepted {
+func New(s backend.Storage, o Options) *intercept.Store {
 	o.Attempts = max(o.Attempts, 1)
 	if o.Transient == nil {
 		o.Transient = func(err error) bool { return Transient(err, nil) }
 	}
-	return Intercept(s, func(ctx context.Context, c *Call, next func(context.Context) error) error {
+	return intercept.New(s, func(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
 		var rewind func() error
 		switch c.Op {
 		case "Stat", "List", "ReadFile", "ReadPrefix", "WriteFile", "PutFile", "EnsureDir":
@@ -117,7 +87,7 @@ type final struct{ error }
 
 func (f final) Unwrap() error { return f.error }
 
-func retry(ctx context.Context, o RetryOptions, timeout time.Duration, f func(context.Context) error) error {
+func retry(ctx context.Context, o Options, timeout time.Duration, f func(context.Context) error) error {
 	for try := 1; ; try++ {
 		err := attempt(ctx, timeout, f)
 		var fe final
