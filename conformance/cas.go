@@ -1193,67 +1193,80 @@ func casRoots(refs ...cas.Ref) func(func(cas.Ref, error) bool) {
 }
 
 func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
-	type fixture struct {
-		st                     backend.Storage
-		s                      *cas.Store
-		clock                  *casClock
-		data                   map[cas.Ref][]byte
-		liveLoose, deadLoose   cas.Ref
-		livePacked, deadPacked []cas.Ref // one pack, mostly live
-		sparseLive             cas.Ref   // one pack, mostly dead
-		sparseDead             []cas.Ref
-		allDead                []cas.Ref // one pack, all dead
-	}
-	setup := func(t *testing.T) *fixture {
-		f := &fixture{st: nb(t), clock: &casClock{}, data: map[cas.Ref][]byte{}}
-		f.clock.set(time.Now())
-		f.s = casOpen(t, f.st, cas.WithClock(f.clock.now), cas.WithGrace(time.Hour), cas.WithRepackBelow(0.5))
-		put := func(d []byte) cas.Ref {
-			r := casMustPut(t, f.s, d)
-			f.data[r] = d
-			return r
-		}
-		many := func(seed uint64, n, size int) []cas.Ref {
-			ds := make([][]byte, n)
-			for i := range ds {
-				ds[i] = casJSON(size, seed*1000+uint64(i))
-			}
-			refs, err := f.s.PutMany(t.Context(), ds)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, r := range refs {
-				f.data[r] = ds[i]
-			}
-			return refs
-		}
-		f.liveLoose, f.deadLoose = put(casJSON(5000, 1)), put(casJSON(5000, 2))
-		p := many(3, 10, 3000)
-		f.livePacked, f.deadPacked = p[:9], p[9:]
-		p = many(4, 10, 3000)
-		f.sparseLive, f.sparseDead = p[0], p[1:]
-		f.allDead = many(5, 5, 3000)
-		return f
-	}
-	live := func(f *fixture) []cas.Ref {
-		return append([]cas.Ref{f.liveLoose, f.sparseLive}, f.livePacked...)
-	}
-	dead := func(f *fixture) []cas.Ref {
-		d := append([]cas.Ref{f.deadLoose}, f.deadPacked...)
-		d = append(d, f.sparseDead...)
-		return append(d, f.allDead...)
-	}
-	ctx := t.Context()
+	casTestGCSweep(t, nb)
+	casTestGCEdges(t, nb)
+}
 
-	t.Run("grace-keeps-young", func(t *testing.T) {
-		f := setup(t)
-		before := casFiles(t, f.st)
-		rep, err := f.s.GC(ctx, casRoots(live(f)...))
+// casGCFixture is a store with blobs live and dead, loose and packed: a
+// pack mostly live, one mostly dead and one all dead.
+type casGCFixture struct {
+	st                     backend.Storage
+	s                      *cas.Store
+	clock                  *casClock
+	data                   map[cas.Ref][]byte
+	liveLoose, deadLoose   cas.Ref
+	livePacked, deadPacked []cas.Ref // one pack, mostly live
+	sparseLive             cas.Ref   // one pack, mostly dead
+	sparseDead             []cas.Ref
+	allDead                []cas.Ref // one pack, all dead
+}
+
+// casGCSetup fills a store for casGCFixture, with a clock the test moves.
+func casGCSetup(t *testing.T, nb func(testing.TB) backend.Storage) *casGCFixture {
+	f := &casGCFixture{st: nb(t), clock: &casClock{}, data: map[cas.Ref][]byte{}}
+	f.clock.set(time.Now())
+	f.s = casOpen(t, f.st, cas.WithClock(f.clock.now), cas.WithGrace(time.Hour), cas.WithRepackBelow(0.5))
+	put := func(d []byte) cas.Ref {
+		r := casMustPut(t, f.s, d)
+		f.data[r] = d
+		return r
+	}
+	many := func(seed uint64, n, size int) []cas.Ref {
+		ds := make([][]byte, n)
+		for i := range ds {
+			ds[i] = casJSON(size, seed*1000+uint64(i))
+		}
+		refs, err := f.s.PutMany(t.Context(), ds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Deleted) != 0 || rep.Young != len(dead(f)) || rep.Live != len(live(f)) {
-			t.Fatalf("GC within grace = %+v; want nothing deleted, %d young", rep, len(dead(f)))
+		for i, r := range refs {
+			f.data[r] = ds[i]
+		}
+		return refs
+	}
+	f.liveLoose, f.deadLoose = put(casJSON(5000, 1)), put(casJSON(5000, 2))
+	p := many(3, 10, 3000)
+	f.livePacked, f.deadPacked = p[:9], p[9:]
+	p = many(4, 10, 3000)
+	f.sparseLive, f.sparseDead = p[0], p[1:]
+	f.allDead = many(5, 5, 3000)
+	return f
+}
+
+func (f *casGCFixture) live() []cas.Ref {
+	return append([]cas.Ref{f.liveLoose, f.sparseLive}, f.livePacked...)
+}
+
+func (f *casGCFixture) dead() []cas.Ref {
+	d := append([]cas.Ref{f.deadLoose}, f.deadPacked...)
+	d = append(d, f.sparseDead...)
+	return append(d, f.allDead...)
+}
+
+// casTestGCSweep checks what GC removes and keeps: the grace period, a dry
+// run, a sweep with a repack, and no grace at all.
+func casTestGCSweep(t *testing.T, nb func(testing.TB) backend.Storage) {
+	ctx := t.Context()
+	t.Run("grace-keeps-young", func(t *testing.T) {
+		f := casGCSetup(t, nb)
+		before := casFiles(t, f.st)
+		rep, err := f.s.GC(ctx, casRoots(f.live()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Deleted) != 0 || rep.Young != len(f.dead()) || rep.Live != len(f.live()) {
+			t.Fatalf("GC within grace = %+v; want nothing deleted, %d young", rep, len(f.dead()))
 		}
 		if after := casFiles(t, f.st); len(after) != len(before) {
 			t.Fatalf("GC within grace changed objects %d -> %d", len(before), len(after))
@@ -1263,15 +1276,15 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		}
 	})
 	t.Run("dry-run", func(t *testing.T) {
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		f.clock.advance(2 * time.Hour)
 		before := casFiles(t, f.st)
-		rep, err := f.s.GC(ctx, casRoots(live(f)...), cas.GCDryRun())
+		rep, err := f.s.GC(ctx, casRoots(f.live()...), cas.GCDryRun())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.DryRun || len(rep.Deleted) != len(dead(f)) || rep.Repacked != 1 {
-			t.Fatalf("dry run = %+v; want %d deletions and 1 repack reported", rep, len(dead(f)))
+		if !rep.DryRun || len(rep.Deleted) != len(f.dead()) || rep.Repacked != 1 {
+			t.Fatalf("dry run = %+v; want %d deletions and 1 repack reported", rep, len(f.dead()))
 		}
 		after := casFiles(t, f.st)
 		if len(after) != len(before) {
@@ -1287,24 +1300,24 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		}
 	})
 	t.Run("sweep", func(t *testing.T) {
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		f.clock.advance(2 * time.Hour)
 		packsBefore := len(casPacks(t, f.st))
 		// Another process with the old pack indexes cached.
 		stale := casOpen(t, f.st)
 		casMustGet(t, stale, f.sparseLive, f.data[f.sparseLive])
-		rep, err := f.s.GC(ctx, casRoots(live(f)...))
+		rep, err := f.s.GC(ctx, casRoots(f.live()...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Deleted) != len(dead(f)) || rep.Kept != len(live(f)) || rep.Repacked != 1 || rep.Young != 0 {
-			t.Fatalf("GC = %+v; want %d deleted, %d kept, 1 repacked", rep, len(dead(f)), len(live(f)))
+		if len(rep.Deleted) != len(f.dead()) || rep.Kept != len(f.live()) || rep.Repacked != 1 || rep.Young != 0 {
+			t.Fatalf("GC = %+v; want %d deleted, %d kept, 1 repacked", rep, len(f.dead()), len(f.live()))
 		}
 		for _, s := range []*cas.Store{f.s, casOpen(t, f.st), stale} {
-			for _, r := range live(f) {
+			for _, r := range f.live() {
 				casMustGet(t, s, r, f.data[r])
 			}
-			for _, r := range dead(f) {
+			for _, r := range f.dead() {
 				if ok, err := s.Has(ctx, r); ok || err != nil {
 					t.Fatalf("Has(dead %v) after GC = %v, %v", r, ok, err)
 				}
@@ -1314,28 +1327,34 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		if n := len(casPacks(t, f.st)); n != packsBefore-1 {
 			t.Fatalf("packs %d -> %d after GC, want %d", packsBefore, n, packsBefore-1)
 		}
-		if good := casVerifyClean(t, f.s); good != len(live(f)) {
-			t.Fatalf("Verify after GC: %d good, want %d", good, len(live(f)))
+		if good := casVerifyClean(t, f.s); good != len(f.live()) {
+			t.Fatalf("Verify after GC: %d good, want %d", good, len(f.live()))
 		}
 		// A second GC has nothing to do.
-		rep, err = f.s.GC(ctx, casRoots(live(f)...))
+		rep, err = f.s.GC(ctx, casRoots(f.live()...))
 		if err != nil || len(rep.Deleted) != 0 || rep.Repacked != 0 || len(rep.Removed) != 0 {
 			t.Fatalf("second GC = %+v, %v; want nothing to do", rep, err)
 		}
 	})
 	t.Run("no-grace", func(t *testing.T) {
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		f.clock.set(time.Now().Add(time.Minute)) // after every modification time
-		rep, err := f.s.GC(ctx, casRoots(live(f)...), cas.GCGrace(0))
-		if err != nil || len(rep.Deleted) != len(dead(f)) {
+		rep, err := f.s.GC(ctx, casRoots(f.live()...), cas.GCGrace(0))
+		if err != nil || len(rep.Deleted) != len(f.dead()) {
 			t.Fatalf("GC without grace = %+v, %v", rep, err)
 		}
-		for _, r := range live(f) {
+		for _, r := range f.live() {
 			casMustGet(t, f.s, r, f.data[r])
 		}
 	})
+}
+
+// casTestGCEdges checks GC with no roots, with roots that fail, and the
+// leftovers of interrupted writes.
+func casTestGCEdges(t *testing.T, nb func(testing.TB) backend.Storage) {
+	ctx := t.Context()
 	t.Run("no-roots", func(t *testing.T) {
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		f.clock.advance(2 * time.Hour)
 		if _, err := f.s.GC(ctx, casRoots()); err != nil {
 			t.Fatal(err)
@@ -1345,7 +1364,7 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 		}
 	})
 	t.Run("roots-error", func(t *testing.T) {
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		f.clock.advance(2 * time.Hour)
 		boom := errors.New("cannot read sessions")
 		roots := func(yield func(cas.Ref, error) bool) {
@@ -1364,13 +1383,13 @@ func casTestGC(t *testing.T, nb func(testing.TB) backend.Storage) {
 	t.Run("leftovers", func(t *testing.T) {
 		// A pack without an index (crash between the two) and a staging
 		// object are removed once old, kept while young.
-		f := setup(t)
+		f := casGCSetup(t, nb)
 		for _, name := range []string{"blobs/packs/ab/ab000000000000000000000000000000", "blobs/tmp/cd000000000000000000000000000000"} {
 			if err := f.st.WriteFile(ctx, name, []byte("leftover")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		all := append(live(f), dead(f)...)
+		all := append(f.live(), f.dead()...)
 		rep, err := f.s.GC(ctx, casRoots(all...))
 		if err != nil || len(rep.Removed) != 0 {
 			t.Fatalf("GC within grace = %+v, %v; want leftovers kept", rep, err)

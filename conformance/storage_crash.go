@@ -45,6 +45,13 @@ func wantPrefix(t *testing.T, s backend.Storage, name string, written []byte, sy
 
 func testCrash(t *testing.T, nb newStorage) {
 	crasher(t, nb) // skip the whole group at once when it cannot crash
+	testCrashWrites(t, nb)
+	testCrashAfter(t, nb)
+}
+
+// testCrashWrites checks what a crash leaves of appends, of files in every
+// state and of WriteFile: what was synced, whole, and nothing half written.
+func testCrashWrites(t *testing.T, nb newStorage) {
 	t.Run("append-synced-and-not", func(t *testing.T) {
 		s, c := crasher(t, nb)
 		w := openWriter(t, s, "log", backend.WriterOptions{})
@@ -152,6 +159,11 @@ func testCrash(t *testing.T, nb newStorage) {
 		}
 		wantContent(t, s, "f", version(versions-1))
 	})
+}
+
+// testCrashAfter checks renames across a crash, a store used after one, and
+// crashes repeated.
+func testCrashAfter(t *testing.T, nb newStorage) {
 	t.Run("rename", func(t *testing.T) {
 		// A crash after a rename keeps either the state before it or the
 		// state after it: never both names, never neither.

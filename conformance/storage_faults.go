@@ -217,6 +217,13 @@ func testFaults(t *testing.T, nb newStorage) {
 			}
 		})
 	}
+	testFaultsShortWrites(t, nb)
+	testFaultsIOErrors(t, nb)
+}
+
+// testFaultsShortWrites checks short writes and running out of space: an
+// error for the part not written, and nothing acknowledged lost.
+func testFaultsShortWrites(t *testing.T, nb newStorage) {
 	t.Run("short-write", func(t *testing.T) {
 		inner := nb(t)
 		s := faulty.New(inner)
@@ -298,6 +305,11 @@ func testFaults(t *testing.T, nb newStorage) {
 			}
 		}
 	})
+}
+
+// testFaultsIOErrors checks that an I/O error at Sync or on a read comes back
+// to the caller.
+func testFaultsIOErrors(t *testing.T, nb newStorage) {
 	t.Run("eio-on-sync", func(t *testing.T) {
 		inner := nb(t)
 		s := faulty.New(inner)

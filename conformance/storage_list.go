@@ -12,6 +12,13 @@ import (
 )
 
 func testList(t *testing.T, nb newStorage) {
+	testListEntries(t, nb)
+	testListIteration(t, nb)
+}
+
+// testListEntries checks what List yields: children only, in byte order, as
+// Stat describes them, after changes and across pages.
+func testListEntries(t *testing.T, nb newStorage) {
 	t.Run("root-empty", func(t *testing.T) {
 		s := nb(t)
 		wantList(t, s, ".")
@@ -116,6 +123,11 @@ func testList(t *testing.T, nb newStorage) {
 			wantList(t, s, fmt.Sprintf("p%d", n), want...)
 		}
 	})
+}
+
+// testListIteration checks an iteration cut short, written during, cancelled
+// or timed out, and the errors of a file and a missing dir.
+func testListIteration(t *testing.T, nb newStorage) {
 	breakAt := func(t *testing.T, s backend.Storage, at int) {
 		n := 0
 		for _, err := range s.List(t.Context(), "d") {

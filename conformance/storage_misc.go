@@ -189,6 +189,13 @@ func noLocks(s backend.Storage) bool {
 }
 
 func testConcurrency(t *testing.T, nb newStorage) {
+	testConcurrentWriters(t, nb)
+	testConcurrentReaders(t, nb)
+}
+
+// testConcurrentWriters checks writers at once, on files of their own and
+// on one shared file, with listers walking the tree beside them.
+func testConcurrentWriters(t *testing.T, nb newStorage) {
 	t.Run("distinct-writers", func(t *testing.T) {
 		s := nb(t)
 		const writers = 8
@@ -269,6 +276,11 @@ func testConcurrency(t *testing.T, nb newStorage) {
 		}
 		wantList(t, s, "shared", shared...)
 	})
+}
+
+// testConcurrentReaders checks readers while a writer appends (they see a
+// growing prefix) or truncates (they get only bytes that were written).
+func testConcurrentReaders(t *testing.T, nb newStorage) {
 	t.Run("readers-during-append", func(t *testing.T) {
 		// Readers see a growing prefix of what the writer appends.
 		s := nb(t)

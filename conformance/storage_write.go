@@ -323,6 +323,14 @@ func mustClose(tb testing.TB, w backend.Writer) {
 }
 
 func testOpenWriter(t *testing.T, nb newStorage) {
+	testOpenWriterAppend(t, nb)
+	testOpenWriterModes(t, nb)
+	testOpenWriterLifecycle(t, nb)
+}
+
+// testOpenWriterAppend checks appends: what Sync and Close make visible, across
+// writers and after a WriteFile replaced the file.
+func testOpenWriterAppend(t *testing.T, nb newStorage) {
 	t.Run("empty-file", func(t *testing.T) {
 		s := nb(t)
 		w := openWriter(t, s, "f", backend.WriterOptions{})
@@ -408,6 +416,11 @@ func testOpenWriter(t *testing.T, nb newStorage) {
 		mustClose(t, w)
 		wantContent(t, s, "f", []byte("fresh+tail"))
 	})
+}
+
+// testOpenWriterModes checks Truncate and Exclusive, alone and together, and
+// exclusive creators racing.
+func testOpenWriterModes(t *testing.T, nb newStorage) {
 	t.Run("truncate", func(t *testing.T) {
 		s := nb(t)
 		mustWrite(t, s, "f", []byte("abcdef"))
@@ -507,6 +520,11 @@ func testOpenWriter(t *testing.T, nb newStorage) {
 			t.Errorf("f = %q, want the winner's one byte", got)
 		}
 	})
+}
+
+// testOpenWriterLifecycle checks a writer used after Close, a second Close,
+// the parents OpenWriter creates and a caller's buffer reused.
+func testOpenWriterLifecycle(t *testing.T, nb newStorage) {
 	t.Run("write-after-close", func(t *testing.T) {
 		s := nb(t)
 		w := openWriter(t, s, "f", backend.WriterOptions{})
