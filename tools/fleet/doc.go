@@ -38,6 +38,7 @@
 // broken rule.
 //
 // Imports: the standard library, trove, backend/open, backend/cloud/cloudtest
-// (to start weed), cas, runlog, session, session/tree, aws-sdk-go-v2 (S3),
-// gofakes3. A development tool: nothing imports it.
+// (to start weed), cas, runlog, session, session/tree,
+// tools/internal/treehash, aws-sdk-go-v2 (S3), gofakes3. A development
+// tool: nothing imports it.
 package main

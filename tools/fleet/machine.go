@@ -13,13 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend/open"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/tools/internal/treehash"
 )
 
 // Roles of machines: the first three have one job each, the rest write.
@@ -436,7 +436,7 @@ func (m *machine) checkpoint(ctx context.Context) error {
 	if _, err := cm.CreateTree(ctx, id); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	files, err := hashTree(ws)
+	files, err := treehash.Hash(ws, treehash.Options{})
 	if err != nil {
 		return err
 	}
@@ -460,7 +460,7 @@ func (m *machine) rewind(ctx context.Context) error {
 	if _, err := cm.Rewind(ctx, cp.Name, false); err != nil {
 		return fmt.Errorf("rewind %s: %w", cp.Name, err)
 	}
-	got, err := hashTree(m.c.workspace())
+	got, err := treehash.Hash(m.c.workspace(), treehash.Options{})
 	if err != nil {
 		return err
 	}
@@ -498,24 +498,4 @@ func (m *machine) runlog(ctx context.Context) error {
 		return err
 	}
 	return w.Close()
-}
-
-// hashTree is every regular file under dir: relative path -> sha256 hex,
-// leaving out a rewind's temporary files (checkpoints leave them out too).
-func hashTree(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".trove-tmp-") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		sum := sha256.Sum256(b)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	return out, err
 }

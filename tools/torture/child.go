@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/tools/internal/treehash"
 )
 
 // Child runs operations on the store until it is killed, printing one Ack
@@ -138,7 +139,7 @@ func Child(ctx context.Context, cfg Config, seed uint64, out io.Writer) error {
 			if _, err := m.CreateTree(ctx, name); err != nil {
 				return err
 			}
-			files, err := hashTree(cfg.WS)
+			files, err := treehash.Hash(cfg.WS, treehash.Options{FollowSymlinks: true})
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,6 @@
 //
 // It prints kills=N acked=N lost=N torn=N ... and exits 1 on any loss.
 //
-// Imports: the standard library, trove, cas, catalog, runlog, session and
-// session/tree. A development tool: nothing imports it.
+// Imports: the standard library, trove, cas, catalog, runlog, session,
+// session/tree and tools/internal/treehash. A development tool: nothing imports it.
 package main

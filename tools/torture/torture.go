@@ -14,7 +14,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/runlog"
 	"github.com/trovekit/trove/session/tree"
+	"github.com/trovekit/trove/tools/internal/treehash"
 )
 
 // Config says where and how hard to torture.
@@ -362,7 +362,7 @@ func rewindOne(ctx context.Context, s *trove.Store, cfg Config, a Ack, res *Resu
 		return
 	}
 	res.Rewinds++
-	got, err := hashTree(cfg.WS)
+	got, err := treehash.Hash(cfg.WS, treehash.Options{FollowSymlinks: true})
 	if err != nil {
 		res.fail("hash %s: %v", cfg.WS, err)
 		return
@@ -383,25 +383,4 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// hashTree maps every regular file under dir to its sha256, leaving out
-// the temporary files of a rewind killed mid-file (checkpoints leave them
-// out too).
-func hashTree(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".trove-tmp-") {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		sum := sha256.Sum256(data)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	return out, err
 }
