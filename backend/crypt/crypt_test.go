@@ -282,6 +282,35 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// A damaged key object keeps no other key from opening the store, and is
+// named when no key opens it.
+func TestDamagedKeyObject(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	if _, err := crypt.Init(ctx, inner, []byte("first"), crypt.WithScrypt(4)); err != nil {
+		t.Fatal(err)
+	}
+	id2, err := crypt.AddKey(ctx, inner, []byte("first"), []byte("second"), crypt.WithScrypt(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := crypt.KeysDir + "/" + id2
+	b, err := inner.ReadFile(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inner.WriteFile(ctx, name, b[:len(b)/2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crypt.Open(ctx, inner, []byte("first")); err != nil {
+		t.Fatalf("a damaged second key kept the first from opening: %v", err)
+	}
+	_, err = crypt.Open(ctx, inner, []byte("second"))
+	if !errors.Is(err, crypt.ErrWrongKey) || !errors.Is(err, fs.ErrInvalid) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("the damaged key's passphrase: %v, want ErrWrongKey naming %s", err, name)
+	}
+}
+
 // Elements too long for the short stored form (long cwds) are stored under
 // a keyed hash with their name in a side object: written, listed, read,
 // removed, and a damaged side object is ErrCorrupt.

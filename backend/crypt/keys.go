@@ -148,25 +148,33 @@ func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, 
 	if len(ids) == 0 {
 		return nil, "", fmt.Errorf("crypt: %w", ErrNotEncrypted)
 	}
+	// A damaged key object does not keep the others from opening the
+	// store; it is named when none does.
+	var damaged []error
 	for _, id := range ids {
 		ko, err := readKey(ctx, inner, id)
-		if err != nil {
-			return nil, "", err
+		if err == nil {
+			var k []byte
+			if k, err = kek(secret, ko); err == nil {
+				if a, err := chacha20poly1305.NewX(k); err == nil && len(ko.Data) >= nonceSize {
+					master, err := a.Open(nil, ko.Data[:nonceSize], ko.Data[nonceSize:], keyAD(id))
+					if err == nil && len(master) == KeySize {
+						return master, id, nil
+					}
+				}
+				continue
+			}
+			err = backend.PathErr("read", backend.Join(KeysDir, id), err)
 		}
-		k, err := kek(secret, ko)
-		if err != nil {
-			return nil, "", err
+		if !errors.Is(err, fs.ErrInvalid) {
+			return nil, "", err // the storage failed, not the key object
 		}
-		a, err := chacha20poly1305.NewX(k)
-		if err != nil || len(ko.Data) < nonceSize {
-			continue
-		}
-		master, err := a.Open(nil, ko.Data[:nonceSize], ko.Data[nonceSize:], keyAD(id))
-		if err == nil && len(master) == KeySize {
-			return master, id, nil
-		}
+		damaged = append(damaged, err)
 	}
-	return nil, "", fmt.Errorf("crypt: %w (%d keys tried)", ErrWrongKey, len(ids))
+	if len(damaged) > 0 {
+		return nil, "", fmt.Errorf("crypt: %w (%d keys tried; damaged: %w)", ErrWrongKey, len(ids), errors.Join(damaged...))
+	}
+	return nil, "", fmt.Errorf("crypt: %w (%d keys tried; a damaged key object reads the same)", ErrWrongKey, len(ids))
 }
 
 // Init makes inner, which must be empty, an encrypted store: a random
