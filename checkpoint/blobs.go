@@ -10,15 +10,6 @@ import (
 	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
-// validRef reports whether s is a well-formed blob ref.
-func validRef(s string) bool {
-	if _, _, ok := wire.FastRef(s); ok {
-		return true
-	}
-	_, err := cas.ParseRef(s)
-	return err == nil
-}
-
 // casBlobs is the blobStore of any cas.Blobs. Manifests hold refs as
 // their text, so refs cross here. A store that batches small blobs into
 // packs (*cas.Store) is used through its batches; any other puts each blob.

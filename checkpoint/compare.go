@@ -35,7 +35,7 @@ func stateOf(e *Entry) pstate {
 	if e == nil || !e.Exists {
 		return pstate{}
 	}
-	return pstate{kind: e.typ(), digest: e.Digest, base: e.Base, delta: e.Delta, mode: e.Mode.FileMode(), target: e.Target, size: e.Size}
+	return pstate{kind: e.EffectiveType(), digest: e.Digest, base: e.Base, delta: e.Delta, mode: e.Mode.FileMode(), target: e.Target, size: e.Size}
 }
 
 func wsStateOf(st fileStat) pstate {
@@ -364,7 +364,7 @@ func (m *Manager) DiffCheckpoints(ctx context.Context, from, to string) (*DiffRe
 }
 
 func knownState(man *Manifest, p string) (pstate, bool) {
-	if e := man.find(p); e != nil {
+	if e := man.Find(p); e != nil {
 		return stateOf(e), true
 	}
 	if man.Kind != KindTree {

@@ -253,7 +253,7 @@ func (m *Manager) putContent(ctx context.Context, batch blobBatch, e *Entry, dat
 		if digest == prev.Ref {
 			// Unchanged content (a touch): stored already, if its blobs
 			// still are.
-			refs := (&Entry{Exists: true, Digest: prev.Ref, Base: prev.Base, Delta: prev.Delta}).contentRefs()
+			refs := (&Entry{Exists: true, Digest: prev.Ref, Base: prev.Base, Delta: prev.Delta}).ContentRefs()
 			if ok, err := m.allStored(ctx, refs, map[string]bool{}); err != nil || ok {
 				e.Digest, e.Base, e.Delta = prev.Ref, prev.Base, prev.Delta
 				return err

@@ -83,7 +83,7 @@ func TestDirListingCache(t *testing.T) {
 	if !slices.Equal(ws.dirReads, []string{"a/b", "c"}) {
 		t.Fatalf("read %v, want the two changed directories", ws.dirReads)
 	}
-	if three.find("a/b/new.txt") == nil || three.find("c/z.txt") != nil {
+	if three.Find("a/b/new.txt") == nil || three.Find("c/z.txt") != nil {
 		t.Fatal("an added or removed file was missed")
 	}
 	// The cache survives a new Manager.
@@ -116,7 +116,7 @@ func TestMemFSNewFileSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if man.find("d/b.txt") == nil {
+	if man.Find("d/b.txt") == nil {
 		t.Fatal("a file added to a known directory was missed")
 	}
 }

@@ -11,7 +11,8 @@
 //
 // File content goes into the root's one cas store through its batch (pack)
 // API, so unchanged content costs nothing and content a session holds too is
-// stored once. Each checkpoint is one small JSON manifest naming a tree of
+// stored once. Each checkpoint is one small JSON manifest (package
+// checkpoint/manifest: the types, their codec and validation) naming a tree of
 // content-addressed directory objects (treeobj.go), so unchanged directories
 // are shared between checkpoints (one of a few named files lists them
 // inline, the version 1 form), and an edited file is stored as a delta
@@ -24,7 +25,7 @@
 // rules.
 //
 // Imports: the standard library, backend, cas, checkpoint/ignore,
-// checkpoint/linediff (the line counts of a report), checkpoint/statcache,
-// checkpoint/internal/wire (the binary forms of trees and deltas),
-// internal/beneath, afero and golang.org/x/sys/unix (Linux).
+// checkpoint/linediff (the line counts of a report), checkpoint/manifest,
+// checkpoint/statcache, checkpoint/internal/wire (the binary forms of trees
+// and deltas), internal/beneath, afero and golang.org/x/sys/unix (Linux).
 package checkpoint

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
 // Sentinel errors; every error this package returns that is about one of
@@ -17,10 +17,10 @@ var (
 	ErrInvalidID = errors.New("invalid checkpoint id")
 	// ErrUnsafePath: a path that is absolute, climbs with "..", holds a NUL
 	// or would lead outside the workspace. It is also backend.ErrInvalidPath.
-	ErrUnsafePath = fmt.Errorf("unsafe path: %w", backend.ErrInvalidPath)
+	ErrUnsafePath = manifest.ErrUnsafePath
 	// ErrCorrupt: a manifest that does not parse or validate, or a blob it
 	// needs that is missing or does not match its digest.
-	ErrCorrupt = errors.New("checkpoint corrupt")
+	ErrCorrupt = manifest.ErrCorrupt
 	// ErrIsDir: a path given to Create names a directory.
 	ErrIsDir = errors.New("is a directory")
 	// ErrConflict: the workspace holds something rewind must not remove (a

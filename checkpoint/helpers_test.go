@@ -156,7 +156,7 @@ func parentDir(p string) string {
 
 func (e *memEnv) digestOf(man *Manifest, p string) string {
 	e.t.Helper()
-	en := man.find(p)
+	en := man.Find(p)
 	if en == nil {
 		e.t.Fatalf("%s not in the manifest", p)
 	}

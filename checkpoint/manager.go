@@ -14,6 +14,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/manifest"
 	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
@@ -239,15 +240,17 @@ func (m *Manager) loadBody(ctx context.Context, man *Manifest, known map[string]
 	t0 := time.Now()
 	if man.Version == ManifestVersion {
 		var err error
-		if man.Files, man.trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
+		var trees []string
+		if man.Files, trees, err = loadTrees(ctx, m.blobs, man.Tree, known); err != nil {
 			return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 		}
-		man.fromTrees = true
+		man.SetTrees(trees)
+		man.SetDecodedFromTrees()
 	}
-	if err := man.validate(man.ID); err != nil {
+	if err := man.Validate(man.ID); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	m.cfg.log.Debug("checkpoint: manifest loaded", "id", man.ID, "trees", len(man.trees), "took", time.Since(t0))
+	m.cfg.log.Debug("checkpoint: manifest loaded", "id", man.ID, "trees", len(man.TreeRefs()), "took", time.Since(t0))
 	return nil
 }
 
@@ -261,7 +264,7 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 		return nil, nil, err
 	}
 	if man.ID != id {
-		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, clip(man.ID))
+		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, manifest.Clip(man.ID))
 	}
 	known := m.loadCache(ctx).Trees
 	if last := m.cache.Last.Tree; last != "" && m.cache.TreeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
@@ -314,8 +317,8 @@ func (m *Manager) loadHeader(ctx context.Context, id string) (*Manifest, error) 
 	if err := man.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("checkpoint %q: %w: %v", id, ErrCorrupt, err)
 	}
-	if man.Version == ManifestVersion && !validRef(man.Tree) {
-		return nil, fmt.Errorf("checkpoint %q: %w: bad tree %q", id, ErrCorrupt, clip(man.Tree))
+	if man.Version == ManifestVersion && !manifest.ValidRef(man.Tree) {
+		return nil, fmt.Errorf("checkpoint %q: %w: bad tree %q", id, ErrCorrupt, manifest.Clip(man.Tree))
 	}
 	return &man, nil
 }

@@ -122,7 +122,7 @@ func TestCtimeCatchesRestoredMtime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := man.find("a.txt").Digest; got != sumRef([]byte("BBBB")) {
+	if got := man.Find("a.txt").Digest; got != sumRef([]byte("BBBB")) {
 		t.Fatal("a same-size rewrite with the mtime restored was missed")
 	}
 }
@@ -291,7 +291,7 @@ func TestNonUTF8SymlinkTargetSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if man.find("l") != nil || len(man.Skipped) != 1 || man.Skipped[0].Reason != "target" {
+	if man.Find("l") != nil || len(man.Skipped) != 1 || man.Skipped[0].Reason != "target" {
 		t.Fatalf("files %v skipped %v", man.Files, man.Skipped)
 	}
 	if _, err := m.Create(context.Background(), "cp2", []string{"l"}); err == nil {

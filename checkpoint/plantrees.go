@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"sync"
+
+	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
 // A plan compares a tree checkpoint with the workspace. Most of a large
@@ -53,10 +55,10 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 		for i, k := range kids {
 			// The checks loadTrees makes.
 			if !validName(k.name, depth == 0) {
-				return fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, dir, clip(k.name))
+				return fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, dir, manifest.Clip(k.name))
 			}
 			if i > 0 && kids[i-1].name >= k.name {
-				return fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, dir, clip(k.name))
+				return fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, dir, manifest.Clip(k.name))
 			}
 			p := prefix + k.name
 			if k.entry != nil {
@@ -70,7 +72,7 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 			if k.sub == "" {
 				continue
 			}
-			if e := k.entry; e != nil && e.Exists && e.typ() != TypeDir {
+			if e := k.entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
 				return fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, p)
 			}
 			if err := visit(p, k.sub, depth+1); err != nil {
@@ -85,8 +87,9 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 	if !slices.IsSortedFunc(files, cmpPath) {
 		slices.SortFunc(files, cmpPath)
 	}
-	pm := Manifest{Version: man.Version, ID: man.ID, Kind: man.Kind, Files: files, fromTrees: true}
-	if err := pm.validate(man.ID); err != nil {
+	pm := Manifest{Version: man.Version, ID: man.ID, Kind: man.Kind, Files: files}
+	pm.SetDecodedFromTrees()
+	if err := pm.Validate(man.ID); err != nil {
 		return nil, nil, false, fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
 	under := make(map[string]bool, len(skipped))

@@ -236,10 +236,10 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("w.txt\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if man, _ := snapshot("three"); man.find("c/d/w.txt") != nil {
+	if man, _ := snapshot("three"); man.Find("c/d/w.txt") != nil {
 		t.Error("a file a new .gitignore ignores is still in the snapshot")
 	}
-	if man, _ := snapshot("four", WithIgnore("x.txt")); man.find("a/x.txt") != nil {
+	if man, _ := snapshot("four", WithIgnore("x.txt")); man.Find("a/x.txt") != nil {
 		t.Error("a file a new option ignores is still in the snapshot")
 	}
 	if _, built := snapshot("five", WithIgnore("x.txt")); built != 0 {
@@ -266,7 +266,7 @@ func TestSnapshotReusesUnchangedTrees(t *testing.T) {
 	if built != 4 {
 		t.Errorf("%d trees built, want 4 (c/new, c, a/b and the root)", built)
 	}
-	if man.find("c/d/w.txt") != nil || man.find("c/new/q.txt") == nil || man.find("c/link") == nil || man.find("e") == nil {
+	if man.Find("c/d/w.txt") != nil || man.Find("c/new/q.txt") == nil || man.Find("c/link") == nil || man.Find("e") == nil {
 		t.Error("the snapshot lacks an entry of an unchanged or new directory")
 	}
 	// A change after an unchanged directory's entries, in path order: what

@@ -240,7 +240,7 @@ func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFet
 					return
 				}
 				p := prefix + k.name
-				if e := k.entry; e != nil && e.Exists && e.typ() == TypeFile && n < likelyMax {
+				if e := k.entry; e != nil && e.Exists && e.EffectiveType() == TypeFile && n < likelyMax {
 					if ce, ok := cache.Entry(p); !ok || !cache.ByLast(ce) || cache.RefsOf(ce).Ref != e.Digest {
 						n++
 						want := stateOf(e)

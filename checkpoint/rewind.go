@@ -173,7 +173,7 @@ func parentsOf(p string) []string {
 // with; sha256 when there is no file.
 func likeRef(files []Entry) string {
 	for _, e := range files {
-		if e.Exists && e.typ() == TypeFile {
+		if e.Exists && e.EffectiveType() == TypeFile {
 			return e.Digest
 		}
 	}
@@ -188,8 +188,8 @@ func (m *Manager) manifestGitignore(man *Manifest) gitignoreFunc {
 		if dir != "." {
 			name = dir + "/.gitignore"
 		}
-		e := man.find(name)
-		if e == nil || !e.Exists || e.typ() != TypeFile {
+		e := man.Find(name)
+		if e == nil || !e.Exists || e.EffectiveType() != TypeFile {
 			return nil, nil
 		}
 		data, err := m.content(ctx, e.Digest, e.Base, e.Delta)
@@ -234,8 +234,8 @@ func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, 
 		if dir != "." {
 			name = dir + "/.gitignore"
 		}
-		e := man.find(name)
-		mine := e != nil && e.Exists && e.typ() == TypeFile
+		e := man.Find(name)
+		mine := e != nil && e.Exists && e.EffectiveType() == TypeFile
 		ws := seen[dir]
 		if mine != (ws != nil) {
 			return false, nil

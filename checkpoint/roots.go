@@ -96,7 +96,7 @@ func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[c
 			if err == nil && man.Version == ManifestVersion {
 				_, err = treeRefs(ctx, m.blobs, man.Tree, seen, emit)
 			} else if err == nil {
-				if err = man.validate(id); err == nil {
+				if err = man.Validate(id); err == nil {
 					refs = man.Refs()
 				}
 			}

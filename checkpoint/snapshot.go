@@ -10,6 +10,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/checkpoint/ignore"
+	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
 // CreateOption configures one Create or CreateTree.
@@ -70,7 +71,7 @@ func (m *Manager) Create(ctx context.Context, id string, paths []string, opts ..
 	}
 	clean := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if err := validRel(p); err != nil {
+		if err := manifest.ValidPath(p); err != nil {
 			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 		}
 		clean = append(clean, p)

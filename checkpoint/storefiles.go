@@ -32,7 +32,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 			ok := kept && ce.Verified == cache.Last.Verified
 			if !ok {
 				var err error
-				if ok, err = m.allStored(ctx, e.contentRefs(), stored); err != nil {
+				if ok, err = m.allStored(ctx, e.ContentRefs(), stored); err != nil {
 					return err
 				}
 			}
@@ -58,7 +58,7 @@ func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest
 	}
 	m.cfg.log.Debug("checkpoint: storing", "id", man.ID, "files", len(idx), "read", len(jobs), "prefetched", len(done))
 	for _, i := range done {
-		cache.Put(man.Files[i].Path, sts[i], man.Files[i].cacheRefs(), start)
+		cache.Put(man.Files[i].Path, sts[i], cacheRefsOf(&man.Files[i]), start)
 	}
 	if len(jobs) == 0 {
 		return nil
@@ -141,7 +141,7 @@ feed:
 	man.Skipped = append(man.Skipped, skipped...)
 	for _, i := range jobs {
 		if e := &man.Files[i]; e.Exists {
-			cache.Put(e.Path, sts[i], e.cacheRefs(), start)
+			cache.Put(e.Path, sts[i], cacheRefsOf(e), start)
 		}
 	}
 	return nil
@@ -163,7 +163,7 @@ func (m *Manager) putStream(ctx context.Context, batch blobBatch, e *Entry) erro
 	return nil
 }
 
-// cacheRefs is e's content as the stat cache records it.
-func (e *Entry) cacheRefs() statcache.Refs {
+// cacheRefsOf is e's content as the stat cache records it.
+func cacheRefsOf(e *Entry) statcache.Refs {
 	return statcache.Refs{Ref: e.Digest, Base: e.Base, Delta: e.Delta}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
 // Bounds on what loading a tree builds, whatever the blobs say.
@@ -109,7 +111,7 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 		pn.kids = append(pn.kids, n)
 		// Only a directory (or an absent path, in a files checkpoint) can
 		// have entries below it (validate refuses the rest).
-		if !files[i].Exists || files[i].typ() == TypeDir {
+		if !files[i].Exists || files[i].EffectiveType() == TypeDir {
 			dirs[p] = n
 			n.reused = hooks.reused != nil && files[i].Exists && hooks.reused(p)
 		}
@@ -219,12 +221,12 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 		n := 0
 		for i, k := range kids {
 			if !validName(k.name, depth == 0) {
-				return 0, fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, prefix, clip(k.name))
+				return 0, fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, prefix, manifest.Clip(k.name))
 			}
 			// Once each, in order: a name cannot be a file here and a
 			// directory of entries in a second child.
 			if i > 0 && kids[i-1].name >= k.name {
-				return 0, fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, prefix, clip(k.name))
+				return 0, fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, prefix, manifest.Clip(k.name))
 			}
 			if k.entry != nil {
 				n++
@@ -232,7 +234,7 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 			if k.sub == "" {
 				continue
 			}
-			if e := k.entry; e != nil && e.Exists && e.typ() != TypeDir {
+			if e := k.entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
 				return 0, fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, prefix+k.name)
 			}
 			m, err := read(k.sub, prefix+k.name+"/", depth+1)
@@ -308,7 +310,7 @@ func treeRefs(ctx context.Context, blobs blobStore, root string, seen map[string
 	}
 	for _, k := range kids {
 		if e := k.entry; e != nil {
-			for _, r := range e.contentRefs() {
+			for _, r := range e.ContentRefs() {
 				if !seen[r] {
 					seen[r] = true
 					if !yield(r) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/checkpoint/internal/wire"
+	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
 // The tree object format (written by appendNode, read by decodeTree).
@@ -61,7 +62,7 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 	b = append(b, flags)
 	var err error
 	if flags&tfExists != 0 {
-		switch e.typ() {
+		switch e.EffectiveType() {
 		case TypeFile:
 			b = append(b, 'f')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
@@ -148,7 +149,7 @@ func decodeTree(data []byte) ([]treeChild, error) {
 				r.B = r.B[1:]
 				mode := r.Uvarint()
 				if mode > 0o7777 {
-					return nil, fmt.Errorf("%w: tree entry %q: mode %o", ErrCorrupt, clip(c.name), mode)
+					return nil, fmt.Errorf("%w: tree entry %q: mode %o", ErrCorrupt, manifest.Clip(c.name), mode)
 				}
 				e.Mode = Mode(mode)
 				switch typ {
@@ -163,7 +164,7 @@ func decodeTree(data []byte) ([]treeChild, error) {
 				case 'd':
 					e.Type = TypeDir
 				default:
-					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", ErrCorrupt, clip(c.name), typ)
+					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", ErrCorrupt, manifest.Clip(c.name), typ)
 				}
 				if flags&tfMTime != 0 {
 					e.MTime = time.Unix(0, r.Varint()).UTC()
@@ -175,7 +176,7 @@ func decodeTree(data []byte) ([]treeChild, error) {
 			c.sub = r.Ref()
 		}
 		if c.entry == nil && c.sub == "" && r.Err == nil {
-			return nil, fmt.Errorf("%w: tree entry %q holds nothing", ErrCorrupt, clip(c.name))
+			return nil, fmt.Errorf("%w: tree entry %q holds nothing", ErrCorrupt, manifest.Clip(c.name))
 		}
 		out = append(out, c)
 	}

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/trovekit/trove/checkpoint/ignore"
+	"github.com/trovekit/trove/checkpoint/manifest"
 	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
@@ -288,7 +289,7 @@ func (w *walker) classify(v *dirVisit, dir string, ents []dirEntry, rec *statcac
 			v.ignored = append(v.ignored, rel)
 			continue
 		}
-		if err := validRel(rel); err != nil {
+		if err := manifest.ValidPath(rel); err != nil {
 			v.isDirty = true
 			v.skipped = append(v.skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
 			v.ignored = append(v.ignored, rel)

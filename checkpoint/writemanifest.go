@@ -217,7 +217,8 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 			cache.TreeOf = treeOf
 		}
 	}
-	man.Tree, man.trees = root, trees
+	man.Tree = root
+	man.SetTrees(trees)
 	if keep {
 		m.cache.Trees = keepTrees(kept, m.cache.Trees, m.cache.Older)
 		m.cache.Last = statcache.Last{ID: man.ID, Tree: root, Verified: start}
@@ -234,7 +235,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
-	data := man.appendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
+	data := man.AppendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
 	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package manifest
 
 import (
 	"errors"
@@ -17,12 +17,12 @@ import (
 
 // MarshalJSON encodes the manifest.
 func (m *Manifest) MarshalJSON() ([]byte, error) {
-	return m.appendJSON(make([]byte, 0, 256+len(m.Files)*200), true), nil
+	return m.AppendJSON(make([]byte, 0, 256+len(m.Files)*200), true), nil
 }
 
-// appendJSON encodes the manifest; without files (what a version 2
+// AppendJSON appends the manifest's JSON to b; without files (what a version 2
 // manifest stores: its entries are in its trees) the file list is left out.
-func (m *Manifest) appendJSON(b []byte, files bool) []byte {
+func (m *Manifest) AppendJSON(b []byte, files bool) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, int64(m.Version), 10)
 	b = appendField(b, "id", m.ID)
@@ -460,7 +460,7 @@ func (d *decoder) time() (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, d.errorf("bad time %q", clip(s))
+		return time.Time{}, d.errorf("bad time %q", Clip(s))
 	}
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package manifest
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func FuzzManifest(f *testing.F) {
 		if err := m.UnmarshalJSON(data); err != nil {
 			return
 		}
-		if err := m.validate("c1"); err != nil {
+		if err := m.Validate("c1"); err != nil {
 			return
 		}
 		for _, e := range m.Files {
@@ -27,7 +27,7 @@ func FuzzManifest(f *testing.F) {
 				strings.Contains(e.Path, "/../") || strings.HasSuffix(e.Path, "/..") || strings.ContainsRune(e.Path, 0) {
 				t.Fatalf("a validated manifest holds the path %q", e.Path)
 			}
-			if e.Digest != "" && !validRef(e.Digest) {
+			if e.Digest != "" && !ValidRef(e.Digest) {
 				t.Fatalf("a validated manifest holds the ref %q", e.Digest)
 			}
 		}
