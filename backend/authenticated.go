@@ -1,13 +1,5 @@
 package backend
 
-import "errors"
-
-// ErrCorrupt is wrapped by the errors of a storage that finds a file's
-// stored bytes damaged or tampered with (backend/crypt's ErrCorrupt is
-// one): a layer above takes it for corruption of its own data, not for a
-// failure of the storage.
-var ErrCorrupt = errors.New("stored bytes corrupt")
-
 // Authenticated is implemented by a Storage that authenticates every
 // file's bytes and binds them to the file's name (backend/crypt): a read
 // returns bytes written under that name by a holder of its key, or fails.

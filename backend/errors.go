@@ -16,6 +16,10 @@ var (
 	ErrNotDir       = errors.New("not a directory")
 	ErrIsDir        = errors.New("is a directory")
 	ErrNotEmpty     = errors.New("directory not empty")
+	// ErrCorrupt is wrapped when a storage finds a file's stored bytes
+	// damaged or tampered with (backend/crypt's ErrCorrupt is one): layers
+	// above take it for corruption of their own data, not a storage failure.
+	ErrCorrupt = errors.New("stored bytes corrupt")
 )
 
 // PathErr wraps err as a *fs.PathError naming op and path. A nil err stays nil

@@ -78,8 +78,7 @@ type WholeFile interface {
 	RemoveFile(ctx context.Context, name string) error
 }
 
-// PutFile writes data as name through s's WholeFile fast path, or else
-// with WriteFile.
+// PutFile writes data as name through s's WholeFile fast path, or WriteFile.
 func PutFile(ctx context.Context, s Storage, name string, data []byte) error {
 	if w, ok := s.(WholeFile); ok {
 		return w.PutFile(ctx, name, data)
@@ -87,8 +86,7 @@ func PutFile(ctx context.Context, s Storage, name string, data []byte) error {
 	return s.WriteFile(ctx, name, data)
 }
 
-// RemoveFile removes name through s's WholeFile fast path, or else with
-// Unlink.
+// RemoveFile removes name through s's WholeFile fast path, or Unlink.
 func RemoveFile(ctx context.Context, s Storage, name string) error {
 	if r, ok := s.(WholeFile); ok {
 		return r.RemoveFile(ctx, name)
