@@ -30,7 +30,7 @@ unit:
 
 ## conformance: every suite on every backend, one line per backend and suite
 conformance:
-	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 30m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable
+	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
 ## session store's table on LS_SESSIONS sessions (trove, baseline, ratio, goal;
