@@ -94,6 +94,11 @@ func (i Info) Base() string { return Base(i.Name) }
 type WriterOptions struct {
 	// Exclusive fails with fs.ErrExist when the file already exists.
 	Exclusive bool
+	// Fresh, with Exclusive, says the caller made name new (a random id in
+	// a tree it owns): no parent of it is a file, it is no directory, and
+	// no earlier file of that name left anything behind. A store may then
+	// skip looking at the place (a bucket: one request, not three).
+	Fresh bool
 	// Truncate starts from an empty file instead of appending.
 	Truncate bool
 }

@@ -460,6 +460,21 @@ func testOpenWriterModes(t *testing.T, nb newStorage) {
 		wantErr(t, "OpenWriter(f, Exclusive) of an existing file", err, fs.ErrExist, "f")
 		wantContent(t, s, "f", []byte("theirs"))
 	})
+	t.Run("exclusive/fresh", func(t *testing.T) {
+		// Fresh skips looks at the place, never the create's own check.
+		s := nb(t)
+		fresh := backend.WriterOptions{Exclusive: true, Fresh: true}
+		w := openWriter(t, s, "d/f", fresh)
+		mustWriteTo(t, w, []byte("mine"))
+		mustClose(t, w)
+		wantContent(t, s, "d/f", []byte("mine"))
+		w, err := s.OpenWriter(t.Context(), "d/f", fresh)
+		if w != nil {
+			w.Close()
+		}
+		wantErr(t, "OpenWriter(d/f, Exclusive|Fresh) of an existing file", err, fs.ErrExist, "d/f")
+		wantContent(t, s, "d/f", []byte("mine"))
+	})
 	t.Run("exclusive/exists-empty", func(t *testing.T) {
 		s := nb(t)
 		mustClose(t, openWriter(t, s, "f", backend.WriterOptions{}))

@@ -31,9 +31,9 @@ func TestBucketRequestCounts(t *testing.T) {
 		h, err = store.Create(ctx, session.CreateOptions{Cwd: "/w"})
 		must(t, err)
 	})
-	// Creating the file: its place known to be free, the conditional
-	// create of its name, and its first segment.
-	counter.AtMost(t, "the first Flush, which creates the file", 4, func() {
+	// Creating the file: the conditional create of its name (new: its
+	// place needs no look) and its first segment.
+	counter.AtMost(t, "the first Flush, which creates the file", 2, func() {
 		must(t, h.AppendMessage(ctx, userMsg("q")))
 		must(t, h.AppendMessage(ctx, assistantMsg("a")))
 		must(t, h.Flush(ctx))
@@ -76,4 +76,32 @@ func TestBucketRequestCounts(t *testing.T) {
 			must(t, err)
 		}
 	})
+}
+
+// A new session on a store that never saw its cwd (a fresh machine): its
+// file is created without a look at its place, since its name is new.
+func TestBucketFirstSession(t *testing.T) {
+	ctx := context.Background()
+	srv, counter := cloudtest.StartCountingS3(t)
+	store, err := session.OpenStore(ctx, srv.New(t), session.WithInlineBlobs())
+	must(t, err)
+	var h *session.Handle
+	created := counter.AtMost(t, "Create", 3, func() {
+		h, err = store.Create(ctx, session.CreateOptions{Cwd: "/w"})
+		must(t, err)
+	})
+	// The conditional create of its name and its first segment.
+	flushed := counter.AtMost(t, "the first Flush of a fresh store's first session", 2, func() {
+		must(t, h.AppendMessage(ctx, userMsg("q")))
+		must(t, h.AppendMessage(ctx, assistantMsg("a")))
+		must(t, h.Flush(ctx))
+	})
+	if n := created.Total() + flushed.Total(); n > 5 {
+		t.Errorf("Create and the first Flush: %d requests, want at most 5", n)
+	}
+	t.Logf("Create %v, first Flush %v", created, flushed)
+	must(t, h.Close(ctx))
+	if got := listAll(t, store, "/w"); len(got) != 1 || got[0].MessageCount != 2 {
+		t.Errorf("listed %+v", got)
+	}
 }

@@ -215,7 +215,13 @@ func (s *Store) Create(ctx context.Context, o CreateOptions) (*Handle, error) {
 			return nil, backend.PathErr("create", path, fs.ErrExist)
 		}
 	}
-	sess, err := tree.Create(s.st, path, tree.Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: tree.FormatTime(now)}, s.sessionOpts()...)
+	var fresh []tree.Option
+	if o.ID == "" {
+		// A name no file ever had, in the store's own tree: its file is
+		// made without a look at its place (2 requests on a bucket, not 4).
+		fresh = append(fresh, tree.FreshName())
+	}
+	sess, err := tree.Create(s.st, path, tree.Header{ID: id, Cwd: o.Cwd, Title: o.Title, ParentSession: o.ParentID, Timestamp: tree.FormatTime(now)}, s.sessionOpts(fresh...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,35 +12,46 @@ import (
 // What a Sync costs with its folds does not grow with the file: a file
 // grown from empty by 4 KiB Syncs uploads per Sync, folds counted, at
 // most 1.5 times as much over 1,024 Syncs from 64 MiB as over 1,024 from 1
-// MiB, and reads whole in at most 80 bucket calls. The writer folds at
-// Sync (WithCompactOpen), so every fold falls in the Syncs that make it.
+// MiB, and reads whole in at most 80 bucket calls. Folds are counted
+// whether the writer makes them at Sync (WithCompactOpen) or in the
+// background (the default): Close waits for the last one.
 func TestAppendCostFlat(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []cloud.Option
+	}{
+		{"at-sync", []cloud.Option{cloud.WithCompactOpen(8), cloud.WithFoldGrace(0)}},
+		{"background", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) { appendCostFlat(t, c.opts...) })
+	}
+}
+
+func appendCostFlat(t *testing.T, opts ...cloud.Option) {
 	var tr cloud.Traffic
-	st := cloud.NewCounted(memblob.OpenBucket(nil), &tr, cloud.WithCompactOpen(8), cloud.WithFoldGrace(0))
+	st := cloud.NewCounted(memblob.OpenBucket(nil), &tr, opts...)
 	defer st.Close()
 	ctx := t.Context()
-	w, err := st.OpenWriter(ctx, "f", backend.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const window = 1024
-	// perSync grows the file to size, then tells what each of the next
-	// window Syncs uploaded.
-	size := int64(0)
-	perSync := func(to int64) float64 {
-		appendSyncs(t, w, int((to-size)/appendRec))
+	// perSync grows a new file to size, then tells what each of the next
+	// window Syncs uploaded, the writer closed (its folds done).
+	perSync := func(name string, to int64) float64 {
+		w, err := st.OpenWriter(ctx, name, backend.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendSyncs(t, w, int(to/appendRec))
 		up := tr.Up.Load()
 		appendSyncs(t, w, window)
-		size = to + window*appendRec
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 		return float64(tr.Up.Load()-up) / window
 	}
-	small, large := perSync(1<<20), perSync(64<<20)
+	small, large := perSync("s", 1<<20), perSync("f", 64<<20)
 	t.Logf("bytes uploaded per 4 KiB Sync: %.0f at 1 MiB, %.0f at 64 MiB (%.2fx)", small, large, large/small)
 	if large > 1.5*small {
 		t.Errorf("a Sync at 64 MiB uploads %.0f bytes, at 1 MiB %.0f: more than 1.5 times", large, small)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
 	}
 	calls := tr.Calls.Load()
 	data, err := st.ReadFile(ctx, "f")

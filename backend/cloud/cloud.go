@@ -27,7 +27,8 @@ const (
 	octets       = "application/octet-stream"     // every object: no sniffing
 	segMaxBytes  = 8 << 20                        // a writer uploads a segment at least this often
 	compactLive  = 8                              // fan-out of folds by default
-	compactEvery = 64                             // syncs between an open writer's background folds
+	compactEvery = 16                             // syncs between an open writer's background folds
+	foldLag      = 2                              // intervals a Sync runs ahead of a running fold before it waits
 	foldGrace    = time.Second                    // how long what a fold replaced stays
 )
 
@@ -62,6 +63,7 @@ type options struct {
 	compactAt    int // -1: Close folds nothing
 	compactOn    int // 0: Syncs do not fold
 	compactEvery int
+	foldLag      int           // intervals of compactEvery a Sync runs ahead of a fold
 	grace        time.Duration // WithFoldGrace
 	segMax       int
 	maxName      int
@@ -146,10 +148,11 @@ func WithCompactAt(n int) Option { return func(o *options) { o.compactAt = max(n
 func WithCompactOpen(n int) Option { return func(o *options) { o.compactOn = max(n, 2) } }
 
 // WithCompactEvery makes an open writer start Compact in the background
-// every n Syncs (default 64; 0: never), unless it folds at Sync
+// every n Syncs (default 16; 0: never), unless it folds at Sync
 // (WithCompactOpen). The Sync that starts it does not wait, and later ones
 // make their own two requests beside it (the fold leaves the writer's last
-// part alone); Close waits for it. So reads of a file a writer keeps open
+// part alone), until 2n Syncs after it started: that one waits for it, so
+// folds do not fall behind a fast writer. Close waits for it. So reads of a file a writer keeps open
 // for long stay a few requests per level, and a short-lived writer's
 // requests are only its own.
 func WithCompactEvery(n int) Option { return func(o *options) { o.compactEvery = max(n, 0) } }
@@ -177,7 +180,7 @@ func New(b *blob.Bucket, opts ...Option) (*Storage, error) {
 }
 
 func newStorage(b bucket, opts ...Option) *Storage {
-	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactEvery: compactEvery, grace: foldGrace, segMax: segMaxBytes,
+	o := options{log: slog.New(slog.DiscardHandler), compactAt: -1, compactEvery: compactEvery, foldLag: foldLag, grace: foldGrace, segMax: segMaxBytes,
 		maxName: backend.MaxNameBytes - len(segDir) - 30, maxElem: backend.MaxElemBytes,
 		timeout: DefaultTimeout, tries: 1, backoff: 100 * time.Millisecond}
 	for _, opt := range opts {

@@ -33,7 +33,9 @@
 //     numbers never start again below a late segment of an old writer.
 //   - A Sync is one segment and one look at the writer's previous one,
 //     whatever the file (the first Sync of a new file's creator: the
-//     segment alone): it never folds. Folds are a log-structured merge
+//     segment alone): it never folds. A new file whose maker says its
+//     name is new (WriterOptions.Fresh) is made by the conditional create
+//     of its name alone, without a look at its place. Folds are a log-structured merge
 //     with fan-out 8: every 8 segments at the end become a tier of level
 //     1, every 8 tiers of a level one of the next level, while the merged
 //     tier holds at most 4 MiB (no fold rewrites the whole file: that
@@ -41,11 +43,13 @@
 //     byte is so copied once per level (4 for 4 KiB Syncs), whatever the
 //     file's size, and a reader meets at most 7 parts per level below the
 //     top and one part per 2-4 MiB above (a 64 MiB file grown by 4 KiB
-//     Syncs reads in 37 calls). They happen when a writer opens a file that has
+//     Syncs reads in 37 calls folded at Sync, about 60 in the background). They happen when a writer opens a file that has
 //     parts (it owns the file from its claim on), at Compact, which
 //     leaves the last two parts, those an open writer looks at, alone, and
-//     in the background of a writer that stays open (a Compact every 64
-//     Syncs, WithCompactEvery), so reads stay cheap however long it
+//     in the background of a writer that stays open (a Compact every 16
+//     Syncs, WithCompactEvery; a Sync 32 past a fold still running waits
+//     for it, so folds never fall behind on a fast bucket and their cost
+//     lands with the Syncs that made it), so reads stay cheap however long it
 //     writes. WithCompactOpen makes a writer fold at Sync instead. A fold writes the
 //     same bytes, so a reader that meets one mid-read goes on at the same
 //     offset. Close folds nothing unless WithCompactAt asks.

@@ -85,6 +85,10 @@ func (s countingSource) Read(p []byte) (int, error) {
 // WithLocalDir marks the bucket as fileblob's in dir, as OpenFileblob does.
 func WithLocalDir(dir string) Option { return func(o *options) { o.localDir = dir } }
 
+// WithFoldLag sets how many intervals of WithCompactEvery a Sync runs
+// ahead of a background fold before it waits for it.
+func WithFoldLag(n int) Option { return func(o *options) { o.foldLag = n } }
+
 // NewShared is New on a bucket that a second Storage also uses: its Close
 // leaves b open.
 func NewShared(b *blob.Bucket, opts ...Option) *Storage {

@@ -191,7 +191,9 @@ func TestTornListingLosesNothing(t *testing.T) {
 			a.between()
 		}
 	}
-	ws := cloud.NewTorn(b, between, cloud.WithCompactEvery(8), cloud.WithFoldGrace(0))
+	// The writer's own listings wait for its Syncs here: a Sync that
+	// waited for a fold (the default past two intervals) would never come.
+	ws := cloud.NewTorn(b, between, cloud.WithCompactEvery(8), cloud.WithFoldGrace(0), cloud.WithFoldLag(1<<30))
 	ctx := t.Context()
 	w, err := ws.OpenWriter(ctx, "d/f", backend.WriterOptions{Exclusive: true})
 	if err != nil {

@@ -37,13 +37,14 @@ func TestRequests(t *testing.T) {
 		w, err = st.OpenWriter(ctx, "a/s.jsonl", backend.WriterOptions{})
 		must(err)
 	})
-	// Twenty Syncs, more than a fan-out of 8: a Sync never folds.
-	for range 20 {
+	// Fifteen Syncs, more than a fan-out of 8: a Sync never folds (the
+	// writer starts a fold in the background after 16, WithCompactEvery).
+	for range 15 {
 		row("Write and Sync", 2, func() { appendLine(t, w) })
 	}
 	row("Close after Sync", 0, func() { must(w.Close()) })
 	// A read and a delete per part folded, one upload.
-	row("Compact of 21 parts", 2*21+3, func() { must(backend.Compact(ctx, st, "a/s.jsonl")) })
+	row("Compact of 16 parts", 2*16+3, func() { must(backend.Compact(ctx, st, "a/s.jsonl")) })
 
 	// A session's file: created exclusive, then written by its creator
 	// alone, whose first segment needs no look before it.
@@ -54,6 +55,14 @@ func TestRequests(t *testing.T) {
 	})
 	row("its first Write and Sync", 1, func() { appendLine(t, w) })
 	row("its second", 2, func() { appendLine(t, w) })
+	must(w.Close())
+	// A name its maker made new (WriterOptions.Fresh): no look at all.
+	row("OpenWriter of a new file, exclusive and fresh", 1, func() {
+		var err error
+		w, err = st.OpenWriter(ctx, "n/u.jsonl", backend.WriterOptions{Exclusive: true, Fresh: true})
+		must(err)
+	})
+	row("its first Write and Sync", 1, func() { appendLine(t, w) })
 	must(w.Close())
 	wf := st.(backend.WholeFile)
 	row("PutFile", 1, func() { must(wf.PutFile(ctx, "a/m.json", []byte("{}"))) })

@@ -142,6 +142,9 @@ func (s *bucketDriver) WriteFrom(ctx context.Context, name string, r io.Reader) 
 // OpenWriter opens name for appending; see the package doc for the layout.
 func (s *bucketDriver) OpenWriter(ctx context.Context, name string, opt backend.WriterOptions) (backend.Writer, error) {
 	const op = "open"
+	if opt.Exclusive && opt.Fresh {
+		return s.createFresh(ctx, name)
+	}
 	if err := s.checkPlace(ctx, op, name); err != nil {
 		return nil, err
 	}
@@ -229,14 +232,22 @@ func (s *bucketDriver) createWriter(ctx context.Context, name string) (w backend
 	if len(objs) > 0 {
 		return nil, false, nil
 	}
+	w, err = s.createFresh(ctx, name)
+	return w, true, err
+}
+
+// createFresh opens a writer on the new file name, made by the conditional
+// create of its object (fs.ErrExist when taken), where nothing needs a
+// look: no segments (createWriter looked, or WriterOptions.Fresh says so).
+func (s *bucketDriver) createFresh(ctx context.Context, name string) (backend.Writer, error) {
 	lost, err := s.create(ctx, name, bytes.NewReader(nil))
 	if err != nil {
 		if lost {
-			return nil, true, backend.PathErr(op, name, fmt.Errorf("%w: %w", fs.ErrExist, err))
+			return nil, backend.PathErr("open", name, fmt.Errorf("%w: %w", fs.ErrExist, err))
 		}
-		return nil, true, fail(op, name, err)
+		return nil, fail("open", name, err)
 	}
-	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: 1, prev: name}, true, nil
+	return &writer{s: s, ctx: context.WithoutCancel(ctx), name: name, next: 1, prev: name}, nil
 }
 
 // createOwn creates key write-once with data. A create told the key is
@@ -357,8 +368,17 @@ func (w *writer) flush() error {
 	w.segBytes += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	w.since++
-	if every := w.s.opts.compactEvery; every > 0 && w.s.opts.compactOn == 0 && w.since >= every && !w.isFolding() {
-		w.foldBehind()
+	if every := w.s.opts.compactEvery; every > 0 && w.s.opts.compactOn == 0 && w.since >= every {
+		if w.since >= w.s.opts.foldLag*every && w.isFolding() {
+			// The folds fell behind (a fast bucket, a slow one to
+			// fold on): this Sync waits for the running one, so the
+			// parts left to fold, and what a later fold pays for
+			// them, stay bounded whatever the file's size.
+			<-w.folding
+		}
+		if !w.isFolding() {
+			w.foldBehind()
+		}
 	}
 	if f := w.s.opts.compactOn; f > 0 && w.fresh >= f {
 		// A writer asked to fold as it goes (WithCompactOpen). Failure is

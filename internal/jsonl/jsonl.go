@@ -125,6 +125,9 @@ const (
 	// AppendWhole appends to a file its owner has just read to its end
 	// with a newline: no tail to check.
 	AppendWhole
+	// CreateFresh is Create of a name the owner made new (a random id):
+	// the store need not look at its place (backend.WriterOptions.Fresh).
+	CreateFresh
 )
 
 // Appender appends whole lines to one JSONL file, opened on the first
@@ -192,7 +195,8 @@ func (a *Appender) open(ctx context.Context) error {
 			a.Dropped(n)
 		}
 	}
-	w, err := a.st.OpenWriter(ctx, a.name, backend.WriterOptions{Exclusive: a.mode == Create})
+	fresh := a.mode == CreateFresh
+	w, err := a.st.OpenWriter(ctx, a.name, backend.WriterOptions{Exclusive: a.mode == Create || fresh, Fresh: fresh})
 	if err != nil {
 		return err
 	}

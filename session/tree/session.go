@@ -32,6 +32,7 @@ type config struct {
 	readOnly bool
 	inMemory bool
 	lazy     bool
+	fresh    bool
 }
 
 func newConfig(opts []Option) config {
@@ -70,6 +71,10 @@ func WithToolResultThreshold(n int) Option { return func(c *config) { c.toolMax 
 // first read (Entries, Context, Path, ...): a session opened to append to
 // reads no blob it is not asked for.
 func LazyBlobs() Option { return func(c *config) { c.lazy = true } }
+
+// FreshName says that Create's name is new, made from a random id: its
+// file is created without a look at its place (jsonl.CreateFresh).
+func FreshName() Option { return func(c *config) { c.fresh = true } }
 
 // ReadOnly opens a session that never writes: migrations happen in memory
 // only and appends fail with ErrReadOnly.

@@ -188,6 +188,8 @@ func (s *Session) persistLocked(ctx context.Context, force bool) error {
 	}()
 	if s.w == nil {
 		switch {
+		case !s.fileExists && s.cfg.fresh:
+			s.w = jsonl.NewAppender(s.st, s.name, jsonl.CreateFresh)
 		case !s.fileExists:
 			s.w = jsonl.NewAppender(s.st, s.name, jsonl.Create)
 		case s.torn:
