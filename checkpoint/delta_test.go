@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 func TestDeltaRoundTrip(t *testing.T) {
@@ -94,7 +96,7 @@ func FuzzDelta(f *testing.F) {
 }
 
 func TestTreeObjectDamage(t *testing.T) {
-	if _, err := decodeTree([]byte("trvt1\x01\x01a\x00")); !errors.Is(err, ErrCorrupt) {
+	if _, err := treeobj.Decode([]byte("trvt1\x01\x01a\x00")); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an entry holding nothing: %v", err)
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -109,8 +111,8 @@ func TestTreeObjectDamage(t *testing.T) {
 	if _, _, err := putTrees(t.Context(), c, files, nil); err != nil {
 		t.Fatal(err)
 	}
-	kids, err := decodeTree(obj)
-	if err != nil || len(kids) != 4 || kids[3].entry.Delta != files[3].Delta {
+	kids, err := treeobj.Decode(obj)
+	if err != nil || len(kids) != 4 || kids[3].Entry.Delta != files[3].Delta {
 		t.Fatalf("decoded %+v, %v", kids, err)
 	}
 	for range 5000 {
@@ -118,7 +120,7 @@ func TestTreeObjectDamage(t *testing.T) {
 		for range 1 + rng.IntN(3) {
 			d[rng.IntN(len(d))] = byte(rng.UintN(256))
 		}
-		_, _ = decodeTree(d[:rng.IntN(len(d)+1)])
+		_, _ = treeobj.Decode(d[:rng.IntN(len(d)+1)])
 	}
 }
 

@@ -13,7 +13,7 @@
 // API, so unchanged content costs nothing and content a session holds too is
 // stored once. Each checkpoint is one small JSON manifest (package
 // checkpoint/manifest: the types, their codec and validation) naming a tree of
-// content-addressed directory objects (treeobj.go), so unchanged directories
+// content-addressed directory objects (checkpoint/treeobj), so unchanged directories
 // are shared between checkpoints (one of a few named files lists them
 // inline, the version 1 form), and an edited file is stored as a delta
 // against its earlier version (delta.go); Roots lists every blob either
@@ -26,6 +26,6 @@
 //
 // Imports: the standard library, backend, cas, checkpoint/ignore,
 // checkpoint/linediff (the line counts of a report), checkpoint/manifest,
-// checkpoint/statcache, checkpoint/internal/wire (the binary forms of trees
-// and deltas), internal/beneath, afero and golang.org/x/sys/unix (Linux).
+// checkpoint/statcache, checkpoint/treeobj, checkpoint/internal/wire (the
+// binary form of deltas and refs), internal/beneath, afero and golang.org/x/sys/unix (Linux).
 package checkpoint

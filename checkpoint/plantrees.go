@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/trovekit/trove/checkpoint/manifest"
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // A plan compares a tree checkpoint with the workspace. Most of a large
@@ -44,7 +45,7 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 		if err != nil {
 			return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, dir, err)
 		}
-		kids, err := decodeTree(data)
+		kids, err := treeobj.Decode(data)
 		if err != nil {
 			return fmt.Errorf("tree %s of %q: %w", ref, dir, err)
 		}
@@ -54,28 +55,28 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 		}
 		for i, k := range kids {
 			// The checks loadTrees makes.
-			if !validName(k.name, depth == 0) {
-				return fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, dir, manifest.Clip(k.name))
+			if !validName(k.Name, depth == 0) {
+				return fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, dir, manifest.Clip(k.Name))
 			}
-			if i > 0 && kids[i-1].name >= k.name {
-				return fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, dir, manifest.Clip(k.name))
+			if i > 0 && kids[i-1].Name >= k.Name {
+				return fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, dir, manifest.Clip(k.Name))
 			}
-			p := prefix + k.name
-			if k.entry != nil {
-				e := *k.entry
+			p := prefix + k.Name
+			if k.Entry != nil {
+				e := *k.Entry
 				e.Path = p
 				files = append(files, e)
 				if len(files) > treeMaxEntries {
 					return fmt.Errorf("%w: more than %d entries", ErrCorrupt, treeMaxEntries)
 				}
 			}
-			if k.sub == "" {
+			if k.Sub == "" {
 				continue
 			}
-			if e := k.entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
+			if e := k.Entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
 				return fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, p)
 			}
-			if err := visit(p, k.sub, depth+1); err != nil {
+			if err := visit(p, k.Sub, depth+1); err != nil {
 				return err
 			}
 		}

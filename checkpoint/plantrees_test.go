@@ -15,6 +15,7 @@ import (
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint/statcache"
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // dirManager is a Manager of a real directory holding files (path ->
@@ -185,7 +186,7 @@ type treeCounter struct {
 }
 
 func (c *treeCounter) sumLike(like string, data []byte) (string, error) {
-	if strings.HasPrefix(string(data), treeMagic) {
+	if strings.HasPrefix(string(data), treeobj.Magic) {
 		c.built.Add(1)
 	}
 	return c.blobStore.sumLike(like, data)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/trovekit/trove/checkpoint/statcache"
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // A rewind is bound by the fsync of every file it writes. A prewriter
@@ -227,7 +228,7 @@ func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFet
 			if err != nil {
 				return // the plan reports it
 			}
-			kids, err := decodeTree(data)
+			kids, err := treeobj.Decode(data)
 			if err != nil {
 				return
 			}
@@ -236,19 +237,19 @@ func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFet
 				prefix = ""
 			}
 			for _, k := range kids {
-				if !validName(k.name, depth == 0) {
+				if !validName(k.Name, depth == 0) {
 					return
 				}
-				p := prefix + k.name
-				if e := k.entry; e != nil && e.Exists && e.EffectiveType() == TypeFile && n < likelyMax {
+				p := prefix + k.Name
+				if e := k.Entry; e != nil && e.Exists && e.EffectiveType() == TypeFile && n < likelyMax {
 					if ce, ok := cache.Entry(p); !ok || !cache.ByLast(ce) || cache.RefsOf(ce).Ref != e.Digest {
 						n++
 						want := stateOf(e)
 						w.load(&change{path: p, b: &want})
 					}
 				}
-				if k.sub != "" {
-					visit(p, k.sub, depth+1)
+				if k.Sub != "" {
+					visit(p, k.Sub, depth+1)
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trovekit/trove/checkpoint/manifest"
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // Bounds on what loading a tree builds, whatever the blobs say.
@@ -141,11 +142,11 @@ func putTreesWith(ctx context.Context, batch blobBatch, files []Entry, keep map[
 				}
 			}
 		}
-		b := append(buf[:0], treeMagic...)
+		b := append(buf[:0], treeobj.Magic...)
 		b = binary.AppendUvarint(b, uint64(len(n.kids)))
 		for i, k := range n.kids {
 			var err error
-			if b, err = appendNode(b, k, subs[i]); err != nil {
+			if b, err = treeobj.AppendChild(b, k.name, k.entry, subs[i]); err != nil {
 				return "", err
 			}
 		}
@@ -180,7 +181,7 @@ func below(path, dir string) bool {
 // may be nil) is not read from cas.
 func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
 	type decodedTree struct {
-		kids []treeChild
+		kids []treeobj.Child
 		n    int // entries at and below it, -1 until counted
 	}
 	decoded := map[string]*decodedTree{}
@@ -211,7 +212,7 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 				return 0, fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, prefix, err)
 			}
 		}
-		kids, err := decodeTree(data)
+		kids, err := treeobj.Decode(data)
 		if err != nil {
 			return 0, fmt.Errorf("tree %s of %q: %w", ref, prefix, err)
 		}
@@ -220,24 +221,24 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 		refs = append(refs, ref)
 		n := 0
 		for i, k := range kids {
-			if !validName(k.name, depth == 0) {
-				return 0, fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, prefix, manifest.Clip(k.name))
+			if !validName(k.Name, depth == 0) {
+				return 0, fmt.Errorf("%w: tree %s of %q: bad name %q", ErrUnsafePath, ref, prefix, manifest.Clip(k.Name))
 			}
 			// Once each, in order: a name cannot be a file here and a
 			// directory of entries in a second child.
-			if i > 0 && kids[i-1].name >= k.name {
-				return 0, fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, prefix, manifest.Clip(k.name))
+			if i > 0 && kids[i-1].Name >= k.Name {
+				return 0, fmt.Errorf("%w: tree %s of %q: names not sorted or repeated at %q", ErrCorrupt, ref, prefix, manifest.Clip(k.Name))
 			}
-			if k.entry != nil {
+			if k.Entry != nil {
 				n++
 			}
-			if k.sub == "" {
+			if k.Sub == "" {
 				continue
 			}
-			if e := k.entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
-				return 0, fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, prefix+k.name)
+			if e := k.Entry; e != nil && e.Exists && e.EffectiveType() != TypeDir {
+				return 0, fmt.Errorf("%w: %q holds entries and is not a directory", ErrUnsafePath, prefix+k.Name)
 			}
-			m, err := read(k.sub, prefix+k.name+"/", depth+1)
+			m, err := read(k.Sub, prefix+k.Name+"/", depth+1)
 			if err != nil {
 				return 0, err
 			}
@@ -257,14 +258,14 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 	var build func(ref, prefix string)
 	build = func(ref, prefix string) {
 		for _, k := range decoded[ref].kids {
-			p := prefix + k.name
-			if k.entry != nil {
-				e := *k.entry
+			p := prefix + k.Name
+			if k.Entry != nil {
+				e := *k.Entry
 				e.Path = p
 				files = append(files, e)
 			}
-			if k.sub != "" {
-				build(k.sub, p+"/")
+			if k.Sub != "" {
+				build(k.Sub, p+"/")
 			}
 		}
 	}
@@ -304,12 +305,12 @@ func treeRefs(ctx context.Context, blobs blobStore, root string, seen map[string
 	if err != nil {
 		return false, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, root, err)
 	}
-	kids, err := decodeTree(data)
+	kids, err := treeobj.Decode(data)
 	if err != nil {
 		return false, fmt.Errorf("tree %s: %w", root, err)
 	}
 	for _, k := range kids {
-		if e := k.entry; e != nil {
+		if e := k.Entry; e != nil {
 			for _, r := range e.ContentRefs() {
 				if !seen[r] {
 					seen[r] = true
@@ -319,8 +320,8 @@ func treeRefs(ctx context.Context, blobs blobStore, root string, seen map[string
 				}
 			}
 		}
-		if k.sub != "" {
-			if ok, err := treeRefs(ctx, blobs, k.sub, seen, yield); !ok || err != nil {
+		if k.Sub != "" {
+			if ok, err := treeRefs(ctx, blobs, k.Sub, seen, yield); !ok || err != nil {
 				return ok, err
 			}
 		}

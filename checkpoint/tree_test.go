@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // memBlobs keeps blobs in a map, named by their sha256.
@@ -74,11 +76,11 @@ func TestHostileTreesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := &Entry{Exists: true, Digest: d, Size: 1, Mode: 0o644}
-	put := func(kids ...treeChild) string {
-		buf := append([]byte(treeMagic), byte(len(kids)))
+	put := func(kids ...treeobj.Child) string {
+		buf := append([]byte(treeobj.Magic), byte(len(kids)))
 		for _, k := range kids {
 			var err error
-			if buf, err = appendNode(buf, &tnode{name: k.name, entry: k.entry}, k.sub); err != nil {
+			if buf, err = treeobj.AppendChild(buf, k.Name, k.Entry, k.Sub); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,20 +88,20 @@ func TestHostileTreesRefused(t *testing.T) {
 		return ref
 	}
 	for name, root := range map[string]string{
-		"file with entries below":  put(treeChild{name: "a", entry: file, sub: sub}),
-		"file and directory a":     put(treeChild{name: "a", entry: file}, treeChild{name: "a", sub: sub}),
-		"name with a slash":        put(treeChild{name: "a/b", entry: file}),
-		"dot-dot":                  put(treeChild{name: "..", sub: sub}),
-		"drive letter at the root": put(treeChild{name: "c:", entry: file}),
-		"names out of order":       put(treeChild{name: "b", entry: file}, treeChild{name: "a", entry: file}),
-		"backslash":                put(treeChild{name: `a\b`, entry: file}),
+		"file with entries below":  put(treeobj.Child{Name: "a", Entry: file, Sub: sub}),
+		"file and directory a":     put(treeobj.Child{Name: "a", Entry: file}, treeobj.Child{Name: "a", Sub: sub}),
+		"name with a slash":        put(treeobj.Child{Name: "a/b", Entry: file}),
+		"dot-dot":                  put(treeobj.Child{Name: "..", Sub: sub}),
+		"drive letter at the root": put(treeobj.Child{Name: "c:", Entry: file}),
+		"names out of order":       put(treeobj.Child{Name: "b", Entry: file}, treeobj.Child{Name: "a", Entry: file}),
+		"backslash":                put(treeobj.Child{Name: `a\b`, Entry: file}),
 	} {
 		if _, _, err := loadTrees(t.Context(), b, root, nil); err == nil {
 			t.Errorf("%s: loaded", name)
 		}
 	}
 	// A drive-letter-like name below the root is an ordinary name.
-	ok := put(treeChild{name: "d", entry: &Entry{Exists: true, Type: TypeDir, Mode: 0o755}, sub: put(treeChild{name: "c:", entry: file})})
+	ok := put(treeobj.Child{Name: "d", Entry: &Entry{Exists: true, Type: TypeDir, Mode: 0o755}, Sub: put(treeobj.Child{Name: "c:", Entry: file})})
 	if files, _, err := loadTrees(t.Context(), b, ok, nil); err != nil || len(files) != 2 || files[1].Path != "d/c:" {
 		t.Errorf("d/c: = %+v, %v", files, err)
 	}

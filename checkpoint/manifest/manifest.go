@@ -34,7 +34,7 @@ const (
 
 // Manifest describes one checkpoint: what every path held when it was taken.
 // It is stored as one small JSON object, written atomically, naming the
-// tree objects (see checkpoint's treeobj.go) that hold Files.
+// tree objects (see checkpoint/treeobj) that hold Files.
 type Manifest struct {
 	Version   int       `json:"version"`
 	ID        string    `json:"id"`

@@ -1,4 +1,4 @@
-package checkpoint
+package treeobj
 
 import (
 	"encoding/binary"
@@ -10,15 +10,13 @@ import (
 	"github.com/trovekit/trove/checkpoint/manifest"
 )
 
-// The tree object format (written by appendNode, read by decodeTree).
-//
 // A version 2 manifest holds no file list: it names a tree object, one per
 // directory, stored as a blob in cas (compressed there) and addressed by its
 // content, as git and restic do. A directory whose entries did not change
 // gives the same tree object, stored once, so a checkpoint after a few
 // edits costs the trees on the paths to the edited files and nothing else.
 //
-// Tree object: treeMagic, uvarint count, then per child sorted by name:
+// Tree object: Magic, uvarint count, then per child sorted by name:
 // name (uvarint length, bytes), flags (tfEntry, tfExists, tfSub,
 // tfMTime, tfDelta), and
 //   - with tfEntry and tfExists: type byte ('f', 'l', 'd'), uvarint mode;
@@ -30,7 +28,8 @@ import (
 // through without recording it. A ref is one algorithm byte (cas.Algorithm)
 // and its 32-byte digest.
 
-const treeMagic = "trvt1"
+// Magic starts every tree object.
+const Magic = "trvt1"
 
 const (
 	tfEntry = 1 << iota
@@ -40,10 +39,12 @@ const (
 	tfDelta
 )
 
-func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
-	b = wire.AppendStr(b, k.name)
+// AppendChild appends one child of a tree object: its name, e (nil for a
+// directory only passed through) and sub, the ref of its own tree object
+// ("" for none). A ref that does not parse is manifest.ErrCorrupt.
+func AppendChild(b []byte, name string, e *manifest.Entry, sub string) ([]byte, error) {
+	b = wire.AppendStr(b, name)
 	var flags byte
-	e := k.entry
 	if e != nil {
 		flags |= tfEntry
 		if e.Exists {
@@ -63,7 +64,7 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 	var err error
 	if flags&tfExists != 0 {
 		switch e.EffectiveType() {
-		case TypeFile:
+		case manifest.TypeFile:
 			b = append(b, 'f')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
 			b = binary.AppendUvarint(b, uint64(e.Size))
@@ -78,11 +79,11 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 					return nil, err
 				}
 			}
-		case TypeSymlink:
+		case manifest.TypeSymlink:
 			b = append(b, 'l')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
 			b = wire.AppendStr(b, e.Target)
-		case TypeDir:
+		case manifest.TypeDir:
 			b = append(b, 'd')
 			b = binary.AppendUvarint(b, uint64(e.Mode))
 		}
@@ -99,38 +100,38 @@ func appendNode(b []byte, k *tnode, sub string) ([]byte, error) {
 }
 
 // appendRef writes a ref in the tree objects' form (wire.AppendRef); s not
-// a ref is ErrCorrupt.
+// a ref is manifest.ErrCorrupt.
 func appendRef(b []byte, s string) ([]byte, error) {
 	out, err := wire.AppendRef(b, s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", manifest.ErrCorrupt, err)
 	}
 	return out, nil
 }
 
-// treeChild is one decoded child of a tree object.
-type treeChild struct {
-	name  string
-	entry *Entry // Path holds the name only
-	sub   string
+// Child is one decoded child of a tree object.
+type Child struct {
+	Name  string
+	Entry *manifest.Entry // nil for a directory only passed through; Path holds the name only
+	Sub   string          // the ref of its own tree object, "" for none
 }
 
-// decodeTree parses a tree object.
-func decodeTree(data []byte) ([]treeChild, error) {
-	if !strings.HasPrefix(string(data[:min(len(data), len(treeMagic))]), treeMagic) {
-		return nil, fmt.Errorf("%w: not a tree object", ErrCorrupt)
+// Decode parses a tree object; damage is manifest.ErrCorrupt.
+func Decode(data []byte) ([]Child, error) {
+	if !strings.HasPrefix(string(data[:min(len(data), len(Magic))]), Magic) {
+		return nil, fmt.Errorf("%w: not a tree object", manifest.ErrCorrupt)
 	}
-	body := data[len(treeMagic):]
+	body := data[len(Magic):]
 	// Tree bytes are never written once read: names can share them.
 	r := wire.NewReader(body)
 	n := r.Uvarint()
 	if n > uint64(len(r.B)) {
-		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", ErrCorrupt, n, len(r.B))
+		return nil, fmt.Errorf("%w: tree object of %d entries in %d bytes", manifest.ErrCorrupt, n, len(r.B))
 	}
-	out := make([]treeChild, 0, n)
-	ents := make([]Entry, 0, n) // one allocation for the entries of all children
+	out := make([]Child, 0, n)
+	ents := make([]manifest.Entry, 0, n) // one allocation for the entries of all children
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		c := treeChild{name: r.Str()}
+		c := Child{Name: r.Str()}
 		if len(r.B) == 0 {
 			r.Err = wire.ErrShort
 			break
@@ -138,7 +139,7 @@ func decodeTree(data []byte) ([]treeChild, error) {
 		flags := r.B[0]
 		r.B = r.B[1:]
 		if flags&tfEntry != 0 {
-			ents = append(ents, Entry{Path: c.name, Exists: flags&tfExists != 0})
+			ents = append(ents, manifest.Entry{Path: c.Name, Exists: flags&tfExists != 0})
 			e := &ents[len(ents)-1]
 			if e.Exists {
 				if len(r.B) == 0 {
@@ -149,9 +150,9 @@ func decodeTree(data []byte) ([]treeChild, error) {
 				r.B = r.B[1:]
 				mode := r.Uvarint()
 				if mode > 0o7777 {
-					return nil, fmt.Errorf("%w: tree entry %q: mode %o", ErrCorrupt, manifest.Clip(c.name), mode)
+					return nil, fmt.Errorf("%w: tree entry %q: mode %o", manifest.ErrCorrupt, manifest.Clip(c.Name), mode)
 				}
-				e.Mode = Mode(mode)
+				e.Mode = manifest.Mode(mode)
 				switch typ {
 				case 'f':
 					e.Size = int64(r.Uvarint())
@@ -160,28 +161,28 @@ func decodeTree(data []byte) ([]treeChild, error) {
 						e.Base, e.Delta = r.Ref(), r.Ref()
 					}
 				case 'l':
-					e.Type, e.Target = TypeSymlink, r.Str()
+					e.Type, e.Target = manifest.TypeSymlink, r.Str()
 				case 'd':
-					e.Type = TypeDir
+					e.Type = manifest.TypeDir
 				default:
-					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", ErrCorrupt, manifest.Clip(c.name), typ)
+					return nil, fmt.Errorf("%w: tree entry %q: unknown type %q", manifest.ErrCorrupt, manifest.Clip(c.Name), typ)
 				}
 				if flags&tfMTime != 0 {
 					e.MTime = time.Unix(0, r.Varint()).UTC()
 				}
 			}
-			c.entry = e
+			c.Entry = e
 		}
 		if flags&tfSub != 0 {
-			c.sub = r.Ref()
+			c.Sub = r.Ref()
 		}
-		if c.entry == nil && c.sub == "" && r.Err == nil {
-			return nil, fmt.Errorf("%w: tree entry %q holds nothing", ErrCorrupt, manifest.Clip(c.name))
+		if c.Entry == nil && c.Sub == "" && r.Err == nil {
+			return nil, fmt.Errorf("%w: tree entry %q holds nothing", manifest.ErrCorrupt, manifest.Clip(c.Name))
 		}
 		out = append(out, c)
 	}
 	if r.Err != nil || len(r.B) != 0 {
-		return nil, fmt.Errorf("%w: damaged tree object", ErrCorrupt)
+		return nil, fmt.Errorf("%w: damaged tree object", manifest.ErrCorrupt)
 	}
 	return out, nil
 }
