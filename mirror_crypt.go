@@ -70,9 +70,9 @@ func mirrorMode(ctx context.Context, src, dst backend.Storage, dry bool) (mirror
 }
 
 // checkedCopy is copy for a plain source into an encrypted destination: a
-// loose blob is verified against its name before it is sealed, since the
-// destination authenticates it from then on and its Get no longer hashes
-// (backend.Authenticated); a damaged source blob fails the mirror.
+// loose blob is verified against its name before it is sealed, so that
+// damage is refused where it is, not authenticated into the copy and
+// found at a later read; a damaged source blob fails the mirror.
 func checkedCopy(ctx context.Context, src backend.Storage, copy mirrorCopy) (mirrorCopy, error) {
 	blobs, err := cas.Open(ctx, src, cas.WithDir("blobs"))
 	if err != nil {

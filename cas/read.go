@@ -23,16 +23,10 @@ type object struct {
 	closer  io.Closer
 	codec   Codec
 	size    int64 // original length
-	// authentic: a loose object of a storage that authenticates each
-	// file's bytes under its name (backend.Authenticated), which only a
-	// holder of its key writes, and only as Put made them. Get leaves
-	// its check to the storage; Open, Verify and fsck still hash.
-	authentic bool
 }
 
 func (s *Store) openLoose(ctx context.Context, ref Ref) (object, error) {
 	obj, _, err := s.openLooseInfo(ctx, ref)
-	obj.authentic = err == nil && s.authentic
 	return obj, err
 }
 
@@ -498,7 +492,7 @@ const fastGetMax = 16 << 20
 func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	var out []byte
 	err := s.withBlob(ctx, "get", ref, func(obj object) (err error) {
-		if obj.size > fastGetMax && obj.size <= s.cfg.maxBlobSize && !obj.authentic {
+		if obj.size > fastGetMax && obj.size <= s.cfg.maxBlobSize {
 			// A big object is verified streaming before any buffer of
 			// its recorded size exists: a header that lies about the
 			// size, or a payload that decodes to far more, costs a
@@ -575,9 +569,6 @@ func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 		return nil, corrupt("longer than the recorded %d bytes", obj.size)
 	} else if !errors.Is(err, io.EOF) {
 		return nil, refErr(op, ref, err)
-	}
-	if obj.authentic {
-		return out, nil
 	}
 	if got, _ := Sum(ref.algo, out); got != ref {
 		return nil, corrupt("content hashes to %v", got)

@@ -25,8 +25,6 @@ import (
 type Store struct {
 	st  backend.Storage
 	cfg config
-	// authentic: st authenticates reads (backend.Authenticated).
-	authentic bool
 
 	coders *coders   // see shared
 	warmed sync.Once // an encoder warmed for batches (see addSmall)
@@ -73,7 +71,7 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := &Store{st: st, cfg: cfg, coders: shared, authentic: backend.AuthenticatesContent(st)}
+	s := &Store{st: st, cfg: cfg, coders: shared}
 	if cfg.maxBlobSize != DefaultMaxBlobSize {
 		s.coders = newCoders()
 	}

@@ -38,8 +38,6 @@ var (
 	_ backend.WriteOnce = (*Storage)(nil)
 	_ backend.WholeFile = (*Storage)(nil)
 	_ backend.Compacter = (*Storage)(nil)
-
-	_ backend.Authenticated = (*Storage)(nil)
 )
 
 // Option tunes New, Open and Init.
@@ -118,10 +116,6 @@ func New(inner backend.Storage, key []byte, opts ...Option) (*Storage, error) {
 	c.caps.MaxNameBytes = innerName / 2
 	return c, nil
 }
-
-// AuthenticatesContent is true: every frame is authenticated under its
-// file's name (backend.Authenticated).
-func (c *Storage) AuthenticatesContent() bool { return true }
 
 // Inner is the store the ciphertext lives in.
 func (c *Storage) Inner() backend.Storage { return c.inner }
