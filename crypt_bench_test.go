@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trovekit/trove"
+	"github.com/trovekit/trove/internal/cputime"
 	"github.com/trovekit/trove/session"
 )
 
@@ -78,15 +78,15 @@ func benchCrypt(b *testing.B, backendName string) {
 					var paused, pausedCPU time.Duration
 					pause := func(f func()) {
 						b.StopTimer()
-						t0, c0 := time.Now(), cpuTime()
+						t0, c0 := time.Now(), cputime.Self()
 						f()
-						paused, pausedCPU = paused+time.Since(t0), pausedCPU+cpuTime()-c0
+						paused, pausedCPU = paused+time.Since(t0), pausedCPU+cputime.Self()-c0
 						b.StartTimer()
 					}
-					t0, c0 := time.Now(), cpuTime()
+					t0, c0 := time.Now(), cputime.Self()
 					ops[side](pause)
 					wall[side] = append(wall[side], time.Since(t0)-paused)
-					cpu[side] = append(cpu[side], cpuTime()-c0-pausedCPU)
+					cpu[side] = append(cpu[side], cputime.Self()-c0-pausedCPU)
 				}
 				round++
 			}
@@ -209,13 +209,4 @@ func randomText(n int, seed uint64) string {
 		out = append(out, ' ')
 	}
 	return string(out)
-}
-
-// cpuTime is the user and system CPU time of the process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

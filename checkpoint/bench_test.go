@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/internal/cputime"
 )
 
 // benchTree writes n files of about total bytes in nested directories,
@@ -108,22 +108,13 @@ func newBenchEnv(b *testing.B, files int, mb int64) *benchEnv {
 	return e
 }
 
-// cpuTime is the user + system time of this process.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // op runs f on a fresh Manager, as a fresh process would, under the pprof
 // label op=<benchmark name>, adding its CPU time to e.cpu: wall clock is
 // noisy on a shared machine.
 func (e *benchEnv) op(b *testing.B, f func(m *checkpoint.Manager) error) {
 	b.Helper()
-	c0 := cpuTime()
-	defer func() { e.cpu += cpuTime() - c0 }()
+	c0 := cputime.Self()
+	defer func() { e.cpu += cputime.Self() - c0 }()
 	pprof.Do(e.ctx, pprof.Labels("op", b.Name()), func(context.Context) {
 		m, err := checkpoint.OpenDir(e.ctx, e.store, e.ws)
 		if err != nil {

@@ -40,12 +40,12 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/internal/cputime"
 )
 
 func main() {
@@ -83,15 +83,6 @@ type result struct {
 	trove, git       []time.Duration // wall clock
 	troveCPU, gitCPU []time.Duration // user + system time
 	target           float64
-}
-
-// selfCPU is the user + system time this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, logger *slog.Logger, sz sizeConfig) error {
@@ -197,8 +188,8 @@ type bench struct {
 // label (op=<row>), so -cpuprofile can be read per row: go tool pprof
 // -tagfocus op=diff ...
 func (b *bench) troveOp(name string, f func(m *checkpoint.Manager) error) (d time.Duration, err error) {
-	c0 := selfCPU()
-	defer func() { b.lastCPU = selfCPU() - c0 }()
+	c0 := cputime.Self()
+	defer func() { b.lastCPU = cputime.Self() - c0 }()
 	pprof.Do(b.ctx, pprof.Labels("op", name), func(ctx context.Context) {
 		t0 := time.Now()
 		var m *checkpoint.Manager
