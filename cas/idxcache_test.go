@@ -53,6 +53,28 @@ func indexReads(sp *spy.Storage) int {
 	return n
 }
 
+// packedMem is a memory store holding 40 packs of 3 blobs each, and them.
+func packedMem(t *testing.T, tag string) (*mem.Storage, map[cas.Ref]string) {
+	t.Helper()
+	st := mem.New()
+	w, err := cas.Open(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, packs(t, w, 40, 3, tag)
+}
+
+// hasAll fails t unless s returns every blob as written.
+func hasAll(t *testing.T, s *cas.Store, want map[cas.Ref]string) {
+	t.Helper()
+	for ref, data := range want {
+		got, err := s.Get(context.Background(), ref)
+		if err != nil || string(got) != data {
+			t.Fatalf("Get %v = %q, %v; want %q", ref, got, err, data)
+		}
+	}
+}
+
 // A fresh process finds every blob through the index cache, reading no
 // pack index, and never one the indexes no longer hold: a deleted blob (its
 // index rewritten), a swept pack, or any blob when the cache is damaged.
@@ -73,12 +95,7 @@ func TestIndexCache(t *testing.T) {
 	firsts := slices.Collect(maps.Keys(blobs)) // in the packs the cache will hold
 	check := func(s *cas.Store, want map[cas.Ref]string, gone ...cas.Ref) {
 		t.Helper()
-		for ref, data := range want {
-			got, err := s.Get(ctx, ref)
-			if err != nil || string(got) != data {
-				t.Fatalf("Get %v = %q, %v; want %q", ref, got, err, data)
-			}
-		}
+		hasAll(t, s, want)
 		for _, ref := range gone {
 			if ok, err := s.Has(ctx, ref); ok || err != nil {
 				t.Errorf("Has %v = %v, %v after it went", ref, ok, err)
@@ -250,12 +267,7 @@ func BenchmarkLoadIndexes(b *testing.B) {
 // disk) answers as one without a cache.
 func TestIndexCacheUnwritable(t *testing.T) {
 	ctx := context.Background()
-	st := mem.New()
-	w, err := cas.Open(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := packs(t, w, 40, 3, "ro")
+	st, blobs := packedMem(t, "ro")
 	ro := faulty.New(st, faulty.WithHook(func(op, name string) error {
 		switch op {
 		case "EnsureDir", "WriteFile", "WriteFrom", "OpenWriter", "CreateFile", "PutFile", "RemoveFile", "Rename", "Unlink", "Compact":
@@ -270,12 +282,7 @@ func TestIndexCacheUnwritable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for ref, data := range blobs {
-			got, err := r.Get(ctx, ref)
-			if err != nil || string(got) != data {
-				t.Fatalf("Get %v = %q, %v", ref, got, err)
-			}
-		}
+		hasAll(t, r, blobs)
 	}
 	if _, err := st.Stat(ctx, "blobs/index.cache"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Fatalf("cache written through a read-only store: %v", err)
@@ -349,12 +356,7 @@ func TestIndexCacheConcurrentWriters(t *testing.T) {
 // none of its blobs and every earlier one, and later batches are indexed.
 func TestIndexCachePackWithoutIndex(t *testing.T) {
 	ctx := context.Background()
-	st := mem.New()
-	w, err := cas.Open(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := packs(t, w, 40, 3, "before")
+	st, blobs := packedMem(t, "before")
 	if r, err := cas.Open(ctx, st); err != nil || r.LoadIndexes(ctx) != nil {
 		t.Fatalf("open: %v", err) // writes the cache
 	}
@@ -392,12 +394,7 @@ func TestIndexCachePackWithoutIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ref, data := range blobs {
-		got, err := r.Get(ctx, ref)
-		if err != nil || string(got) != data {
-			t.Fatalf("Get %v = %q, %v", ref, got, err)
-		}
-	}
+	hasAll(t, r, blobs)
 }
 
 // countFiles is how many files are below dir.

@@ -15,12 +15,11 @@ var (
 	ErrNotFound = fmt.Errorf("checkpoint not found: %w", fs.ErrNotExist)
 	// ErrInvalidID: a checkpoint id that cannot name a file.
 	ErrInvalidID = errors.New("invalid checkpoint id")
-	// ErrUnsafePath: a path that is absolute, climbs with "..", holds a NUL
-	// or would lead outside the workspace. It is also backend.ErrInvalidPath.
+	// ErrUnsafePath (a path that would lead outside the workspace; also
+	// backend.ErrInvalidPath) and ErrCorrupt (a manifest or a blob it needs
+	// that fails to parse or verify) are manifest's, documented there.
 	ErrUnsafePath = manifest.ErrUnsafePath
-	// ErrCorrupt: a manifest that does not parse or validate, or a blob it
-	// needs that is missing or does not match its digest.
-	ErrCorrupt = manifest.ErrCorrupt
+	ErrCorrupt    = manifest.ErrCorrupt
 	// ErrIsDir: a path given to Create names a directory.
 	ErrIsDir = errors.New("is a directory")
 	// ErrConflict: the workspace holds something rewind must not remove (a

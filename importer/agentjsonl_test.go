@@ -20,17 +20,8 @@ func TestImportAgentJSONL(t *testing.T) {
 	if len(res) != 1 || !res[0].Imported || res[0].Format != "agent-jsonl" || res[0].Messages != 4 {
 		t.Fatalf("results: %+v", res)
 	}
-	msgs, err := s.Sessions().LoadMessages(ctx, res[0].SessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var roles []string
-	var all string
-	for _, e := range msgs {
-		roles = append(roles, e.Role())
-		all += string(e.JSON())
-	}
-	if got := strings.Join(roles, " "); got != "user assistant toolResult assistant" {
+	got, all := sessionPath(t, s, res[0].SessionID)
+	if got != "user assistant toolResult assistant" {
 		t.Errorf("roles %s", got)
 	}
 	for _, want := range []string{"List the files", `"type":"toolCall"`, `"arguments":{"command":"ls"}`, `"toolCallId":"call_abc"`,

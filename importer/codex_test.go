@@ -27,17 +27,8 @@ func TestImportCodex(t *testing.T) {
 		if !r.Imported || r.Format != "codex" || r.Messages != 4 {
 			t.Errorf("result %+v", r)
 		}
-		msgs, err := s.Sessions().LoadMessages(ctx, r.SessionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var roles []string
-		var all string
-		for _, e := range msgs {
-			roles = append(roles, e.Role())
-			all += string(e.JSON())
-		}
-		if got := strings.Join(roles, " "); got != "user assistant toolResult assistant" {
+		got, all := sessionPath(t, s, r.SessionID)
+		if got != "user assistant toolResult assistant" {
 			t.Errorf("roles %s", got)
 		}
 		for _, want := range []string{`"type":"toolCall"`, `"name":"shell"`, `"command":["ls"]`, `"toolName":"shell"`, `main.go\ngo.mod`,

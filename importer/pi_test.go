@@ -26,6 +26,23 @@ func snapshot(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// sessionPath loads the messages on a session's current path and returns
+// their roles, space-separated, and their JSON run together.
+func sessionPath(t *testing.T, s *trove.Store, id string) (roles, all string) {
+	t.Helper()
+	msgs, err := s.Sessions().LoadMessages(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []string
+	var b strings.Builder
+	for _, e := range msgs {
+		rs = append(rs, e.Role())
+		b.Write(e.JSON())
+	}
+	return strings.Join(rs, " "), b.String()
+}
+
 // importFresh imports src into a new store, returning it, the results and
 // the source files' bytes before.
 func importFresh(t *testing.T, src string, o importer.Options) (*trove.Store, []importer.Result, map[string][]byte) {

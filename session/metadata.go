@@ -188,11 +188,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 // UpdateMetadata changes the sidecar of a session that is not open for
 // writing (an open handle keeps its own; use Handle.UpdateMetadata).
 func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Metadata)) error {
-	name, err := s.Find(ctx, ref)
-	if err != nil {
-		return err
-	}
-	wl, err := s.lock(ctx, name, false)
+	name, wl, err := s.lockRef(ctx, ref)
 	if err != nil {
 		return err
 	}

@@ -312,12 +312,8 @@ func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
 // Load opens the session ref (full id, unique id prefix or file name) for
 // writing: appends go on from its leaf.
 func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
-	name, err := s.Find(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
 	// Lock first: the file may be mid-append by the lock's holder.
-	wl, err := s.lock(ctx, name, false)
+	name, wl, err := s.lockRef(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -383,11 +379,7 @@ func (s *Store) Fork(ctx context.Context, ref string, o ForkOptions) (*Handle, e
 // Delete removes the session ref: its file and its sidecar (metadata,
 // transcript, checkpoints). Blobs it referenced are left to cas GC.
 func (s *Store) Delete(ctx context.Context, ref string) error {
-	name, err := s.Find(ctx, ref)
-	if err != nil {
-		return err
-	}
-	wl, err := s.lock(ctx, name, false)
+	name, wl, err := s.lockRef(ctx, ref)
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,16 @@ type writerLock struct {
 	prev   *LockHolder // the expired lease this one took over
 }
 
+// lockRef finds the session ref names and takes its writer lock.
+func (s *Store) lockRef(ctx context.Context, ref string) (string, *writerLock, error) {
+	name, err := s.Find(ctx, ref)
+	if err != nil {
+		return "", nil, err
+	}
+	wl, err := s.lock(ctx, name, false)
+	return name, wl, err
+}
+
 // lock takes the session's writer lock: a file lock where the backend has
 // locks, else a lease (lease.go). fresh: the session is new, so no lease
 // can exist yet.

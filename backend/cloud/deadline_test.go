@@ -87,17 +87,8 @@ func TestCallsEndWithinDeadline(t *testing.T) {
 						<-release // the answer never comes while the test runs
 					})
 				}
-				srv := cloudtest.StartS3(t, hold)
-				t.Cleanup(func() { close(release) })
-				st, err := cloud.New(srv.Bucket(t), cloud.WithTimeout(200*time.Millisecond))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { st.Close() })
+				st := heldS3(t, hold, release, cloud.WithTimeout(200*time.Millisecond))
 				ctx := context.Background()
-				if err := st.WriteFile(ctx, "d/f", []byte("line\n")); err != nil {
-					t.Fatal(err)
-				}
 				stall.Store(true)
 				done := make(chan error, 1)
 				go func() { done <- op.run(ctx, st) }()
@@ -137,17 +128,8 @@ func TestTimedOutCallIsRetried(t *testing.T) {
 					next.ServeHTTP(w, r)
 				})
 			}
-			srv := cloudtest.StartS3(t, holdFirst)
-			t.Cleanup(func() { close(release) })
-			st, err := cloud.New(srv.Bucket(t), cloud.WithTimeout(200*time.Millisecond), cloud.WithRetry(2, time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := heldS3(t, holdFirst, release, cloud.WithTimeout(200*time.Millisecond), cloud.WithRetry(2, time.Millisecond))
 			ctx := context.Background()
-			if err := st.WriteFile(ctx, "d/f", []byte("line\n")); err != nil {
-				t.Fatal(err)
-			}
 			armed.Store(true)
 			if method == http.MethodGet {
 				got, err := st.ReadFile(ctx, "d/f")
@@ -162,4 +144,21 @@ func TestTimedOutCallIsRetried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldS3 is a store on an S3 server behind wrap, holding "d/f", whose
+// held requests are let go when the test ends.
+func heldS3(t *testing.T, wrap func(http.Handler) http.Handler, release chan struct{}, opts ...cloud.Option) *cloud.Storage {
+	t.Helper()
+	srv := cloudtest.StartS3(t, wrap)
+	t.Cleanup(func() { close(release) })
+	st, err := cloud.New(srv.Bucket(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.WriteFile(context.Background(), "d/f", []byte("line\n")); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -493,12 +493,15 @@ func (r *reader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (r *reader) Close() error {
-	if r.closed {
+func (r *reader) Close() error { return r.p.closeOnce(&r.closed, r.name, r.rc) }
+
+// closeOnce closes c the first time only, naming the file in its error.
+func (p *Portable) closeOnce(closed *bool, name string, c io.Closer) error {
+	if *closed {
 		return nil
 	}
-	r.closed = true
-	return r.p.fail("close", r.name, r.rc.Close())
+	*closed = true
+	return p.fail("close", name, c.Close())
 }
 
 // writer refuses a Write or Sync after Close, makes a second Close do
@@ -525,13 +528,7 @@ func (w *writer) Sync() error {
 	return w.p.fail("sync", w.name, w.w.Sync())
 }
 
-func (w *writer) Close() error {
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return w.p.fail("close", w.name, w.w.Close())
-}
+func (w *writer) Close() error { return w.p.closeOnce(&w.closed, w.name, w.w) }
 
 // unlocker makes a second Unlock do nothing.
 type unlocker struct {

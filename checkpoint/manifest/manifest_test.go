@@ -21,24 +21,7 @@ func sumRef(data []byte) string {
 
 // plainManifest has Manifest's fields without its JSON methods, so
 // encoding/json handles it by reflection: the reference for the codec.
-type plainManifest struct {
-	Version       int       `json:"version"`
-	ID            string    `json:"id"`
-	Kind          string    `json:"kind"`
-	CreatedAt     time.Time `json:"createdAt"`
-	Session       string    `json:"session,omitempty"`
-	Message       string    `json:"message,omitempty"`
-	Note          string    `json:"note,omitempty"`
-	Root          string    `json:"root,omitempty"`
-	DefaultIgnore []string  `json:"defaultIgnore,omitempty"`
-	Ignore        []string  `json:"ignore,omitempty"`
-	MaxFileSize   int64     `json:"maxFileSize,omitempty"`
-	Tree          string    `json:"tree,omitempty"`
-	Files         []Entry   `json:"files"`
-	Skipped       []Skipped `json:"skipped,omitempty"`
-	trees         []string
-	fromTrees     bool
-}
+type plainManifest Manifest
 
 func sampleManifest() *Manifest {
 	return &Manifest{

@@ -43,18 +43,15 @@ func (r *Reader) Uvarint() uint64 {
 	return v
 }
 
-// Varint reads a signed varint.
+// Varint reads a signed varint: a zig-zag encoded Uvarint, as
+// binary.AppendVarint writes it.
 func (r *Reader) Varint() int64 {
-	if r.Err != nil {
-		return 0
+	u := r.Uvarint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(r.B)
-	if n <= 0 {
-		r.Err = ErrShort
-		return 0
-	}
-	r.B = r.B[n:]
-	return v
+	return x
 }
 
 // Str reads what AppendStr wrote.

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -67,5 +69,30 @@ func TestReaderRoundTrip(t *testing.T) {
 	}
 	if _, err := AppendRef(nil, "blob:nope"); err == nil {
 		t.Fatal("AppendRef took a malformed ref")
+	}
+}
+
+// Varint reads what binary.AppendVarint writes, extremes included, and
+// latches ErrShort on a truncated or overlong value.
+func TestVarintAgreesWithBinary(t *testing.T) {
+	vals := []int64{0, 1, -1, 63, -64, 64, -65, math.MaxInt64, math.MinInt64}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		vals = append(vals, int64(rng.Uint64()))
+	}
+	for _, v := range vals {
+		b := binary.AppendVarint(nil, v)
+		r := NewReader(b)
+		if got := r.Varint(); got != v || r.Err != nil || len(r.B) != 0 {
+			t.Errorf("Varint(%x) = %d, %v, %d left; want %d", b, got, r.Err, len(r.B), v)
+		}
+		r = NewReader(b[:len(b)-1])
+		if r.Varint(); r.Err != ErrShort {
+			t.Errorf("Varint(%x) cut: err %v, want ErrShort", b, r.Err)
+		}
+	}
+	overlong := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}
+	if r := NewReader(overlong); r.Varint() != 0 || r.Err != ErrShort {
+		t.Errorf("overlong varint: err %v, want ErrShort", r.Err)
 	}
 }
