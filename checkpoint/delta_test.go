@@ -11,15 +11,18 @@ import (
 	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
+// sourceText returns n bytes or a little more of lines like a source file's.
+func sourceText(rng *rand.Rand, n int) []byte {
+	var b bytes.Buffer
+	for b.Len() < n {
+		fmt.Fprintf(&b, "line %d of some source %d\n", rng.IntN(1000), rng.IntN(1e6))
+	}
+	return b.Bytes()
+}
+
 func TestDeltaRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	text := func(n int) []byte {
-		var b bytes.Buffer
-		for b.Len() < n {
-			fmt.Fprintf(&b, "line %d of some source %d\n", rng.IntN(1000), rng.IntN(1e6))
-		}
-		return b.Bytes()
-	}
+	text := func(n int) []byte { return sourceText(rng, n) }
 	random := func(n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
@@ -51,6 +54,28 @@ func TestDeltaRoundTrip(t *testing.T) {
 	// An edit costs about what it changed.
 	if d := encodeDelta(base, edited); len(d) > 200 {
 		t.Errorf("delta of a small edit is %d bytes", len(d))
+	}
+}
+
+// A table reused from the pool, dirty and of any size, encodes the same
+// delta as a fresh one.
+func TestDeltaReusedTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	text := func(n int) []byte { return sourceText(rng, n) }
+	var sp slotPool
+	// Large, small, large again: a smaller base takes part of a larger
+	// table still holding the last base's blocks.
+	for _, n := range []int{60000, 3000, 60000, 300, 20000} {
+		base := text(n)
+		target := append(append(text(40), base[:len(base)/2]...), text(200)...)
+		target = append(target, base[len(base)/2+50:]...)
+		fresh, reused := encodeDelta(base, target), sp.encodeDelta(base, target)
+		if !bytes.Equal(fresh, reused) {
+			t.Fatalf("base of %d bytes: a reused table gives another delta (%d bytes, fresh %d)", n, len(reused), len(fresh))
+		}
+		if got, err := applyDelta(base, reused, int64(len(target))); err != nil || !bytes.Equal(got, target) {
+			t.Fatalf("base of %d bytes: round trip: %v", n, err)
+		}
 	}
 }
 

@@ -60,6 +60,7 @@ type Manager struct {
 
 	mu    sync.Mutex       // one operation at a time: the stat cache is shared
 	cache *statcache.Cache // loaded on first use
+	slots slotPool         // encodeDelta's tables, reused
 }
 
 type config struct {
