@@ -1,8 +1,6 @@
 package catalog
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -33,55 +31,42 @@ func appendBucket(stream []byte, ntok int64) []byte {
 	return fmt.Appendf(append(stream, ' '), "%s%03d", bucketMark, lenBucket(ntok))
 }
 
-// lenBuckets returns the bucket tokens in the index, shortest entries'
-// first, with the number of entries in each.
-func lenBuckets(ctx context.Context, db *sql.DB) ([]string, []float64, error) {
-	rows, err := db.QueryContext(ctx, "SELECT term, doc FROM vocab WHERE term >= ? AND term < ? ORDER BY term", bucketMark, "\ue001")
-	if err != nil {
-		return nil, nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
-	var terms []string
-	var docs []float64
-	for rows.Next() {
-		var t string
-		var d float64
-		if err := rows.Scan(&t, &d); err != nil {
-			return nil, nil, fmt.Errorf("catalog: %w", err)
-		}
-		terms, docs = append(terms, t), append(docs, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("catalog: %w", err)
-	}
-	return terms, docs, nil
-}
-
-// bucketPasses groups consecutive buckets into passes, each expected to
-// hold four times the candidates of the one before (the first, first):
-// a query that finds its hits among short entries reads few candidates,
-// one that does not asks FTS5 a few times, not once a bucket. bound is
-// the query's candidates at most, n the entries: a bucket of d entries
-// is expected to hold bound*d/n of them.
-func bucketPasses(terms []string, docs []float64, bound, n, first float64) []string {
+// bucketPasses groups the length buckets (sizes[k]: the entries in
+// bucket k) into passes, each expected to hold four times the candidates
+// of the one before (the first, first): a query that finds its hits
+// among short entries reads few candidates, one that does not asks FTS5
+// a few times, not once a bucket. bound is the query's candidates at
+// most, n the entries: a bucket of d entries is expected to hold
+// bound*d/n of them. Each pass is an FTS5 clause to follow the query's
+// expression: "AND (buckets)", the last "NOT (every earlier bucket)", so
+// that the passes cover every entry whatever the sizes say.
+func bucketPasses(sizes []float64, bound, n, first float64) []string {
 	var passes []string
-	var cur strings.Builder
+	var cur, earlier strings.Builder
+	closed := ""
 	acc, target := 0.0, first
-	for i, t := range terms {
-		if cur.Len() > 0 {
-			cur.WriteString(" OR ")
+	for k, d := range sizes {
+		tok := fmt.Sprintf(`"%s%03d"`, bucketMark, k)
+		for _, b := range []*strings.Builder{&cur, &earlier} {
+			if b.Len() > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString(tok)
 		}
-		cur.WriteString(`"` + t + `"`)
 		if n > 0 {
-			acc += bound * docs[i] / n
+			acc += bound * d / n
 		}
-		if acc >= target || i == len(terms)-1 {
-			passes = append(passes, "("+cur.String()+")")
+		if acc >= target && k < len(sizes)-1 {
+			passes = append(passes, "AND ("+cur.String()+")")
+			closed = earlier.String()
 			cur.Reset()
 			acc, target = 0, target*4
 		}
 	}
-	return passes
+	if len(passes) == 0 {
+		return []string{""}
+	}
+	return append(passes, "NOT ("+closed+")")
 }
 
 // bound is at least the number of entries e matches, from the number

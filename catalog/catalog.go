@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -278,12 +278,13 @@ var schema = []string{
 		cache_write INTEGER NOT NULL,
 		cost REAL NOT NULL
 	)`,
+	// Each indexed entry's length, packed a thousand to a row (ntoks.go).
+	`CREATE TABLE ntoks(chunk INTEGER PRIMARY KEY, n BLOB NOT NULL)`,
 	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
 	`CREATE TABLE refs(file INTEGER NOT NULL, ref TEXT NOT NULL)`,
 	`CREATE INDEX refs_file ON refs(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
-	`CREATE VIRTUAL TABLE vocab USING fts5vocab(fts, row)`,
 	`CREATE VIRTUAL TABLE fts USING fts5(body, content='', contentless_delete=1, detail=none, tokenize='unicode61 remove_diacritics 0')`,
 }
 
@@ -346,7 +347,7 @@ func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "UPDATE totals SET nent = 0, ntok = 0", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "DELETE FROM ntoks", "UPDATE totals SET nent = 0, ntok = 0", "INSERT INTO fts(fts) VALUES('delete-all')"} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}

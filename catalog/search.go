@@ -1,12 +1,15 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"iter"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -101,53 +104,35 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	var match strings.Builder
-	exact := e.fts(&match)
-	var where []string
-	var args []any
-	if q.Cwd != "" {
-		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
-	}
-	if !q.Since.IsZero() {
-		where, args = append(where, "e.ts >= ?"), append(args, q.Since.UnixMilli())
-	}
-	if q.Role != "" {
-		where, args = append(where, "e.role = ?"), append(args, q.Role)
-	}
-	if q.Tool != "" {
-		where, args = append(where, "instr(' ' || e.tools || ' ', ?) > 0"), append(args, " "+q.Tool+" ")
-	}
-	if q.Model != "" {
-		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
-	}
+	var mb strings.Builder
+	exact := e.fts(&mb)
+	match := mb.String()
 	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
-	if r.rk, err = c.newRanker(ctx, db, r.terms); err != nil {
+	r.fetch, r.args = fetchQuery(q)
+	// The candidates in one go when they are few: FTS5 gives entry ids,
+	// their lengths come from ntoks, and only the best are read.
+	ids, err := c.candidates(ctx, db, match, c.cfg.bucketAbove+1)
+	if err != nil {
 		return nil, err
 	}
-	// Many candidates: ask for them by length bucket, shortest first, so
-	// that ordering them joins only the buckets the hits come from.
-	passes := []string{""}
-	if bound := e.bound(r.rk.docs, r.rk.n); bound > float64(c.cfg.bucketAbove) {
-		terms, docs, err := lenBuckets(ctx, db)
-		if err != nil {
-			return nil, err
-		}
-		passes = bucketPasses(terms, docs, bound, r.rk.n, float64(4*r.limit))
+	complete := len(ids) <= c.cfg.bucketAbove
+	var counted map[*expr]float64
+	if complete && len(r.terms) == 1 && r.terms[0] == e {
+		counted = map[*expr]float64{e: float64(len(ids))}
 	}
-	for _, b := range passes {
-		m := match.String()
-		if b != "" {
-			m = "(" + m + ") AND " + b
-		}
-		if err := c.collect(ctx, db, r, append([]string{"fts MATCH ?"}, where...), append([]any{m}, args...)); err != nil {
-			return nil, err
-		}
-		if r.done() {
-			break
-		}
+	if r.rk, err = c.newRanker(ctx, db, r.terms, counted); err != nil {
+		return nil, err
+	}
+	if complete {
+		err = c.collect(ctx, db, r, ids)
+	} else {
+		err = c.collectByBucket(ctx, db, r, match, e.bound(r.rk.docs, r.rk.n))
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := r.hits
 	trees := map[int64]*branches{}
@@ -167,6 +152,77 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	return out, nil
 }
 
+// fetchQuery is the statement that reads the rows of a batch of
+// candidates (a JSON array of entry ids) that pass q's filters.
+func fetchQuery(q Query) (string, []any) {
+	var where []string
+	var args []any
+	if q.Cwd != "" {
+		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "e.ts >= ?"), append(args, q.Since.UnixMilli())
+	}
+	if q.Role != "" {
+		where, args = append(where, "e.role = ?"), append(args, q.Role)
+	}
+	if q.Tool != "" {
+		where, args = append(where, "instr(' ' || e.tools || ' ', ?) > 0"), append(args, " "+q.Tool+" ")
+	}
+	if q.Model != "" {
+		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
+	}
+	return `SELECT e.id, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
+		FROM entries e JOIN files f ON f.id = e.file
+		WHERE e.id IN (SELECT value FROM json_each(?))` + strings.Repeat(" AND ", min(1, len(where))) + strings.Join(where, " AND "), args
+}
+
+// candidates returns the ids of the entries an FTS5 expression matches,
+// ascending, at most limit of them (limit < 0: all).
+func (c *Catalog) candidates(ctx context.Context, db *sql.DB, match string, limit int) ([]int64, error) {
+	rows, err := c.rows(ctx, db, "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", match, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return ids, nil
+}
+
+// collectByBucket asks for the candidates of many by length bucket,
+// shortest first, so that ordering them reads the lengths of the
+// candidates of the buckets the hits come from, not of every entry
+// holding a common word.
+func (c *Catalog) collectByBucket(ctx context.Context, db *sql.DB, r *results, match string, bound float64) error {
+	sizes, err := c.bucketSizes(ctx, db)
+	if err != nil {
+		return err
+	}
+	for _, p := range bucketPasses(sizes, bound, r.rk.n, float64(4*r.limit)) {
+		ids, err := c.candidates(ctx, db, "("+match+") "+p, -1)
+		if err != nil {
+			return err
+		}
+		if err := c.collect(ctx, db, r, ids); err != nil {
+			return err
+		}
+		if r.done() {
+			break
+		}
+	}
+	return nil
+}
+
 // results gathers a query's hits across its passes.
 type results struct {
 	limit    int
@@ -174,6 +230,8 @@ type results struct {
 	e        *expr
 	terms    []*expr
 	rk       *ranker
+	fetch    string // fetchQuery's
+	args     []any
 	hits     []Hit
 	files    []int64 // hits[i]'s file row
 	verified int     // candidates read back and checked
@@ -183,50 +241,112 @@ func (r *results) done() bool {
 	return len(r.hits) >= r.limit || !r.exact && r.verified >= maxVerified
 }
 
-// collect adds the hits of one pass, best first, until the limit.
-func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, where []string, args []any) error {
-	sqlLimit := r.limit - len(r.hits)
-	if !r.exact {
-		sqlLimit = maxVerified - r.verified
-	}
-	// bm25 with each term counted once (the index keeps no counts): for a
-	// query, shorter entries first.
-	rows, err := c.rows(ctx, db, `SELECT e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
-		FROM fts JOIN entries e ON e.id = fts.rowid JOIN files f ON f.id = e.file
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY e.ntok, e.id LIMIT ?`, append(args, sqlLimit)...)
+// collect adds the hits among candidates ids (ascending), best first,
+// until the limit: it orders them by length and reads their rows in
+// batches, only as many as the hits need.
+func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, ids []int64) error {
+	ntoks, err := c.ntokOf(ctx, db, ids)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return err
+	}
+	exact := byLength(ids, ntoks)
+	batch := r.limit - len(r.hits)
+	if !r.exact || len(r.args) > 0 {
+		batch = max(2*batch, 32)
+	}
+	for len(ids) > 0 && !r.done() {
+		n := min(batch, len(ids))
+		if exact == 0 {
+			n = len(ids) // the rest: ordered by their rows
+		} else {
+			n = min(n, exact)
+		}
+		if !r.exact && exact > 0 {
+			n = min(n, maxVerified-r.verified)
+		}
+		rows, err := c.fetchRows(ctx, db, r, ids[:n])
+		if err != nil {
+			return err
+		}
+		if exact == 0 {
+			slices.SortFunc(rows, func(a, b *candRow) int { return cmp.Or(cmp.Compare(a.ntok, b.ntok), cmp.Compare(a.id, b.id)) })
+		}
+		for _, row := range rows {
+			if r.done() {
+				break
+			}
+			c.consider(ctx, r, row)
+		}
+		ids, exact = ids[n:], max(exact-n, 0)
+		batch = min(2*batch, 1024)
+	}
+	return nil
+}
+
+// candRow is a candidate's row: its hit as far as the rows tell.
+type candRow struct {
+	h                        Hit
+	id, file, off, len, ntok int64
+}
+
+// fetchRows reads the rows of ids that pass the query's filters, in the
+// order of ids.
+func (c *Catalog) fetchRows(ctx context.Context, db *sql.DB, r *results, ids []int64) ([]*candRow, error) {
+	list := []byte{'['}
+	for i, id := range ids {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, id, 10)
+	}
+	rows, err := c.rows(ctx, db, r.fetch, append([]any{string(append(list, ']'))}, r.args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	defer rows.Close()
-	for !r.done() && rows.Next() {
-		var h Hit
-		var file, ts, off, n, ntok int64
+	byID := map[int64]*candRow{}
+	for rows.Next() {
+		var ts int64
 		var tools string
-		if err := rows.Scan(&file, &h.EntryID, &ts, &h.Role, &tools, &off, &n, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &ntok, &h.RunID); err != nil {
-			return fmt.Errorf("catalog: %w", err)
+		cr := &candRow{}
+		h := &cr.h
+		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &cr.ntok, &h.RunID); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
 		}
-		// The text, read back from the file: the snippet's, and the
-		// check of what the index cannot tell (word order).
-		texts := c.entryTexts(ctx, h, off, n)
-		if !r.exact {
-			r.verified++
-			if !r.e.match(docTokens(texts)) {
-				continue
-			}
-		}
-		h.Snippet = makeSnippet(texts, r.terms, 200)
-		h.Score = r.rk.score(ntok)
 		if ts != 0 {
 			h.Time = time.UnixMilli(ts).UTC()
 		}
 		h.Tools = strings.Fields(tools)
-		r.hits = append(r.hits, h)
-		r.files = append(r.files, file)
+		byID[cr.id] = cr
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	return nil
+	out := make([]*candRow, 0, len(byID))
+	for _, id := range ids {
+		if cr := byID[id]; cr != nil {
+			out = append(out, cr)
+		}
+	}
+	return out, nil
+}
+
+// consider reads a candidate's text back from its file (the snippet's,
+// and the check of what the index cannot tell: word order) and adds it
+// if it matches.
+func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
+	h := cr.h
+	texts := c.entryTexts(ctx, h, cr.off, cr.len)
+	if !r.exact {
+		r.verified++
+		if !r.e.match(docTokens(texts)) {
+			return
+		}
+	}
+	h.Snippet = makeSnippet(texts, r.terms, 200)
+	h.Score = r.rk.score(cr.ntok)
+	r.hits = append(r.hits, h)
+	r.files = append(r.files, cr.file)
 }
 
 // ranker scores hits by BM25 with every term counted once: the sum of
@@ -242,29 +362,24 @@ const (
 	bm25B  = 0.75
 )
 
-func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr) (*ranker, error) {
+func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr, counted map[*expr]float64) (*ranker, error) {
 	n, avg, err := c.sizes(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	r := &ranker{avg: avg, n: n, docs: map[*expr]float64{}}
 	for _, t := range terms {
-		docs := n
-		for _, tok := range t.toks {
-			// One look-up per token, each by fts5vocab's term constraint
-			// (an IN list would scan the whole vocabulary).
-			var d sql.NullFloat64
-			var err error
-			if t.op == opPrefix {
-				err = c.scanRow(ctx, db, "SELECT sum(doc) FROM vocab WHERE term >= ? AND term < ?", []any{tok, tok + "\U0010FFFF"}, &d)
-			} else {
-				err = c.scanRow(ctx, db, "SELECT doc FROM vocab WHERE term = ?", []any{tok}, &d)
-			}
-			if err != nil && err != sql.ErrNoRows {
+		docs, ok := counted[t]
+		if !ok {
+			// The entries the term alone matches: for a phrase, those
+			// holding all its tokens.
+			var b strings.Builder
+			t.fts(&b)
+			var d int64
+			if err := c.scanRow(ctx, db, "SELECT count(*) FROM fts WHERE fts MATCH ?", []any{b.String()}, &d); err != nil {
 				return nil, fmt.Errorf("catalog: %w", err)
 			}
-			// A phrase is as rare as its rarest token, at most.
-			docs = min(docs, d.Float64)
+			docs = float64(d)
 		}
 		r.docs[t] = docs
 		r.idf += math.Log((n-docs+0.5)/(docs+0.5) + 1)

@@ -30,6 +30,9 @@ func (c *Catalog) write(ctx context.Context, db *sql.DB, batch []*parsed) error 
 			return err
 		}
 	}
+	if err := w.ntoks.write(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
@@ -45,11 +48,12 @@ type writer struct {
 	tx                                  *sql.Tx
 	state, insFile, updFile, insEntry   *sql.Stmt
 	insFTS, delFTS, delEntries, delFile *sql.Stmt
-	insRef, delRefs                     *sql.Stmt
+	insRef, delRefs, entryIDs           *sql.Stmt
+	ntoks                               ntokSlots
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
-	w := &writer{tx: tx}
+	w := &writer{tx: tx, ntoks: ntokSlots{}}
 	for _, s := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -67,6 +71,7 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.delFile, "DELETE FROM files WHERE id = ?"},
 		{&w.insRef, "INSERT INTO refs(file, ref) VALUES(?, ?)"},
 		{&w.delRefs, "DELETE FROM refs WHERE file = ?"},
+		{&w.entryIDs, "SELECT id FROM entries WHERE file = ?"},
 	} {
 		st, err := tx.PrepareContext(ctx, s.sql)
 		if err != nil {
@@ -79,7 +84,7 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 }
 
 func (w *writer) close() {
-	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile, w.insRef, w.delRefs} {
+	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile, w.insRef, w.delRefs, w.entryIDs} {
 		if s != nil {
 			s.Close()
 		}
@@ -99,6 +104,9 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		return nil // changed since planned
 	}
 	if have && (p.kind == workDelete || p.kind == workReindex) {
+		if err := w.clearNtoks(ctx, id); err != nil {
+			return err
+		}
 		for _, s := range []*sql.Stmt{w.delFTS, w.delEntries, w.delRefs} {
 			if _, err := s.ExecContext(ctx, id); err != nil {
 				return fmt.Errorf("catalog: %w", err)
@@ -149,6 +157,7 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		if _, err := w.insFTS.ExecContext(ctx, rowid, appendBucket(d.stream, n)); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
+		w.ntoks.set(rowid, n)
 	}
 	h := p.hdr
 	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
@@ -161,6 +170,26 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 			len(p.docs), ntok, p.run, p.done, id)
 	}
 	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}
+
+// clearNtoks clears the lengths of file's entries, about to be deleted.
+func (w *writer) clearNtoks(ctx context.Context, file int64) error {
+	rows, err := w.entryIDs.QueryContext(ctx, file)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		w.ntoks.clear(id)
+	}
+	if err := rows.Err(); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	return nil

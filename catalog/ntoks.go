@@ -1,0 +1,166 @@
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// Each indexed entry's length in tokens, which ranking orders by, is
+// also kept in table ntoks, packed: row chunk k holds the entries with
+// ids k*chunkLen to k*chunkLen+chunkLen-1, two bytes each (the length
+// plus one, at most satNtok+1; 0: no entry in the index), a row to a
+// page. Ordering a query's candidates then reads one small row per two
+// thousand entries instead of each candidate's row of entries (a page
+// read each in a new process).
+const chunkLen = 2000
+
+// satNtok is the length kept of an entry of satNtok tokens or more: such
+// entries are ordered by their rows' lengths.
+const satNtok = 1<<16 - 2
+
+// ntokSlots gathers a transaction's changes to ntoks: entry id to its
+// slot value (0 clears it), the last change of an id winning.
+type ntokSlots map[int64]uint16
+
+func (s ntokSlots) set(id, ntok int64) { s[id] = uint16(min(max(ntok, 0), satNtok)) + 1 }
+
+func (s ntokSlots) clear(id int64) { s[id] = 0 }
+
+// write applies the changes, one read and one write per chunk touched.
+func (s ntokSlots) write(ctx context.Context, tx *sql.Tx) error {
+	byChunk := map[int64][]int64{}
+	for id := range s {
+		byChunk[id/chunkLen] = append(byChunk[id/chunkLen], id)
+	}
+	for k, ids := range byChunk {
+		var blob []byte
+		err := tx.QueryRowContext(ctx, "SELECT n FROM ntoks WHERE chunk = ?", k).Scan(&blob)
+		if err != nil && err != sql.ErrNoRows {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if len(blob) != 2*chunkLen {
+			blob = make([]byte, 2*chunkLen)
+		}
+		for _, id := range ids {
+			binary.LittleEndian.PutUint16(blob[2*(id%chunkLen):], s[id])
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO ntoks(chunk, n) VALUES(?, ?)", k, blob); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	clear(s)
+	return nil
+}
+
+// ntokOf returns the lengths of entries ids (ascending), satNtok for
+// satNtok or more, -1 for an id the table has no length of.
+func (c *Catalog) ntokOf(ctx context.Context, db *sql.DB, ids []int64) ([]int64, error) {
+	out := make([]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var chunks []int64
+	for _, id := range ids {
+		if k := id / chunkLen; len(chunks) == 0 || chunks[len(chunks)-1] != k {
+			chunks = append(chunks, k)
+		}
+	}
+	blobs := make(map[int64][]byte, len(chunks))
+	read := func(rows *sql.Rows, err error) error {
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k int64
+			var b []byte
+			if err := rows.Scan(&k, &b); err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+			blobs[k] = b
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		return nil
+	}
+	first, last := chunks[0], chunks[len(chunks)-1]
+	if int64(len(chunks))*4 >= last-first+1 {
+		// Dense: one range scan.
+		if err := read(c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk BETWEEN ? AND ?", first, last)); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, k := range chunks {
+			if err := read(c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk = ?", k)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, id := range ids {
+		out[i] = -1
+		if b := blobs[id/chunkLen]; len(b) == 2*chunkLen {
+			out[i] = int64(binary.LittleEndian.Uint16(b[2*(id%chunkLen):])) - 1
+		}
+	}
+	return out, nil
+}
+
+// bucketSizes returns how many indexed entries each length bucket holds.
+func (c *Catalog) bucketSizes(ctx context.Context, db *sql.DB) ([]float64, error) {
+	rows, err := c.rows(ctx, db, "SELECT n FROM ntoks")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	var sizes []float64
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		for i := 0; i+2 <= len(b); i += 2 {
+			v := binary.LittleEndian.Uint16(b[i:])
+			if v == 0 {
+				continue
+			}
+			k := lenBucket(int64(v) - 1)
+			if k >= len(sizes) {
+				sizes = append(sizes, make([]float64, k+1-len(sizes))...)
+			}
+			sizes[k]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return sizes, nil
+}
+
+// byLength orders candidate ids (ascending) as ranking does, shorter
+// entries first, ties in entry order, as far as their lengths tell, and
+// returns how many come first in that order: the rest (of satNtok tokens
+// or more, or without a length) are to be ordered by their rows.
+func byLength(ids, ntoks []int64) int {
+	type cand struct{ id, n int64 }
+	cs := make([]cand, len(ids))
+	exact := 0
+	for i := range ids {
+		n := ntoks[i]
+		if n < 0 || n >= satNtok {
+			n = satNtok
+		} else {
+			exact++
+		}
+		cs[i] = cand{ids[i], n}
+	}
+	slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.id, b.id)) })
+	for i, c := range cs {
+		ids[i], ntoks[i] = c.id, c.n
+	}
+	return exact
+}
