@@ -534,12 +534,15 @@ func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 		return refErr(op, ref, fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
 	}
 	var out []byte
+	var sum *[32]byte // the digest, when it was taken as the bytes came
 	switch obj.codec {
 	case CodecRaw:
 		out = make([]byte, obj.size)
-		if k, err := io.ReadFull(src, out); err != nil {
+		k, digest, err := readSum(src, out, ref.algo)
+		if err != nil {
 			return nil, corrupt("%d bytes, header records %d", k, obj.size)
 		}
+		sum = &digest
 	case CodecZstd:
 		// zstd is only kept when it saves space, so the payload is shorter
 		// than the original; allow slack, refuse anything longer.
@@ -570,7 +573,13 @@ func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, refErr(op, ref, err)
 	}
-	if got, _ := Sum(ref.algo, out); got != ref {
+	got := Ref{algo: ref.algo}
+	if sum != nil {
+		got.digest = *sum
+	} else {
+		got, _ = Sum(ref.algo, out)
+	}
+	if got != ref {
 		return nil, corrupt("content hashes to %v", got)
 	}
 	return out, nil

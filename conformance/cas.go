@@ -901,6 +901,26 @@ func casTestCorrupt(t *testing.T, nb func(testing.TB) backend.Storage) {
 			casMustGet(t, s, refs[0], bystander)
 		})
 	}
+	// A raw blob of many chunks is hashed as it is read (cas readSum):
+	// damage anywhere in it, or its end cut, is still found.
+	for _, c := range []struct {
+		name   string
+		damage func(b []byte) []byte
+	}{
+		{"middle", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
+		{"last", func(b []byte) []byte { b[len(b)-1] ^= 0x40; return b }},
+		{"one-short", func(b []byte) []byte { return b[:len(b)-1] }},
+	} {
+		t.Run("loose/raw/big-"+c.name, func(t *testing.T) {
+			st := nb(t)
+			s := casOpen(t, st)
+			data := casRandom(1<<20+100, 10)
+			ref := casMustPut(t, s, data)
+			casMustGet(t, s, ref, data)
+			casDamage(t, st, casLooseName(ref), c.damage)
+			casExpectBad(t, s, ref, cas.ErrCorrupt)
+		})
+	}
 	t.Run("loose-and-packed", func(t *testing.T) {
 		// A good copy elsewhere is not hidden by a bad one.
 		st := nb(t)

@@ -118,6 +118,13 @@ func TestEveryByteFlipped(t *testing.T) {
 			inner.WriteFile(ctx, sname, b)
 		}
 	}
+	for name, want := range files {
+		for _, size := range []int{len(want) + crypt.Overhead, len(want) + 1} {
+			if got, err := readStream(ctx, c, name, size); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s read into %d bytes: %d bytes, %v", name, size, len(got), err)
+			}
+		}
+	}
 	for sname, b := range stored {
 		name := names[sname]
 		for i := range b {
@@ -129,19 +136,42 @@ func TestEveryByteFlipped(t *testing.T) {
 			if err := inner.WriteFile(ctx, sname, bad); err != nil {
 				t.Fatal(err)
 			}
-			got, err := c.ReadFile(ctx, name)
-			switch {
-			case err != nil:
-				var pe *fs.PathError
-				if !errors.Is(err, crypt.ErrCorrupt) || !errors.As(err, &pe) || pe.Path != name {
-					t.Fatalf("%s byte %d: %v, want ErrCorrupt naming it", name, i, err)
+			for how, read := range map[string]func() ([]byte, error){
+				"ReadFile": func() ([]byte, error) { return c.ReadFile(ctx, name) },
+				"Open":     func() ([]byte, error) { return readStream(ctx, c, name, len(files[name])+crypt.Overhead) },
+				"Open+1":   func() ([]byte, error) { return readStream(ctx, c, name, len(files[name])+1) },
+			} {
+				got, err := read()
+				switch {
+				case err != nil:
+					var pe *fs.PathError
+					if !errors.Is(err, crypt.ErrCorrupt) || !errors.As(err, &pe) || pe.Path != name {
+						t.Fatalf("%s %s byte %d: %v, want ErrCorrupt naming it", how, name, i, err)
+					}
+				case !bytes.HasPrefix(files[name], got) || !strings.HasSuffix(name, ".jsonl"):
+					t.Fatalf("%s %s byte %d flipped: read %q with no error", how, name, i, got)
 				}
-			case !bytes.HasPrefix(files[name], got) || !strings.HasSuffix(name, ".jsonl"):
-				t.Fatalf("%s byte %d flipped: read %q with no error", name, i, got)
 			}
 		}
 		inner.WriteFile(ctx, sname, b)
 	}
+}
+
+// readStream reads name through Open into one buffer of size bytes, as a
+// blob store's Get does: a frame decrypts in place where the buffer has
+// room for its tag and trailer too, else straight into the buffer.
+func readStream(ctx context.Context, c *crypt.Storage, name string, size int) ([]byte, error) {
+	rc, err := c.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	buf := make([]byte, size)
+	n, err := io.ReadFull(rc, buf)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return buf[:n], err
 }
 
 // probe picks the bytes a flip test tries in an object of n bytes: every
