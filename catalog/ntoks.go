@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Each indexed entry's length in tokens, which ranking orders by, is
@@ -69,37 +70,24 @@ func (c *Catalog) ntokOf(ctx context.Context, db *sql.DB, ids []int64) ([]int64,
 			chunks = append(chunks, k)
 		}
 	}
-	blobs := make(map[int64][]byte, len(chunks))
-	read := func(rows *sql.Rows, err error) error {
-		if err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k int64
-			var b []byte
-			if err := rows.Scan(&k, &b); err != nil {
-				return fmt.Errorf("catalog: %w", err)
-			}
-			blobs[k] = b
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		return nil
+	// One statement for every chunk: a statement each costs more than
+	// the page it reads.
+	rows, err := c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk IN (SELECT value FROM json_each(?))", jsonIDs(chunks))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	first, last := chunks[0], chunks[len(chunks)-1]
-	if int64(len(chunks))*4 >= last-first+1 {
-		// Dense: one range scan.
-		if err := read(c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk BETWEEN ? AND ?", first, last)); err != nil {
-			return nil, err
+	defer rows.Close()
+	blobs := make(map[int64][]byte, len(chunks))
+	for rows.Next() {
+		var k int64
+		var b []byte
+		if err := rows.Scan(&k, &b); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
 		}
-	} else {
-		for _, k := range chunks {
-			if err := read(c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk = ?", k)); err != nil {
-				return nil, err
-			}
-		}
+		blobs[k] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	for i, id := range ids {
 		out[i] = -1
@@ -108,6 +96,19 @@ func (c *Catalog) ntokOf(ctx context.Context, db *sql.DB, ids []int64) ([]int64,
 		}
 	}
 	return out, nil
+}
+
+// jsonIDs is ids as a JSON array, for json_each.
+func jsonIDs(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // bucketSizes returns how many indexed entries each length bucket holds.

@@ -9,7 +9,6 @@ import (
 	"iter"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -134,22 +133,10 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := r.hits
-	trees := map[int64]*branches{}
-	for i := range out {
-		if out[i].EntryID == "" || out[i].RunID != "" {
-			continue
-		}
-		t := trees[r.files[i]]
-		if t == nil {
-			if t, err = c.loadBranches(ctx, db, r.files[i]); err != nil {
-				return nil, err
-			}
-			trees[r.files[i]] = t
-		}
-		out[i].Branch = t.leaf(out[i].EntryID)
+	if err := c.setBranches(ctx, db, r); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return r.hits, nil
 }
 
 // fetchQuery is the statement that reads the rows of a batch of
@@ -292,14 +279,7 @@ type candRow struct {
 // fetchRows reads the rows of ids that pass the query's filters, in the
 // order of ids.
 func (c *Catalog) fetchRows(ctx context.Context, db *sql.DB, r *results, ids []int64) ([]*candRow, error) {
-	list := []byte{'['}
-	for i, id := range ids {
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = strconv.AppendInt(list, id, 10)
-	}
-	rows, err := c.rows(ctx, db, r.fetch, append([]any{string(append(list, ']'))}, r.args...)...)
+	rows, err := c.rows(ctx, db, r.fetch, append([]any{jsonIDs(ids)}, r.args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -419,21 +399,50 @@ type branches struct {
 	kids map[string][]string
 }
 
-func (c *Catalog) loadBranches(ctx context.Context, db *sql.DB, file int64) (*branches, error) {
-	rows, err := c.rows(ctx, db, "SELECT eid, parent FROM entries WHERE file = ? AND eid != '' ORDER BY id", file)
+// setBranches sets each hit's branch, reading the trees of the hits'
+// sessions in one statement.
+func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error {
+	var files []int64
+	for i, h := range r.hits {
+		if h.EntryID != "" && h.RunID == "" && !slices.Contains(files, r.files[i]) {
+			files = append(files, r.files[i])
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	rows, err := c.rows(ctx, db, "SELECT file, eid, parent FROM entries WHERE file IN (SELECT value FROM json_each(?)) AND eid != '' ORDER BY file, id", jsonIDs(files))
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return fmt.Errorf("catalog: %w", err)
 	}
 	defer rows.Close()
-	b := &branches{kids: map[string][]string{}}
+	trees := map[int64]*branches{}
 	for rows.Next() {
+		var file int64
 		var id, parent string
-		if err := rows.Scan(&id, &parent); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+		if err := rows.Scan(&file, &id, &parent); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		b := trees[file]
+		if b == nil {
+			b = &branches{kids: map[string][]string{}}
+			trees[file] = b
 		}
 		b.kids[parent] = append(b.kids[parent], id)
 	}
-	return b, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	for i := range r.hits {
+		if h := &r.hits[i]; h.EntryID != "" && h.RunID == "" {
+			t := trees[r.files[i]]
+			if t == nil {
+				t = &branches{} // no entry rows: the entry is its own leaf
+			}
+			h.Branch = t.leaf(h.EntryID)
+		}
+	}
+	return nil
 }
 
 // leaf follows id's newest child down to a leaf.
@@ -457,7 +466,7 @@ func (c *Catalog) entryTexts(ctx context.Context, h Hit, off, n int64) []string 
 	if err != nil {
 		return nil
 	}
-	line, err := io.ReadAll(rc)
+	line, err := readSized(rc, n)
 	rc.Close()
 	if err != nil {
 		return nil
@@ -480,6 +489,25 @@ func (c *Catalog) entryTexts(ctx context.Context, h Hit, off, n int64) []string 
 	}
 	c.resolve(ctx, &d)
 	return d.texts
+}
+
+// readSized reads r to its end into a buffer sized for n bytes (up to a
+// MiB, then grown): io.ReadAll would start small and regrow.
+func readSized(r io.Reader, n int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(n, 0), 1<<20)+1)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // docTokens is the token list of an entry's texts, as indexed.

@@ -25,7 +25,10 @@ const maxWord = 80
 // part of a token. unicode61 takes letters, numbers and private-use
 // characters as token characters.
 func wordRune(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+	if r < utf8.RuneSelf { // ASCII: no table searches
+		return r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
 
 // span is a word's place in the text: bytes [start, end).
