@@ -8,7 +8,7 @@
 # whole processes: `rewind --dry-run` before and after `trove gc`, then
 # `rewind` (each followed by an untimed `rewind --undo`).
 set -euo pipefail
-# Usage: go build -o /tmp/trove ./cmd/trove && bash tools/ckage.sh /tmp/trove [runs]
+# Usage: CGO_ENABLED=0 go build -o /tmp/trove ./cmd/trove && bash tools/ckage.sh /tmp/trove [runs]
 T=${1:?trove binary}; RUNS=${2:-7}
 W=$(mktemp -d /tmp/ckage.XXXX); S=$W/store; WS=$W/ws
 trap 'rm -rf "$W"' EXIT

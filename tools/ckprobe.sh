@@ -5,7 +5,7 @@
 # workspace after undo must equal the one before the rewind, byte for byte
 # and mode for mode; peak RSS of the rewind under 128 MiB.
 set -euo pipefail
-# Usage: go build -o /tmp/trove ./cmd/trove && bash tools/ckprobe.sh /tmp/trove
+# Usage: CGO_ENABLED=0 go build -o /tmp/trove ./cmd/trove && bash tools/ckprobe.sh /tmp/trove
 T=${1:?trove binary}
 W=$(mktemp -d /tmp/ckprobe.XXXX); S=$W/store; WS=$W/ws; mkdir -p $WS/src/sub
 cd $WS
