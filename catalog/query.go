@@ -37,7 +37,8 @@ const (
 type expr struct {
 	op     opKind
 	toks   []string
-	prefix bool // a phrase whose last token is a prefix
+	parts  []bool // a phrase's tokens that are parts of a compound word
+	prefix bool   // a phrase whose last token is a prefix
 	kids   []*expr
 }
 
@@ -152,16 +153,23 @@ func lex(q string) ([]lexeme, error) {
 	return out, nil
 }
 
-// phraseTerm is a quoted phrase: its tokens in order.
+// phraseTerm is a quoted phrase: its tokens in order, each word's parts
+// marked.
 func phraseTerm(text string) *expr {
-	toks := Tokens(text)
+	var toks []string
+	var parts []bool
+	words(text, func(w string, _ span) {
+		for i, t := range strings.Fields(string(appendWord(nil, w))) {
+			toks, parts = append(toks, t), append(parts, i > 0)
+		}
+	})
 	switch len(toks) {
 	case 0:
 		return nil
 	case 1:
 		return &expr{op: opWord, toks: toks}
 	}
-	return &expr{op: opPhrase, toks: toks}
+	return &expr{op: opPhrase, toks: toks, parts: parts}
 }
 
 // bareTerm is an unquoted term: one word matches its whole form (so
@@ -190,11 +198,14 @@ func bareTerm(text string) *expr {
 		return phraseTerm(text)
 	}
 	var toks []string
+	var parts []bool
 	for _, w := range ws[:len(ws)-1] {
-		toks = append(toks, strings.Fields(string(appendWord(nil, w)))...)
+		for i, t := range strings.Fields(string(appendWord(nil, w))) {
+			toks, parts = append(toks, t), append(parts, i > 0)
+		}
 	}
-	toks = append(toks, string(appendLower(nil, ws[len(ws)-1])))
-	return &expr{op: opPhrase, toks: toks, prefix: true}
+	toks, parts = append(toks, string(appendLower(nil, ws[len(ws)-1]))), append(parts, false)
+	return &expr{op: opPhrase, toks: toks, parts: parts, prefix: true}
 }
 
 func (e *expr) lastIsPrefix() bool { return e.op == opPrefix || e.prefix }
@@ -323,7 +334,7 @@ func (p *parser) primary(depth int) (*expr, error) {
 // fts writes an FTS5 expression that matches at least the entries e
 // matches, and reports whether it matches exactly those. The index keeps
 // no positions (detail=none), so a phrase is written as the AND of its
-// tokens (a superset), and a NOT whose right side is not exact is left
+// words' whole forms (a superset), and a NOT whose right side is not exact is left
 // out (its left side alone, a superset again); the caller checks the
 // candidates of an inexact expression against the text. Tokens are
 // letters and digits only, quoted all the same, so no text of the user's
@@ -339,11 +350,19 @@ func (e *expr) fts(b *strings.Builder) (exact bool) {
 		}
 		return true
 	case opPhrase:
+		// The words' whole forms: an entry holding a compound's whole
+		// form almost always holds its parts, and each token more is a
+		// doclist more for FTS5 to walk.
 		b.WriteByte('(')
+		first := true
 		for i, t := range e.toks {
-			if i > 0 {
+			if i < len(e.parts) && e.parts[i] {
+				continue
+			}
+			if !first {
 				b.WriteString(" AND ")
 			}
+			first = false
 			b.WriteByte('"')
 			b.WriteString(t)
 			b.WriteByte('"')
