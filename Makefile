@@ -8,9 +8,9 @@ export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 
 .PHONY: demo deps install test unit conformance bench bench-search bench-append bench-checkpoint bench-checkpoint-cli probe-checkpoint probe-checkpoint-age bench-sessions torture fleet lint fmt
 
-# A trove binary built without cgo is static: it starts about 2 ms sooner
+# A trove binary built without cgo is static: it starts about 1 ms sooner
 # than one linked to the C library (no dynamic loader, no libc start-up and
-# its CPUID probes), a fifth of a checkpoint hook's start (docs/checkpoint.md).
+# its CPUID probes), a seventh of its start (docs/checkpoint.md).
 BUILD_TROVE := CGO_ENABLED=0 $(GO) build
 
 ## demo: run the main job on the default local store and print what it did
