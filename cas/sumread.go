@@ -21,7 +21,7 @@ func readSum(r io.Reader, out []byte, algo Algorithm) (int, [32]byte, error) {
 		return n, algo.sum(out), nil
 	}
 	h := algo.newHash()
-	read := make(chan int, (len(out)+sumChunk-1)/sumChunk)
+	read := make(chan int, len(out)/sumChunk+1)
 	hashed := make(chan struct{})
 	go func() {
 		defer close(hashed)
@@ -31,16 +31,25 @@ func readSum(r io.Reader, out []byte, algo Algorithm) (int, [32]byte, error) {
 			prev = end
 		}
 	}()
-	n := 0
+	// A chunk is handed over once it is whole. Each read may fill up to
+	// the end of the next chunk, so that what a reader yields at once (a
+	// frame of an encrypted store) always fits and lands straight in out.
+	n, sent := 0, 0
 	var err error
 	for n < len(out) && err == nil {
 		var k int
-		k, err = io.ReadFull(r, out[n:min(n+sumChunk, len(out))])
+		k, err = r.Read(out[n:min(len(out), sent+2*sumChunk)])
 		n += k
-		read <- n
+		if n-sent >= sumChunk || n > sent && (n == len(out) || err != nil) {
+			read <- n
+			sent = n
+		}
 	}
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF // short of len(out), as io.ReadFull says
+	switch {
+	case n == len(out):
+		err = nil // as io.ReadFull
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
 	}
 	close(read)
 	<-hashed

@@ -31,6 +31,7 @@ type Storage struct {
 	appent func(name string) bool
 	sides  sync.Map    // side objects of long names known to exist
 	bufs   chan []byte // free sealed buffers of whole writes (see sealed)
+	frames sync.Pool   // free frame buffers of readers (see frameBuf)
 }
 
 var (

@@ -206,6 +206,9 @@ func (r *reader) Read(p []byte) (int, error) {
 // there (returning its length), else into out.
 func (r *reader) next(p []byte) (int, error) {
 	const op = "read"
+	if r.frame == nil {
+		r.frame = r.c.frameBuf()
+	}
 	r.frame = grow(r.frame, hdrSize)
 	k, err := io.ReadFull(r.rc, r.frame)
 	switch {
@@ -235,6 +238,8 @@ func (r *reader) next(p []byte) (int, error) {
 	dst := r.plain[:0]
 	if direct {
 		dst = p[:0]
+	} else if r.plain == nil {
+		dst = r.c.frameBuf()
 	}
 	plain, kind, err := r.c.s.open(dst, r.name, r.off, r.frame)
 	if !direct {
@@ -267,6 +272,23 @@ func (r *reader) next(p []byte) (int, error) {
 	return 0, nil
 }
 
+// frameBuf is an empty buffer with room for a full frame, kept from a
+// closed reader: fresh ones (two per read) cost page clearing and GC.
+func (c *Storage) frameBuf() []byte {
+	if b, ok := c.frames.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 0, fullFrame)
+}
+
+// freeFrameBuf keeps b, when it has room for a full frame, for frameBuf.
+func (c *Storage) freeFrameBuf(b []byte) {
+	if cap(b) >= fullFrame {
+		b = b[:0]
+		c.frames.Put(&b)
+	}
+}
+
 // grow returns b resized to n bytes, keeping its first bytes and reusing
 // its array when it is large enough.
 func grow(b []byte, n int) []byte {
@@ -290,6 +312,9 @@ func (r *reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.c.freeFrameBuf(r.frame)
+	r.c.freeFrameBuf(r.plain)
+	r.frame, r.plain, r.out = nil, nil, nil
 	return fail("close", r.name, r.rc.Close())
 }
 
