@@ -105,26 +105,52 @@ func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
+// ScanAhead is how many files ScanTree reads, and directories it lists,
+// at once: on a bucket each is a round trip or more, and GC reads every
+// file of every layer.
+const ScanAhead = 16
+
 // ScanTree lists the roots written in every file under dir of st (see
-// ScanRefs), file by file in walk order. A missing dir has none.
+// ScanRefs), file by file in walk order, listing directories and reading
+// files ScanAhead at a time (backend.WalkFiles). A missing dir has none.
 func ScanTree(ctx context.Context, st backend.Storage, dir string) iter.Seq2[Root, error] {
 	return func(yield func(Root, error) bool) {
-		for fi, err := range backend.Walk(ctx, st, dir) {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
+		scan := func(ctx context.Context, fi backend.Info) fileRoots { return scanAll(ctx, st, fi.Name) }
+		for f, err := range backend.WalkFiles(ctx, st, dir, ScanAhead, scan) {
 			if err != nil {
 				yield(Root{}, err)
 				return
 			}
-			if fi.IsDir {
-				continue
+			for _, r := range f.roots {
+				if !yield(r, nil) {
+					return
+				}
 			}
-			if !ScanFile(ctx, st, fi.Name, yield) {
+			if f.err != nil && !yield(Root{}, f.err) {
 				return
 			}
 		}
 	}
+}
+
+// fileRoots is what ScanFile yields for one file: its roots, then the
+// error that ended them, if one did.
+type fileRoots struct {
+	roots []Root
+	err   error
+}
+
+func scanAll(ctx context.Context, st backend.Storage, name string) fileRoots {
+	var f fileRoots
+	ScanFile(ctx, st, name, func(r Root, err error) bool {
+		if err != nil {
+			f.err = err
+			return false
+		}
+		f.roots = append(f.roots, r)
+		return true
+	})
+	return f
 }
 
 // ScanFile yields the roots written in the file name, as ScanTree does for

@@ -19,7 +19,7 @@ import (
 func Manifests(ctx context.Context, st backend.Storage) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		for _, top := range []string{"checkpoints", "sessions"} {
-			for fi, err := range backend.Walk(ctx, st, top) {
+			for fi, err := range backend.WalkAhead(ctx, st, top, cas.ScanAhead) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
@@ -67,51 +67,105 @@ func readerOf(st backend.Storage, blobs cas.Blobs, name string) (string, *Manage
 // GC and fsck: tree objects and file content, a delta's base included. A
 // tree many checkpoints share is read and listed once, under the first. A
 // manifest or tree that does not load ends the listing with its error, so
-// GC never sweeps the blobs of a checkpoint it could not read.
+// GC never sweeps the blobs of a checkpoint it could not read. Manifests and
+// their root trees are read cas.ScanAhead at a time, ahead of the listing
+// (backend.WalkFiles).
 func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[cas.Root, error] {
 	return func(yield func(cas.Root, error) bool) {
 		seen := map[string]bool{}
-		for name, err := range Manifests(ctx, st) {
-			if err != nil {
-				yield(cas.Root{}, err)
-				return
+		load := func(ctx context.Context, fi backend.Info) *loaded {
+			if !isManifestPath(fi.Name) {
+				return nil
 			}
-			var refs []string
-			stopped := false
-			emit := func(s string) bool {
-				ref, err := cas.ParseRef(s)
+			return loadAhead(ctx, st, blobs, fi.Name)
+		}
+		for _, top := range []string{"checkpoints", "sessions"} {
+			for l, err := range backend.WalkFiles(ctx, st, top, cas.ScanAhead, load) {
 				if err != nil {
-					stopped = true
-					yield(cas.Root{File: name}, fmt.Errorf("%w: %v", ErrCorrupt, err))
-					return false
+					yield(cas.Root{}, err)
+					return
 				}
-				if !yield(cas.Root{Ref: ref, File: name}, nil) {
-					stopped = true
-					return false
-				}
-				return true
-			}
-			id, m := readerOf(st, blobs, name)
-			man, err := m.loadHeader(ctx, id)
-			if err == nil && man.Version == ManifestVersion {
-				_, err = treeRefs(ctx, m.blobs, man.Tree, seen, emit)
-			} else if err == nil {
-				if err = man.Validate(id); err == nil {
-					refs = man.Refs()
-				}
-			}
-			if stopped {
-				return
-			}
-			if err != nil {
-				yield(cas.Root{File: name}, err)
-				return
-			}
-			for _, s := range refs {
-				if !emit(s) {
+				if l != nil && !l.roots(ctx, seen, yield) {
 					return
 				}
 			}
 		}
 	}
+}
+
+// loaded is a manifest read ahead of Roots, with its root tree.
+type loaded struct {
+	name string
+	m    *Manager
+	man  *Manifest
+	err  error
+	tree heldTree
+}
+
+// heldTree is a blob store that answers get of one ref (a root tree read
+// ahead) from memory.
+type heldTree struct {
+	blobStore
+	ref  string
+	data []byte
+	err  error
+}
+
+func (p *heldTree) get(ctx context.Context, ref string) ([]byte, error) {
+	if ref == p.ref && p.ref != "" {
+		return p.data, p.err
+	}
+	return p.blobStore.get(ctx, ref)
+}
+
+func loadAhead(ctx context.Context, st backend.Storage, blobs cas.Blobs, name string) *loaded {
+	id, m := readerOf(st, blobs, name)
+	l := &loaded{name: name, m: m, tree: heldTree{blobStore: m.blobs}}
+	l.man, l.err = m.loadHeader(ctx, id)
+	if l.err == nil && l.man.Version == ManifestVersion {
+		l.tree.ref = l.man.Tree
+		l.tree.data, l.tree.err = m.blobs.get(ctx, l.man.Tree)
+	} else if l.err == nil {
+		l.err = l.man.Validate(id)
+	}
+	return l
+}
+
+// roots yields l's refs not in seen; it returns false once yield has, or
+// after an error.
+func (l *loaded) roots(ctx context.Context, seen map[string]bool, yield func(cas.Root, error) bool) bool {
+	stopped := false
+	emit := func(s string) bool {
+		ref, err := cas.ParseRef(s)
+		if err != nil {
+			stopped = true
+			yield(cas.Root{File: l.name}, fmt.Errorf("%w: %v", ErrCorrupt, err))
+			return false
+		}
+		if !yield(cas.Root{Ref: ref, File: l.name}, nil) {
+			stopped = true
+			return false
+		}
+		return true
+	}
+	var refs []string
+	err := l.err
+	if err == nil && l.man.Version == ManifestVersion {
+		_, err = treeRefs(ctx, &l.tree, l.man.Tree, seen, emit)
+	} else if err == nil {
+		refs = l.man.Refs()
+	}
+	if stopped {
+		return false
+	}
+	if err != nil {
+		yield(cas.Root{File: l.name}, err)
+		return false
+	}
+	for _, s := range refs {
+		if !emit(s) {
+			return false
+		}
+	}
+	return true
 }
