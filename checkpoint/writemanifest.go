@@ -158,11 +158,15 @@ const inlineMax = 64
 // ru (tree snapshots, may be nil) reuses the trees of unchanged directories.
 func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manifest, keep, save bool, start int64, ru *reuser) error {
 	t0 := time.Now()
+	cache := m.loadCache(ctx)
+	// A tree per directory, about as many as the last snapshot had: sized
+	// so, the maps are not rehashed as they fill (a rehash moves every
+	// entry, into fresh memory).
+	dirs := len(cache.TreeOf)
 	var kept map[string][]byte
 	if keep {
-		kept = map[string][]byte{}
+		kept = make(map[string][]byte, dirs)
 	}
-	cache := m.loadCache(ctx)
 	// The cache's entries and listings are final: they are encoded while
 	// the trees are built (which touches only its trees and last).
 	var head chan statcache.Head
@@ -174,7 +178,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var trees []string
 	var built int // tree objects built, not reused
 	var err error
-	treeOf := map[string]string{}
+	treeOf := make(map[string]string, dirs)
 	if man.Kind == KindFiles && len(man.Files) <= inlineMax {
 		// A few named files (a rewind's undo, an agent's checkpoint before
 		// an edit) are listed in the manifest itself, version 1: a tree
