@@ -62,7 +62,8 @@ bench-search:
 	$(GO) run ./tools/searchbench
 
 ## bench-append: one 4 KiB append + Sync by a writer that stays open on a bucket
-## file grown from empty to 1, 16 and 64 MiB (fileblob, memblob, s3): time, bytes uploaded and
+## file grown from empty to 1, 16 and 64 MiB (fileblob, memblob, s3, and SeaweedFS when
+## scripts/install-test-servers built it, on 127.0.0.1): time, bytes uploaded and
 ## read back per Sync (every fold counted), bucket calls; 1024 syncs each
 bench-append:
 	$(GO) test -run '^$$' -bench '^BenchmarkAppendSync$$' -benchtime 1024x -timeout 30m ./backend/cloud/ | grep -E '^(Benchmark|ok|FAIL)'

@@ -20,8 +20,11 @@ import (
 // last fold waited for, before the count ends) and read back
 // (down-B/op) by folds, and bucket calls. Run it with a fixed count
 // (-benchtime 1024x) so that every size pays its folds over the same
-// number of Syncs; the cost should not grow with the file.
+// number of Syncs; the cost should not grow with the file. The seaweedfs
+// rows run on a real engine (scripts/install-test-servers builds it; they
+// skip without it), started once on 127.0.0.1.
 func BenchmarkAppendSync(b *testing.B) {
+	weed := cloudtest.StartSeaweedFS(b)
 	kinds := []struct {
 		name string
 		open func(b *testing.B, t *cloud.Traffic) *cloud.Storage
@@ -39,6 +42,9 @@ func BenchmarkAppendSync(b *testing.B) {
 		}},
 		{"s3", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
 			return cloud.NewCounted(cloudtest.StartS3(b).Bucket(b), t)
+		}},
+		{"seaweedfs", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
+			return cloud.NewCounted(weed.Bucket(b), t, cloud.WithEmptyPrefixes())
 		}},
 	}
 	for _, k := range kinds {

@@ -45,9 +45,9 @@ type Proxy struct {
 
 // StartProxy starts a proxy to endpoint with one listener per machine.
 // rate is the share of requests that meet a fault (latency aside, which
-// one in 20 of the rest meet: a GC reads every root, one after another, so
-// latency on a fifth of them made each GC run minutes long); stall is how long a stalled request is held
-// (past the machines' request deadline).
+// one in 20 of the rest meet: a GC reads every root, 16 at a time, so
+// latency on a fifth of them made each GC run minutes long); stall is how
+// long a stalled request is held (past the machines' request deadline).
 func StartProxy(endpoint string, machines int, rate float64, stall time.Duration, seed uint64) (*Proxy, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
