@@ -10,6 +10,7 @@ import (
 	"iter"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/walk"
 )
 
 // Root is a blob ref that something in the store holds, and the store path
@@ -112,11 +113,11 @@ const ScanAhead = 16
 
 // ScanTree lists the roots written in every file under dir of st (see
 // ScanRefs), file by file in walk order, listing directories and reading
-// files ScanAhead at a time (backend.WalkFiles). A missing dir has none.
+// files ScanAhead at a time (walk.Files). A missing dir has none.
 func ScanTree(ctx context.Context, st backend.Storage, dir string) iter.Seq2[Root, error] {
 	return func(yield func(Root, error) bool) {
 		scan := func(ctx context.Context, fi backend.Info) fileRoots { return scanAll(ctx, st, fi.Name) }
-		for f, err := range backend.WalkFiles(ctx, st, dir, ScanAhead, scan) {
+		for f, err := range walk.Files(ctx, st, dir, ScanAhead, scan) {
 			if err != nil {
 				yield(Root{}, err)
 				return

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/walk"
 )
 
 // looseObject is one object in the loose directories. ref is zero for a name
@@ -25,7 +26,7 @@ func (s *Store) listLoose(ctx context.Context) iter.Seq2[looseObj, error] {
 	return func(yield func(looseObj, error) bool) {
 		for _, algo := range []Algorithm{SHA256, BLAKE3} {
 			dir := s.looseDir(algo)
-			for fi, err := range backend.WalkAhead(ctx, s.st, dir, ScanAhead) {
+			for fi, err := range walk.Ahead(ctx, s.st, dir, ScanAhead) {
 				if err != nil {
 					yield(looseObj{}, err)
 					return
@@ -97,7 +98,7 @@ func (s *Store) listIndexes(ctx context.Context) ([]indexObj, error) {
 // listPacks yields every pack object, keyed by id; other names are ignored.
 func (s *Store) listPacks(ctx context.Context) (map[string]backend.Info, error) {
 	out := map[string]backend.Info{}
-	for fi, err := range backend.WalkAhead(ctx, s.st, s.packDir(), ScanAhead) {
+	for fi, err := range walk.Ahead(ctx, s.st, s.packDir(), ScanAhead) {
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/walk"
 	"github.com/trovekit/trove/cas"
 )
 
@@ -19,7 +20,7 @@ import (
 func Manifests(ctx context.Context, st backend.Storage) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		for _, top := range []string{"checkpoints", "sessions"} {
-			for fi, err := range backend.WalkAhead(ctx, st, top, cas.ScanAhead) {
+			for fi, err := range walk.Ahead(ctx, st, top, cas.ScanAhead) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
@@ -69,7 +70,7 @@ func readerOf(st backend.Storage, blobs cas.Blobs, name string) (string, *Manage
 // manifest or tree that does not load ends the listing with its error, so
 // GC never sweeps the blobs of a checkpoint it could not read. Manifests and
 // their root trees are read cas.ScanAhead at a time, ahead of the listing
-// (backend.WalkFiles).
+// (walk.Files).
 func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[cas.Root, error] {
 	return func(yield func(cas.Root, error) bool) {
 		seen := map[string]bool{}
@@ -80,7 +81,7 @@ func Roots(ctx context.Context, st backend.Storage, blobs cas.Blobs) iter.Seq2[c
 			return loadAhead(ctx, st, blobs, fi.Name)
 		}
 		for _, top := range []string{"checkpoints", "sessions"} {
-			for l, err := range backend.WalkFiles(ctx, st, top, cas.ScanAhead, load) {
+			for l, err := range walk.Files(ctx, st, top, cas.ScanAhead, load) {
 				if err != nil {
 					yield(cas.Root{}, err)
 					return

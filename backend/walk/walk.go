@@ -1,4 +1,4 @@
-package backend
+package walk
 
 import (
 	"context"
@@ -6,35 +6,37 @@ import (
 	"io/fs"
 	"iter"
 	"sync"
+
+	"github.com/trovekit/trove/backend"
 )
 
-// WalkAhead yields what Walk yields, in the same order, but lists up to n
+// Ahead yields what Walk yields, in the same order, but lists up to n
 // directories at once, ahead of the caller. On a bucket each List is a
 // request: a tree of many small directories (a session's sidecars, blob
 // fan-out directories) walked one List after another costs the sum of
 // their round trips, and GC reads whole trees. n < 2 is Walk. Stopping
 // early cancels the listings under way and waits for them.
-func WalkAhead(ctx context.Context, s Storage, dir string, n int) iter.Seq2[Info, error] {
+func Ahead(ctx context.Context, s backend.Storage, dir string, n int) iter.Seq2[backend.Info, error] {
 	if n < 2 {
-		return Walk(ctx, s, dir)
+		return backend.Walk(ctx, s, dir)
 	}
-	return func(yield func(Info, error) bool) {
-		walkAhead[struct{}](ctx, s, dir, n, nil, func(info Info, _ *struct{}, err error) bool {
+	return func(yield func(backend.Info, error) bool) {
+		walkAhead[struct{}](ctx, s, dir, n, nil, func(info backend.Info, _ *struct{}, err error) bool {
 			return yield(info, err)
 		})
 	}
 }
 
-// WalkFiles calls f on every file below dir as soon as the listing of its
+// Files calls f on every file below dir as soon as the listing of its
 // directory is in, listing directories and calling f up to n at once in
 // all, and yields f's results in Walk's order of the files (directories
 // are not yielded). A listing's error other than fs.ErrNotExist is yielded
 // where Walk yields it. Stopping early cancels the context f is given and
 // waits for the calls under way. A slow listing or call holds up only what
 // is yielded after it, not the work on the rest of the tree.
-func WalkFiles[R any](ctx context.Context, s Storage, dir string, n int, f func(context.Context, Info) R) iter.Seq2[R, error] {
+func Files[R any](ctx context.Context, s backend.Storage, dir string, n int, f func(context.Context, backend.Info) R) iter.Seq2[R, error] {
 	return func(yield func(R, error) bool) {
-		walkAhead(ctx, s, dir, max(n, 1), f, func(info Info, r *R, err error) bool {
+		walkAhead(ctx, s, dir, max(n, 1), f, func(info backend.Info, r *R, err error) bool {
 			switch {
 			case err != nil:
 				var zero R
@@ -50,7 +52,7 @@ func WalkFiles[R any](ctx context.Context, s Storage, dir string, n int, f func(
 // walkAhead runs n workers over a queue of listings and calls of f (nil:
 // none) and hands emit every entry, in Walk's order, with f's result for a
 // file.
-func walkAhead[R any](ctx context.Context, s Storage, dir string, n int, f func(context.Context, Info) R, emit func(Info, *R, error) bool) {
+func walkAhead[R any](ctx context.Context, s backend.Storage, dir string, n int, f func(context.Context, backend.Info) R, emit func(backend.Info, *R, error) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &aheadWalk[R]{s: s, f: f}
 	w.cond = sync.NewCond(&w.mu)
@@ -71,8 +73,8 @@ func walkAhead[R any](ctx context.Context, s Storage, dir string, n int, f func(
 
 // aheadWalk is one walkAhead: a queue of work and the workers on it.
 type aheadWalk[R any] struct {
-	s       Storage
-	f       func(context.Context, Info) R
+	s       backend.Storage
+	f       func(context.Context, backend.Info) R
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []func()
@@ -85,7 +87,7 @@ type aheadWalk[R any] struct {
 // entries, ready once done is closed.
 type aheadDir[R any] struct {
 	done  chan struct{}
-	infos []Info
+	infos []backend.Info
 	kids  []*aheadDir[R]  // by index in infos, for directories
 	files []*aheadFile[R] // by index in infos, for files when f is set
 	err   error
@@ -163,7 +165,7 @@ func (w *aheadWalk[R]) dir(ctx context.Context, name string) *aheadDir[R] {
 
 // emit hands d's entries to yield, each directory followed by its tree,
 // as walk does; it returns false once yield has.
-func (w *aheadWalk[R]) emit(d *aheadDir[R], yield func(Info, *R, error) bool) bool {
+func (w *aheadWalk[R]) emit(d *aheadDir[R], yield func(backend.Info, *R, error) bool) bool {
 	<-d.done
 	for i, info := range d.infos {
 		var r *R
@@ -179,7 +181,7 @@ func (w *aheadWalk[R]) emit(d *aheadDir[R], yield func(Info, *R, error) bool) bo
 		}
 	}
 	if d.err != nil && !errors.Is(d.err, fs.ErrNotExist) {
-		return yield(Info{}, nil, d.err)
+		return yield(backend.Info{}, nil, d.err)
 	}
 	return true
 }

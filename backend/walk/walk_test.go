@@ -1,4 +1,4 @@
-package backend_test
+package walk_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/faulty"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/backend/walk"
 )
 
 // walkTree is a store with files at every depth and empty directories.
@@ -45,19 +46,19 @@ func steps(seq iter.Seq2[backend.Info, error]) []string {
 	return out
 }
 
-func TestWalkAheadIsWalk(t *testing.T) {
+func TestAheadIsWalk(t *testing.T) {
 	st := walkTree(t)
 	for _, dir := range []string{".", "a", "a/b", "missing", "top"} {
 		want := steps(backend.Walk(t.Context(), st, dir))
 		for _, n := range []int{0, 2, 16} {
-			if got := steps(backend.WalkAhead(t.Context(), st, dir, n)); !slices.Equal(got, want) {
+			if got := steps(walk.Ahead(t.Context(), st, dir, n)); !slices.Equal(got, want) {
 				t.Errorf("WalkAhead(%q, %d) = %q, want Walk's %q", dir, n, got, want)
 			}
 		}
 	}
 }
 
-func TestWalkAheadYieldsListingErrorsWhereWalkDoes(t *testing.T) {
+func TestAheadYieldsListingErrorsWhereWalkDoes(t *testing.T) {
 	boom := errors.New("boom")
 	st := faulty.New(walkTree(t), faulty.WithHook(func(op, name string) error {
 		if op == "List" && name == "a/b" {
@@ -69,12 +70,12 @@ func TestWalkAheadYieldsListingErrorsWhereWalkDoes(t *testing.T) {
 	if !slices.ContainsFunc(want, func(s string) bool { return s[0] == '!' }) {
 		t.Fatalf("Walk met no error: %q", want)
 	}
-	if got := steps(backend.WalkAhead(t.Context(), st, ".", 4)); !slices.Equal(got, want) {
+	if got := steps(walk.Ahead(t.Context(), st, ".", 4)); !slices.Equal(got, want) {
 		t.Errorf("WalkAhead = %q, want Walk's %q", got, want)
 	}
 }
 
-func TestWalkFilesInWalkOrder(t *testing.T) {
+func TestFilesInWalkOrder(t *testing.T) {
 	st := walkTree(t)
 	var want []string
 	for fi, err := range backend.Walk(t.Context(), st, ".") {
@@ -94,7 +95,7 @@ func TestWalkFilesInWalkOrder(t *testing.T) {
 	}
 	for _, n := range []int{1, 3, 16} {
 		var got []string
-		for s, err := range backend.WalkFiles(t.Context(), st, ".", n, read) {
+		for s, err := range walk.Files(t.Context(), st, ".", n, read) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestWalkFilesInWalkOrder(t *testing.T) {
 
 // Stopping after the first result ends the calls still under way, through
 // their context, before WalkFiles returns.
-func TestWalkFilesStopsItsCalls(t *testing.T) {
+func TestFilesStopsItsCalls(t *testing.T) {
 	st := walkTree(t)
 	var running, calls atomic.Int64
 	first := "a/1" // the first file in walk order
@@ -121,7 +122,7 @@ func TestWalkFilesStopsItsCalls(t *testing.T) {
 		}
 		return fi.Name
 	}
-	for name, err := range backend.WalkFiles(t.Context(), st, ".", 4, f) {
+	for name, err := range walk.Files(t.Context(), st, ".", 4, f) {
 		if err != nil || name != first {
 			t.Fatalf("first result %q, %v; want %q", name, err, first)
 		}
