@@ -119,3 +119,28 @@ func TestLongEntriesRanked(t *testing.T) {
 		t.Errorf("order %q, want %q", got, want)
 	}
 }
+
+// TestStaleHitDropped: a file changed in place, its size and last bytes
+// kept (the catalog reads it again only on a full refresh or a rebuild),
+// gives no hit for text it no longer holds.
+func TestStaleHitDropped(t *testing.T) {
+	st := newMem()
+	s := &fakeSession{id: "sess-1", cwd: "/w/a", title: "t"}
+	s.message("e1", "", map[string]any{"role": "user", "content": "alpha words here"})
+	s.message("e2", "e1", map[string]any{"role": "user", "content": strings.Repeat("a tail kept as it was ", 8)})
+	writeFile(t, st, s.path(), s.bytes())
+	c := openCatalog(t, t.TempDir(), st)
+	if got := hitKeys(t, c, Query{Text: "alpha"}); !slices.Equal(got, []string{"sess-1/e1"}) {
+		t.Fatalf("before: %q", got)
+	}
+	writeFile(t, st, s.path(), []byte(strings.Replace(string(s.bytes()), "alpha words", "gamma words", 1)))
+	if got := hitKeys(t, c, Query{Text: "alpha"}); len(got) != 0 {
+		t.Errorf("text changed in place still found: %q", got)
+	}
+	if err := c.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := hitKeys(t, c, Query{Text: "gamma"}); !slices.Equal(got, []string{"sess-1/e1"}) {
+		t.Errorf("after a rebuild: %q", got)
+	}
+}

@@ -318,15 +318,19 @@ func (c *Catalog) fetchRows(ctx context.Context, db *sql.DB, r *results, ids []i
 
 // consider reads a candidate's text back from its file (the snippet's,
 // and the check of what the index cannot tell: word order) and adds it
-// if it matches.
+// if it matches. A word query's candidates are checked too: a query's
+// statements each see the catalog as it is then, so a writer committing
+// in between (an id deleted and given to another entry) or a file
+// changed in place since it was read must not yield a hit that does not
+// match.
 func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 	h := cr.h
 	texts := c.entryTexts(ctx, h, cr.off, cr.len)
 	if !r.exact {
 		r.verified++
-		if !r.e.match(docTokens(texts)) {
-			return
-		}
+	}
+	if !r.e.match(docTokens(texts)) {
+		return
 	}
 	h.Snippet = makeSnippet(texts, r.terms, 200)
 	h.Score = r.rk.score(cr.ntok)
