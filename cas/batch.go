@@ -2,11 +2,14 @@ package cas
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"sync"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // Batch stores many blobs together: blobs smaller than the pack threshold go
@@ -89,7 +92,9 @@ func (w *packWriter) addBlock(s *Store, bl block, rec []byte) {
 
 // flush writes the pack, and only once the pack is durable its index: an
 // index never names bytes that are not there. A crash in between leaves a
-// pack without an index, which no reader sees and GC removes.
+// pack without an index, which no reader sees and GC removes. Where the
+// storage stages files (backend.Stager), both are written and synced at
+// once, then put at their names in that order.
 func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if len(w.entries) == 0 {
 		return nil
@@ -98,11 +103,24 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	for i := range w.entries {
 		w.entries[i].packID = id
 	}
-	if err := s.st.WriteFile(ctx, s.packName(id), w.buf); err != nil {
-		return err
-	}
 	idx := encodeIndex(int64(len(w.buf)), w.entries, w.cold)
-	if err := s.st.WriteFile(ctx, s.indexName(id), idx); err != nil {
+	var pack backend.Staged
+	var perr error
+	var wg sync.WaitGroup
+	wg.Go(func() { pack, perr = backend.Stage(ctx, s.st, s.packName(id), w.buf) })
+	index, err := backend.Stage(ctx, s.st, s.indexName(id), idx)
+	wg.Wait()
+	if err = cmp.Or(perr, err); err == nil {
+		if err = pack.Commit(ctx); err == nil {
+			err = index.Commit(ctx)
+		}
+	}
+	if err != nil {
+		for _, st := range []backend.Staged{pack, index} {
+			if st != nil {
+				st.Abort()
+			}
+		}
 		return err
 	}
 	s.cfg.log.Debug("cas: wrote pack", "id", id, "blobs", len(w.entries), "bytes", len(w.buf))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
@@ -235,13 +236,23 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		wg.Go(func() { m.writeCache(ctx, cache.EncodeTail(<-head)) })
 	}
 	defer wg.Wait()
+	// The manifest is written and synced while the pack is, and put at its
+	// name only once the pack and its index are durable (where the storage
+	// stages files; else it is written whole then).
+	data := man.AppendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
+	staged, serr := backend.Stage(ctx, m.store, m.manifestName(man.ID), data)
 	if err := <-flushed; err != nil {
+		if staged != nil {
+			staged.Abort()
+		}
 		batch.discard()
 		return fmt.Errorf("checkpoint %q: storing its trees: %w", man.ID, err)
 	}
-	data := man.AppendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
-	if err := m.store.WriteFile(ctx, m.manifestName(man.ID), data); err != nil {
-		return fmt.Errorf("checkpoint %q: %w", man.ID, err)
+	if serr == nil {
+		serr = staged.Commit(ctx)
+	}
+	if serr != nil {
+		return fmt.Errorf("checkpoint %q: %w", man.ID, serr)
 	}
 	m.cfg.log.Debug("checkpoint: manifest written", "id", man.ID, "bytes", len(data), "trees", len(trees), "built", built, "took", time.Since(t0))
 	m.cfg.log.Debug("checkpoint: created", "id", man.ID, "kind", man.Kind, "files", len(man.Files), "skipped", len(man.Skipped))

@@ -61,6 +61,12 @@ type FileWriter interface {
 	WriteFile(ctx context.Context, name string, data []byte) error
 }
 
+// FileStager is a Driver's fast path for Stage (backend.Stager); without
+// it Stage writes the file whole at Commit.
+type FileStager interface {
+	Stage(ctx context.Context, name string, data []byte) (backend.Staged, error)
+}
+
 // Renamer is a Driver that moves files itself (atomically, where
 // Capabilities.AtomicRename says so); without it Rename copies the file
 // through OpenRange and WriteFrom, then unlinks the source.
@@ -89,6 +95,7 @@ var (
 	_ backend.WriteOnce = (*Portable)(nil)
 	_ backend.WholeFile = (*Portable)(nil)
 	_ backend.Compacter = (*Portable)(nil)
+	_ backend.Stager    = (*Portable)(nil)
 )
 
 // NewPortable returns the Storage over d.
@@ -305,6 +312,42 @@ func (p *Portable) WriteFile(ctx context.Context, name string, data []byte) erro
 	_, err := p.d.WriteFrom(ctx, name, bytes.NewReader(data))
 	return p.fail(op, name, err)
 }
+
+// Stage is the driver's FileStager, or a write of the whole file at
+// Commit; Commit after Close fails with ErrClosed.
+func (p *Portable) Stage(ctx context.Context, name string, data []byte) (backend.Staged, error) {
+	const op = "write"
+	if err := p.begin(ctx, op, name, false); err != nil {
+		return nil, err
+	}
+	fst, ok := p.d.(FileStager)
+	if !ok {
+		return backend.WriteAtCommit(p, name, data), nil
+	}
+	st, err := fst.Stage(ctx, name, data)
+	if err != nil {
+		return nil, p.fail(op, name, err)
+	}
+	return &portableStaged{p: p, name: name, st: st}, nil
+}
+
+// portableStaged names the op and path in Commit's errors and refuses a
+// Commit after the store's Close.
+type portableStaged struct {
+	p    *Portable
+	name string
+	st   backend.Staged
+}
+
+func (s *portableStaged) Commit(ctx context.Context) error {
+	if err := s.p.begin(ctx, "write", s.name, false); err != nil {
+		s.st.Abort()
+		return err
+	}
+	return s.p.fail("write", s.name, s.st.Commit(ctx))
+}
+
+func (s *portableStaged) Abort() { s.st.Abort() }
 
 func (p *Portable) WriteFrom(ctx context.Context, name string, r io.Reader) (int64, error) {
 	const op = "write"

@@ -52,6 +52,7 @@ var (
 	_ backend.Storage   = (*Storage)(nil)
 	_ driver.FileReader = (*fsDriver)(nil)
 	_ driver.FileWriter = (*fsDriver)(nil)
+	_ driver.FileStager = (*fsDriver)(nil)
 	_ driver.Locker     = (*fsDriver)(nil)
 	_ driver.Renamer    = (*fsDriver)(nil)
 )

@@ -279,7 +279,7 @@ func TestReadsReadOnlyWhatIsAsked(t *testing.T) {
 
 // TestSyncCount checks there is no fsync beyond what durability needs: a
 // WriteFile syncs its temp and the target directory; a new writer syncs the
-// directory on its first Sync only.
+// directory on its first Sync only; Stage and Commit split WriteFile's two.
 func TestSyncCount(t *testing.T) {
 	ctx := context.Background()
 	cfs := newCountingFs()
@@ -290,17 +290,7 @@ func TestSyncCount(t *testing.T) {
 	cfs.reset()
 	mustWrite(t, s, "d/f", "data")
 	_, syncs := cfs.snapshot()
-	var tempSyncs, dirSyncs, other int
-	for name, n := range syncs {
-		switch {
-		case strings.Contains(name, ".~tmp"):
-			tempSyncs += n
-		case name == filepath.FromSlash("/r/d"):
-			dirSyncs += n
-		default:
-			other += n
-		}
-	}
+	tempSyncs, dirSyncs, other := countSyncs(syncs, "/r/d")
 	if tempSyncs != 1 || dirSyncs != 1 || other != 0 {
 		t.Errorf("WriteFile synced %v, want the temp and /r/d once each", syncs)
 	}
@@ -324,6 +314,26 @@ func TestSyncCount(t *testing.T) {
 	_, syncs = cfs.snapshot()
 	if syncs["/r/d/log"] != 3 || syncs["/r/d"] != 1 || len(syncs) != 2 {
 		t.Errorf("three Syncs of a new file synced %v", syncs)
+	}
+
+	// Stage syncs the temp, Commit the directory: files staged together
+	// are synced together.
+	cfs.reset()
+	st, err := s.Stage(ctx, "d/s", []byte("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, syncs = cfs.snapshot()
+	if temps, dir, other := countSyncs(syncs, "/r/d"); temps != 1 || dir != 0 || other != 0 {
+		t.Errorf("Stage synced %v, want its temp once", syncs)
+	}
+	cfs.reset()
+	if err := st.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, syncs = cfs.snapshot()
+	if temps, dir, other := countSyncs(syncs, "/r/d"); temps != 0 || dir != 1 || other != 0 {
+		t.Errorf("Commit synced %v, want /r/d once", syncs)
 	}
 }
 
@@ -564,4 +574,20 @@ func TestConcurrentWriteFile(t *testing.T) {
 			t.Errorf("torn content: %d bytes starting %q", len(got), got[:8])
 		}
 	})
+}
+
+// countSyncs sorts the syncs a countingFs saw: of temp files, of dir (a
+// slash path), of anything else.
+func countSyncs(syncs map[string]int, dir string) (temps, inDir, other int) {
+	for name, n := range syncs {
+		switch {
+		case strings.Contains(name, ".~tmp"):
+			temps += n
+		case name == filepath.FromSlash(dir):
+			inDir += n
+		default:
+			other += n
+		}
+	}
+	return temps, inDir, other
 }

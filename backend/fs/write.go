@@ -126,22 +126,25 @@ func (s *fsDriver) createTemp() (afero.File, string, error) {
 // WriteFile is the driver.FileWriter fast path: the bytes written as they
 // are, without a copy through a buffer.
 func (s *fsDriver) WriteFile(ctx context.Context, name string, data []byte) error {
-	_, err := s.replace(ctx, name, func(f afero.File) (int64, error) {
-		var n int64
-		for len(data) > 0 {
-			if err := ctx.Err(); err != nil {
-				return n, err
-			}
-			k, err := f.Write(data[:min(len(data), copyChunk)])
-			n += int64(k)
-			if err != nil {
-				return n, err
-			}
-			data = data[k:]
-		}
-		return n, nil
-	})
+	_, err := s.replace(ctx, name, func(f afero.File) (int64, error) { return writeAll(ctx, f, data) })
 	return err
+}
+
+// writeAll writes data to f a chunk at a time, looking at ctx between.
+func writeAll(ctx context.Context, f afero.File, data []byte) (int64, error) {
+	var n int64
+	for len(data) > 0 {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		k, err := f.Write(data[:min(len(data), copyChunk)])
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+		data = data[k:]
+	}
+	return n, nil
 }
 
 // WriteFrom copies r to name atomically and durably, without buffering the
@@ -176,47 +179,91 @@ func (s *fsDriver) WriteFrom(ctx context.Context, name string, r io.Reader) (int
 // name, fsync name's directory. On any failure, including a cancelled ctx,
 // the temp is removed and name keeps its old content.
 func (s *fsDriver) replace(ctx context.Context, name string, fill func(afero.File) (int64, error)) (n int64, err error) {
-	defer func() { err = classify(err) }()
+	st, n, err := s.stage(name, fill)
+	if err != nil {
+		return n, classify(err)
+	}
+	return n, st.Commit(ctx)
+}
+
+// Stage is the driver.FileStager fast path: replace up to the rename. The
+// temporary file is written and synced now; Commit renames it over name
+// and syncs the directory, so files staged at once are synced together.
+func (s *fsDriver) Stage(ctx context.Context, name string, data []byte) (backend.Staged, error) {
+	st, _, err := s.stage(name, func(f afero.File) (int64, error) { return writeAll(ctx, f, data) })
+	return st, classify(err)
+}
+
+// stage writes what fill writes to a synced, closed temporary file, after
+// the checks of a write to name; the temp is removed on failure.
+func (s *fsDriver) stage(name string, fill func(afero.File) (int64, error)) (st *staged, n int64, err error) {
 	exists, err := s.checkTarget(name)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	dir := backend.Dir(name)
 	if !exists {
 		if err := s.mkdirAll(dir); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 	}
 	f, tmp, err := s.createTemp()
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = f.Close()
-			if rerr := s.t.remove(tmp); rerr != nil && !notExist(rerr) {
-				s.log.Warn("trove/fs: removing temp file", "name", tmp, "err", rerr)
-			}
-		}
-	}()
-	if n, err = fill(f); err != nil {
-		return n, err
+	st = &staged{s: s, tmp: tmp, name: name}
+	if n, err = fill(f); err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		return n, err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return n, err
+	if err != nil {
+		st.Abort()
+		return nil, n, err
+	}
+	return st, n, nil
+}
+
+// staged is a synced temporary file waiting to be renamed over name.
+type staged struct {
+	s         *fsDriver
+	tmp, name string
+	done      bool // committed or aborted
+}
+
+// Commit renames the temporary file over name and syncs name's directory.
+// A cancelled ctx, or a directory at name now, removes the temp and leaves
+// name as it was.
+func (st *staged) Commit(ctx context.Context) error {
+	if st.done {
+		return backend.PathErr("write", st.name, backend.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return n, err // last moment to keep the old content
+		st.Abort()
+		return err // last moment to keep the old content
 	}
-	if err := s.t.rename(tmp, name); err != nil {
-		return n, err
+	if _, err := st.s.checkTarget(st.name); err != nil {
+		st.Abort()
+		return classify(err)
 	}
-	committed = true
-	return n, s.syncDir(dir)
+	if err := st.s.t.rename(st.tmp, st.name); err != nil {
+		st.Abort()
+		return classify(err)
+	}
+	st.done = true
+	return classify(st.s.syncDir(backend.Dir(st.name)))
+}
+
+// Abort removes the temporary file; after Commit it does nothing.
+func (st *staged) Abort() {
+	if st.done {
+		return
+	}
+	st.done = true
+	if err := st.s.t.remove(st.tmp); err != nil && !notExist(err) {
+		st.s.log.Warn("trove/fs: removing temp file", "name", st.tmp, "err", err)
+	}
 }
 
 // OpenWriter opens name for appending (0600, parents created).
