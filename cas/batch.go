@@ -9,7 +9,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/stage"
 )
 
 // Batch stores many blobs together: blobs smaller than the pack threshold go
@@ -93,7 +93,7 @@ func (w *packWriter) addBlock(s *Store, bl block, rec []byte) {
 // flush writes the pack, and only once the pack is durable its index: an
 // index never names bytes that are not there. A crash in between leaves a
 // pack without an index, which no reader sees and GC removes. Where the
-// storage stages files (backend.Stager), both are written and synced at
+// storage stages files (stage.Stager), both are written and synced at
 // once, then put at their names in that order.
 func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if len(w.entries) == 0 {
@@ -104,11 +104,11 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 		w.entries[i].packID = id
 	}
 	idx := encodeIndex(int64(len(w.buf)), w.entries, w.cold)
-	var pack backend.Staged
+	var pack stage.Staged
 	var perr error
 	var wg sync.WaitGroup
-	wg.Go(func() { pack, perr = backend.Stage(ctx, s.st, s.packName(id), w.buf) })
-	index, err := backend.Stage(ctx, s.st, s.indexName(id), idx)
+	wg.Go(func() { pack, perr = stage.Stage(ctx, s.st, s.packName(id), w.buf) })
+	index, err := stage.Stage(ctx, s.st, s.indexName(id), idx)
 	wg.Wait()
 	if err = cmp.Or(perr, err); err == nil {
 		if err = pack.Commit(ctx); err == nil {
@@ -116,7 +116,7 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 		}
 	}
 	if err != nil {
-		for _, st := range []backend.Staged{pack, index} {
+		for _, st := range []stage.Staged{pack, index} {
 			if st != nil {
 				st.Abort()
 			}

@@ -31,6 +31,6 @@
 // starts with a 16-byte header ("trvb", version, codec, flags, original
 // length); see format.go for the byte layout of headers, packs and indexes.
 //
-// Imports: backend, backend/walk (GC reads roots many at a time), the standard library, klauspost/compress/zstd and
+// Imports: backend, backend/stage, backend/walk (GC reads roots many at a time), the standard library, klauspost/compress/zstd and
 // zeebo/blake3. Nothing else of trove's.
 package cas

@@ -24,7 +24,7 @@
 // docs/checkpoint.md has the manifest format, rewind semantics and safety
 // rules.
 //
-// Imports: the standard library, backend, backend/walk, cas, checkpoint/ignore,
+// Imports: the standard library, backend, backend/stage, backend/walk, cas, checkpoint/ignore,
 // checkpoint/linediff (the line counts of a report), checkpoint/manifest,
 // checkpoint/statcache, checkpoint/treeobj, checkpoint/internal/wire (the
 // binary form of deltas and refs), internal/beneath, afero and golang.org/x/sys/unix (Linux).

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/stage"
 	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
@@ -240,7 +240,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	// name only once the pack and its index are durable (where the storage
 	// stages files; else it is written whole then).
 	data := man.AppendJSON(make([]byte, 0, 1024), man.Version == manifestV1)
-	staged, serr := backend.Stage(ctx, m.store, m.manifestName(man.ID), data)
+	staged, serr := stage.Stage(ctx, m.store, m.manifestName(man.ID), data)
 	if err := <-flushed; err != nil {
 		if staged != nil {
 			staged.Abort()

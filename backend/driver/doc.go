@@ -17,5 +17,5 @@
 // an alias in backend would be an import cycle. Replace backend.Driver by
 // driver.Driver, backend.NewPortable by driver.NewPortable, and so on.
 //
-// Imports: the standard library and backend.
+// Imports: the standard library, backend and backend/stage.
 package driver

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/stage"
 )
 
 // Driver is what a backend implements: the few calls that differ from one
@@ -61,10 +62,10 @@ type FileWriter interface {
 	WriteFile(ctx context.Context, name string, data []byte) error
 }
 
-// FileStager is a Driver's fast path for Stage (backend.Stager); without
+// FileStager is a Driver's fast path for Stage (stage.Stager); without
 // it Stage writes the file whole at Commit.
 type FileStager interface {
-	Stage(ctx context.Context, name string, data []byte) (backend.Staged, error)
+	Stage(ctx context.Context, name string, data []byte) (stage.Staged, error)
 }
 
 // Renamer is a Driver that moves files itself (atomically, where
@@ -95,7 +96,7 @@ var (
 	_ backend.WriteOnce = (*Portable)(nil)
 	_ backend.WholeFile = (*Portable)(nil)
 	_ backend.Compacter = (*Portable)(nil)
-	_ backend.Stager    = (*Portable)(nil)
+	_ stage.Stager      = (*Portable)(nil)
 )
 
 // NewPortable returns the Storage over d.
@@ -315,14 +316,14 @@ func (p *Portable) WriteFile(ctx context.Context, name string, data []byte) erro
 
 // Stage is the driver's FileStager, or a write of the whole file at
 // Commit; Commit after Close fails with ErrClosed.
-func (p *Portable) Stage(ctx context.Context, name string, data []byte) (backend.Staged, error) {
+func (p *Portable) Stage(ctx context.Context, name string, data []byte) (stage.Staged, error) {
 	const op = "write"
 	if err := p.begin(ctx, op, name, false); err != nil {
 		return nil, err
 	}
 	fst, ok := p.d.(FileStager)
 	if !ok {
-		return backend.WriteAtCommit(p, name, data), nil
+		return stage.WriteAtCommit(p, name, data), nil
 	}
 	st, err := fst.Stage(ctx, name, data)
 	if err != nil {
@@ -336,7 +337,7 @@ func (p *Portable) Stage(ctx context.Context, name string, data []byte) (backend
 type portableStaged struct {
 	p    *Portable
 	name string
-	st   backend.Staged
+	st   stage.Staged
 }
 
 func (s *portableStaged) Commit(ctx context.Context) error {

@@ -13,6 +13,6 @@
 // Atomic writes go through temp files in the reserved directory ".~tmp" at the
 // root; stale ones left by a crash are removed when a Storage is opened.
 //
-// Imports: the standard library, afero, gofrs/flock, backend,
+// Imports: the standard library, afero, gofrs/flock, backend, backend/stage,
 // backend/driver and internal/beneath.
 package fs

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/afero"
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/stage"
 )
 
 // copyChunk bounds how much is written between two looks at ctx.
@@ -189,7 +190,7 @@ func (s *fsDriver) replace(ctx context.Context, name string, fill func(afero.Fil
 // Stage is the driver.FileStager fast path: replace up to the rename. The
 // temporary file is written and synced now; Commit renames it over name
 // and syncs the directory, so files staged at once are synced together.
-func (s *fsDriver) Stage(ctx context.Context, name string, data []byte) (backend.Staged, error) {
+func (s *fsDriver) Stage(ctx context.Context, name string, data []byte) (stage.Staged, error) {
 	st, _, err := s.stage(name, func(f afero.File) (int64, error) { return writeAll(ctx, f, data) })
 	return st, classify(err)
 }

@@ -1,6 +1,10 @@
-package backend
+package stage
 
-import "context"
+import (
+	"context"
+
+	"github.com/trovekit/trove/backend"
+)
 
 // Stager is an optional fast path for files that must become durable in
 // an order (a pack before its index, both before the manifest naming
@@ -18,7 +22,7 @@ type Stager interface {
 type Staged interface {
 	// Commit puts the file at its name, replacing what was there, and
 	// returns once that is durable. On failure the name keeps its old
-	// content. A second Commit fails with ErrClosed.
+	// content. A second Commit fails with backend.ErrClosed.
 	Commit(ctx context.Context) error
 	// Abort drops the staged bytes; after Commit it does nothing.
 	Abort()
@@ -27,7 +31,7 @@ type Staged interface {
 // Stage stages data as name through s's Stager fast path. Without it, the
 // Staged it returns writes data with WriteFile at Commit: the caller then
 // keeps data unchanged until Commit or Abort.
-func Stage(ctx context.Context, s Storage, name string, data []byte) (Staged, error) {
+func Stage(ctx context.Context, s backend.Storage, name string, data []byte) (Staged, error) {
 	if st, ok := s.(Stager); ok {
 		return st.Stage(ctx, name, data)
 	}
@@ -36,12 +40,12 @@ func Stage(ctx context.Context, s Storage, name string, data []byte) (Staged, er
 
 // WriteAtCommit is the Staged of a store without the fast path: Commit is
 // WriteFile of data (which must not change until then).
-func WriteAtCommit(s Storage, name string, data []byte) Staged {
+func WriteAtCommit(s backend.Storage, name string, data []byte) Staged {
 	return &writeAtCommit{s: s, name: name, data: data}
 }
 
 type writeAtCommit struct {
-	s    Storage
+	s    backend.Storage
 	name string
 	data []byte
 	done bool
@@ -49,7 +53,7 @@ type writeAtCommit struct {
 
 func (w *writeAtCommit) Commit(ctx context.Context) error {
 	if w.done {
-		return PathErr("write", w.name, ErrClosed)
+		return backend.PathErr("write", w.name, backend.ErrClosed)
 	}
 	w.done = true
 	return w.s.WriteFile(ctx, w.name, w.data)

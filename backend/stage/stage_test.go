@@ -1,4 +1,4 @@
-package backend_test
+package stage_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/backend/stage"
 )
 
 // Where the driver does not stage files (mem), Stage writes nothing until
@@ -16,11 +17,11 @@ func TestStageWithoutStager(t *testing.T) {
 	ctx := context.Background()
 	s := mem.New()
 	defer s.Close()
-	st, err := backend.Stage(ctx, s, "a/b", []byte("data"))
+	st, err := stage.Stage(ctx, s, "a/b", []byte("data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ab, err := backend.Stage(ctx, s, "a/c", []byte("dropped"))
+	ab, err := stage.Stage(ctx, s, "a/c", []byte("dropped"))
 	if err != nil {
 		t.Fatal(err)
 	}
