@@ -23,9 +23,13 @@ type Config struct {
 	Dir      string // the run's directory (journals, workspaces, engine data)
 	Machines int    // at least 4: gc, mirror, list, and writers
 	Kills    int
-	MinGC    int           // go on past Kills until this many GC runs
-	Every    time.Duration // mean time between kills
-	Seed     uint64
+	MinGC    int // go on past Kills until this many GC runs
+	// MinDone goes on past Kills until the records hold this many
+	// mirror runs, listings and acknowledged writes each: a loaded
+	// machine (the short run under make test) starts its machines slowly.
+	MinDone int
+	Every   time.Duration // mean time between kills
+	Seed    uint64
 	// Endpoint is the engine's S3 endpoint, http://127.0.0.1:PORT, with
 	// the buckets "fleet" and "fleet-mirror" (CreateBuckets).
 	Endpoint string
@@ -169,17 +173,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer vs.Close()
 	v := &verifier{s: vs, dir: cfg.Dir, n: cfg.Machines}
-	gcRuns := func() int {
-		rs, _ := readJournal(journalDir(cfg.Dir), 0)
-		n := 0
-		for _, r := range rs {
-			if r.Op == "gc" {
-				n++
-			}
+	more := func() bool {
+		if res.Kills < cfg.Kills {
+			return true
 		}
-		return n
+		recs, _ := readAll(journalDir(cfg.Dir), cfg.Machines)
+		var done Result
+		tally(recs, &done)
+		return done.GC < cfg.MinGC || min(done.Mirrors, done.Lists, done.Acked) < cfg.MinDone
 	}
-	for res.Kills < cfg.Kills || gcRuns() < cfg.MinGC {
+	for more() {
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -190,9 +193,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// The gc and mirror machines are killed only once their
 		// incarnation finished a run: a GC reads every root, and on a
 		// grown bucket takes longer than the time between kills.
+		// With MinDone, a writer too is killed only once its incarnation
+		// journaled something, so that a slow start still makes progress.
 		id := 3 + rng.IntN(cfg.Machines-3)
 		if r := rng.IntN(3); rng.IntN(4) == 0 && (r == 2 || finished(cfg.Dir, r, procs[r].cfg.Inc)) {
 			id = r
+		} else if cfg.MinDone > 0 && !journaled(cfg.Dir, id, procs[id].cfg.Inc) && !exited(procs[id]) {
+			continue
 		}
 		p := procs[id]
 		select {
@@ -275,9 +282,27 @@ func partitions(px *Proxy, cfg Config, seed uint64, stop chan struct{}) {
 // finished reports whether incarnation inc of machine id journalled a
 // GC or mirror run.
 func finished(dir string, id, inc int) bool {
+	return journaledOp(dir, id, inc, func(op string) bool { return op == "gc" || op == "mirror" })
+}
+
+func exited(p *proc) bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// journaled says whether incarnation inc of machine id wrote any record.
+func journaled(dir string, id, inc int) bool {
+	return journaledOp(dir, id, inc, func(string) bool { return true })
+}
+
+func journaledOp(dir string, id, inc int, match func(op string) bool) bool {
 	rs, _ := readJournal(journalDir(dir), id)
 	for _, r := range rs {
-		if r.Inc == inc && (r.Op == "gc" || r.Op == "mirror") {
+		if r.Inc == inc && match(r.Op) {
 			return true
 		}
 	}
