@@ -574,6 +574,16 @@ func (w *writer) Close() error {
 	if err != nil {
 		return err
 	}
+	if every := w.s.opts.compactEvery; every > 0 && w.s.opts.compactOn == 0 && w.since >= every && w.s.opts.compactAt < 0 {
+		// The Syncs since the last background fold (up to foldLag
+		// intervals of them when folds lag) would cost every reader a
+		// request each: fold them now, as that fold would have. A
+		// failure is not the writer's: the segments hold every byte.
+		if err := w.s.Compact(w.ctx, w.name); err != nil {
+			w.s.log.Warn("trove/cloud: compaction at close failed; parts kept", "name", w.name, "err", err)
+		}
+		return nil
+	}
 	if at := w.s.opts.compactAt; at >= 0 && w.live > at {
 		_, _, err := w.s.compact(w.ctx, w.name, w.next-1)
 		return err
