@@ -341,6 +341,45 @@ func TestDamagedKeyObject(t *testing.T) {
 	}
 }
 
+// Any one byte of a store's only key object flipped: opening it with the
+// right passphrase fails naming the object as damaged, never as a wrong
+// passphrase alone, and never opens with another master key.
+func TestKeyObjectByteFlips(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	if _, err := crypt.Init(ctx, inner, []byte("pw"), crypt.WithScrypt(4)); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := crypt.ListKeys(ctx, inner)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v, %v", keys, err)
+	}
+	name := crypt.KeysDir + "/" + keys[0].ID
+	good, err := inner.ReadFile(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		for _, bit := range []byte{0x01, 0x20} {
+			b := bytes.Clone(good)
+			b[i] ^= bit
+			if err := inner.WriteFile(ctx, name, b); err != nil {
+				t.Fatal(err)
+			}
+			_, err := crypt.Open(ctx, inner, []byte("pw"))
+			if !errors.Is(err, fs.ErrInvalid) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("byte %d ^ %#x: %v, want the damage named", i, bit, err)
+			}
+		}
+	}
+	if err := inner.WriteFile(ctx, name, good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crypt.Open(ctx, inner, []byte("pw")); err != nil {
+		t.Fatalf("restored key object: %v", err)
+	}
+}
+
 // Elements too long for the short stored form (long cwds) are stored under
 // a keyed hash with their name in a side object: written, listed, read,
 // removed, and a damaged side object is ErrCorrupt.

@@ -1,8 +1,10 @@
 package crypt
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -57,6 +59,26 @@ type keyObject struct {
 	Salt    []byte    `json:"salt"`
 	Data    []byte    `json:"data"` // nonce || sealed master key
 	Created time.Time `json:"created"`
+	// Check is the SHA-256 of the object as written with Check empty, so
+	// that a flipped byte anywhere in it, the sealed master key included,
+	// reads as damage rather than as a wrong passphrase. Objects written
+	// before it have none.
+	Check string `json:"check,omitempty"`
+}
+
+// encode is the key object's stored form, Check as it is.
+func (ko *keyObject) encode() ([]byte, error) {
+	b, err := json.MarshalIndent(ko, "", "  ")
+	return append(b, '\n'), err
+}
+
+// sum is what Check holds for ko.
+func (ko *keyObject) sum() (string, error) {
+	c := *ko
+	c.Check = ""
+	b, err := c.encode()
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), err
 }
 
 // KeyInfo describes one key object.
@@ -96,11 +118,14 @@ func wrap(ctx context.Context, inner backend.Storage, master, secret []byte, p k
 	nonce := make([]byte, nonceSize)
 	rand.Read(nonce)
 	ko.Data = a.Seal(nonce, nonce, master, keyAD(id))
-	b, err := json.MarshalIndent(ko, "", "  ")
+	if ko.Check, err = ko.sum(); err != nil {
+		return "", err
+	}
+	b, err := ko.encode()
 	if err != nil {
 		return "", err
 	}
-	return id, backend.CreateFile(ctx, inner, backend.Join(KeysDir, id), append(b, '\n'))
+	return id, backend.CreateFile(ctx, inner, backend.Join(KeysDir, id), b)
 }
 
 // keyIDs lists the key objects' ids; none (no directory) is no error.
@@ -128,6 +153,13 @@ func readKey(ctx context.Context, inner backend.Storage, id string) (*keyObject,
 	var ko keyObject
 	if err := json.Unmarshal(b, &ko); err != nil || ko.Version != 1 {
 		return nil, backend.PathErr("read", backend.Join(KeysDir, id), fmt.Errorf("%w: not a key object of version 1", fs.ErrInvalid))
+	}
+	// Written in one canonical form, a key object must read back to the
+	// same bytes, and to its Check when it has one.
+	again, err := ko.encode()
+	sum, serr := ko.sum()
+	if err != nil || serr != nil || !bytes.Equal(again, b) || (ko.Check != "" && sum != ko.Check) {
+		return nil, backend.PathErr("read", backend.Join(KeysDir, id), fmt.Errorf("%w: %w: key object damaged", backend.ErrCorrupt, fs.ErrInvalid))
 	}
 	return &ko, nil
 }
