@@ -334,22 +334,15 @@ func loadStates(ctx context.Context, db *sql.DB, every bool, dirs, paths []strin
 	const cols = "SELECT id, path, size, mtime, tail, skip FROM files"
 	read := func(query string, args ...any) error {
 		rows, err := db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return eachRow(rows, err, func(rows *sql.Rows) error {
 			var s fileState
 			var path string
 			if err := rows.Scan(&s.id, &path, &s.size, &s.mtime, &s.tail, &s.skip); err != nil {
-				return fmt.Errorf("catalog: %w", err)
+				return err
 			}
 			out[path] = s
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		return nil
+			return nil
+		})
 	}
 	if every {
 		return out, read(cols)

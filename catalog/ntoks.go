@@ -79,23 +79,20 @@ func (c *Catalog) ntokOf(ctx context.Context, db *sql.DB, ids []int64) ([]int64,
 	} else {
 		rows, err = c.rows(ctx, db, "SELECT chunk, n FROM ntoks WHERE chunk IN (SELECT value FROM json_each(?))", jsonIDs(chunks))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
 	blobs := make(map[int64][]byte, len(chunks))
-	for rows.Next() {
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var k int64
 		var b []byte
 		if err := rows.Scan(&k, &b); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+			return err
 		}
 		if _, ok := slices.BinarySearch(chunks, k); ok {
 			blobs[k] = b
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for i, id := range ids {
 		out[i] = -1
@@ -122,15 +119,11 @@ func jsonIDs(ids []int64) string {
 // bucketSizes returns how many indexed entries each length bucket holds.
 func (c *Catalog) bucketSizes(ctx context.Context, db *sql.DB) ([]float64, error) {
 	rows, err := c.rows(ctx, db, "SELECT n FROM ntoks")
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
 	var sizes []float64
-	for rows.Next() {
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+			return err
 		}
 		for i := 0; i+2 <= len(b); i += 2 {
 			v := binary.LittleEndian.Uint16(b[i:])
@@ -143,9 +136,10 @@ func (c *Catalog) bucketSizes(ctx context.Context, db *sql.DB) ([]float64, error
 			}
 			sizes[k]++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return sizes, nil
 }

@@ -421,16 +421,12 @@ func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error
 		return nil
 	}
 	rows, err := c.rows(ctx, db, "SELECT file, eid, parent FROM entries WHERE file IN (SELECT value FROM json_each(?)) AND eid != '' ORDER BY file, id", jsonIDs(files))
-	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
 	trees := map[int64]*branches{}
-	for rows.Next() {
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var file int64
 		var id, parent string
 		if err := rows.Scan(&file, &id, &parent); err != nil {
-			return fmt.Errorf("catalog: %w", err)
+			return err
 		}
 		b := trees[file]
 		if b == nil {
@@ -438,9 +434,10 @@ func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error
 			trees[file] = b
 		}
 		b.kids[parent] = append(b.kids[parent], id)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for i := range r.hits {
 		if h := &r.hits[i]; h.EntryID != "" && h.RunID == "" {

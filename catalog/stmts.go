@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 // Statements a query runs are prepared once per database handle: a
@@ -35,6 +36,24 @@ func (c *Catalog) rows(ctx context.Context, db *sql.DB, query string, args ...an
 		return nil, err
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// eachRow calls scan on every row of rows, then closes them. The query's
+// error (err), scan's and the iteration's come back wrapped as catalog's.
+func eachRow(rows *sql.Rows, err error, scan func(*sql.Rows) error) error {
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }
 
 // scanRow runs a prepared query of one row into dest: sql.ErrNoRows

@@ -178,19 +178,12 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 // clearNtoks clears the lengths of file's entries, about to be deleted.
 func (w *writer) clearNtoks(ctx context.Context, file int64) error {
 	rows, err := w.entryIDs.QueryContext(ctx, file)
-	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(rows, err, func(rows *sql.Rows) error {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return fmt.Errorf("catalog: %w", err)
+			return err
 		}
 		w.ntoks.clear(id)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
