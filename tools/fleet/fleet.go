@@ -202,10 +202,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			continue
 		}
 		p := procs[id]
-		select {
-		case <-p.exited: // it stopped by itself: say why
+		if exited(p) { // it stopped by itself: say why
 			fmt.Fprintf(logOf(cfg), "machine %d exited by itself: %s\n", id, lastLines(p.stderr, 5))
-		default:
+		} else {
 			p.kill()
 			res.Kills++
 		}
