@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 8
+const schemaVersion = 9
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -62,12 +62,11 @@ type Catalog struct {
 type Option func(*config)
 
 type config struct {
-	log         *slog.Logger
-	now         func() time.Time
-	maxBlob     int    // bytes of a blob's text indexed
-	batchLen    int    // files per write transaction
-	bucketAbove int    // candidates beyond which a query goes by length bucket
-	afterBatch  func() // called after each commit (tests)
+	log        *slog.Logger
+	now        func() time.Time
+	maxBlob    int    // bytes of a blob's text indexed
+	batchLen   int    // files per write transaction
+	afterBatch func() // called after each commit (tests)
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -93,7 +92,7 @@ func WithClock(now func() time.Time) Option {
 // kept as blobs are not indexed). A catalog that is damaged or of another
 // schema is rebuilt; one that is missing is built by the first query.
 func Open(ctx context.Context, dir string, st backend.Storage, blobs Blobs, opts ...Option) (*Catalog, error) {
-	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256, bucketAbove: 20000}
+	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -260,6 +259,7 @@ var schema = []string{
 	`CREATE TABLE entries(
 		id INTEGER PRIMARY KEY,
 		file INTEGER NOT NULL,
+		rk INTEGER NOT NULL,
 		eid TEXT NOT NULL,
 		parent TEXT NOT NULL,
 		ts INTEGER NOT NULL,
@@ -278,10 +278,10 @@ var schema = []string{
 		cache_write INTEGER NOT NULL,
 		cost REAL NOT NULL
 	)`,
-	// Each indexed entry's length, packed a thousand to a row (ntoks.go).
-	`CREATE TABLE ntoks(chunk INTEGER PRIMARY KEY, n BLOB NOT NULL)`,
 	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
+	// The entry of a rowid of fts (its rank key: rankKey).
+	`CREATE INDEX entries_rk ON entries(rk)`,
 	`CREATE TABLE refs(file INTEGER NOT NULL, ref TEXT NOT NULL)`,
 	`CREATE INDEX refs_file ON refs(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,
@@ -347,7 +347,7 @@ func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "DELETE FROM ntoks", "UPDATE totals SET nent = 0, ntok = 0", "INSERT INTO fts(fts) VALUES('delete-all')"} {
+	for _, s := range []string{"DELETE FROM files", "DELETE FROM entries", "DELETE FROM dirs", "DELETE FROM refs", "UPDATE totals SET nent = 0, ntok = 0", "INSERT INTO fts(fts) VALUES('delete-all')"} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}

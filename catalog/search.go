@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -106,38 +105,69 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	}
 	var mb strings.Builder
 	exact := e.fts(&mb)
-	match := mb.String()
 	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
 	r.fetch, r.args = fetchQuery(q)
-	// The candidates in one go when they are few: FTS5 gives entry ids,
-	// their lengths come from ntoks, and only the best are read.
-	ids, err := c.candidates(ctx, db, match, c.cfg.bucketAbove+1)
-	if err != nil {
-		return nil, err
-	}
-	complete := len(ids) <= c.cfg.bucketAbove
-	var counted map[*expr]float64
-	if complete && len(r.terms) == 1 && r.terms[0] == e {
-		counted = map[*expr]float64{e: float64(len(ids))}
-	}
-	if r.rk, err = c.newRanker(ctx, db, r.terms, counted); err != nil {
-		return nil, err
-	}
-	if complete {
-		err = c.collect(ctx, db, r, ids)
-	} else {
-		err = c.collectByBucket(ctx, db, r, match, e.bound(r.rk.docs, r.rk.n))
-	}
-	if err != nil {
+	if err := c.collect(ctx, db, r, mb.String()); err != nil {
 		return nil, err
 	}
 	if err := c.setBranches(ctx, db, r); err != nil {
 		return nil, err
 	}
 	return r.hits, nil
+}
+
+// collect adds the hits of the FTS5 expression match, best first, until
+// the limit. Entry ids go in ranking order (entryID), so the candidates
+// are asked for in batches from the first, only as many as the hits
+// need: the limit when every candidate is a hit, more for a phrase (its
+// word order is checked against the text) or with filters, twice as
+// many each time.
+func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match string) error {
+	batch := r.limit
+	if !r.exact || len(r.args) > 0 {
+		batch = max(2*batch, 32)
+	}
+	after := int64(-1)
+	for first := true; ; first = false {
+		if !r.exact {
+			batch = min(batch, maxVerified-r.verified)
+		}
+		ids, err := c.candidates(ctx, db, match, after, batch)
+		if err != nil {
+			return err
+		}
+		if first {
+			// A query of one term counts its candidates when they fit in
+			// the first batch.
+			var counted map[*expr]float64
+			if len(ids) < batch && len(r.terms) == 1 && r.terms[0] == r.e {
+				counted = map[*expr]float64{r.e: float64(len(ids))}
+			}
+			if r.rk, err = c.newRanker(ctx, db, r.terms, counted); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := c.fetchRows(ctx, db, r, ids)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if r.done() {
+				return nil
+			}
+			c.consider(ctx, r, row)
+		}
+		if len(ids) < batch || r.done() {
+			return nil
+		}
+		after, batch = ids[len(ids)-1], min(2*batch, 1024)
+	}
 }
 
 // fetchQuery is the statement that reads the rows of a batch of
@@ -160,18 +190,18 @@ func fetchQuery(q Query) (string, []any) {
 	if q.Model != "" {
 		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
 	}
-	return `SELECT e.id, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
+	return `SELECT e.rk, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
 		FROM entries e JOIN files f ON f.id = e.file
-		WHERE e.id IN (SELECT value FROM json_each(?))` + strings.Repeat(" AND ", min(1, len(where))) + strings.Join(where, " AND "), args
+		WHERE e.rk IN (SELECT value FROM json_each(?))` + strings.Repeat(" AND ", min(1, len(where))) + strings.Join(where, " AND "), args
 }
 
-// candidates returns the ids of the entries an FTS5 expression matches,
-// ascending, at most limit of them (limit < 0: all).
-func (c *Catalog) candidates(ctx context.Context, db *sql.DB, match string, limit int) ([]int64, error) {
+// candidates returns the ids of the entries an FTS5 expression matches
+// above id after, ascending (the ranking's order), at most limit of them.
+func (c *Catalog) candidates(ctx context.Context, db *sql.DB, match string, after int64, limit int) ([]int64, error) {
 	// One row of ids, not a row each: database/sql's cost per row is more
 	// than FTS5's.
 	var list sql.NullString
-	if err := c.scanRow(ctx, db, "SELECT group_concat(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)", []any{match, limit}, &list); err != nil {
+	if err := c.scanRow(ctx, db, "SELECT group_concat(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? AND rowid > ? ORDER BY rowid LIMIT ?)", []any{match, after, limit}, &list); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	var ids []int64
@@ -185,37 +215,26 @@ func (c *Catalog) candidates(ctx context.Context, db *sql.DB, match string, limi
 		}
 		ids = append(ids, id)
 	}
-	if !slices.IsSorted(ids) { // FTS5 gives rowid order; ntokOf needs it
-		slices.Sort(ids)
+	if !slices.IsSorted(ids) {
+		return nil, fmt.Errorf("catalog: candidates out of order: %w", errDamaged)
 	}
 	return ids, nil
 }
 
-// collectByBucket asks for the candidates of many by length bucket,
-// shortest first, so that ordering them reads the lengths of the
-// candidates of the buckets the hits come from, not of every entry
-// holding a common word.
-func (c *Catalog) collectByBucket(ctx context.Context, db *sql.DB, r *results, match string, bound float64) error {
-	sizes, err := c.bucketSizes(ctx, db)
-	if err != nil {
-		return err
+// jsonIDs is ids as a JSON array, for json_each.
+func jsonIDs(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
 	}
-	for _, p := range bucketPasses(sizes, bound, r.rk.n, float64(4*r.limit)) {
-		ids, err := c.candidates(ctx, db, "("+match+") "+p, -1)
-		if err != nil {
-			return err
-		}
-		if err := c.collect(ctx, db, r, ids); err != nil {
-			return err
-		}
-		if r.done() {
-			break
-		}
-	}
-	return nil
+	return string(append(b, ']'))
 }
 
-// results gathers a query's hits across its passes.
+// results gathers a query's hits across its batches.
 type results struct {
 	limit    int
 	exact    bool // FTS5's answer is the answer: no candidate is read back to check
@@ -231,48 +250,6 @@ type results struct {
 
 func (r *results) done() bool {
 	return len(r.hits) >= r.limit || !r.exact && r.verified >= maxVerified
-}
-
-// collect adds the hits among candidates ids (ascending), best first,
-// until the limit: it orders them by length and reads their rows in
-// batches, only as many as the hits need.
-func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, ids []int64) error {
-	ntoks, err := c.ntokOf(ctx, db, ids)
-	if err != nil {
-		return err
-	}
-	exact := byLength(ids, ntoks)
-	batch := r.limit - len(r.hits)
-	if !r.exact || len(r.args) > 0 {
-		batch = max(2*batch, 32)
-	}
-	for len(ids) > 0 && !r.done() {
-		n := min(batch, len(ids))
-		if exact == 0 {
-			n = len(ids) // the rest: ordered by their rows
-		} else {
-			n = min(n, exact)
-		}
-		if !r.exact && exact > 0 {
-			n = min(n, maxVerified-r.verified)
-		}
-		rows, err := c.fetchRows(ctx, db, r, ids[:n])
-		if err != nil {
-			return err
-		}
-		if exact == 0 {
-			slices.SortFunc(rows, func(a, b *candRow) int { return cmp.Or(cmp.Compare(a.ntok, b.ntok), cmp.Compare(a.id, b.id)) })
-		}
-		for _, row := range rows {
-			if r.done() {
-				break
-			}
-			c.consider(ctx, r, row)
-		}
-		ids, exact = ids[n:], max(exact-n, 0)
-		batch = min(2*batch, 1024)
-	}
-	return nil
 }
 
 // candRow is a candidate's row: its hit as far as the rows tell.

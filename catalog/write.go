@@ -2,9 +2,12 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -30,7 +33,7 @@ func (c *Catalog) write(ctx context.Context, db *sql.DB, batch []*parsed) error 
 			return err
 		}
 	}
-	if err := w.ntoks.write(ctx, tx); err != nil {
+	if err := w.flushFTS(ctx); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -48,12 +51,19 @@ type writer struct {
 	tx                                  *sql.Tx
 	state, insFile, updFile, insEntry   *sql.Stmt
 	insFTS, delFTS, delEntries, delFile *sql.Stmt
-	insRef, delRefs, entryIDs           *sql.Stmt
-	ntoks                               ntokSlots
+	insRef, delRefs, lastKey            *sql.Stmt
+	next                                map[int64]int64 // length to the next free rank key
+	fts                                 []ftsRow        // to insert, at the end
+}
+
+// ftsRow is a row of fts to insert.
+type ftsRow struct {
+	rk     int64
+	stream []byte
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
-	w := &writer{tx: tx, ntoks: ntokSlots{}}
+	w := &writer{tx: tx, next: map[int64]int64{}}
 	for _, s := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -62,16 +72,16 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.insFile, "INSERT INTO files(path) VALUES(?)"},
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
 			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ? WHERE id = ?`},
-		{&w.insEntry, `INSERT INTO entries(file, eid, parent, ts, role, tools, model, off, len, ntok,
+		{&w.insEntry, `INSERT INTO entries(rk, file, eid, parent, ts, role, tools, model, off, len, ntok,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&w.insFTS, "INSERT INTO fts(rowid, body) VALUES(?, ?)"},
-		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
+		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT rk FROM entries WHERE file = ?)"},
 		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
 		{&w.delFile, "DELETE FROM files WHERE id = ?"},
 		{&w.insRef, "INSERT INTO refs(file, ref) VALUES(?, ?)"},
 		{&w.delRefs, "DELETE FROM refs WHERE file = ?"},
-		{&w.entryIDs, "SELECT id FROM entries WHERE file = ?"},
+		{&w.lastKey, "SELECT max(rk) FROM entries WHERE rk BETWEEN ? AND ?"},
 	} {
 		st, err := tx.PrepareContext(ctx, s.sql)
 		if err != nil {
@@ -84,7 +94,7 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 }
 
 func (w *writer) close() {
-	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile, w.insRef, w.delRefs, w.entryIDs} {
+	for _, s := range []*sql.Stmt{w.state, w.insFile, w.updFile, w.insEntry, w.insFTS, w.delFTS, w.delEntries, w.delFile, w.insRef, w.delRefs, w.lastKey} {
 		if s != nil {
 			s.Close()
 		}
@@ -104,9 +114,6 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		return nil // changed since planned
 	}
 	if have && (p.kind == workDelete || p.kind == workReindex) {
-		if err := w.clearNtoks(ctx, id); err != nil {
-			return err
-		}
 		for _, s := range []*sql.Stmt{w.delFTS, w.delEntries, w.delRefs} {
 			if _, err := s.ExecContext(ctx, id); err != nil {
 				return fmt.Errorf("catalog: %w", err)
@@ -142,7 +149,11 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		u := d.usage
 		n := int64(bytes.Count(d.stream, []byte(" ")))
 		ntok += n
-		res, err := w.insEntry.ExecContext(ctx, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n, n,
+		rk, err := w.rankKey(ctx, n)
+		if err != nil {
+			return err
+		}
+		_, err = w.insEntry.ExecContext(ctx, rk, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n, n,
 			u.messages, u.toolCalls, u.toolErrors, u.input, u.output, u.cacheRead, u.cacheWrite, u.cost)
 		if err != nil {
 			return fmt.Errorf("catalog: %w", err)
@@ -150,14 +161,7 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		if len(d.stream) == 0 {
 			continue
 		}
-		rowid, err := res.LastInsertId()
-		if err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		if _, err := w.insFTS.ExecContext(ctx, rowid, appendBucket(d.stream, n)); err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		w.ntoks.set(rowid, n)
+		w.fts = append(w.fts, ftsRow{rk, d.stream})
 	}
 	h := p.hdr
 	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
@@ -175,15 +179,53 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 	return nil
 }
 
-// clearNtoks clears the lengths of file's entries, about to be deleted.
-func (w *writer) clearNtoks(ctx context.Context, file int64) error {
-	rows, err := w.entryIDs.QueryContext(ctx, file)
-	return eachRow(rows, err, func(rows *sql.Rows) error {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
+// An entry's rank key, its rowid in fts, is its length in tokens above
+// seqBits bits of a number counting the entries of that length: FTS5
+// gives the rowids a query matches in ascending order, which is the
+// ranking's, shorter entries first, ties in the order they were written.
+// A query's best hits are then its first candidates: no length is looked
+// up, and a common word's candidates are read only as far as the hits
+// need. Counting by length, not overall, keeps the steps between a
+// token's rowids small (FTS5 stores them as varints).
+const (
+	seqBits = 24
+	maxNtok = 1<<(62-seqBits) - 1 // longer entries rank as this long
+)
+
+// errKeys says a length has no rank key left (2^seqBits entries of it).
+var errKeys = errors.New("catalog: no rank key left for an entry of this length")
+
+// rankKey returns the next rank key of an entry of ntok tokens.
+func (w *writer) rankKey(ctx context.Context, ntok int64) (int64, error) {
+	ntok = min(max(ntok, 0), maxNtok)
+	next, ok := w.next[ntok]
+	if !ok {
+		var last sql.NullInt64
+		if err := w.lastKey.QueryRowContext(ctx, ntok<<seqBits, (ntok+1)<<seqBits-1).Scan(&last); err != nil {
+			return 0, fmt.Errorf("catalog: %w", err)
 		}
-		w.ntoks.clear(id)
-		return nil
-	})
+		next = ntok << seqBits
+		if last.Valid {
+			next = last.Int64 + 1
+		}
+	}
+	if next >= (ntok+1)<<seqBits {
+		return 0, fmt.Errorf("%w (%d tokens)", errKeys, ntok)
+	}
+	w.next[ntok] = next + 1
+	return next, nil
+}
+
+// flushFTS inserts the transaction's rows of fts in rowid order: FTS5
+// flushes its pending terms to a new segment whenever a rowid is not
+// above the last one.
+func (w *writer) flushFTS(ctx context.Context) error {
+	slices.SortFunc(w.fts, func(a, b ftsRow) int { return cmp.Compare(a.rk, b.rk) })
+	for _, r := range w.fts {
+		if _, err := w.insFTS.ExecContext(ctx, r.rk, r.stream); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	w.fts = nil
+	return nil
 }

@@ -1,0 +1,192 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRankOrder: hits come best first (scores never rise), a query with
+// a limit gives the first hits of the same query without one (its
+// candidates asked for in batches), and all of them are the entries a
+// brute-force scan finds, with and without a filter.
+func TestRankOrder(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 34))
+	st := newMem()
+	sessions := randomStore(t, st, r, 60)
+	c := openCatalog(t, t.TempDir(), st)
+	run := func(q Query) []Hit {
+		t.Helper()
+		var out []Hit
+		for h, err := range c.Search(ctx, q) {
+			if err != nil {
+				t.Fatalf("search %q: %v", q.Text, err)
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	key := func(h Hit) string { return fmt.Sprintf("%s/%s %.6f", h.SessionID, h.EntryID, h.Score) }
+	queries := []string{"a*", "z*", "x*", "e*", "0*"}
+	for range 80 {
+		queries = append(queries, randomQuery(r))
+	}
+	for i, text := range queries {
+		for _, role := range []string{"", RoleUser} {
+			all := run(Query{Text: text, Role: role, Limit: 1 << 30})
+			for j := 1; j < len(all); j++ {
+				if all[j].Score > all[j-1].Score {
+					t.Fatalf("query %q: hit %d scores %v after %v", text, j, all[j].Score, all[j-1].Score)
+				}
+			}
+			limit := 1 + i%12
+			some := run(Query{Text: text, Role: role, Limit: limit})
+			want := all[:min(limit, len(all))]
+			if got, w := strings.Join(mapKeys(some, key), "\n"), strings.Join(mapKeys(want, key), "\n"); got != w {
+				t.Fatalf("query %q role %q limit %d:\n got %s\nwant %s", text, role, limit, got, w)
+			}
+			var filter func(doc) bool
+			if role != "" {
+				filter = func(d doc) bool { return d.role == role }
+			}
+			got := mapKeys(all, func(h Hit) string { return h.SessionID + "/" + h.EntryID })
+			slices.Sort(got)
+			if want := bruteForce(t, sessions, text, filter); !slices.Equal(got, want) {
+				t.Fatalf("query %q role %q:\n got %q\nwant %q", text, role, got, want)
+			}
+		}
+	}
+}
+
+func mapKeys(hits []Hit, key func(Hit) string) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = key(h)
+	}
+	return out
+}
+
+// TestRankKeys: after sessions are added, grown, rewritten and deleted,
+// each entry's rank key holds its length above a number that orders the
+// entries of a length as they were written, and fts's rowids are the
+// keys of the entries it indexes, no other.
+func TestRankKeys(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	st := newMem()
+	sessions := randomStore(t, st, r, 40)
+	c := openCatalog(t, t.TempDir(), st)
+	check := func(when string) {
+		t.Helper()
+		if err := c.Refresh(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		db, err := c.handle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.QueryContext(ctx, "SELECT rk, ntok, id FROM entries ORDER BY rk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prevRK, prevNtok, prevID int64 = -1, -1, -1
+		n := 0
+		for rows.Next() {
+			var rk, ntok, id int64
+			if err := rows.Scan(&rk, &ntok, &id); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case rk>>seqBits != ntok:
+				t.Fatalf("%s: key %x of an entry of %d tokens", when, rk, ntok)
+			case rk == prevRK:
+				t.Fatalf("%s: key %x twice", when, rk)
+			case ntok == prevNtok && id < prevID:
+				t.Fatalf("%s: entry %d of %d tokens ranks after %d", when, prevID, ntok, id)
+			}
+			prevRK, prevNtok, prevID = rk, ntok, id
+			n++
+		}
+		rows.Close()
+		if n == 0 {
+			t.Fatalf("%s: no entries", when)
+		}
+		var stray, missing int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rk FROM entries)").Scan(&stray); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM entries WHERE ntok > 0 AND rk NOT IN (SELECT rowid FROM fts)").Scan(&missing); err != nil {
+			t.Fatal(err)
+		}
+		if stray != 0 || missing != 0 {
+			t.Fatalf("%s: %d rows of fts without an entry, %d entries not in fts", when, stray, missing)
+		}
+	}
+	check("built")
+	for i, s := range sessions[:10] {
+		switch i % 3 {
+		case 0: // grown
+			line := s.message("more", "", map[string]any{"role": "user", "content": randomText(r, 9)})
+			appendFile(t, st, s.path(), append(line, '\n'))
+		case 1: // rewritten
+			s.lines = s.lines[:1]
+			s.message("other", "", map[string]any{"role": "user", "content": randomText(r, 30)})
+			writeFile(t, st, s.path(), s.bytes())
+		default:
+			if err := st.Unlink(ctx, s.path()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check("changed")
+}
+
+// TestLongEntriesRanked: long entries are ranked by their own lengths.
+func TestLongEntriesRanked(t *testing.T) {
+	st := newMem()
+	for i, words := range []int{1<<16 + 9000, 12, 1<<16 + 100, 1<<16 + 5000} {
+		s := &fakeSession{id: fmt.Sprintf("s%d", i), cwd: "/w", title: "t"}
+		s.message("e", "", map[string]any{"role": "user", "content": "zanzibar" + strings.Repeat(" go", words)})
+		writeFile(t, st, s.path(), s.bytes())
+	}
+	c := openCatalog(t, t.TempDir(), st)
+	var got []string
+	for h, err := range c.Search(context.Background(), Query{Text: "zanzibar"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h.SessionID)
+	}
+	if want := []string{"s1", "s2", "s3", "s0"}; !slices.Equal(got, want) {
+		t.Errorf("order %q, want %q", got, want)
+	}
+}
+
+// TestStaleHitDropped: a file changed in place, its size and last bytes
+// kept (the catalog reads it again only on a full refresh or a rebuild),
+// gives no hit for text it no longer holds.
+func TestStaleHitDropped(t *testing.T) {
+	st := newMem()
+	s := &fakeSession{id: "sess-1", cwd: "/w/a", title: "t"}
+	s.message("e1", "", map[string]any{"role": "user", "content": "alpha words here"})
+	s.message("e2", "e1", map[string]any{"role": "user", "content": strings.Repeat("a tail kept as it was ", 8)})
+	writeFile(t, st, s.path(), s.bytes())
+	c := openCatalog(t, t.TempDir(), st)
+	if got := hitKeys(t, c, Query{Text: "alpha"}); !slices.Equal(got, []string{"sess-1/e1"}) {
+		t.Fatalf("before: %q", got)
+	}
+	writeFile(t, st, s.path(), []byte(strings.Replace(string(s.bytes()), "alpha words", "gamma words", 1)))
+	if got := hitKeys(t, c, Query{Text: "alpha"}); len(got) != 0 {
+		t.Errorf("text changed in place still found: %q", got)
+	}
+	if err := c.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := hitKeys(t, c, Query{Text: "gamma"}); !slices.Equal(got, []string{"sess-1/e1"}) {
+		t.Errorf("after a rebuild: %q", got)
+	}
+}
