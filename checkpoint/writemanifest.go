@@ -173,7 +173,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var head chan statcache.Head
 	if save {
 		head = make(chan statcache.Head, 1)
-		go func() { head <- cache.EncodeHead(start) }()
+		go func() { head <- cache.EncodeHead() }()
 	}
 	var root string
 	var trees []string

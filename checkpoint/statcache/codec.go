@@ -10,33 +10,32 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/klauspost/compress/s2"
-
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
 // The cache is written as two blocks: magic, uvarint length of the first,
-// the first (S2-compressed), the second (raw: its refs and trees are
-// digests, which S2 shrank by a sixth at the cost of a copy to decode). A
-// snapshot compresses the first (the directories, final once its files
-// are stored) while it builds its trees, and writes the second (trees and
-// the last snapshot) after; a reader decodes the two at once. Each block
-// ends with the CRC-32C of its bytes. Decoded,
-// the first is a base time and the directories: path, stat, verified (as
-// the distance back from the base, one byte for nearly all), whether
-// listed, and the names, each with a byte telling whether an entry
-// follows, its stat and verified time, without its refs. The second holds
-// the number of entries and their refs in the order of the first, the
-// number of directories and their tree refs (treeOf) in the order of the
-// first (which the first's decoder reads, while the trees are read), the
-// trees, and the last snapshot.
+// the first, the second, both raw: S2 shrank the first by a third but
+// decoding it, and the varints it held, was a tenth of a dry run's work
+// after process start, on its critical path (the walk waits for the
+// cache). A snapshot encodes the first (the directories, final once its
+// files are stored) while it builds its trees, and writes the second
+// (trees and the last snapshot) after; a reader decodes the two at once.
+// Each block ends with the CRC-32C of its bytes. The first holds the
+// directories: path, stat and verified time at fixed width, whether
+// listed, and the names, each with a flags byte (an entry follows; its
+// ctime is its mtime; its device, or its verified time, is its
+// directory's) and the entry's stat and verified time at fixed width,
+// little-endian, leaving out what the flags say, without its refs. The
+// second holds the number of entries and their refs in the order of the
+// first, the number of directories and their tree refs (treeOf) in the
+// order of the first (which the first's decoder reads, while the trees
+// are read), the trees, and the last snapshot.
 
 // Encode writes the whole cache.
-func (c *Cache) Encode() []byte { return c.EncodeTail(c.EncodeHead(c.Last.Verified)) }
+func (c *Cache) Encode() []byte { return c.EncodeTail(c.EncodeHead()) }
 
-// Head is the first block, compressed, and the order it holds the
-// directories in.
+// Head is the first block and the order it holds the directories in.
 type Head struct {
 	block   []byte
 	paths   []string
@@ -45,16 +44,17 @@ type Head struct {
 	entries int
 }
 
-// EncodeHead encodes the directories, verified times relative to base (any
-// time; the snapshot's start keeps them short).
-func (c *Cache) EncodeHead(base int64) Head {
+// EncodeHead encodes the directories.
+func (c *Cache) EncodeHead() Head {
 	h := Head{paths: make([]string, 0, len(c.Dirs)), recs: make([]*Dir, 0, len(c.Dirs))}
-	size := 64
+	size := binary.MaxVarintLen64 + crc32.Size
 	for d, r := range c.Dirs {
-		size += len(d) + 48 + len(r.Names)*(24+40)
+		size += 2*binary.MaxVarintLen64 + len(d) + statSize + 9
+		for _, n := range r.Names {
+			size += binary.MaxVarintLen64 + len(n) + 1 + entryMax
+		}
 	}
 	b := make([]byte, 0, size)
-	b = binary.AppendVarint(b, base)
 	b = binary.AppendUvarint(b, uint64(len(c.Dirs)))
 	// In map order: nothing needs them sorted.
 	for d, r := range c.Dirs {
@@ -62,22 +62,20 @@ func (c *Cache) EncodeHead(base int64) Head {
 		h.recs = append(h.recs, r)
 		b = wire.AppendStr(b, d)
 		b = appendStat(b, r.St)
-		b = binary.AppendVarint(b, base-r.Verified)
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.Verified))
 		b = wire.AppendBool(b, r.Listed)
 		b = binary.AppendUvarint(b, uint64(len(r.Names)))
 		for i, n := range r.Names {
 			b = wire.AppendStr(b, n)
 			e := r.Ents[i]
-			b = wire.AppendBool(b, e.n > 0)
+			b = appendEntry(b, e, r)
 			if e.n > 0 {
-				b = appendStat(b, e.St)
-				b = binary.AppendVarint(b, base-e.Verified)
 				h.refs += int(e.n)
 				h.entries++
 			}
 		}
 	}
-	h.block = compressCache(appendCRC(b))
+	h.block = appendCRC(b)
 	return h
 }
 
@@ -128,16 +126,6 @@ func appendCRC(b []byte) []byte { return appendCRCFrom(b, 0) }
 // appendCRCFrom appends the CRC-32C of b[from:].
 func appendCRCFrom(b []byte, from int) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[from:], castagnoli))
-}
-
-// compressCache is one S2 block (snappy's successor, from the zstd module),
-// in its fastest mode: a few times faster than zstd's fastest level both
-// ways. Its "better" mode halves the second block (the entries' refs match
-// the trees' digests far back), but costs one to three milliseconds more
-// per 5,000 files where a snapshot waits for it: 0.3 MiB more for a tree
-// of 2,000 files, against a store of 17 MiB.
-func compressCache(b []byte) []byte {
-	return s2.Encode(make([]byte, s2.MaxEncodedLen(len(b))), b)
 }
 
 // castagnoli is the CRC-32C table (hardware on amd64 and arm64). The cache
@@ -234,15 +222,6 @@ func Decode(data []byte) (*Cache, error) {
 	return c, nil
 }
 
-// openBlock decompresses a block and checks its CRC-32C.
-func openBlock(b []byte) ([]byte, error) {
-	raw, err := decodeBlock(b)
-	if err != nil {
-		return nil, err
-	}
-	return checkCRC(raw)
-}
-
 // checkCRC checks the CRC-32C that ends raw and returns what it covers.
 func checkCRC(raw []byte) ([]byte, error) {
 	if len(raw) < 4 {
@@ -261,7 +240,7 @@ func checkCRC(raw []byte) ([]byte, error) {
 // names the records hold. The names and entries of all records share two
 // arrays, each record's clipped to its own.
 func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*Dir, map[string]string, int, error) {
-	raw, err := openBlock(block)
+	raw, err := checkCRC(block)
 	tr := <-refs
 	if err != nil {
 		return nil, nil, 0, err
@@ -271,12 +250,11 @@ func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*Dir, map[strin
 	}
 	rs := tr.spans
 	r := wire.NewReader(raw)
-	base := r.Varint()
 	nd := r.Uvarint()
-	// A record takes 10 bytes at least (path length, six stat fields,
-	// verified, listed, names): more than the block holds is damage, not
-	// an allocation to make.
-	if nd > uint64(len(r.B))/10 || nd != tr.dirs {
+	// A record takes 55 bytes at least (path length, stat, verified,
+	// listed, names): more than the block holds is damage, not an
+	// allocation to make.
+	if nd > uint64(len(r.B))/(statSize+11) || nd != tr.dirs {
 		return nil, nil, 0, ErrDamaged
 	}
 	dirs := make(map[string]*Dir, nd)
@@ -288,28 +266,30 @@ func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*Dir, map[strin
 	ents := make([]Entry, 0, len(rs)+int(nd))
 	k := 0 // the next ref
 	for i := range recs {
-		if r.Err != nil {
-			break
-		}
 		d := r.Str()
 		if ref := cacheRef(trees); ref != "" {
 			treeOf[d] = ref
 		}
 		rec := &recs[i]
-		rec.St = readStat(r)
-		rec.Verified = base - r.Varint()
-		rec.Listed = r.Bool()
+		fx := fixed(r, statSize+9)
+		if fx == nil {
+			return nil, nil, 0, ErrDamaged
+		}
+		rec.St = readStat(fx)
+		rec.Verified = int64(binary.LittleEndian.Uint64(fx[statSize:]))
+		rec.Listed = fx[statSize+8] != 0
 		nn := r.Uvarint()
-		if nn > uint64(len(r.B)) {
+		if r.Err != nil || nn > uint64(len(r.B))/2 || fx[statSize+8] > 1 {
 			return nil, nil, 0, ErrDamaged
 		}
 		n0 := len(names)
-		for j := uint64(0); j < nn && r.Err == nil; j++ {
+		for j := uint64(0); j < nn; j++ {
 			names = append(names, r.Str())
-			var e Entry
-			if r.Bool() {
-				e.St = readStat(r)
-				e.Verified = base - r.Varint()
+			e, ok := readEntry(r, rec)
+			if !ok {
+				return nil, nil, 0, ErrDamaged
+			}
+			if e.n > 0 {
 				if k >= len(rs) {
 					return nil, nil, 0, ErrDamaged
 				}
@@ -319,7 +299,7 @@ func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*Dir, map[strin
 			ents = append(ents, e)
 		}
 		rec.Names, rec.Ents = names[n0:len(names):len(names)], ents[n0:len(ents):len(ents)]
-		if !slices.IsSorted(rec.Names) {
+		if r.Err != nil || !slices.IsSorted(rec.Names) {
 			return nil, nil, 0, ErrDamaged
 		}
 		dirs[d] = rec
@@ -401,35 +381,136 @@ func (c *Cache) decodeTail(block []byte, refs chan<- *tailRefs) error {
 	return nil
 }
 
-// decodeBlock decompresses one S2 block of the cache, bounded.
-func decodeBlock(b []byte) ([]byte, error) {
-	size, err := s2.DecodedLen(b)
-	if err != nil || size > cacheMaxBody {
-		return nil, fmt.Errorf("%w: length %d: %v", ErrDamaged, size, err)
+// statSize is the bytes of a Stat at fixed width: mode, then size,
+// mtime, ctime, inode and device.
+const statSize = 4 + 5*8
+
+// Flags of an entry in the first block: an entry follows (else none is
+// there), and which of its fields are left out as its directory's or its
+// mtime.
+const (
+	entSet byte = 1 << iota
+	entCtimeIsMtime
+	entDevOfDir
+	entVerifiedOfDir
+	entFlags = entSet | entCtimeIsMtime | entDevOfDir | entVerifiedOfDir
+)
+
+// entryMax is the most bytes appendEntry writes after the flags.
+const entryMax = statSize + 8
+
+// appendEntry writes e, an entry of the directory dir, as its flags and
+// the fields they do not leave out.
+func appendEntry(b []byte, e Entry, dir *Dir) []byte {
+	if e.n == 0 {
+		return append(b, 0)
 	}
-	out, err := s2.Decode(nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
+	f := entSet
+	if e.St.Ctime == e.St.Mtime {
+		f |= entCtimeIsMtime
 	}
-	return out, nil
+	if e.St.Dev == dir.St.Dev {
+		f |= entDevOfDir
+	}
+	if e.Verified == dir.Verified {
+		f |= entVerifiedOfDir
+	}
+	le := binary.LittleEndian
+	b = append(b, f)
+	b = le.AppendUint32(b, uint32(e.St.Mode))
+	b = le.AppendUint64(b, uint64(e.St.Size))
+	b = le.AppendUint64(b, uint64(e.St.Mtime))
+	if f&entCtimeIsMtime == 0 {
+		b = le.AppendUint64(b, uint64(e.St.Ctime))
+	}
+	b = le.AppendUint64(b, e.St.Ino)
+	if f&entDevOfDir == 0 {
+		b = le.AppendUint64(b, e.St.Dev)
+	}
+	if f&entVerifiedOfDir == 0 {
+		b = le.AppendUint64(b, uint64(e.Verified))
+	}
+	return b
+}
+
+// readEntry reads what appendEntry wrote for an entry of dir: the zero
+// Entry for none, ok false for damage.
+func readEntry(r *wire.Reader, dir *Dir) (e Entry, ok bool) {
+	if r.Err != nil || len(r.B) == 0 {
+		return Entry{}, false
+	}
+	f := r.B[0]
+	r.B = r.B[1:]
+	if f == 0 {
+		return Entry{}, true
+	}
+	if f&^entFlags != 0 || f&entSet == 0 {
+		return Entry{}, false
+	}
+	n := entryMax
+	for _, bit := range [...]byte{entCtimeIsMtime, entDevOfDir, entVerifiedOfDir} {
+		if f&bit != 0 {
+			n -= 8
+		}
+	}
+	b := fixed(r, n)
+	if b == nil {
+		return Entry{}, false
+	}
+	le := binary.LittleEndian
+	e.St.Mode = fs.FileMode(le.Uint32(b))
+	e.St.Size = int64(le.Uint64(b[4:]))
+	e.St.Mtime = int64(le.Uint64(b[12:]))
+	b = b[20:]
+	e.St.Ctime = e.St.Mtime
+	if f&entCtimeIsMtime == 0 {
+		e.St.Ctime, b = int64(le.Uint64(b)), b[8:]
+	}
+	e.St.Ino, b = le.Uint64(b), b[8:]
+	e.St.Dev = dir.St.Dev
+	if f&entDevOfDir == 0 {
+		e.St.Dev, b = le.Uint64(b), b[8:]
+	}
+	e.Verified = dir.Verified
+	if f&entVerifiedOfDir == 0 {
+		e.Verified = int64(le.Uint64(b))
+	}
+	// An entry's refs are set by the caller; n marks it as one.
+	e.n = 1
+	return e, true
+}
+
+// fixed returns the next n bytes of r, or nil (and r damaged) when fewer
+// are left.
+func fixed(r *wire.Reader, n int) []byte {
+	if r.Err != nil || len(r.B) < n {
+		r.Err = ErrDamaged
+		return nil
+	}
+	b := r.B[:n:n]
+	r.B = r.B[n:]
+	return b
 }
 
 func appendStat(b []byte, st Stat) []byte {
-	b = binary.AppendUvarint(b, uint64(st.Mode))
-	b = binary.AppendVarint(b, st.Size)
-	b = binary.AppendVarint(b, st.Mtime)
-	b = binary.AppendVarint(b, st.Ctime)
-	b = binary.AppendUvarint(b, st.Ino)
-	return binary.AppendUvarint(b, st.Dev)
+	le := binary.LittleEndian
+	b = le.AppendUint32(b, uint32(st.Mode))
+	b = le.AppendUint64(b, uint64(st.Size))
+	b = le.AppendUint64(b, uint64(st.Mtime))
+	b = le.AppendUint64(b, uint64(st.Ctime))
+	b = le.AppendUint64(b, st.Ino)
+	return le.AppendUint64(b, st.Dev)
 }
 
-func readStat(r *wire.Reader) Stat {
-	var st Stat
-	st.Mode = fs.FileMode(r.Uvarint())
-	st.Size = r.Varint()
-	st.Mtime = r.Varint()
-	st.Ctime = r.Varint()
-	st.Ino = r.Uvarint()
-	st.Dev = r.Uvarint()
-	return st
+// readStat reads what appendStat wrote from b, statSize bytes at least.
+func readStat(b []byte) Stat {
+	le := binary.LittleEndian
+	return Stat{
+		Mode:  fs.FileMode(le.Uint32(b)),
+		Size:  int64(le.Uint64(b[4:])),
+		Mtime: int64(le.Uint64(b[12:])),
+		Ctime: int64(le.Uint64(b[20:])),
+		Ino:   le.Uint64(b[28:]),
+		Dev:   le.Uint64(b[36:]),
+	}
 }

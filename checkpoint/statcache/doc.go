@@ -8,5 +8,5 @@
 // tree ref (git's cache-tree). docs/checkpoint.md describes the file.
 //
 // Imports: the standard library, cas (ref algorithms),
-// checkpoint/internal/wire and klauspost/compress/s2.
+// and checkpoint/internal/wire.
 package statcache

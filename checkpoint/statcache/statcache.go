@@ -116,7 +116,7 @@ func (c *Cache) RefsOf(e Entry) Refs {
 }
 
 // cacheMagic starts the file (see Encode for the rest).
-const cacheMagic = cacheFamily + "13\n"
+const cacheMagic = cacheFamily + "14\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (ErrVersion).
@@ -129,9 +129,6 @@ var ErrDamaged = errors.New("stat cache damaged")
 // ErrVersion is what Decode returns for a cache another version of trove
 // wrote; it wraps ErrDamaged.
 var ErrVersion = fmt.Errorf("%w: written by another version", ErrDamaged)
-
-// cacheMaxBody bounds what a damaged or hostile cache decompresses to.
-const cacheMaxBody = 1 << 30
 
 // Racy windows: how close to a snapshot's start an mtime or ctime must be
 // for the stat to prove nothing. Sub-second timestamps come from a clock

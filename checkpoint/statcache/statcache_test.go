@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
 // sumRef is the ref of data as cas writes it (sha256).
@@ -213,7 +215,7 @@ func TestDecodeDirsChecks(t *testing.T) {
 	}
 	r.Names[0], r.Names[1] = r.Names[1], r.Names[0]
 	// Two entries in the first block, the refs of one in the second.
-	head := c.EncodeHead(1)
+	head := c.EncodeHead()
 	r.Ents[1].n = 0
 	if _, err := Decode(c.EncodeTail(head)); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("refs of fewer entries than the directories hold: %v", err)
@@ -265,5 +267,46 @@ func TestCacheVersion(t *testing.T) {
 		if !errors.Is(err, ErrDamaged) || errors.Is(err, ErrVersion) != version {
 			t.Errorf("%q: %v", data, err)
 		}
+	}
+}
+
+// An entry's ctime, device and verified time are left out where they are
+// its mtime or its directory's, and read back as they were; a flags byte
+// with a bit no version wrote is damage.
+func TestEntryFieldsElided(t *testing.T) {
+	c := New()
+	dirSt := Stat{Mode: fs.ModeDir | 0o755, Mtime: 5e9, Ctime: 5e9, Ino: 2, Dev: 7}
+	c.Put("d/same", Stat{Mode: 0o644, Size: 1, Mtime: 3e9, Ctime: 3e9, Ino: 10, Dev: 7}, Refs{Ref: sumRef([]byte("s"))}, 99)
+	c.Put("d/other", Stat{Mode: 0o600, Size: 2, Mtime: 3e9, Ctime: 4e9, Ino: 11, Dev: 8}, Refs{Ref: sumRef([]byte("o"))}, 99)
+	c.Relist(map[string]Listing{"d": {St: dirSt, Names: []string{"none", "other", "same"}}}, 99)
+	c.Put("d/other", Stat{Mode: 0o600, Size: 2, Mtime: 3e9, Ctime: 4e9, Ino: 11, Dev: 8}, Refs{Ref: sumRef([]byte("o"))}, 42)
+	got, err := Decode(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"d/same", "d/other"} {
+		want, _ := c.Entry(p)
+		e, ok := got.Entry(p)
+		if !ok || e.St != want.St || e.Verified != want.Verified || got.RefsOf(e) != c.RefsOf(want) {
+			t.Errorf("%s: %+v, want %+v", p, e, want)
+		}
+	}
+	if _, ok := got.Entry("d/none"); ok {
+		t.Error("a name without an entry read back with one")
+	}
+	if r := got.Dirs["d"]; r.St != dirSt || r.Verified != 99 || !r.Listed {
+		t.Errorf("directory record %+v", r)
+	}
+	// The same snapshot's entry with the directory's device and its mtime
+	// as ctime leaves those three out; the other holds them all.
+	rec := c.Dirs["d"]
+	if e, _ := c.Entry("d/same"); len(appendEntry(nil, e, rec)) != 1+4+3*8 {
+		t.Errorf("d/same takes %d bytes", len(appendEntry(nil, e, rec)))
+	}
+	if e, _ := c.Entry("d/other"); len(appendEntry(nil, e, rec)) != 1+entryMax {
+		t.Errorf("d/other takes %d bytes", len(appendEntry(nil, e, rec)))
+	}
+	if _, ok := readEntry(&wire.Reader{B: []byte{entSet | 0x40}}, &Dir{}); ok {
+		t.Error("unknown flag bit accepted")
 	}
 }
