@@ -22,7 +22,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 9
+const schemaVersion = 10
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -166,13 +166,9 @@ func (c *Catalog) openLocked(ctx context.Context) error {
 // another version.
 func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 	var version, pages, pageSize int64
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+	// One statement, not three: each costs a parse in a new process.
+	if err := db.QueryRowContext(ctx, `SELECT u.user_version, c.page_count, s.page_size
+		FROM pragma_user_version u, pragma_page_count c, pragma_page_size s`).Scan(&version, &pages, &pageSize); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	// A truncated file: its header promises pages it lacks (the WAL may
@@ -242,7 +238,9 @@ var schema = []string{
 		nent INTEGER NOT NULL DEFAULT 0,
 		ntok INTEGER NOT NULL DEFAULT 0,
 		run TEXT NOT NULL DEFAULT '',
-		done INTEGER NOT NULL DEFAULT 0
+		done INTEGER NOT NULL DEFAULT 0,
+		last TEXT NOT NULL DEFAULT '',
+		forked INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE INDEX files_session ON files(session)`,
 	`CREATE INDEX files_open_runs ON files(path) WHERE run != '' AND done = 0`,

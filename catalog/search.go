@@ -190,7 +190,7 @@ func fetchQuery(q Query) (string, []any) {
 	if q.Model != "" {
 		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
 	}
-	return `SELECT e.rk, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run
+	return `SELECT e.rk, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run, f.last, f.forked
 		FROM entries e JOIN files f ON f.id = e.file
 		WHERE e.rk IN (SELECT value FROM json_each(?))` + strings.Repeat(" AND ", min(1, len(where))) + strings.Join(where, " AND "), args
 }
@@ -245,6 +245,7 @@ type results struct {
 	args     []any
 	hits     []Hit
 	files    []int64 // hits[i]'s file row
+	chains   []chain // hits[i]'s file's entries
 	verified int     // candidates read back and checked
 }
 
@@ -256,6 +257,7 @@ func (r *results) done() bool {
 type candRow struct {
 	h                        Hit
 	id, file, off, len, ntok int64
+	chain                    chain
 }
 
 // fetchRows reads the rows of ids that pass the query's filters, in the
@@ -272,7 +274,7 @@ func (c *Catalog) fetchRows(ctx context.Context, db *sql.DB, r *results, ids []i
 		var tools string
 		cr := &candRow{}
 		h := &cr.h
-		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &cr.ntok, &h.RunID); err != nil {
+		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked); err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
 		}
 		if ts != 0 {
@@ -313,6 +315,7 @@ func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 	h.Score = r.rk.score(cr.ntok)
 	r.hits = append(r.hits, h)
 	r.files = append(r.files, cr.file)
+	r.chains = append(r.chains, cr.chain)
 }
 
 // ranker scores hits by BM25 with every term counted once: the sum of
@@ -385,39 +388,57 @@ type branches struct {
 	kids map[string][]string
 }
 
-// setBranches sets each hit's branch, reading the trees of the hits'
-// sessions in one statement.
+// setBranches sets each hit's branch: the last entry of a file that is
+// one chain, else from the trees of the hits' sessions, read in one
+// statement.
 func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error {
 	var files []int64
-	for i, h := range r.hits {
-		if h.EntryID != "" && h.RunID == "" && !slices.Contains(files, r.files[i]) {
+	for i := range r.hits {
+		h := &r.hits[i]
+		switch {
+		case h.EntryID == "" || h.RunID != "":
+		case !r.chains[i].forked && r.chains[i].last != "":
+			h.Branch = r.chains[i].last
+		case !slices.Contains(files, r.files[i]):
 			files = append(files, r.files[i])
 		}
 	}
 	if len(files) == 0 {
 		return nil
 	}
-	rows, err := c.rows(ctx, db, "SELECT file, eid, parent FROM entries WHERE file IN (SELECT value FROM json_each(?)) AND eid != '' ORDER BY file, id", jsonIDs(files))
+	// A row a file, not a row an entry: database/sql's cost per row is
+	// more than SQLite's. Each id and parent is written with its length
+	// in bytes before it: "2:e1" "0:" for an entry e1 without a parent.
+	rows, err := c.rows(ctx, db, `SELECT file, group_concat(length(CAST(eid AS BLOB)) || ':' || eid ||
+		length(CAST(parent AS BLOB)) || ':' || parent, '' ORDER BY id)
+		FROM entries WHERE file IN (SELECT value FROM json_each(?)) AND eid != '' GROUP BY file`, jsonIDs(files))
 	trees := map[int64]*branches{}
 	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var file int64
-		var id, parent string
-		if err := rows.Scan(&file, &id, &parent); err != nil {
+		var list string
+		if err := rows.Scan(&file, &list); err != nil {
 			return err
 		}
-		b := trees[file]
-		if b == nil {
-			b = &branches{kids: map[string][]string{}}
-			trees[file] = b
+		b := &branches{kids: map[string][]string{}}
+		for list != "" {
+			var id, parent string
+			var ok bool
+			if id, list, ok = cutSized(list); ok {
+				parent, list, ok = cutSized(list)
+			}
+			if !ok {
+				return fmt.Errorf("the tree of file %d: %w", file, errDamaged)
+			}
+			b.kids[parent] = append(b.kids[parent], id)
 		}
-		b.kids[parent] = append(b.kids[parent], id)
+		trees[file] = b
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for i := range r.hits {
-		if h := &r.hits[i]; h.EntryID != "" && h.RunID == "" {
+		if h := &r.hits[i]; h.EntryID != "" && h.RunID == "" && h.Branch == "" {
 			t := trees[r.files[i]]
 			if t == nil {
 				t = &branches{} // no entry rows: the entry is its own leaf
@@ -426,6 +447,20 @@ func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error
 		}
 	}
 	return nil
+}
+
+// cutSized cuts a string written as its length, a colon and itself from
+// the front of s.
+func cutSized(s string) (v, rest string, ok bool) {
+	n, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", false
+	}
+	k, err := strconv.Atoi(n)
+	if err != nil || k < 0 || k > len(rest) {
+		return "", "", false
+	}
+	return rest[:k], rest[k:], true
 }
 
 // leaf follows id's newest child down to a leaf.

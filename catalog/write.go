@@ -68,10 +68,11 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&w.state, "SELECT id, size, tail FROM files WHERE path = ?"},
+		{&w.state, "SELECT id, size, tail, last, forked FROM files WHERE path = ?"},
 		{&w.insFile, "INSERT INTO files(path) VALUES(?)"},
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
-			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ? WHERE id = ?`},
+			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ?,
+			last = ?, forked = ? WHERE id = ?`},
 		{&w.insEntry, `INSERT INTO entries(rk, file, eid, parent, ts, role, tools, model, off, len, ntok,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
@@ -105,7 +106,8 @@ func (w *writer) close() {
 func (w *writer) file(ctx context.Context, p *parsed) error {
 	var id, size int64
 	var tail []byte
-	err := w.state.QueryRowContext(ctx, p.path).Scan(&id, &size, &tail)
+	var ch chain
+	err := w.state.QueryRowContext(ctx, p.path).Scan(&id, &size, &tail, &ch.last, &ch.forked)
 	have := err == nil
 	if err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("catalog: %w", err)
@@ -142,9 +144,13 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 			return fmt.Errorf("catalog: %w", err)
 		}
 	}
+	if p.kind != workGrow && p.kind != workTouch {
+		ch = chain{} // read whole: its old rows are gone
+	}
 	updated, ntok := int64(0), int64(0)
 	for i := range p.docs {
 		d := &p.docs[i]
+		ch.add(d.id, d.parent)
 		updated = max(updated, d.ts)
 		u := d.usage
 		n := int64(bytes.Count(d.stream, []byte(" ")))
@@ -167,16 +173,35 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 	if p.hdrLen == 0 && (p.kind == workGrow || p.kind == workTouch) {
 		// The header was read before: keep it.
 		_, err = w.tx.ExecContext(ctx, `UPDATE files SET updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?,
-			nent = nent + ?, ntok = ntok + ?, done = max(done, ?) WHERE id = ?`,
-			updated, p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, p.done, id)
+			nent = nent + ?, ntok = ntok + ?, done = max(done, ?), last = ?, forked = ? WHERE id = ?`,
+			updated, p.size, unixNano(p.fi), p.tail, p.skip, len(p.docs), ntok, p.done, ch.last, ch.forked, id)
 	} else {
 		_, err = w.updFile.ExecContext(ctx, h.id, h.cwd, h.title, h.parent, h.ts, max(updated, h.ts), p.size, unixNano(p.fi), p.tail, p.skip,
-			len(p.docs), ntok, p.run, p.done, id)
+			len(p.docs), ntok, p.run, p.done, ch.last, ch.forked, id)
 	}
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	return nil
+}
+
+// chain follows a file's entries in file order: the last one's id, and
+// whether any is not the child of the one before. In a file that is one
+// chain, every entry's branch ends at its last entry: a hit's branch is
+// read from the file's row, not from its tree.
+type chain struct {
+	last   string
+	forked bool
+}
+
+func (c *chain) add(id, parent string) {
+	if id == "" {
+		return // a header's title, a run's record
+	}
+	if c.last != "" && parent != c.last {
+		c.forked = true
+	}
+	c.last = id
 }
 
 // An entry's rank key, its rowid in fts, is its length in tokens above
