@@ -280,6 +280,22 @@ type nameRules struct {
 	names, dirNames       map[string]bool
 	suffixes, dirSuffixes []string
 	rest                  []Rule
+	// first holds the first bytes of names and dirNames: most names of a
+	// tree start with none of them, and are passed without hashing them
+	// for a map lookup (a tenth of the walk's own work, per entry).
+	first [4]uint64
+}
+
+// addFirst records the first byte of a key of names or dirNames.
+func (f *nameRules) addFirst(name string) {
+	if name != "" {
+		f.first[name[0]>>6] |= 1 << (name[0] & 63)
+	}
+}
+
+// mayName reports whether name may be a key of names or dirNames.
+func (f *nameRules) mayName(name string) bool {
+	return name != "" && f.first[name[0]>>6]&(1<<(name[0]&63)) != 0
 }
 
 // New returns a Matcher of rules in order of precedence, then extra, which
@@ -303,8 +319,10 @@ func (ig *Matcher) fastRules() *nameRules {
 					f.suffixes = append(f.suffixes, r.literal)
 				case r.dirOnly:
 					f.dirNames[r.literal] = true
+					f.addFirst(r.literal)
 				default:
 					f.names[r.literal] = true
+					f.addFirst(r.literal)
 				}
 			}
 		}
@@ -314,7 +332,7 @@ func (ig *Matcher) fastRules() *nameRules {
 }
 
 func (f *nameRules) ignored(rel, name string, isDir bool) bool {
-	if f.names[name] || isDir && f.dirNames[name] {
+	if f.mayName(name) && (f.names[name] || isDir && f.dirNames[name]) {
 		return true
 	}
 	for _, s := range f.suffixes {

@@ -240,3 +240,20 @@ func BenchmarkIgnored(b *testing.B) {
 		ig.Ignored(paths[i%len(paths)], i%4 == 1)
 	}
 }
+
+// Names are matched whatever byte they start with: the filter on first
+// bytes passes every name a rule has, bytes past ASCII included.
+func TestNameRulesFirstByte(t *testing.T) {
+	ig := New(CompilePatterns("", []string{".git/", "x", "\u00e9t\u00e9", "*.o"}), nil)
+	for p, want := range map[string]bool{
+		"a/x": true, "x": true, "a/y": false, "a/.git": false, "a/\u00e9t\u00e9": true,
+		"a/\u00e9": false, "b.o": true, "xx": false, "": false,
+	} {
+		if got := ig.Ignored(p, false); got != want {
+			t.Errorf("Ignored(%q, file) = %v, want %v", p, got, want)
+		}
+	}
+	if !ig.Ignored("a/.git", true) || ig.Ignored("a/.gitx", true) {
+		t.Error(".git/ as a directory")
+	}
+}
