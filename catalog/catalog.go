@@ -50,12 +50,7 @@ type Catalog struct {
 	stmtDB *sql.DB              // the handle stmts are prepared on
 	stmts  map[string]*sql.Stmt // by query
 
-	gen     atomic.Int64 // counts this process's writes to the catalog
-	rankMu  sync.Mutex
-	rankGen int64
-	rankAt  time.Time
-	rankN   float64
-	rankAvg float64
+	gen atomic.Int64 // counts this process's writes to the catalog
 }
 
 // Option configures Open.

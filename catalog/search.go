@@ -120,7 +120,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 }
 
 // collect adds the hits of the FTS5 expression match, best first, until
-// the limit. Entry ids go in ranking order (entryID), so the candidates
+// the limit. Rank keys go in ranking order (rankKey), so the candidates
 // are asked for in batches from the first, only as many as the hits
 // need: the limit when every candidate is a hit, more for a phrase (its
 // word order is checked against the text) or with filters, twice as
@@ -130,48 +130,49 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 	if !r.exact || len(r.args) > 0 {
 		batch = max(2*batch, 32)
 	}
+	// A query of one term has its document count from the statement of
+	// its first batch.
+	single := len(r.terms) == 1 && r.terms[0] == r.e
 	after := int64(-1)
 	for first := true; ; first = false {
 		if !r.exact {
 			batch = min(batch, maxVerified-r.verified)
 		}
-		ids, err := c.candidates(ctx, db, match, after, batch)
+		b, err := c.fetchBatch(ctx, db, r, match, after, batch, first && single)
 		if err != nil {
 			return err
 		}
+		if b.n == 0 {
+			return nil
+		}
 		if first {
-			// A query of one term counts its candidates when they fit in
-			// the first batch.
 			var counted map[*expr]float64
-			if len(ids) < batch && len(r.terms) == 1 && r.terms[0] == r.e {
-				counted = map[*expr]float64{r.e: float64(len(ids))}
+			if single {
+				counted = map[*expr]float64{r.e: b.count}
 			}
-			if r.rk, err = c.newRanker(ctx, db, r.terms, counted); err != nil {
+			if r.rk, err = c.newRanker(ctx, db, r.terms, counted, b.nent, b.ntok); err != nil {
 				return err
 			}
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		rows, err := c.fetchRows(ctx, db, r, ids)
-		if err != nil {
-			return err
-		}
-		for _, row := range rows {
+		for _, row := range b.rows {
 			if r.done() {
 				return nil
 			}
 			c.consider(ctx, r, row)
 		}
-		if len(ids) < batch || r.done() {
+		if b.n < batch || r.done() {
 			return nil
 		}
-		after, batch = ids[len(ids)-1], min(2*batch, 1024)
+		after, batch = b.last, min(2*batch, 1024)
 	}
 }
 
-// fetchQuery is the statement that reads the rows of a batch of
-// candidates (a JSON array of entry ids) that pass q's filters.
+// fetchQuery is the statement that reads a batch of candidates: the
+// rank keys FTS5 matches (?1) above ?2, at most ?3 of them, with their
+// rows, whether they pass q's filters (?5 on), and, for the first batch,
+// the entries the expression matches (?4: 1 to count) and the sizes
+// ranking needs. One statement, not one each: in a new process each
+// costs more than what it reads.
 func fetchQuery(q Query) (string, []any) {
 	var where []string
 	var args []any
@@ -190,35 +191,63 @@ func fetchQuery(q Query) (string, []any) {
 	if q.Model != "" {
 		where, args = append(where, "f.id IN (SELECT file FROM entries WHERE model = ? AND model != '')"), append(args, q.Model)
 	}
-	return `SELECT e.rk, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run, f.last, f.forked
-		FROM entries e JOIN files f ON f.id = e.file
-		WHERE e.rk IN (SELECT value FROM json_each(?))` + strings.Repeat(" AND ", min(1, len(where))) + strings.Join(where, " AND "), args
+	pass := "1"
+	if len(where) > 0 {
+		for i := range where {
+			where[i] = strings.Replace(where[i], "?", "?"+strconv.Itoa(5+i), 1)
+		}
+		pass = "coalesce(" + strings.Join(where, " AND ") + ", 0)"
+	}
+	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
+		f.last, f.forked, ` + pass + `,
+		CASE WHEN ?4 THEN (SELECT count(*) FROM fts WHERE fts MATCH ?1) ELSE 0 END,
+		(SELECT nent FROM totals), (SELECT ntok FROM totals)
+		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
+		JOIN entries e ON e.rk = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
 }
 
-// candidates returns the ids of the entries an FTS5 expression matches
-// above id after, ascending (the ranking's order), at most limit of them.
-func (c *Catalog) candidates(ctx context.Context, db *sql.DB, match string, after int64, limit int) ([]int64, error) {
-	// One row of ids, not a row each: database/sql's cost per row is more
-	// than FTS5's.
-	var list sql.NullString
-	if err := c.scanRow(ctx, db, "SELECT group_concat(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? AND rowid > ? ORDER BY rowid LIMIT ?)", []any{match, after, limit}, &list); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	var ids []int64
-	for f := range strings.SplitSeq(list.String, ",") {
-		if f == "" {
-			continue
+// candBatch is a batch of candidates.
+type candBatch struct {
+	rows              []*candRow // those that pass the filters, best first
+	n                 int        // candidates
+	last              int64      // the last one's rank key
+	count, nent, ntok float64    // fetchQuery's
+}
+
+// fetchBatch reads the candidates above rank key after, at most limit,
+// and their rows.
+func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, count bool) (*candBatch, error) {
+	rows, err := c.rows(ctx, db, r.fetch, append([]any{match, after, limit, count}, r.args...)...)
+	b := &candBatch{}
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
+		var ts int64
+		var tools string
+		var pass bool
+		var nent, ntok sql.NullFloat64
+		cr := &candRow{}
+		h := &cr.h
+		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
+			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass, &b.count, &nent, &ntok); err != nil {
+			return err
 		}
-		id, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: candidate id %q: %w", f, errDamaged)
+		if cr.id <= b.last && b.n > 0 {
+			return fmt.Errorf("candidates out of order: %w", errDamaged)
 		}
-		ids = append(ids, id)
+		b.n, b.last, b.nent, b.ntok = b.n+1, cr.id, nent.Float64, ntok.Float64
+		if !pass {
+			return nil
+		}
+		if ts != 0 {
+			h.Time = time.UnixMilli(ts).UTC()
+		}
+		h.Tools = strings.Fields(tools)
+		b.rows = append(b.rows, cr)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !slices.IsSorted(ids) {
-		return nil, fmt.Errorf("catalog: candidates out of order: %w", errDamaged)
-	}
-	return ids, nil
+	return b, nil
 }
 
 // jsonIDs is ids as a JSON array, for json_each.
@@ -260,41 +289,6 @@ type candRow struct {
 	chain                    chain
 }
 
-// fetchRows reads the rows of ids that pass the query's filters, in the
-// order of ids.
-func (c *Catalog) fetchRows(ctx context.Context, db *sql.DB, r *results, ids []int64) ([]*candRow, error) {
-	rows, err := c.rows(ctx, db, r.fetch, append([]any{jsonIDs(ids)}, r.args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer rows.Close()
-	byID := map[int64]*candRow{}
-	for rows.Next() {
-		var ts int64
-		var tools string
-		cr := &candRow{}
-		h := &cr.h
-		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title, &cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
-		}
-		if ts != 0 {
-			h.Time = time.UnixMilli(ts).UTC()
-		}
-		h.Tools = strings.Fields(tools)
-		byID[cr.id] = cr
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	out := make([]*candRow, 0, len(byID))
-	for _, id := range ids {
-		if cr := byID[id]; cr != nil {
-			out = append(out, cr)
-		}
-	}
-	return out, nil
-}
-
 // consider reads a candidate's text back from its file (the snippet's,
 // and the check of what the index cannot tell: word order) and adds it
 // if it matches. A word query's candidates are checked too: a query's
@@ -331,10 +325,13 @@ const (
 	bm25B  = 0.75
 )
 
-func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr, counted map[*expr]float64) (*ranker, error) {
-	n, avg, err := c.sizes(ctx, db)
-	if err != nil {
-		return nil, err
+// newRanker makes the ranker of a query's terms, counting the entries
+// each matches unless counted says, over n entries of ntok tokens in
+// all.
+func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr, counted map[*expr]float64, n, ntok float64) (*ranker, error) {
+	avg := 1.0
+	if n > 0 && ntok > 0 {
+		avg = ntok / n
 	}
 	r := &ranker{avg: avg, n: n, docs: map[*expr]float64{}}
 	for _, t := range terms {
@@ -354,27 +351,6 @@ func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr, coun
 		r.idf += math.Log((n-docs+0.5)/(docs+0.5) + 1)
 	}
 	return r, nil
-}
-
-// sizes returns the number of entries and their average length in
-// tokens, which ranking needs: kept for a minute, or until this process
-// changes the catalog.
-func (c *Catalog) sizes(ctx context.Context, db *sql.DB) (n, avg float64, err error) {
-	c.rankMu.Lock()
-	defer c.rankMu.Unlock()
-	if c.rankGen == c.gen.Load() && c.cfg.now().Sub(c.rankAt) < time.Minute {
-		return c.rankN, c.rankAvg, nil
-	}
-	var sn, st sql.NullFloat64
-	if err := c.scanRow(ctx, db, "SELECT nent, ntok FROM totals", nil, &sn, &st); err != nil {
-		return 0, 0, fmt.Errorf("catalog: %w", err)
-	}
-	n, avg = sn.Float64, 1
-	if sn.Float64 > 0 && st.Float64 > 0 {
-		avg = st.Float64 / sn.Float64
-	}
-	c.rankN, c.rankAvg, c.rankGen, c.rankAt = n, avg, c.gen.Load(), c.cfg.now()
-	return n, avg, nil
 }
 
 // score is the BM25 of an entry of ntok tokens holding each term once.
