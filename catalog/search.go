@@ -109,7 +109,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
-	r.fetch, r.args = fetchQuery(q)
+	r.fetch, r.args = fetchQuery(q, r.terms)
 	if err := c.collect(ctx, db, r, mb.String()); err != nil {
 		return nil, err
 	}
@@ -130,15 +130,12 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 	if !r.exact || len(r.args) > 0 {
 		batch = max(2*batch, 32)
 	}
-	// A query of one term has its document count from the statement of
-	// its first batch.
-	single := len(r.terms) == 1 && r.terms[0] == r.e
 	after := int64(-1)
 	for first := true; ; first = false {
 		if !r.exact {
 			batch = min(batch, maxVerified-r.verified)
 		}
-		b, err := c.fetchBatch(ctx, db, r, match, after, batch, first && single)
+		b, err := c.fetchBatch(ctx, db, r, match, after, batch, first)
 		if err != nil {
 			return err
 		}
@@ -146,13 +143,7 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 			return nil
 		}
 		if first {
-			var counted map[*expr]float64
-			if single {
-				counted = map[*expr]float64{r.e: b.count}
-			}
-			if r.rk, err = c.newRanker(ctx, db, r.terms, counted, b.nent, b.ntok); err != nil {
-				return err
-			}
+			r.rk = newRanker(r.terms, b.counts, b.nent, b.ntok)
 		}
 		for _, row := range b.rows {
 			if r.done() {
@@ -169,11 +160,12 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 
 // fetchQuery is the statement that reads a batch of candidates: the
 // rank keys FTS5 matches (?1) above ?2, at most ?3 of them, with their
-// rows, whether they pass q's filters (?5 on), and, for the first batch,
-// the entries the expression matches (?4: 1 to count) and the sizes
-// ranking needs. One statement, not one each: in a new process each
-// costs more than what it reads.
-func fetchQuery(q Query) (string, []any) {
+// rows, whether they pass q's filters, and, for the first batch (?4: 1),
+// the entries each of terms matches alone (ranking's document counts)
+// and the sizes ranking needs. One statement, not one each: in a new
+// process each costs more than what it reads. Its arguments from ?5 on
+// are args, then each term's FTS5 expression.
+func fetchQuery(q Query, terms []*expr) (string, []any) {
 	var where []string
 	var args []any
 	if q.Cwd != "" {
@@ -198,37 +190,53 @@ func fetchQuery(q Query) (string, []any) {
 		}
 		pass = "coalesce(" + strings.Join(where, " AND ") + ", 0)"
 	}
+	var counts strings.Builder
+	for _, t := range terms {
+		var b strings.Builder
+		t.fts(&b)
+		args = append(args, b.String())
+		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM fts WHERE fts MATCH ?%d) END, ", 4+len(args))
+	}
 	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
-		f.last, f.forked, ` + pass + `,
-		CASE WHEN ?4 THEN (SELECT count(*) FROM fts WHERE fts MATCH ?1) ELSE 0 END,
-		(SELECT nent FROM totals), (SELECT ntok FROM totals)
+		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
 		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
 		JOIN entries e ON e.rk = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
 }
 
 // candBatch is a batch of candidates.
 type candBatch struct {
-	rows              []*candRow // those that pass the filters, best first
-	n                 int        // candidates
-	last              int64      // the last one's rank key
-	count, nent, ntok float64    // fetchQuery's
+	rows       []*candRow // those that pass the filters, best first
+	n          int        // candidates
+	last       int64      // the last one's rank key
+	counts     []float64  // each term's document count (the first batch)
+	nent, ntok float64    // totals' (the first batch)
 }
 
 // fetchBatch reads the candidates above rank key after, at most limit,
 // and their rows.
-func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, count bool) (*candBatch, error) {
-	rows, err := c.rows(ctx, db, r.fetch, append([]any{match, after, limit, count}, r.args...)...)
+func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, first bool) (*candBatch, error) {
+	rows, err := c.rows(ctx, db, r.fetch, append([]any{match, after, limit, first}, r.args...)...)
 	b := &candBatch{}
 	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var ts int64
 		var tools string
 		var pass bool
 		var nent, ntok sql.NullFloat64
+		counts := make([]sql.NullFloat64, len(r.terms))
 		cr := &candRow{}
 		h := &cr.h
-		if err := rows.Scan(&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
-			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass, &b.count, &nent, &ntok); err != nil {
+		dest := []any{&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
+			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass}
+		for i := range counts {
+			dest = append(dest, &counts[i])
+		}
+		if err := rows.Scan(append(dest, &nent, &ntok)...); err != nil {
 			return err
+		}
+		if b.n == 0 {
+			for _, n := range counts {
+				b.counts = append(b.counts, n.Float64)
+			}
 		}
 		if cr.id <= b.last && b.n > 0 {
 			return fmt.Errorf("candidates out of order: %w", errDamaged)
@@ -316,8 +324,7 @@ func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 // the terms' IDF, scaled by the entry's length against the average.
 type ranker struct {
 	idf, avg float64
-	n        float64           // entries
-	docs     map[*expr]float64 // entries holding each term, at most
+	n        float64 // entries
 }
 
 const (
@@ -325,32 +332,19 @@ const (
 	bm25B  = 0.75
 )
 
-// newRanker makes the ranker of a query's terms, counting the entries
-// each matches unless counted says, over n entries of ntok tokens in
-// all.
-func (c *Catalog) newRanker(ctx context.Context, db *sql.DB, terms []*expr, counted map[*expr]float64, n, ntok float64) (*ranker, error) {
+// newRanker makes the ranker of a query's terms, docs[i] entries
+// holding terms[i] (for a phrase, all its tokens), over n entries of
+// ntok tokens in all.
+func newRanker(terms []*expr, docs []float64, n, ntok float64) *ranker {
 	avg := 1.0
 	if n > 0 && ntok > 0 {
 		avg = ntok / n
 	}
-	r := &ranker{avg: avg, n: n, docs: map[*expr]float64{}}
-	for _, t := range terms {
-		docs, ok := counted[t]
-		if !ok {
-			// The entries the term alone matches: for a phrase, those
-			// holding all its tokens.
-			var b strings.Builder
-			t.fts(&b)
-			var d int64
-			if err := c.scanRow(ctx, db, "SELECT count(*) FROM fts WHERE fts MATCH ?", []any{b.String()}, &d); err != nil {
-				return nil, fmt.Errorf("catalog: %w", err)
-			}
-			docs = float64(d)
-		}
-		r.docs[t] = docs
-		r.idf += math.Log((n-docs+0.5)/(docs+0.5) + 1)
+	r := &ranker{avg: avg, n: n}
+	for i := range terms {
+		r.idf += math.Log((n-docs[i]+0.5)/(docs[i]+0.5) + 1)
 	}
-	return r, nil
+	return r
 }
 
 // score is the BM25 of an entry of ntok tokens holding each term once.

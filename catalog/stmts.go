@@ -56,16 +56,6 @@ func eachRow(rows *sql.Rows, err error, scan func(*sql.Rows) error) error {
 	return nil
 }
 
-// scanRow runs a prepared query of one row into dest: sql.ErrNoRows
-// when there is none.
-func (c *Catalog) scanRow(ctx context.Context, db *sql.DB, query string, args []any, dest ...any) error {
-	st, err := c.prepared(ctx, db, query)
-	if err != nil {
-		return err
-	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
-}
-
 func (c *Catalog) closeStmtsLocked() {
 	for _, st := range c.stmts {
 		st.Close()
