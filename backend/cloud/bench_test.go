@@ -24,30 +24,7 @@ import (
 // rows run on a real engine (scripts/install-test-servers builds it; they
 // skip without it), started once on 127.0.0.1.
 func BenchmarkAppendSync(b *testing.B) {
-	weed := cloudtest.StartSeaweedFS(b)
-	kinds := []struct {
-		name string
-		open func(b *testing.B, t *cloud.Traffic) *cloud.Storage
-	}{
-		{"memblob", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
-			return cloud.NewCounted(memblob.OpenBucket(nil), t)
-		}},
-		{"fileblob", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
-			dir := b.TempDir()
-			bk, err := fileblob.OpenBucket(dir, &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return cloud.NewCounted(bk, t, cloud.WithLocalDir(dir))
-		}},
-		{"s3", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
-			return cloud.NewCounted(cloudtest.StartS3(b).Bucket(b), t)
-		}},
-		{"seaweedfs", func(b *testing.B, t *cloud.Traffic) *cloud.Storage {
-			return cloud.NewCounted(weed.Bucket(b), t, cloud.WithEmptyPrefixes())
-		}},
-	}
-	for _, k := range kinds {
+	for _, k := range countedKinds(cloudtest.StartSeaweedFS(b)) {
 		for _, mib := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/%dMiB", k.name, mib), func(b *testing.B) {
 				benchAppendSync(b, k.open, mib<<20)
@@ -56,7 +33,38 @@ func BenchmarkAppendSync(b *testing.B) {
 	}
 }
 
-func benchAppendSync(b *testing.B, open func(*testing.B, *cloud.Traffic) *cloud.Storage, size int) {
+// countedKind is a fresh bucket of one kind under a Storage that counts
+// every call it makes to it.
+type countedKind struct {
+	name string
+	open func(tb testing.TB, t *cloud.Traffic, opts ...cloud.Option) *cloud.Storage
+}
+
+// countedKinds are memblob, fileblob, s3 (gofakes3) and seaweedfs (the
+// real engine, weed, which starts on the first bucket of that kind).
+func countedKinds(weed *cloudtest.SeaweedFS) []countedKind {
+	return []countedKind{
+		{"memblob", func(tb testing.TB, t *cloud.Traffic, opts ...cloud.Option) *cloud.Storage {
+			return cloud.NewCounted(memblob.OpenBucket(nil), t, opts...)
+		}},
+		{"fileblob", func(tb testing.TB, t *cloud.Traffic, opts ...cloud.Option) *cloud.Storage {
+			dir := tb.TempDir()
+			bk, err := fileblob.OpenBucket(dir, &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return cloud.NewCounted(bk, t, append([]cloud.Option{cloud.WithLocalDir(dir)}, opts...)...)
+		}},
+		{"s3", func(tb testing.TB, t *cloud.Traffic, opts ...cloud.Option) *cloud.Storage {
+			return cloud.NewCounted(cloudtest.StartS3(tb).Bucket(tb), t, opts...)
+		}},
+		{"seaweedfs", func(tb testing.TB, t *cloud.Traffic, opts ...cloud.Option) *cloud.Storage {
+			return cloud.NewCounted(weed.Bucket(tb), t, append([]cloud.Option{cloud.WithEmptyPrefixes()}, opts...)...)
+		}},
+	}
+}
+
+func benchAppendSync(b *testing.B, open func(testing.TB, *cloud.Traffic, ...cloud.Option) *cloud.Storage, size int) {
 	var t cloud.Traffic
 	st := open(b, &t)
 	defer st.Close()

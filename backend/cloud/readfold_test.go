@@ -68,8 +68,12 @@ func (a *appendRun) append(t *testing.T, w backend.Writer, n int) {
 // twoMachines opens two Storages on one bucket of each kind, as two
 // machines would: neither tells the other what it does. On memblob and S3
 // the reader's listings are torn as fileblob's can be (cloud.NewTorn);
-// fileblob's own are.
-func twoMachines(t *testing.T, kind string, a *appendRun, opts ...cloud.Option) (w, r backend.Storage) {
+// fileblob's own are. On SeaweedFS, the real engine, the reader lists as
+// the engine does: its reads, not held up by a torn listing's wait for
+// two Syncs, meet about seven times as many folds (80 reads and 290 Stats
+// beside 320 Syncs, against 11 and 15). weed starts on the first
+// seaweedfs bucket.
+func twoMachines(t *testing.T, kind string, weed *cloudtest.SeaweedFS, a *appendRun, opts ...cloud.Option) (w, r backend.Storage) {
 	closing := func(st *cloud.Storage, err error) backend.Storage {
 		t.Helper()
 		if err != nil {
@@ -86,13 +90,19 @@ func twoMachines(t *testing.T, kind string, a *appendRun, opts ...cloud.Option) 
 	case "fileblob":
 		dir := t.TempDir()
 		return closing(cloud.OpenFileblob(dir, opts...)), closing(cloud.OpenFileblob(dir, opts...))
-	default:
+	case "s3":
 		srv := cloudtest.StartS3(t)
 		name := srv.CreateBucket(t)
 		rb := srv.Open(t, name)
 		t.Cleanup(func() { rb.Close() })
 		return closing(cloud.New(srv.Open(t, name), opts...)), cloud.NewTorn(rb, a.between, opts...)
+	case "seaweedfs":
+		name := weed.CreateBucket(t)
+		opts = append(opts, cloud.WithEmptyPrefixes())
+		return closing(cloud.New(weed.Open(t, name), opts...)), closing(cloud.New(weed.Open(t, name), opts...))
 	}
+	t.Fatalf("no bucket of kind %q", kind)
+	return nil, nil
 }
 
 // A reader on another machine never fails, nor comes up short, because a
@@ -101,11 +111,12 @@ func twoMachines(t *testing.T, kind string, a *appendRun, opts ...cloud.Option) 
 // reads the file whole and Stats it, over and over; every read and Stat
 // holds every record synced before it began, in order.
 func TestReadsDuringFolds(t *testing.T) {
-	for _, kind := range []string{"memblob", "fileblob", "s3"} {
+	weed := cloudtest.StartSeaweedFS(t)
+	for _, kind := range []string{"memblob", "fileblob", "s3", "seaweedfs"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			a := &appendRun{tick: make(chan struct{}, 1), done: make(chan struct{})}
-			ws, rs := twoMachines(t, kind, a, cloud.WithCompactEvery(8))
+			ws, rs := twoMachines(t, kind, weed, a, cloud.WithCompactEvery(8))
 			readsDuringFolds(t, ws, rs, a, 320)
 		})
 	}

@@ -323,6 +323,13 @@ func (s *SeaweedFS) Bucket(tb testing.TB) *blob.Bucket {
 	return openS3Bucket(tb, s3Client(s.addr), name)
 }
 
+// Open opens the bucket name, which need not exist, as Bucket does: a
+// second handle on a bucket is another machine's.
+func (s *SeaweedFS) Open(tb testing.TB, name string) *blob.Bucket {
+	s.start(tb)
+	return openS3Bucket(tb, s3Client(s.addr), name)
+}
+
 // New returns a fresh Storage on a new bucket, with the options
 // backend/open gives an S3 store on SeaweedFS.
 func (s *SeaweedFS) New(tb testing.TB) backend.Storage {
