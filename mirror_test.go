@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/backend"
@@ -159,9 +163,103 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	// The two blob objects are copied at once, in either order.
+	if len(order) == 4 {
+		slices.Sort(order[:2])
+	}
 	want := "blobs/packs/p1/p1 blobs/sha256/ab/abcd blobs/index/p1 sessions/--a--/x.jsonl"
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("order %s, want %s", got, want)
+	}
+}
+
+// Mirror copies eight files at once, never more, and starts a group only
+// once the group before it is all in place: no pack index is written
+// before every blob object and pack has landed, nor any other file before
+// every pack index. The blob copies wait until eight are under way (a
+// sequential copy would never get there: the deadline fails it), and are
+// of 1 MiB, so a copy of a later group started beside them is seen.
+func TestMirrorParallelInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	src := mem.New()
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("blobs/sha256/%02x/%02x%062d", i, i, 0))
+	}
+	for i := range 4 {
+		names = append(names, fmt.Sprintf("blobs/packs/p%d/p%d", i, i), fmt.Sprintf("blobs/index/p%d", i),
+			fmt.Sprintf("sessions/--a--/s%d.jsonl", i), fmt.Sprintf("checkpoints/c%d.json", i))
+	}
+	for _, n := range names {
+		if err := src.WriteFile(ctx, n, bytes.Repeat([]byte(n), (1<<20)/len(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group := func(name string) int {
+		switch {
+		case strings.HasPrefix(name, "blobs/index/"):
+			return 1
+		case strings.HasPrefix(name, "blobs/"):
+			return 0
+		}
+		return 2
+	}
+	var (
+		mu             sync.Mutex
+		landed         = map[string]bool{}
+		inFlight, most int
+		early          []string
+	)
+	eight := make(chan struct{})
+	eightAtOnce := sync.OnceFunc(func() { close(eight) })
+	dst := intercept.New(mem.New(), func(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
+		if c.Op != "WriteFrom" {
+			return next(ctx)
+		}
+		mu.Lock()
+		for _, n := range names {
+			if group(n) < group(c.Name) && !landed[n] {
+				early = append(early, c.Name+" before "+n)
+			}
+		}
+		inFlight++
+		if most = max(most, inFlight); inFlight == 8 {
+			eightAtOnce()
+		}
+		mu.Unlock()
+		if group(c.Name) == 0 {
+			select {
+			case <-eight:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := next(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight--
+		landed[c.Name] = err == nil
+		return err
+	})
+	rep, err := trove.Mirror(ctx, src, dst)
+	if err != nil {
+		t.Fatalf("mirror: %v (most copies at once: %d)", err, most)
+	}
+	if rep.Copied != len(names) {
+		t.Errorf("copied %d, want %d", rep.Copied, len(names))
+	}
+	if most != 8 {
+		t.Errorf("at most %d copies at once, want 8", most)
+	}
+	if len(early) > 0 {
+		t.Errorf("%d copies started before a file of an earlier group landed, such as %s", len(early), early[0])
+	}
+	for _, n := range names {
+		a, _ := src.ReadFile(ctx, n)
+		if b, err := dst.ReadFile(ctx, n); err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: %d bytes copied of %d, %v", n, len(b), len(a), err)
+		}
 	}
 }
 
