@@ -310,10 +310,11 @@ func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 	if !r.exact {
 		r.verified++
 	}
-	if !r.e.match(docTokens(texts)) {
+	tt := tokenize(texts)
+	if !r.e.match(tt.all) {
 		return
 	}
-	h.Snippet = makeSnippet(texts, r.terms, 200)
+	h.Snippet = makeSnippet(texts, tt, r.terms, 200)
 	h.Score = r.rk.score(cr.ntok)
 	r.hits = append(r.hits, h)
 	r.files = append(r.files, cr.file)
@@ -498,20 +499,49 @@ func readSized(r io.Reader, n int64) ([]byte, error) {
 	}
 }
 
-// docTokens is the token list of an entry's texts, as indexed.
-func docTokens(texts []string) []string {
-	var b []byte
-	for _, t := range texts {
-		b = appendStream(b, t)
+// textTokens are an entry's tokens as indexed: all of them in order
+// (what a query matches), and for each text its words' places and the
+// word each token comes from (what a snippet marks).
+type textTokens struct {
+	all   []string
+	texts []wordTokens
+}
+
+type wordTokens struct {
+	spans []span   // each word's place in the text
+	from  []int    // each token's word, an index into spans
+	toks  []string // the text's part of all
+}
+
+// tokenize cuts an entry's texts into tokens once, for both the match
+// and the snippet.
+func tokenize(texts []string) *textTokens {
+	tt := &textTokens{texts: make([]wordTokens, len(texts))}
+	var buf []byte
+	for i, text := range texts {
+		wt := &tt.texts[i]
+		start := len(tt.all)
+		words(text, func(w string, at span) {
+			buf = appendWord(buf[:0], w)
+			if len(buf) == 0 {
+				return
+			}
+			for _, t := range strings.Fields(string(buf)) {
+				tt.all = append(tt.all, t)
+				wt.from = append(wt.from, len(wt.spans))
+			}
+			wt.spans = append(wt.spans, at)
+		})
+		wt.toks = tt.all[start:len(tt.all):len(tt.all)]
 	}
-	return strings.Fields(string(b))
+	return tt
 }
 
 // makeSnippet cuts about width bytes of texts around the first match of
 // terms, the matching words marked.
-func makeSnippet(texts []string, terms []*expr, width int) string {
-	for _, text := range texts {
-		marked := markWords(text, terms)
+func makeSnippet(texts []string, tt *textTokens, terms []*expr, width int) string {
+	for i, text := range texts {
+		marked := markWords(&tt.texts[i], terms)
 		if len(marked) == 0 {
 			continue
 		}
@@ -570,24 +600,10 @@ func writeFlat(b *strings.Builder, s string) {
 	}
 }
 
-// markWords returns the places of the words of text that terms match, in
-// order.
-func markWords(text string, terms []*expr) []span {
-	var spans []span
-	var toks []string
-	var owner []int
-	var buf []byte
-	words(text, func(w string, at span) {
-		buf = appendWord(buf[:0], w)
-		if len(buf) == 0 {
-			return
-		}
-		for _, t := range strings.Fields(string(buf)) {
-			toks = append(toks, t)
-			owner = append(owner, len(spans))
-		}
-		spans = append(spans, at)
-	})
+// markWords returns the places of the words of a text that terms match,
+// in order.
+func markWords(wt *wordTokens, terms []*expr) []span {
+	spans, toks, owner := wt.spans, wt.toks, wt.from
 	hit := make([]bool, len(spans))
 	any := false
 	for _, t := range terms {

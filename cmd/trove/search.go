@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,7 +77,9 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(a.stdout)
+			// One write for all the hits, not one a hit.
+			out := bufio.NewWriter(a.stdout)
+			enc := json.NewEncoder(out)
 			enc.SetEscapeHTML(false)
 			var hits []catalog.Hit
 			for h, err := range ts.Search(ctx, q) {
@@ -84,6 +87,7 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 					return usageErr("%v", err)
 				}
 				if err != nil {
+					out.Flush()
 					return err
 				}
 				if a.jsonOut {
@@ -97,7 +101,7 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 			if !a.jsonOut {
 				a.printHits(hits)
 			}
-			return nil
+			return out.Flush()
 		},
 	}
 	f := cmd.Flags()
