@@ -62,6 +62,8 @@ type config struct {
 	maxBlob    int    // bytes of a blob's text indexed
 	batchLen   int    // files per write transaction
 	afterBatch func() // called after each commit (tests)
+	// tokens a refresh writes, at least, to merge the index (optimize)
+	optimizeAbove int
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -87,7 +89,7 @@ func WithClock(now func() time.Time) Option {
 // kept as blobs are not indexed). A catalog that is damaged or of another
 // schema is rebuilt; one that is missing is built by the first query.
 func Open(ctx context.Context, dir string, st backend.Storage, blobs Blobs, opts ...Option) (*Catalog, error) {
-	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256}
+	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256, optimizeAbove: 1 << 20}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -397,8 +397,12 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 	}()
 	go func() { wg.Wait(); close(out) }()
 
+	var before float64 // tokens in the index before
+	if err := db.QueryRowContext(ctx, "SELECT ntok FROM totals").Scan(&before); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
 	var batch []*parsed
-	bytesIn := 0
+	bytesIn, tokens := 0, 0
 	for p := range out {
 		if p.err != nil {
 			return p.err
@@ -406,6 +410,7 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 		batch = append(batch, p)
 		for _, d := range p.docs {
 			bytesIn += len(d.stream)
+			tokens += bytes.Count(d.stream, []byte(" "))
 		}
 		if len(batch) >= c.cfg.batchLen || bytesIn >= 32<<20 {
 			if err := c.write(ctx, db, batch); err != nil {
@@ -417,7 +422,28 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.write(ctx, db, batch)
+	if err := c.write(ctx, db, batch); err != nil {
+		return err
+	}
+	if tokens >= c.cfg.optimizeAbove && float64(tokens) >= before {
+		return c.optimize(ctx, db)
+	}
+	return nil
+}
+
+// optimize merges the index into one segment, in a transaction of its
+// own. Each write transaction adds a segment to FTS5's index, which
+// merges them only a few at a time; a query opens every segment, a page
+// read or more each. A refresh that writes at least optimizeAbove tokens,
+// and as many as the index held before (a build, a large import),
+// merges it: doubling each time, merging costs about as much again as
+// writing.
+func (c *Catalog) optimize(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, "INSERT INTO fts(fts) VALUES('optimize')"); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	c.gen.Add(1)
+	return nil
 }
 
 // read reads what a work item needs of its file and parses it.

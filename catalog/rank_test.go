@@ -190,3 +190,57 @@ func TestStaleHitDropped(t *testing.T) {
 		t.Errorf("after a rebuild: %q", got)
 	}
 }
+
+// TestOptimizedAfterBuild: a refresh that writes as much as the index
+// held merges FTS5's segments into one; a small one after it does not
+// merge; the hits are the same either way.
+func TestOptimizedAfterBuild(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(8, 9))
+	st := newMem()
+	sessions := randomStore(t, st, r, 40)
+	segments := func(c *Catalog) int {
+		t.Helper()
+		db, err := c.handle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(DISTINCT segid) FROM fts_idx").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	plain, merged := openCatalog(t, t.TempDir(), st), openCatalog(t, t.TempDir(), st)
+	for _, c := range []*Catalog{plain, merged} {
+		c.cfg.batchLen = 4 // a transaction, and a segment, for every four files
+	}
+	plain.cfg.optimizeAbove = 1 << 40
+	merged.cfg.optimizeAbove = 1
+	for _, c := range []*Catalog{plain, merged} {
+		if err := c.Refresh(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := segments(plain); n < 2 {
+		t.Fatalf("without merging: %d segments", n)
+	}
+	if n := segments(merged); n != 1 {
+		t.Errorf("after a build: %d segments, want 1", n)
+	}
+	s := sessions[0]
+	line := s.message("more", "", map[string]any{"role": "user", "content": randomText(r, 9)})
+	appendFile(t, st, s.path(), append(line, '\n'))
+	if err := merged.Refresh(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := segments(merged); n != 2 {
+		t.Errorf("after a small refresh: %d segments, want 2", n)
+	}
+	for range 30 {
+		q := randomQuery(r)
+		if got, want := hitKeys(t, merged, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
+			t.Fatalf("query %q:\n got %q\nwant %q", q, got, want)
+		}
+	}
+}
