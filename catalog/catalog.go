@@ -64,6 +64,11 @@ type config struct {
 	afterBatch func() // called after each commit (tests)
 	// tokens a refresh writes, at least, to merge the index (optimize)
 	optimizeAbove int
+	// a term's document count counted at most (ranking's IDF): counting
+	// walks the term's whole list of entries, 8 ms for one in half of
+	// them, and all hits of a query share the IDF, so it changes scores,
+	// not their order
+	maxCount int
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -89,7 +94,7 @@ func WithClock(now func() time.Time) Option {
 // kept as blobs are not indexed). A catalog that is damaged or of another
 // schema is rebuilt; one that is missing is built by the first query.
 func Open(ctx context.Context, dir string, st backend.Storage, blobs Blobs, opts ...Option) (*Catalog, error) {
-	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256, optimizeAbove: 1 << 20}
+	cfg := config{log: slog.Default(), now: time.Now, maxBlob: 4 << 20, batchLen: 256, optimizeAbove: 1 << 20, maxCount: 20000}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -244,3 +244,43 @@ func TestOptimizedAfterBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestCountCapped: a term's document count is counted up to a bound: a
+// term over it scores as if it held the bound (a higher IDF), its hits
+// in the same order; one under it scores as before.
+func TestCountCapped(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(10, 11))
+	st := newMem()
+	randomStore(t, st, r, 30)
+	c := openCatalog(t, t.TempDir(), st)
+	run := func(text string, maxCount int) []Hit {
+		t.Helper()
+		c.cfg.maxCount = maxCount
+		var out []Hit
+		for h, err := range c.Search(ctx, Query{Text: text, Limit: 1 << 30}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	key := func(h Hit) string { return h.SessionID + "/" + h.EntryID }
+	full, capped := run("a*", 1<<30), run("a*", 3)
+	if len(full) <= 3 {
+		t.Fatalf("a* matches %d entries; the test wants more than 3", len(full))
+	}
+	if !slices.Equal(mapKeys(full, key), mapKeys(capped, key)) {
+		t.Fatalf("order changed:\n full %q\n capped %q", mapKeys(full, key), mapKeys(capped, key))
+	}
+	if capped[0].Score <= full[0].Score {
+		t.Errorf("capped count: score %v, want above %v", capped[0].Score, full[0].Score)
+	}
+	few := run("a*", len(full))
+	for i := range few {
+		if few[i].Score != full[i].Score {
+			t.Fatalf("count under the bound: score %v, want %v", few[i].Score, full[i].Score)
+		}
+	}
+}

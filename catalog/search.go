@@ -109,7 +109,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
-	r.fetch, r.args = fetchQuery(q, r.terms)
+	r.fetch, r.args = fetchQuery(q, r.terms, c.cfg.maxCount)
 	if err := c.collect(ctx, db, r, mb.String()); err != nil {
 		return nil, err
 	}
@@ -161,11 +161,11 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 // fetchQuery is the statement that reads a batch of candidates: the
 // rank keys FTS5 matches (?1) above ?2, at most ?3 of them, with their
 // rows, whether they pass q's filters, and, for the first batch (?4: 1),
-// the entries each of terms matches alone (ranking's document counts)
-// and the sizes ranking needs. One statement, not one each: in a new
+// the entries each of terms matches alone, at most maxCount (ranking's
+// document counts), and the sizes ranking needs. One statement, not one each: in a new
 // process each costs more than what it reads. Its arguments from ?5 on
 // are args, then each term's FTS5 expression.
-func fetchQuery(q Query, terms []*expr) (string, []any) {
+func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
 	var where []string
 	var args []any
 	if q.Cwd != "" {
@@ -195,7 +195,7 @@ func fetchQuery(q Query, terms []*expr) (string, []any) {
 		var b strings.Builder
 		t.fts(&b)
 		args = append(args, b.String())
-		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM fts WHERE fts MATCH ?%d) END, ", 4+len(args))
+		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 4+len(args), maxCount)
 	}
 	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
 		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
