@@ -10,7 +10,7 @@
 // config.json.
 //
 // Imports: the standard library, backend, backend/crypt, backend/fs,
-// backend/open, cas, catalog, checkpoint, redact, runlog, session and
+// backend/open, backend/walk, cas, catalog, checkpoint, redact, runlog, session and
 // session/tree.
 // It may import every package of the module except cmd/.
 package trove

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/backend/walk"
 	"github.com/trovekit/trove/redact"
 	"github.com/trovekit/trove/session"
 )
@@ -94,7 +95,7 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 		return rep, err
 	}
 	var files []backend.Info
-	for info, err := range backend.Walk(ctx, src, ".") {
+	for info, err := range walk.Ahead(ctx, src, ".", mirrorInFlight) {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				break // an empty store
@@ -133,10 +134,10 @@ func Mirror(ctx context.Context, src, dst backend.Storage, opts ...MirrorOption)
 	return rep, nil
 }
 
-// mirrorInFlight is how many files Mirror copies at once. Over a bucket a
-// copy is a few requests one after another, each waiting on the network:
-// one file at a time, a mirror of a store in use took 20-50 s behind the
-// fleet's fault proxy.
+// mirrorInFlight is how many files Mirror copies, and directories it lists,
+// at once. Over a bucket a copy or a listing is a request or a few, each
+// waiting on the network: one at a time, a mirror of a store in use took
+// 20-50 s behind the fleet's fault proxy.
 const mirrorInFlight = 8
 
 // copyAll copies files, of one rank, mirrorInFlight at a time, noting each
