@@ -124,13 +124,18 @@ func (c *Catalog) Close() error {
 	return err
 }
 
-// dsn opens the catalog in WAL mode, and reads it through a mapping of
-// its file (up to 1 GiB) rather than by a read and a copy into a fresh
-// page cache a page: a new process's query reads a few hundred pages.
-func (c *Catalog) dsn() string {
+// dsn opens the catalog in WAL mode, and, with mapped, reads it through
+// a mapping of its file (up to 1 GiB) rather than by a read and a copy
+// into a fresh page cache a page: a new process's query reads a few
+// hundred pages. A build reads the whole file: every page it touched
+// through the mapping would count in its RSS (247 MiB, against 141).
+func (c *Catalog) dsn(mapped bool) string {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(60000)", "synchronous(NORMAL)", "foreign_keys(OFF)", "mmap_size(1073741824)"} {
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(60000)", "synchronous(NORMAL)", "foreign_keys(OFF)"} {
 		q.Add("_pragma", p)
+	}
+	if mapped {
+		q.Add("_pragma", "mmap_size(1073741824)")
 	}
 	q.Set("_txlock", "immediate")
 	return "file:" + c.path + "?" + q.Encode()
@@ -155,7 +160,7 @@ func (c *Catalog) openLocked(ctx context.Context) error {
 	if f, err := os.OpenFile(c.path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
 		f.Close()
 	}
-	db, err := sql.Open("sqlite", c.dsn())
+	db, err := sql.Open("sqlite", c.dsn(true))
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
@@ -186,7 +191,14 @@ func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 	if version == schemaVersion {
 		return nil
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	// Dropping the old tables reads their every page: not through the
+	// mapping (dsn).
+	mdb, err := sql.Open("sqlite", c.dsn(false))
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer mdb.Close()
+	tx, err := mdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
@@ -327,11 +339,10 @@ func (c *Catalog) removeLocked() {
 // catalog is emptied in place, so other processes using it carry on; a
 // damaged one is deleted and made anew.
 func (c *Catalog) Rebuild(ctx context.Context) error {
-	db, err := c.handle()
-	if err != nil {
+	if _, err := c.handle(); err != nil {
 		return err
 	}
-	err = c.empty(ctx, db)
+	err := c.empty(ctx)
 	if damaged(err) {
 		c.mu.Lock()
 		c.removeLocked()
@@ -344,7 +355,13 @@ func (c *Catalog) Rebuild(ctx context.Context) error {
 	return c.Refresh(ctx, true)
 }
 
-func (c *Catalog) empty(ctx context.Context, db *sql.DB) error {
+func (c *Catalog) empty(ctx context.Context) error {
+	// It reads every page: not through the mapping (dsn).
+	db, err := sql.Open("sqlite", c.dsn(false))
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer db.Close()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)

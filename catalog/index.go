@@ -149,7 +149,7 @@ func (c *Catalog) refresh(ctx context.Context, all bool) error {
 		}
 	}
 	if len(todo) > 0 {
-		if err := c.apply(ctx, db, todo); err != nil {
+		if err := c.applyAll(ctx, db, todo); err != nil {
 			return err
 		}
 	}
@@ -359,6 +359,35 @@ func loadStates(ctx context.Context, db *sql.DB, every bool, dirs, paths []strin
 		}
 	}
 	return out, nil
+}
+
+// bigApply is how many bytes a refresh reads, at least, to write them
+// through a handle of its own that does not map the file (a build, a
+// rebuild, a large import): see dsn.
+const bigApply = 64 << 20
+
+// applyAll is apply, through a handle without the mapping when todo
+// reads bigApply bytes or more.
+func (c *Catalog) applyAll(ctx context.Context, db *sql.DB, todo []work) error {
+	var n int64
+	for _, w := range todo {
+		switch w.kind {
+		case workDelete:
+		case workGrow:
+			n += w.fi.Size - w.base.size
+		default:
+			n += w.fi.Size
+		}
+	}
+	if n < bigApply {
+		return c.apply(ctx, db, todo)
+	}
+	big, err := sql.Open("sqlite", c.dsn(false))
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer big.Close()
+	return c.apply(ctx, big, todo)
 }
 
 // apply reads and parses the work on a few goroutines and writes it in
