@@ -33,7 +33,11 @@ func (m *machine) step(d time.Duration) {
 const leaseTTL, leaseSkew = 10 * time.Second, 5 * time.Second
 
 func newMachine(t *testing.T, st backend.Storage, host string, offset time.Duration) *machine {
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	return newMachineAt(t, st, host, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), offset)
+}
+
+// newMachineAt is newMachine with its clocks starting at t0.
+func newMachineAt(t *testing.T, st backend.Storage, host string, t0 time.Time, offset time.Duration) *machine {
 	m := &machine{wall: t0.Add(offset), mono: t0}
 	s, err := session.OpenStore(t.Context(), st, session.WithHost(host), session.WithClock(m.now),
 		session.WithMonotonic(m.clock), session.WithLease(leaseTTL, leaseSkew), session.WithoutRenewal(),
@@ -192,5 +196,51 @@ func TestLeaseBreakAndRace(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d takers won one expired lease, want 1", n)
+	}
+}
+
+// A taker that closes a dead writer's session without a message leaves
+// its sidecar counting what the file holds. The dead writer's sidecar
+// (written at Create) lagged the file, and its open marker had listings
+// count from the file; the taker's Close takes the marker. A listing then
+// trusted the old sidecar whenever the dead writer's clock ran ahead of
+// the bucket's: the file's time was not after the sidecar's, so it was
+// taken as current (make fleet FAULTS=1: listed with 0 messages, its file
+// holding 1).
+func TestTakeoverRecountsTheSidecar(t *testing.T) {
+	ctx := t.Context()
+	st := cloudtest.NewMemblob(t)
+	now := time.Now().UTC()
+	a := newMachineAt(t, st, "machine-a", now, leaseSkew-time.Second) // ahead of the bucket, within the skew allowed
+	b := newMachineAt(t, st, "machine-b", now, 0)
+
+	h, err := a.s.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	must(t, err)
+	must(t, h.AppendMessage(ctx, userMsg("a1")))
+	must(t, h.Flush(ctx)) // then a dies, its handle never closed
+
+	b.step(leaseTTL + 2*leaseSkew)
+	h2, err := b.s.Resume(ctx, h.ID())
+	must(t, err)
+	if _, ok := h2.TookOver(); !ok {
+		t.Fatal("the dead writer's lease was not taken over")
+	}
+	must(t, h2.Close(ctx))
+
+	c := newMachineAt(t, st, "machine-c", now, 0)
+	for _, m := range []*machine{b, c} {
+		var n int
+		for meta, err := range m.s.List(ctx, "/w") {
+			must(t, err)
+			if meta.ID == h.ID() {
+				n++
+				if meta.MessageCount != 1 || meta.TurnCount != 1 || meta.FirstMessage != "a1" {
+					t.Errorf("listed with %d messages, %d turns, first %q; its file holds 1, \"a1\"", meta.MessageCount, meta.TurnCount, meta.FirstMessage)
+				}
+			}
+		}
+		if n != 1 {
+			t.Fatalf("the session is listed %d times", n)
+		}
 	}
 }

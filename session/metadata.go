@@ -116,6 +116,12 @@ func recount(m *Metadata, sess *tree.Session) {
 	}
 }
 
+// sameCounts reports whether a and b count the same messages.
+func sameCounts(a, b Metadata) bool {
+	return a.MessageCount == b.MessageCount && a.TurnCount == b.TurnCount && a.FirstMessage == b.FirstMessage &&
+		a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens && a.TotalTokens == b.TotalTokens && a.CostUSD == b.CostUSD
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 200 {

@@ -332,8 +332,19 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 		wl.unlock()
 		return nil, err
 	}
+	side := meta
 	recount(&meta, sess)
-	return s.open(ctx, sess, meta, false, wl)
+	h, err := s.open(ctx, sess, meta, false, wl)
+	if err == nil && !sameCounts(side, meta) {
+		// The sidecar lags the file (its writer was killed after a sync)
+		// while its time says it is current, as it does when that
+		// writer's clock ran ahead of the bucket's: a listing would
+		// trust it once Close takes the open marker, so Close writes it.
+		h.mu.Lock()
+		h.dirty = true
+		h.mu.Unlock()
+	}
+	return h, err
 }
 
 // Resume is Load, under the session store API's name.
