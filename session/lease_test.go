@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -199,15 +200,38 @@ func TestLeaseBreakAndRace(t *testing.T) {
 	}
 }
 
-// A taker that closes a dead writer's session without a message leaves
-// its sidecar counting what the file holds. The dead writer's sidecar
-// (written at Create) lagged the file, and its open marker had listings
-// count from the file; the taker's Close takes the marker. A listing then
-// trusted the old sidecar whenever the dead writer's clock ran ahead of
-// the bucket's: the file's time was not after the sidecar's, so it was
-// taken as current (make fleet FAULTS=1: listed with 0 messages, its file
-// holding 1).
+// A machine that takes a dead writer's session leaves its sidecar
+// counting what the file holds: by closing it without a message, or by
+// UpdateMetadata. The dead writer's sidecar (written at Create) lagged the
+// file, and its open marker had listings count from the file; the taker
+// takes the marker. A listing then trusted the old sidecar whenever the
+// dead writer's clock ran ahead of the bucket's: the file's time was not
+// after the sidecar's, so it was taken as current (make fleet FAULTS=1:
+// listed with 0 messages, its file holding 1).
 func TestTakeoverRecountsTheSidecar(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		take func(ctx context.Context, m *machine, id string) error
+	}{
+		{"resume-close", func(ctx context.Context, m *machine, id string) error {
+			h, err := m.s.Resume(ctx, id)
+			if err != nil {
+				return err
+			}
+			if _, ok := h.TookOver(); !ok {
+				t.Error("the dead writer's lease was not taken over")
+			}
+			return h.Close(ctx)
+		}},
+		{"update-metadata", func(ctx context.Context, m *machine, id string) error {
+			return m.s.UpdateMetadata(ctx, id, func(md *session.Metadata) { md.Title = "taken" })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) { takeoverRecounts(t, c.take) })
+	}
+}
+
+func takeoverRecounts(t *testing.T, take func(ctx context.Context, m *machine, id string) error) {
 	ctx := t.Context()
 	st := cloudtest.NewMemblob(t)
 	now := time.Now().UTC()
@@ -220,12 +244,7 @@ func TestTakeoverRecountsTheSidecar(t *testing.T) {
 	must(t, h.Flush(ctx)) // then a dies, its handle never closed
 
 	b.step(leaseTTL + 2*leaseSkew)
-	h2, err := b.s.Resume(ctx, h.ID())
-	must(t, err)
-	if _, ok := h2.TookOver(); !ok {
-		t.Fatal("the dead writer's lease was not taken over")
-	}
-	must(t, h2.Close(ctx))
+	must(t, take(ctx, b, h.ID()))
 
 	c := newMachineAt(t, st, "machine-c", now, 0)
 	for _, m := range []*machine{b, c} {

@@ -207,6 +207,9 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 	if err != nil {
 		return err
 	}
+	// The sidecar may lag its file (a writer killed after a sync) while
+	// its time, from another clock, says it is current.
+	recount(&m, sess)
 	update(&m)
 	m.ID, m.Path = sess.Header().ID, name
 	if err := s.writeMeta(ctx, m, false); err != nil {
