@@ -38,13 +38,16 @@ unit:
 	TROVE_REQUIRE_ALL=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/conformance$$')
 
 ## conformance: every suite on every backend, one line per backend and suite;
-## then the append cost on fileblob, the S3 fake and SeaweedFS (a file grown by
+## and beside it the append cost on fileblob, the S3 fake and SeaweedFS (grown by
 ## 4 KiB Syncs to 64 MiB: bytes per Sync <= 1.5x those at 1 MiB, folds counted,
 ## read whole in <= 80 calls; TestAppendCostFlat, too slow under -race for `unit`,
 ## which runs it on memblob; ~2.5 min)
 conformance:
-	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable
-	TROVE_REQUIRE_ALL=1 TROVE_APPEND_COST=seaweedfs,s3,fileblob $(GO) test -count=1 -timeout 20m -run '^TestAppendCostFlat$$' ./backend/cloud/
+	@cost=$$(mktemp); \
+	TROVE_REQUIRE_ALL=1 TROVE_APPEND_COST=seaweedfs,s3,fileblob $(GO) test -count=1 -timeout 20m -run '^TestAppendCostFlat$$' ./backend/cloud/ >$$cost 2>&1 & pid=$$!; \
+	rc=0; TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$' ./conformance/ | $(GO) run ./tools/conftable || rc=$$?; \
+	crc=0; wait $$pid || crc=$$?; echo "append cost on seaweedfs, s3 and fileblob:"; cat $$cost; rm -f $$cost; \
+	test $$rc -eq 0 -a $$crc -eq 0
 
 ## bench: benchmarks of every layer on every backend (ns/op, MB/s), then the
 ## session store's table on LS_SESSIONS sessions (trove, baseline, ratio, goal;
