@@ -141,6 +141,16 @@ func (c *Catalog) dsn(mapped bool) string {
 	return "file:" + c.path + "?" + q.Encode()
 }
 
+// sqlOpen opens a handle on the database, reading it through a mapping
+// of its file when mapped (dsn).
+func (c *Catalog) sqlOpen(mapped bool) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", c.dsn(mapped))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return db, nil
+}
+
 // open opens the database and brings it to schemaVersion, starting afresh
 // when it is damaged.
 func (c *Catalog) open(ctx context.Context) error {
@@ -160,9 +170,9 @@ func (c *Catalog) openLocked(ctx context.Context) error {
 	if f, err := os.OpenFile(c.path, os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
 		f.Close()
 	}
-	db, err := sql.Open("sqlite", c.dsn(true))
+	db, err := c.sqlOpen(true)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return err
 	}
 	if err := c.migrate(ctx, db); err != nil {
 		db.Close()
@@ -193,9 +203,9 @@ func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 	}
 	// Dropping the old tables reads their every page: not through the
 	// mapping (dsn).
-	mdb, err := sql.Open("sqlite", c.dsn(false))
+	mdb, err := c.sqlOpen(false)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return err
 	}
 	defer mdb.Close()
 	tx, err := mdb.BeginTx(ctx, nil)
@@ -357,9 +367,9 @@ func (c *Catalog) Rebuild(ctx context.Context) error {
 
 func (c *Catalog) empty(ctx context.Context) error {
 	// It reads every page: not through the mapping (dsn).
-	db, err := sql.Open("sqlite", c.dsn(false))
+	db, err := c.sqlOpen(false)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return err
 	}
 	defer db.Close()
 	tx, err := db.BeginTx(ctx, nil)

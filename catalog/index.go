@@ -382,9 +382,9 @@ func (c *Catalog) applyAll(ctx context.Context, db *sql.DB, todo []work) error {
 	if n < bigApply {
 		return c.apply(ctx, db, todo)
 	}
-	big, err := sql.Open("sqlite", c.dsn(false))
+	big, err := c.sqlOpen(false)
 	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
+		return err
 	}
 	defer big.Close()
 	return c.apply(ctx, big, todo)
