@@ -120,43 +120,32 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 }
 
 // collect adds the hits of the FTS5 expression match, best first, until
-// the limit. Rank keys go in ranking order (rankKey), so the candidates
-// are asked for in batches from the first, only as many as the hits
-// need: the limit when every candidate is a hit, more for a phrase (its
-// word order is checked against the text) or with filters, twice as
-// many each time.
+// the limit. Rank keys go in ranking order (rankKey), so candidates come
+// best first too, and each is read back from its file (its snippet, and
+// for a phrase the check of its word order) as its row is stepped to:
+// SQLite joins a candidate's rows only when asked for the next, so a
+// query stops at its last hit having read no row past it. A batch asks
+// for the limit when every candidate is a hit, else for maxBatch.
 func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match string) error {
 	batch := r.limit
-	if !r.exact || len(r.args) > 0 {
-		batch = max(2*batch, 32)
+	if !r.exact || len(r.args) > len(r.terms) {
+		batch = maxBatch
 	}
 	after := int64(-1)
 	for first := true; ; first = false {
 		if !r.exact {
 			batch = min(batch, maxVerified-r.verified)
 		}
-		b, err := c.fetchBatch(ctx, db, r, match, after, batch, first)
-		if err != nil {
+		n, last, err := c.fetchBatch(ctx, db, r, match, after, batch, first)
+		if err != nil || n < batch || r.done() {
 			return err
 		}
-		if b.n == 0 {
-			return nil
-		}
-		if first {
-			r.rk = newRanker(r.terms, b.counts, b.nent, b.ntok)
-		}
-		for _, row := range b.rows {
-			if r.done() {
-				return nil
-			}
-			c.consider(ctx, r, row)
-		}
-		if b.n < batch || r.done() {
-			return nil
-		}
-		after, batch = b.last, min(2*batch, 1024)
+		after, batch = last, maxBatch
 	}
 }
+
+// maxBatch is the most candidates a batch asks for.
+const maxBatch = 1024
 
 // fetchQuery is the statement that reads a batch of candidates: the
 // rank keys FTS5 matches (?1) above ?2, at most ?3 of them, with their
@@ -203,26 +192,21 @@ func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
 		JOIN entries e ON e.rk = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
 }
 
-// candBatch is a batch of candidates.
-type candBatch struct {
-	rows       []*candRow // those that pass the filters, best first
-	n          int        // candidates
-	last       int64      // the last one's rank key
-	counts     []float64  // each term's document count (the first batch)
-	nent, ntok float64    // totals' (the first batch)
-}
-
 // fetchBatch reads the candidates above rank key after, at most limit,
-// and their rows.
-func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, first bool) (*candBatch, error) {
+// and considers each that passes the filters, until r is done. It
+// returns how many it stepped to and the last one's rank key.
+func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, first bool) (n int, last int64, err error) {
 	rows, err := c.rows(ctx, db, r.fetch, append([]any{match, after, limit, first}, r.args...)...)
-	b := &candBatch{}
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
+	if err != nil {
+		return 0, 0, fmt.Errorf("catalog: %w", err)
+	}
+	defer rows.Close()
+	counts := make([]sql.NullFloat64, len(r.terms))
+	for !r.done() && rows.Next() {
 		var ts int64
 		var tools string
 		var pass bool
 		var nent, ntok sql.NullFloat64
-		counts := make([]sql.NullFloat64, len(r.terms))
 		cr := &candRow{}
 		h := &cr.h
 		dest := []any{&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
@@ -231,31 +215,32 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 			dest = append(dest, &counts[i])
 		}
 		if err := rows.Scan(append(dest, &nent, &ntok)...); err != nil {
-			return err
+			return n, last, fmt.Errorf("catalog: %w", err)
 		}
-		if b.n == 0 {
-			for _, n := range counts {
-				b.counts = append(b.counts, n.Float64)
+		if cr.id <= last && n > 0 {
+			return n, last, fmt.Errorf("catalog: candidates out of order: %w", errDamaged)
+		}
+		if first && n == 0 {
+			docs := make([]float64, len(counts))
+			for i, d := range counts {
+				docs[i] = d.Float64
 			}
+			r.rk = newRanker(r.terms, docs, nent.Float64, ntok.Float64)
 		}
-		if cr.id <= b.last && b.n > 0 {
-			return fmt.Errorf("candidates out of order: %w", errDamaged)
-		}
-		b.n, b.last, b.nent, b.ntok = b.n+1, cr.id, nent.Float64, ntok.Float64
+		n, last = n+1, cr.id
 		if !pass {
-			return nil
+			continue
 		}
 		if ts != 0 {
 			h.Time = time.UnixMilli(ts).UTC()
 		}
 		h.Tools = strings.Fields(tools)
-		b.rows = append(b.rows, cr)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		c.consider(ctx, r, cr)
 	}
-	return b, nil
+	if err := rows.Err(); err != nil {
+		return n, last, fmt.Errorf("catalog: %w", err)
+	}
+	return n, last, nil
 }
 
 // jsonIDs is ids as a JSON array, for json_each.
