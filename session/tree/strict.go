@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/trovekit/trove/internal/jsonscan"
@@ -140,7 +139,25 @@ func (v *Violation) Error() string { return fmt.Sprintf("line %d: %s", v.Line, v
 // Unwrap makes a violation an ErrInvalid.
 func (v *Violation) Unwrap() error { return ErrInvalid }
 
-var isoMillis = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+// isoMillis reports whether s is laid out as 2006-01-02T15:04:05.000Z,
+// digits where the layout has digits (a check by hand: a package-level
+// regexp is compiled at every process start).
+func isoMillis(s string) bool {
+	const layout = "0000-00-00T00:00:00.000Z"
+	if len(s) != len(layout) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if layout[i] == '0' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != layout[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // Check returns the first violation of the writing contract in a session
 // file, or nil: the header first and valid (version 3); every line a JSON
@@ -178,7 +195,7 @@ func Check(data []byte) error {
 				return &Violation{line, "the first line is not a session header"}
 			case h.Version != CurrentVersion:
 				return &Violation{line, fmt.Sprintf("header version %g, want %d", h.Version, CurrentVersion)}
-			case !isoMillis.MatchString(h.Timestamp):
+			case !isoMillis(h.Timestamp):
 				return &Violation{line, fmt.Sprintf("header timestamp %q is not ISO 8601 with milliseconds", h.Timestamp)}
 			}
 			if _, ok := ms.Str("cwd"); !ok {
@@ -207,7 +224,7 @@ func Check(data []byte) error {
 			refs = append(refs, ref{line, "parentId", pid, false})
 		}
 		ts, _ := ms.Str("timestamp")
-		if !isoMillis.MatchString(ts) {
+		if !isoMillis(ts) {
 			return &Violation{line, fmt.Sprintf("timestamp %q is not ISO 8601 with milliseconds", ts)}
 		}
 		for key, root := range map[string]bool{"firstKeptEntryId": false, "targetId": false, "fromId": true} {
