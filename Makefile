@@ -19,7 +19,7 @@ demo:
 
 ## install: the trove command into GOBIN (default ~/go/bin), static (no cgo)
 install:
-	CGO_ENABLED=0 $(GO) install ./cmd/trove
+	CGO_ENABLED=0 $(GO) install ./cmd/trove ./cmd/trove-cloud
 
 ## deps: download Go modules and install the local bucket servers the Go
 ## modules do not bring with scripts/install-test-servers: azurite (npm), and

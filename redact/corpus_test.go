@@ -233,7 +233,7 @@ func (g gen) cleanGenerated() string {
 }
 
 // plantedSecrets are the tests elsewhere that hold fake secrets on purpose.
-var plantedSecrets = map[string]bool{"../mirror_redact_test.go": true, "../cmd/trove/scan_test.go": true}
+var plantedSecrets = map[string]bool{"../mirror_redact_test.go": true, "../cmd/internal/cli/scan_test.go": true}
 
 // cleanFiles are real text: this module's Go sources and docs, but not
 // this package, whose tests hold fake secrets on purpose, nor test data.

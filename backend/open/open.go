@@ -72,6 +72,17 @@ func Register(scheme string, open Opener) {
 	providers.m[scheme] = open
 }
 
+// Missing reports whether scheme is a well-known bucket scheme that no
+// provider in this program serves: a program can hand such a URL to
+// another that links the provider.
+func Missing(scheme string) bool {
+	if known[scheme] == "" {
+		return false
+	}
+	_, ok := lookup(scheme)
+	return !ok
+}
+
 func lookup(scheme string) (Opener, bool) {
 	providers.RLock()
 	defer providers.RUnlock()

@@ -212,7 +212,17 @@ func TestFileOnlyLinksNoSDK(t *testing.T) {
 		t.Fatalf("the program's file: %q, %v", got, err)
 	}
 	out, err = exec.Command(bin, "s3://bucket").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "github.com/trovekit/trove/backend/open/s3") {
-		t.Fatalf("s3:// without its provider: %v: %s; want the import to add", err, out)
+	if err == nil || !strings.Contains(string(out), "github.com/trovekit/trove/backend/open/s3") || !strings.Contains(string(out), "missing: true") {
+		t.Fatalf("s3:// without its provider: %v: %s; want the import to add, and Missing", err, out)
+	}
+}
+
+// TestMissing: where every provider is linked (this test program), no
+// scheme is missing; TestFileOnlyLinksNoSDK checks one that is.
+func TestMissing(t *testing.T) {
+	for scheme, want := range map[string]bool{"gs": false, "azblob": false, "s3": false, "memblob": false, "file": false, "mem": false, "http": false, "": false} {
+		if got := open.Missing(scheme); got != want {
+			t.Errorf("Missing(%q) = %v, want %v", scheme, got, want)
+		}
 	}
 }

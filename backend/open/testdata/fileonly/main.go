@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/trovekit/trove/backend/open"
 )
@@ -14,7 +15,8 @@ func main() {
 	ctx := context.Background()
 	st, err := open.URL(ctx, os.Args[1])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		scheme, _, _ := strings.Cut(os.Args[1], "://")
+		fmt.Fprintln(os.Stderr, err, "missing:", open.Missing(scheme))
 		os.Exit(1)
 	}
 	defer st.Close()

@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/backend"
+	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/session"
+)
+
+func newCheckpointCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "checkpoint", Short: "Snapshot a workspace and rewind it"}
+	var dir, sessionRef string
+	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
+	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar)")
+	with := checkpointWith(a, &dir, &sessionRef)
+	cmd.AddCommand(newCheckpointCreateCmd(a, &dir, with), newCheckpointRewindCmd(a, with), newCheckpointDiffCmd(a, with))
+	addCheckpointAdmin(a, cmd, with)
+	for _, c := range cmd.Commands() {
+		switch c.Name() {
+		case "rewind", "diff", "show", "rm":
+			c.ValidArgsFunction = completeCheckpoints(a, with, c.Name() == "rm")
+		}
+	}
+	cmd.RegisterFlagCompletionFunc("session", completeSessions(a))
+	return cmd
+}
+
+// withManager runs fn on a checkpoint manager for the workspace.
+type withManager = func(cmd *cobra.Command, fn func(*checkpoint.Manager) error) error
+
+// checkpointWith returns what runs fn on a manager for the workspace
+// *dir (of the session *sessionRef, when set), closed after: flags are read
+// when it runs.
+func checkpointWith(a *app, dir, sessionRef *string) withManager {
+	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
+		ctx := cmd.Context()
+		st, err := a.store(ctx)
+		if err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		opts := []checkpoint.Option{checkpoint.WithLogger(a.log)}
+		if *sessionRef != "" {
+			s, err := a.sessionStore(ctx)
+			if err != nil {
+				return err
+			}
+			meta, err := s.Metadata(ctx, *sessionRef)
+			if err != nil {
+				return storeErr(err)
+			}
+			opts = append(opts, checkpoint.WithDir(backend.Join(session.SidecarDir(meta.Path), session.CheckpointsDir)))
+		}
+		m, err := checkpoint.OpenDir(ctx, st, abs, opts...)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		return fn(m)
+	}
+}
+
+// newCheckpointCreateCmd is trove checkpoint create.
+func newCheckpointCreateCmd(a *app, dirFlag *string, with withManager) *cobra.Command {
+	var maxSize string
+	create := &cobra.Command{
+		Use:   "create NAME [PATH...]",
+		Short: "Snapshot the named paths (absent ones recorded as absent), or the whole tree",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := *dirFlag
+			limit, err := parseSize(maxSize)
+			if err != nil {
+				return usageErr("--max-file-size %q: %v", maxSize, err)
+			}
+			return with(cmd, func(m *checkpoint.Manager) error {
+				opts := []checkpoint.CreateOption{checkpoint.WithMaxFileSize(limit)}
+				if ign := storeInside(a, dir); ign != "" {
+					opts = append(opts, checkpoint.WithIgnore(ign))
+				}
+				var man *checkpoint.Manifest
+				var err error
+				b := a.progress(-1, "snapshotting "+dir)
+				defer b.done()
+				if len(args) == 1 {
+					man, err = m.CreateTree(cmd.Context(), args[0], opts...)
+				} else {
+					paths, err := workspacePaths(dir, args[1:])
+					if err != nil {
+						return err
+					}
+					for i, p := range paths {
+						if _, serr := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); serr != nil && !a.jsonOut {
+							fmt.Fprintf(a.stderr, "trove: %s does not exist: recorded as absent (a rewind deletes it)\n", args[1+i])
+						}
+					}
+					man, err = m.Create(cmd.Context(), args[0], paths, opts...)
+					if err != nil {
+						return err
+					}
+				}
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(man)
+				}
+				a.printf("checkpoint %s: %d files, %d skipped\n", args[0], len(man.Files), len(man.Skipped))
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&maxSize, "max-file-size", "16MiB", "files bigger than this are listed as skipped, not kept (0: no limit)")
+	return create
+}
+
+// newCheckpointRewindCmd is trove checkpoint rewind.
+func newCheckpointRewindCmd(a *app, with withManager) *cobra.Command {
+	var dryRun bool
+	var undo bool
+	var before string
+	rewind := &cobra.Command{
+		Use:   "rewind NAME | --before TOOL_USE_ID | --undo",
+		Short: "Restore the workspace to a checkpoint (--dry-run: report only; --undo: undo the last rewind)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if n := len(args) + btoi(undo) + btoi(before != ""); n == 1 {
+				return nil
+			}
+			return usageErr("rewind takes a checkpoint name, --before TOOL_USE_ID or --undo alone")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				name := ""
+				if undo {
+					infos, err := m.List(cmd.Context())
+					if err != nil {
+						return err
+					}
+					for _, in := range infos { // sorted by id: undo ids sort by time
+						if strings.HasPrefix(in.ID, checkpoint.UndoPrefix) {
+							name = in.ID
+						}
+					}
+					if name == "" {
+						return fmt.Errorf("no rewind to undo in this workspace")
+					}
+				} else if before != "" {
+					name = before // the hook named it after the tool call
+				} else {
+					name = args[0]
+				}
+				b := a.progress(-1, "rewinding to "+name)
+				res, err := m.Rewind(cmd.Context(), name, dryRun)
+				b.done()
+				if a.jsonOut && res != nil {
+					if perr := a.printJSON(res); perr != nil {
+						return perr
+					}
+				} else if res != nil {
+					verb := "rewound to " + name
+					if dryRun {
+						verb = "would rewind to " + name
+					}
+					a.printf("%s: %d files (+%d -%d)\n", verb, len(res.FilesChanged), res.Insertions, res.Deletions)
+					for _, g := range []struct {
+						what  string
+						paths []string
+					}{{"restored", res.Restored}, {"deleted", res.Deleted}, {"recreated", res.Recreated}} {
+						if len(g.paths) > 0 {
+							a.printf("  %-9s %s\n", g.what, sanitizeLine(strings.Join(g.paths, ", ")))
+						}
+					}
+					if res.Undo != "" {
+						a.printf("what it overwrote and deleted is checkpoint %s: trove checkpoint rewind --undo\n", res.Undo)
+					}
+				}
+				return err
+			})
+		},
+	}
+	rewind.Flags().BoolVar(&undo, "undo", false, "undo the last rewind of this workspace (rewind to the checkpoint it took)")
+	rewind.Flags().BoolVar(&dryRun, "dry-run", false, "compute the report and write nothing")
+	rewind.Flags().StringVar(&before, "before", "", "rewind to the checkpoint trove's Claude Code hook took before this tool call")
+	return rewind
+}
+
+// newCheckpointDiffCmd is trove checkpoint diff.
+func newCheckpointDiffCmd(a *app, with withManager) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff NAME",
+		Short: "Changes between a checkpoint and the workspace, with line stats",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				res, err := m.Diff(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				for _, f := range res.Files {
+					a.printf("%-9s +%-5d -%-5d %s\n", f.Status, f.Insertions, f.Deletions, f.Path)
+				}
+				a.printf("%d files, +%d -%d\n", len(res.Files), res.Insertions, res.Deletions)
+				return nil
+			})
+		},
+	}
+}
+
+// workspacePaths resolves paths as people type them: relative to the
+// current directory, or absolute; either must lie inside the workspace.
+func workspacePaths(dir string, args []string) ([]string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(args))
+	for _, arg := range args {
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, usageErr("%s is outside the workspace %s", arg, root)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
+}
+
+// storeInside returns the store's path relative to dir when a local store
+// lives inside the workspace, so snapshots never include (and rewinds never
+// delete) the store's own files.
+func storeInside(a *app, dir string) string {
+	root := a.storeName()
+	if after, ok := strings.CutPrefix(root, "file://"); ok {
+		root = after
+	}
+	absDir, err1 := filepath.Abs(dir)
+	absRoot, err2 := filepath.Abs(root)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(absDir, absRoot)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
+		return ""
+	}
+	return fmt.Sprintf("/%s/", filepath.ToSlash(rel))
+}
+
+// parseSize reads a size: bytes, or a number with a unit (KB, MB, GB in
+// powers of 1000; KiB, MiB, GiB in powers of 1024; case does not matter).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1e3, "kib": 1 << 10, "m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
+		"g": 1 << 30, "gb": 1e9, "gib": 1 << 30}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v < 0 || v*mult > math.MaxInt64/2 {
+		return 0, errors.New("want bytes or a number with KB, MB, GB, KiB, MiB or GiB")
+	}
+	return int64(v * mult), nil
+}
+
+// addCheckpointAdmin adds ls, show and rm to the checkpoint command; with
+// runs a function on the workspace's manager.
+func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, func(*checkpoint.Manager) error) error) {
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the workspace's checkpoints",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				infos, err := m.List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := []checkpointJSON{}
+				for _, in := range infos {
+					c := checkpointJSON{ID: in.ID, Size: in.Size}
+					if man, err := m.Load(cmd.Context(), in.ID); err == nil {
+						c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), len(man.Files), man.Session, man.Note
+					}
+					out = append(out, c)
+				}
+				if a.jsonOut {
+					return a.printJSON(out)
+				}
+				w := 24
+				for _, c := range out {
+					w = max(w, len(c.ID))
+				}
+				for _, c := range out {
+					a.printf("%-*s  %s  %-5s  %6d files", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+					if c.Note != "" {
+						a.printf("  before %s", sanitizeLine(c.Note))
+					}
+					a.printf("\n")
+				}
+				return nil
+			})
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a checkpoint: its files, sizes and modes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				man, err := m.Load(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(man)
+				}
+				a.printf("checkpoint %s (%s) taken %s", man.ID, man.Kind, man.CreatedAt.Local().Format(time.DateTime))
+				if man.Session != "" {
+					a.printf(", session %s", man.Session)
+				}
+				a.printf("\n")
+				for _, f := range man.Files {
+					switch {
+					case !f.Exists:
+						a.printf("  absent            %s\n", sanitizeLine(f.Path))
+					case f.Type == checkpoint.TypeSymlink:
+						a.printf("  link              %s -> %s\n", sanitizeLine(f.Path), sanitizeLine(f.Target))
+					default:
+						a.printf("  %04o %10d  %s\n", uint32(f.Mode), f.Size, sanitizeLine(f.Path))
+					}
+				}
+				for _, s := range man.Skipped {
+					a.printf("  skipped (%s)  %s\n", s.Reason, sanitizeLine(s.Path))
+				}
+				return nil
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Delete checkpoints (their blobs go at the next gc)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return with(cmd, func(m *checkpoint.Manager) error {
+				for _, id := range args {
+					if err := m.Delete(cmd.Context(), id); err != nil {
+						return err
+					}
+					if !a.jsonOut {
+						a.printf("removed checkpoint %s\n", id)
+					}
+				}
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"removed": args})
+				}
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(ls, show, rm)
+}
+
+// checkpointJSON is one checkpoint of `trove checkpoint ls --json`.
+type checkpointJSON struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	Files     int       `json:"files"`
+	Session   string    `json:"session,omitempty"`
+	Note      string    `json:"note,omitempty"` // the tool call it was taken before
+	Size      int64     `json:"manifest_bytes"`
+}

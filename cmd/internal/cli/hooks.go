@@ -1,0 +1,340 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trovekit/trove/checkpoint"
+	"github.com/trovekit/trove/importer"
+)
+
+func newHooksCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "hooks", Short: "Checkpoint before every file-changing tool call of Claude Code or Codex (their hooks)"}
+	var project, user bool
+	// where is the settings file of ag that --project or --user names.
+	where := func(ag agent) (string, error) {
+		if project && user {
+			return "", usageErr("--project or --user, not both")
+		}
+		if user {
+			return ag.userFile()
+		}
+		wd, err := os.Getwd()
+		return filepath.Join(wd, filepath.FromSlash(ag.project)), err
+	}
+	install := &cobra.Command{
+		Use:   "install claude|codex [--project | --user]",
+		Short: "Add trove's hooks to the agent's settings (kept: everything else in them)",
+		Long: "Merge hook entries into the agent's settings: Claude Code's .claude/settings.json under the\n" +
+			"current directory (--project, the default) or ~/.claude/settings.json (--user); Codex's\n" +
+			".codex/hooks.json or ~/.codex/hooks.json. Before each file-changing tool call (Claude Code:\n" +
+			"Write, Edit, MultiEdit, NotebookEdit, Bash; Codex: Bash, apply_patch) a checkpoint of the\n" +
+			"workspace named after the call; when the agent stops, an import of the transcript. The entries\n" +
+			"call this binary by its absolute path. Running it again changes nothing.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ag, err := agentNamed(args[0])
+			if err != nil {
+				return err
+			}
+			path, err := where(ag)
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			command := shellQuote(exe)
+			if a.storeURL != "" {
+				command += " --store " + shellQuote(a.storeURL)
+			}
+			return a.editSettings(ag, path, command+ag.marker(), "installed trove's hooks in")
+		},
+	}
+	uninstall := &cobra.Command{
+		Use:   "uninstall claude|codex [--project | --user]",
+		Short: "Remove trove's hooks from the agent's settings, leaving the rest",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ag, err := agentNamed(args[0])
+			if err != nil {
+				return err
+			}
+			path, err := where(ag)
+			if err != nil {
+				return err
+			}
+			return a.editSettings(ag, path, "", "removed trove's hooks from")
+		},
+	}
+	for _, c := range []*cobra.Command{install, uninstall} {
+		c.Flags().BoolVar(&project, "project", false, "the project's settings under the current directory (default)")
+		c.Flags().BoolVar(&user, "user", false, "the user's settings, for every project")
+	}
+	var budget time.Duration
+	run := &cobra.Command{
+		Use:   "run claude|codex",
+		Short: "Run one hook: the hook's JSON on stdin (what the installed entries call)",
+		Long: "Reads the hook's JSON on stdin. PreToolUse of a file-changing tool: a checkpoint of the\n" +
+			"workspace (CLAUDE_PROJECT_DIR, else the hook's cwd) named after the tool_use_id, durable before\n" +
+			"it returns. Stop, SubagentStop, SessionEnd: the transcript imported. It exits 0 whatever\n" +
+			"happens, so the agent goes on; failures go to the log `trove hooks status` shows.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
+			defer cancel()
+			in, err := io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+			var h hookInput
+			if err == nil {
+				err = json.Unmarshal(in, &h)
+			}
+			ag, aerr := agentNamed(args[0])
+			if err == nil {
+				err = aerr
+			}
+			if err == nil {
+				err = a.runHook(ctx, ag, h)
+			}
+			if err != nil {
+				hookLog(h, err, time.Since(start))
+			}
+			return nil // a hook never stops the agent
+		},
+	}
+	run.Flags().DurationVar(&budget, "budget", 20*time.Second, "give up (and let the tool run) after this long")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Where trove's hooks are installed, and the hooks' recent failures",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.hooksStatus()
+		},
+	}
+	cmd.AddCommand(install, uninstall, run, status)
+	return cmd
+}
+
+// editSettings rewrites the agent's settings at path with trove's
+// entries calling command ("": none).
+func (a *app) editSettings(ag agent, path, command, did string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if command == "" && errors.Is(err, fs.ErrNotExist) {
+		a.printf("no %s: nothing to remove\n", path)
+		return nil
+	}
+	out, err := ag.editHooks(data, command)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if string(out) == string(data) {
+		a.printf("%s: already as wanted\n", path)
+		return nil
+	}
+	if err := writeAtomic(path, out); err != nil {
+		return err
+	}
+	a.printf("%s %s\n", did, path)
+	return nil
+}
+
+// hookInput is what Claude Code and Codex give a hook on stdin (the
+// fields trove reads; the rest is ignored).
+type hookInput struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	Event          string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+}
+
+func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
+	switch h.Event {
+	case "PreToolUse":
+		if !ag.tools[h.ToolName] {
+			return nil
+		}
+		return a.hookCheckpoint(ctx, ag, h)
+	case "Stop", "SubagentStop", "SessionEnd":
+		if h.TranscriptPath == "" {
+			return nil
+		}
+		ts, err := a.troveStore(ctx)
+		if err != nil {
+			return err
+		}
+		paths := []string{h.TranscriptPath}
+		if sub := strings.TrimSuffix(h.TranscriptPath, ".jsonl") + "/subagents"; isDir(sub) {
+			paths = append(paths, sub)
+		}
+		_, err = importer.Import(ctx, ts, paths, importer.Options{From: ag.format})
+		return err
+	}
+	return nil
+}
+
+// hookCheckpoint takes the checkpoint before a tool call: the workspace
+// as it is, named after the call, linked to the session.
+func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
+	dir := os.Getenv("CLAUDE_PROJECT_DIR")
+	if dir == "" {
+		dir = h.Cwd
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return fmt.Errorf("no workspace: cwd %q: %w", dir, fs.ErrInvalid)
+	}
+	if err := checkpoint.ValidID(h.ToolUseID); err != nil {
+		return err
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := checkpoint.OpenDir(ctx, st, dir, checkpoint.WithLogger(a.log))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	opts := []checkpoint.CreateOption{checkpoint.WithNote(toolNote(h)), checkpoint.WithMessage(h.ToolUseID)}
+	if h.SessionID != "" {
+		opts = append(opts, checkpoint.WithSession(importer.SessionID(ag.format, h.SessionID)))
+	}
+	if ign := storeInside(a, dir); ign != "" {
+		opts = append(opts, checkpoint.WithIgnore(ign))
+	}
+	_, err = m.CreateTree(ctx, h.ToolUseID, opts...)
+	return err
+}
+
+// toolNote says which call a checkpoint precedes: the tool and what it
+// was about to change.
+func toolNote(h hookInput) string {
+	var in struct {
+		Command      string `json:"command"`
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	json.Unmarshal(h.ToolInput, &in)
+	what := in.Command + in.FilePath + in.NotebookPath
+	what, _, _ = strings.Cut(what, "\n")
+	if len(what) > 100 {
+		what = what[:100] + "..."
+	}
+	return strings.TrimSpace(h.ToolName + ": " + what)
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// hookLogPath is where hooks log their failures: $XDG_STATE_HOME/trove,
+// else ~/.local/state/trove.
+func hookLogPath() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "trove-hooks.log")
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "trove", "hooks.log")
+}
+
+// hookLog appends one failure to the hooks' log, trimmed to its last
+// half when it passes 1 MiB.
+func hookLog(h hookInput, err error, took time.Duration) {
+	path := hookLogPath()
+	if os.MkdirAll(filepath.Dir(path), 0o700) != nil {
+		return
+	}
+	if fi, serr := os.Stat(path); serr == nil && fi.Size() > 1<<20 {
+		if data, rerr := os.ReadFile(path); rerr == nil {
+			os.WriteFile(path, data[len(data)/2:], 0o600)
+		}
+	}
+	f, ferr := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	line := fmt.Sprintf("%s %s %s %s %s: %v\n", time.Now().UTC().Format(time.RFC3339), h.Event, h.ToolName, h.ToolUseID, took.Round(time.Millisecond),
+		sanitizeLine(err.Error()))
+	f.WriteString(line)
+}
+
+func (a *app) hooksStatus() error {
+	wd, _ := os.Getwd()
+	for _, ag := range []agent{claudeAgent(), codexAgent()} {
+		user, _ := ag.userFile()
+		for _, p := range []string{filepath.Join(wd, filepath.FromSlash(ag.project)), user} {
+			a.settingsStatus(ag, p)
+		}
+	}
+	return a.hooksLog()
+}
+
+// settingsStatus says whether trove's hooks are in the settings at p.
+func (a *app) settingsStatus(ag agent, p string) {
+	command, err := ag.installedCommand(p)
+	switch {
+	case err != nil:
+		a.printf("%s: %v\n", p, err)
+	case command == "":
+		a.printf("%s: no trove hooks\n", p)
+	default:
+		a.printf("%s: installed: %s\n", p, command)
+	}
+}
+
+// hooksLog prints the hooks' recent failures.
+func (a *app) hooksLog() error {
+	path := hookLogPath()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		a.printf("no hook failures logged (%s)\n", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 20 {
+			lines = lines[1:]
+		}
+	}
+	a.printf("recent hook failures (%s):\n", path)
+	for _, l := range lines {
+		a.printf("  %s\n", l)
+	}
+	return sc.Err()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

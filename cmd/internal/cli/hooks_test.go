@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trovekit/trove/importer"
+)
+
+const userSettings = `{
+  "model": "opus",
+  "permissions": {"allow": ["Bash(go test:*)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/audit.sh", "timeout": 5}]}
+    ],
+    "PostToolUse": [
+      {"matcher": "Write", "hooks": [{"type": "command", "command": "gofmt -l ."}]}
+    ]
+  },
+  "statusLine": {"type": "command", "command": "echo hi"}
+}
+`
+
+// TestHooksInstallKeepsSettings installs trove's hooks into settings
+// holding the user's own and keys trove does not know: everything stays,
+// in its order; a second install changes nothing; uninstall leaves the
+// settings as they were.
+func TestHooksInstallKeepsSettings(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	path := filepath.Join(dir, ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(userSettings), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := trove(t, "", "hooks", "install", "claude", "--project"); code != 0 {
+		t.Fatalf("install: %d %s", code, errOut)
+	}
+	once, _ := os.ReadFile(path)
+	var s struct {
+		Model string         `json:"model"`
+		Perm  map[string]any `json:"permissions"`
+		Hooks map[string][]struct {
+			Matcher string       `json:"matcher"`
+			Hooks   []claudeHook `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(once, &s); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	pre := s.Hooks["PreToolUse"]
+	if s.Model != "opus" || s.Perm == nil || len(pre) != 2 || pre[0].Hooks[0].Command != "~/bin/audit.sh" || len(s.Hooks["PostToolUse"]) != 1 {
+		t.Fatalf("the user's settings were not kept:\n%s", once)
+	}
+	if pre[1].Matcher != "Write|Edit|MultiEdit|NotebookEdit|Bash" || pre[1].Hooks[0].Command != shellQuote(exe)+claudeAgent().marker() {
+		t.Fatalf("trove's PreToolUse entry: %+v", pre[1])
+	}
+	for _, ev := range []string{"Stop", "SessionEnd"} {
+		if g := s.Hooks[ev]; len(g) != 1 || !strings.HasSuffix(g[0].Hooks[0].Command, claudeAgent().marker()) {
+			t.Fatalf("%s: %+v", ev, g)
+		}
+	}
+	if i, j := bytes.Index(once, []byte(`"model"`)), bytes.Index(once, []byte(`"statusLine"`)); i < 0 || j < i {
+		t.Fatalf("keys reordered:\n%s", once)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want the file's own 0640", fi.Mode().Perm())
+	}
+	trove(t, "", "hooks", "install", "claude")
+	if twice, _ := os.ReadFile(path); !bytes.Equal(once, twice) {
+		t.Fatalf("a second install changed the settings:\n%s\n%s", once, twice)
+	}
+	if code, out, _ := trove(t, "", "hooks", "status"); code != 0 || !strings.Contains(out, "installed: "+shellQuote(exe)) {
+		t.Fatalf("status: %d %s", code, out)
+	}
+	trove(t, "", "hooks", "uninstall", "claude")
+	back, _ := os.ReadFile(path)
+	var want, got any
+	json.Unmarshal([]byte(userSettings), &want)
+	json.Unmarshal(back, &got)
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(got)
+	if !bytes.Equal(wb, gb) {
+		t.Fatalf("uninstall left\n%s\nwant\n%s", back, userSettings)
+	}
+}
+
+// workspaceState is every path under dir: its type, mode and content.
+func workspaceState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := fi.Mode().String()
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameState(t *testing.T, what string, want, got map[string]string) {
+	t.Helper()
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: %s is %q, want %q", what, p, got[p], w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: %s should not be there", what, p)
+		}
+	}
+}
+
+// TestHooksCheckpointBeforeEachCall drives the real binary with recorded
+// Claude Code hook payloads around a workspace the test changes as each
+// tool would: one checkpoint per file-changing call, none for Read;
+// rewind --before the `rm -rf src` restores every byte and mode, and the
+// rewind is undone; Stop imports the transcript; bad input still exits 0.
+func TestHooksCheckpointBeforeEachCall(t *testing.T) {
+	bin := buildTrove(t)
+	ws, store, state := t.TempDir(), filepath.Join(t.TempDir(), "store"), t.TempDir()
+	transcript := filepath.Join(t.TempDir(), "9a1f0c3e-4b2d-4e8f-a6c1-7d5e3b2a1f90.jsonl")
+	rec, err := os.ReadFile("../../../importer/testdata/claude/-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(transcript, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]struct {
+		mode fs.FileMode
+		data string
+	}{
+		"src/main.go":      {0o644, "package src\n\nfunc Answer() int { return 41 }\n"},
+		"src/run.sh":       {0o755, "#!/bin/sh\necho run\n"},
+		"src/deep/key.pem": {0o600, "secret\n"},
+		"README.md":        {0o644, "the old way\n"},
+	}
+	for p, f := range files {
+		full := filepath.Join(ws, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(f.data), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(full, f.mode)
+	}
+	env := append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+t.TempDir(), "CLAUDE_PROJECT_DIR=")
+	run := func(stdin []byte, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--store", store}, args...)...)
+		cmd.Env, cmd.Stdin = env, bytes.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("trove %v: %v", args, err)
+		}
+		return string(out)
+	}
+	hook := func(name string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte("$CWD"), []byte(ws))
+		b = bytes.ReplaceAll(b, []byte("$TRANSCRIPT"), []byte(transcript))
+		run(b, "hooks", "run", "claude")
+	}
+	// Each tool's change, made after its hook returned.
+	hook("1-write.json")
+	os.WriteFile(filepath.Join(ws, "src/new.go"), []byte("package src\n\nfunc New() int { return 1 }\n"), 0o644)
+	hook("2-edit.json")
+	os.WriteFile(filepath.Join(ws, "src/main.go"), []byte("package src\n\nfunc Answer() int { return 42 }\n"), 0o644)
+	hook("3-read.json")
+	hook("4-rm.json")
+	beforeRm := workspaceState(t, ws)
+	if err := os.RemoveAll(filepath.Join(ws, "src")); err != nil {
+		t.Fatal(err)
+	}
+	hook("5-sed.json")
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("the new way\n"), 0o644)
+	after := workspaceState(t, ws)
+	hook("6-stop.json")
+	run([]byte("{not json"), "hooks", "run", "claude")
+
+	var cps []checkpointJSON
+	if err := json.Unmarshal([]byte(run(nil, "--json", "checkpoint", "ls", "--dir", ws)), &cps); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"toolu_01Wr1teN3wF1le7x9q2LmK4p": "Write: " + ws + "/src/new.go", "toolu_02Ed1tMa1nG0aB3cD4eF5gH6": "Edit: " + ws + "/src/main.go",
+		"toolu_04RmRfSrcXyZ0123456789ab": "Bash: rm -rf src", "toolu_05SedInPlaceReadmeAbCdEf": "Bash: sed -i 's/old/new/g' README.md"}
+	if len(cps) != len(want) {
+		t.Fatalf("checkpoints: %+v, want one per file-changing call", cps)
+	}
+	sid := importer.SessionID("claude", "9a1f0c3e-4b2d-4e8f-a6c1-7d5e3b2a1f90")
+	for _, c := range cps {
+		if want[c.ID] != c.Note || c.Session != sid {
+			t.Errorf("checkpoint %s: note %q session %q, want %q and %s", c.ID, c.Note, c.Session, want[c.ID], sid)
+		}
+	}
+	if ls := run(nil, "checkpoint", "ls", "--dir", ws); !strings.Contains(ls, "before Bash: rm -rf src") {
+		t.Errorf("checkpoint ls does not say which call each precedes:\n%s", ls)
+	}
+
+	run(nil, "checkpoint", "rewind", "--before", "toolu_04RmRfSrcXyZ0123456789ab", "--dir", ws)
+	sameState(t, "rewound before rm -rf src", beforeRm, workspaceState(t, ws))
+	run(nil, "checkpoint", "rewind", "--undo", "--dir", ws)
+	sameState(t, "the rewind undone", after, workspaceState(t, ws))
+
+	if out := run(nil, "--json", "ls", "--all"); !strings.Contains(out, sid) {
+		t.Errorf("Stop did not import the transcript as %s:\n%s", sid, out)
+	}
+	logged, err := os.ReadFile(filepath.Join(state, "trove", "hooks.log"))
+	if err != nil || bytes.Count(logged, []byte("\n")) != 1 {
+		t.Errorf("the hooks' log should hold the one bad payload: %v\n%s", err, logged)
+	}
+	if out := run(nil, "hooks", "status"); !strings.Contains(out, "recent hook failures") {
+		t.Errorf("status does not show the failure:\n%s", out)
+	}
+}
+
+// TestHooksCodex installs trove's entries into a project's
+// .codex/hooks.json and runs recorded Codex payloads: a checkpoint before
+// the Bash call, linked to the session an import of the rollout makes,
+// which Stop imports.
+func TestHooksCodex(t *testing.T) {
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if code, _, errOut := trove(t, "", "hooks", "install", "codex"); code != 0 {
+		t.Fatalf("install: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".codex", "hooks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Matcher string       `json:"matcher"`
+			Hooks   []claudeHook `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if pre := s.Hooks["PreToolUse"]; len(pre) != 1 || pre[0].Matcher != "Bash|apply_patch" || !strings.HasSuffix(pre[0].Hooks[0].Command, " hooks run codex") ||
+		len(s.Hooks["Stop"]) != 1 {
+		t.Fatalf("hooks.json:\n%s", data)
+	}
+
+	ws, store := t.TempDir(), filepath.Join(t.TempDir(), "store")
+	if err := os.MkdirAll(filepath.Join(ws, "gen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "gen", "out.bin"), []byte("built\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	transcript := filepath.Join(here, "../../../importer/testdata/codex/2026/11/20/rollout-2026-11-20T11-00-00-0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b.jsonl")
+	for _, name := range []string{"codex-pre.json", "codex-stop.json"} {
+		b, err := os.ReadFile(filepath.Join(here, "testdata", "hooks", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte("$CWD"), []byte(ws))
+		b = bytes.ReplaceAll(b, []byte("$TRANSCRIPT"), []byte(transcript))
+		if code, _, _ := trove(t, string(b), "--store", store, "hooks", "run", "codex"); code != 0 {
+			t.Fatalf("%s: exit %d", name, code)
+		}
+	}
+	os.RemoveAll(filepath.Join(ws, "gen"))
+	_, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
+	var cps []checkpointJSON
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	sid := importer.SessionID("codex", "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b")
+	if len(cps) != 1 || cps[0].ID != "call_7Gx2KqLmNpRsTuVw" || cps[0].Note != "Bash: rm -rf gen" || cps[0].Session != sid {
+		t.Fatalf("checkpoints: %+v", cps)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "call_7Gx2KqLmNpRsTuVw", "--dir", ws); code != 0 {
+		t.Fatalf("rewind: %s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "gen", "out.bin")); err != nil || string(b) != "built\n" {
+		t.Fatalf("gen/out.bin after the rewind: %q %v", b, err)
+	}
+	if _, out, _ := trove(t, "", "--store", store, "--json", "ls", "--all"); !strings.Contains(out, sid) {
+		t.Fatalf("Stop did not import the rollout as %s:\n%s", sid, out)
+	}
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// progressRuns are the long commands that show a bar, each with what its
+// bar says; they run in order on one store.
+func progressRuns(t *testing.T) (store string, runs [][]string, says []string) {
+	store, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "..", "..", "importer", "testdata", "claude")
+	runs = [][]string{
+		{"import", src},
+		{"checkpoint", "--dir", ws, "create", "cp"},
+		{"checkpoint", "--dir", ws, "rewind", "cp"},
+		{"gc"},
+		{"fsck"},
+		{"blob", "verify"},
+		{"mirror", store, t.TempDir()},
+	}
+	says = []string{"importing", "snapshotting", "rewinding", "collecting garbage", "checking the store", "verifying blobs", "mirroring"}
+	return store, runs, says
+}
+
+// Without a terminal on stderr (a buffer, a file) nothing but errors goes
+// there: no bar, no escape codes.
+func TestNoProgressWithoutTerminal(t *testing.T) {
+	store, runs, _ := progressRuns(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, args := range runs {
+		var stderr io.Writer = &bytes.Buffer{}
+		if i%2 == 1 {
+			stderr = f // a regular file: the operating system says it is no terminal
+		}
+		var out bytes.Buffer
+		code := run(context.Background(), append([]string{"--store", store}, args...), strings.NewReader(""), &out, stderr)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, out.String())
+		}
+		if b, ok := stderr.(*bytes.Buffer); ok && b.Len() > 0 {
+			t.Errorf("%v wrote to stderr: %q", args, b.String())
+		}
+	}
+	if b, err := os.ReadFile(f.Name()); err != nil || len(b) > 0 {
+		t.Errorf("stderr file holds %q (%v)", b, err)
+	}
+}
+
+// On a terminal each long command shows its bar, cleared when done, and
+// writes the same output as without one.
+func TestProgressOnTerminal(t *testing.T) {
+	store, runs, says := progressRuns(t)
+	for i, args := range runs {
+		var out, stderr bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &stderr, terminal: func(io.Writer) bool { return true }}
+		if code := a.run(context.Background(), append([]string{"--store", store}, args...)); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), says[i]) {
+			t.Errorf("%v: stderr %q lacks %q", args, stderr.String(), says[i])
+		}
+		if strings.Contains(out.String(), says[i]) {
+			t.Errorf("%v: the bar went to stdout", args)
+		}
+	}
+	// --json keeps stderr for JSON errors: no bar.
+	var stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, terminal: func(io.Writer) bool { return true }}
+	if code := a.run(context.Background(), []string{"--store", store, "--json", "fsck"}); code != 0 || stderr.Len() > 0 {
+		t.Errorf("fsck --json on a terminal: exit %d, stderr %q", code, stderr.String())
+	}
+}
