@@ -70,21 +70,18 @@ func image(r *rand.Rand) string {
 // known times, compares Prune's dry run with bruteKeep, runs it for real,
 // and checks that GC then frees the blobs of the pruned items and no
 // other.
-func TestPruneSchedule(t *testing.T) {
+// pruneSchedule fills s with the sessions (forks among them), checkpoints,
+// runs and pins TestPruneSchedule prunes, at days from base, and returns
+// them and a parent that only its fork keeps.
+func pruneSchedule(t *testing.T, s *trove.Store, base time.Time, setNow func(time.Time)) (items []schedItem, oldParent string) {
 	ctx := context.Background()
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := base
-	s, err := trove.Open(ctx, "mem://", trove.WithClock(func() time.Time { return now }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	r := rand.New(rand.NewPCG(5, 32))
-	var items []schedItem
 	newSession := func(cwd string, day int, fork string) string {
 		t.Helper()
-		now = base.Add(time.Duration(day) * 24 * time.Hour)
+		now := base.Add(time.Duration(day) * 24 * time.Hour)
+		setNow(now)
 		var h *session.Handle
+		var err error
 		if fork != "" {
 			h, err = s.Sessions().Fork(ctx, fork, session.ForkOptions{})
 		} else {
@@ -111,7 +108,7 @@ func TestPruneSchedule(t *testing.T) {
 	for day := range 12 {
 		a = append(a, newSession("/a", day*3, ""))
 	}
-	oldParent := a[1]
+	oldParent = a[1]
 	forkOfOld := newSession("/a", 40, oldParent) // kept by date, keeps a[1]
 	newSession("/a", 5, a[0])                    // an old fork of an old session
 	grand := newSession("/a", 41, forkOfOld)     // a fork of a fork
@@ -130,7 +127,8 @@ func TestPruneSchedule(t *testing.T) {
 		}
 		for k := range 5 {
 			day := k*8 + wi
-			now = base.Add(time.Duration(day) * 24 * time.Hour)
+			now := base.Add(time.Duration(day) * 24 * time.Hour)
+			setNow(now)
 			if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(image(r)), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +142,8 @@ func TestPruneSchedule(t *testing.T) {
 	}
 	// Runs in /a and /b.
 	for k := range 6 {
-		now = base.Add(time.Duration(k*7) * 24 * time.Hour)
+		now := base.Add(time.Duration(k*7) * 24 * time.Hour)
+		setNow(now)
 		cwd := []string{"/a", "/b"}[k%2]
 		id := runlog.NewID()
 		w, err := s.Runs().Create(ctx, &runlog.Header{RunID: id, StartedAt: runlog.TimeOf(now), Runtime: &runlog.Runtime{Cwd: cwd}})
@@ -170,6 +169,19 @@ func TestPruneSchedule(t *testing.T) {
 	}
 	pin(len(items) - 6)
 
+	return items, oldParent
+}
+
+func TestPruneSchedule(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := base
+	s, err := trove.Open(ctx, "mem://", trove.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	items, oldParent := pruneSchedule(t, s, base, func(at time.Time) { now = at })
 	now = base.Add(42 * 24 * time.Hour)
 	within, last := 10*24*time.Hour, 2
 	want := bruteKeep(items, within, last, now)
