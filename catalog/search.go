@@ -269,6 +269,16 @@ type results struct {
 	files    []int64 // hits[i]'s file row
 	chains   []chain // hits[i]'s file's entries
 	verified int     // candidates read back and checked
+	scratch  scratch // reused by each candidate's check
+}
+
+// scratch is memory a query's candidates reuse: in a new process every
+// allocation is fresh memory, a page fault each few KiB, and a phrase
+// checks several candidates per hit.
+type scratch struct {
+	line []byte   // the entry's line
+	toks []byte   // its tokens, each after a space
+	all  []string // its tokens
 }
 
 func (r *results) done() bool {
@@ -291,15 +301,14 @@ type candRow struct {
 // match.
 func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 	h := cr.h
-	texts := c.entryTexts(ctx, h, cr.off, cr.len)
+	texts := c.entryTexts(ctx, &r.scratch, h, cr.off, cr.len)
 	if !r.exact {
 		r.verified++
 	}
-	tt := tokenize(texts)
-	if !r.e.match(tt.all) {
+	if !r.e.match(r.scratch.tokens(texts)) {
 		return
 	}
-	h.Snippet = makeSnippet(texts, tt, r.terms, 200)
+	h.Snippet = makeSnippet(texts, tokenize(texts), r.terms, 200)
 	h.Score = r.rk.score(cr.ntok)
 	r.hits = append(r.hits, h)
 	r.files = append(r.files, cr.file)
@@ -435,16 +444,17 @@ func (b *branches) leaf(id string) string {
 
 // entryTexts reads an entry (a session's title: its header; a run's
 // record) back from its file: the texts the catalog indexed of it.
-func (c *Catalog) entryTexts(ctx context.Context, h Hit, off, n int64) []string {
+func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int64) []string {
 	rc, err := c.st.OpenRange(ctx, h.Path, off, n)
 	if err != nil {
 		return nil
 	}
-	line, err := readSized(rc, n)
+	line, err := readSized(rc, sc.line[:0], n)
 	rc.Close()
 	if err != nil {
 		return nil
 	}
+	sc.line = line
 	var d doc
 	var ok bool
 	switch {
@@ -465,10 +475,10 @@ func (c *Catalog) entryTexts(ctx context.Context, h Hit, off, n int64) []string 
 	return d.texts
 }
 
-// readSized reads r to its end into a buffer sized for n bytes (up to a
-// MiB, then grown): io.ReadAll would start small and regrow.
-func readSized(r io.Reader, n int64) ([]byte, error) {
-	b := make([]byte, 0, min(max(n, 0), 1<<20)+1)
+// readSized reads r to its end into b, grown first for n bytes (up to a
+// MiB, then as needed): io.ReadAll would start small and regrow.
+func readSized(r io.Reader, b []byte, n int64) ([]byte, error) {
+	b = slices.Grow(b[:0], int(min(max(n, 0), 1<<20)+1))
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, len(b))
@@ -498,8 +508,31 @@ type wordTokens struct {
 	toks  []string // the text's part of all
 }
 
-// tokenize cuts an entry's texts into tokens once, for both the match
-// and the snippet.
+// tokens cuts texts into their tokens as indexed (tokenize's all), in
+// sc's memory: one allocation for the lot, not one a token.
+func (sc *scratch) tokens(texts []string) []string {
+	sc.toks = sc.toks[:0]
+	for _, text := range texts {
+		words(text, func(w string, _ span) { sc.toks = appendWord(sc.toks, w) })
+	}
+	s := string(sc.toks)
+	sc.all = sc.all[:0]
+	for s != "" {
+		s = s[1:] // the space before each token
+		end := strings.IndexByte(s, ' ')
+		if end < 0 {
+			end = len(s)
+		}
+		if end > 0 {
+			sc.all = append(sc.all, s[:end])
+		}
+		s = s[end:]
+	}
+	return sc.all
+}
+
+// tokenize cuts an entry's texts into tokens, and each text's tokens
+// into words, for a snippet.
 func tokenize(texts []string) *textTokens {
 	tt := &textTokens{texts: make([]wordTokens, len(texts))}
 	var buf []byte
