@@ -63,7 +63,9 @@ func run(n, rounds int, keep bool) error {
 		fmt.Println("keeping", tmp)
 	}
 	bin := filepath.Join(tmp, "trove")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/trove").CombinedOutput(); err != nil {
+	gobuild := exec.Command("go", "build", "-o", bin, "./cmd/trove")
+	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0") // as make install builds it
+	if out, err := gobuild.CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
 	fmt.Printf("searchbench: %d sessions of ~35 KB in 20 cwds, %d CPUs, %s\n", n, runtime.NumCPU(), runtime.Version())

@@ -321,6 +321,7 @@ func listRows(root string, files []string, rounds int) ([]row, error) {
 	// trove ls --all --json, end to end, built once.
 	bin := filepath.Join(filepath.Dir(root), "trove")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/trove")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make install builds it
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building trove: %w", err)
