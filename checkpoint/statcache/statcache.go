@@ -278,22 +278,44 @@ func (c *Cache) CompactAdded() {
 // Relist makes the listings of a tree snapshot's walk the cache's records,
 // keeping of the entries only those the snapshot verified (at verified):
 // the paths it did not store (deleted, ignored since, or only named by a
-// files checkpoint) would only grow the cache.
+// files checkpoint) would only grow the cache. A record whose names are
+// the listing's (most: the walk took them from it) is kept in place, its
+// other entries cleared, and so is the map when every listing has one:
+// building them afresh put the whole cache into new memory, on the path a
+// snapshot waits for.
 func (c *Cache) Relist(listings map[string]Listing, verified int64) {
-	dirs := make(map[string]*Dir, len(listings))
-	recs := make([]Dir, len(listings))
-	n := 0
-	for _, l := range listings {
-		n += len(l.Names)
-	}
-	ents := make([]Entry, n)
-	k := 0
+	n, fresh, known := 0, 0, 0
 	for d, l := range listings {
-		r := &recs[k]
-		k++
-		r.St, r.Verified, r.Listed, r.Names = l.St, verified, true, l.Names
+		n += len(l.Names)
+		old := c.Dirs[d]
+		if old != nil {
+			known++
+		}
+		if old == nil || !slices.Equal(old.Names, l.Names) {
+			fresh += len(l.Names)
+		}
+	}
+	// Both hold the same directories: the map is kept.
+	dirs := c.Dirs
+	if known != len(listings) || len(dirs) != len(listings) {
+		dirs = make(map[string]*Dir, len(listings))
+	}
+	ents := make([]Entry, fresh)
+	for d, l := range listings {
+		old := c.Dirs[d]
+		if old != nil && slices.Equal(old.Names, l.Names) {
+			for i, e := range old.Ents {
+				if e.n > 0 && e.Verified != verified {
+					old.Ents[i] = Entry{}
+				}
+			}
+			old.St, old.Verified, old.Listed = l.St, verified, true
+			dirs[d] = old
+			continue
+		}
+		r := &Dir{St: l.St, Verified: verified, Listed: true, Names: l.Names}
 		r.Ents, ents = ents[:len(l.Names):len(l.Names)], ents[len(l.Names):]
-		if old := c.Dirs[d]; old != nil {
+		if old != nil {
 			j := 0
 			for i, name := range r.Names {
 				var ok bool

@@ -199,6 +199,56 @@ func TestRelist(t *testing.T) {
 	}
 }
 
+// A relist whose listings have the records' names keeps the records in
+// place: the entries the snapshot verified stay, the others go, and the
+// records take the listings' stats; a directory the walk did not read
+// goes too.
+func TestRelistSameNames(t *testing.T) {
+	c := New()
+	st := Stat{Mode: 0o644, Size: 1, Mtime: 1}
+	for _, p := range []string{"d/kept", "d/stale", "e/x", "gone/y"} {
+		v := int64(7e12)
+		if p == "d/stale" {
+			v = 3e12
+		}
+		c.Put(p, st, Refs{Ref: sumRef([]byte(p))}, v)
+	}
+	dirSt := Stat{Mode: fs.ModeDir, Mtime: 9}
+	listings := map[string]Listing{
+		"d": {St: dirSt, Names: []string{"kept", "stale"}},
+		"e": {St: dirSt, Names: []string{"x"}},
+	}
+	for _, withGone := range []bool{true, false} {
+		if withGone {
+			listings["gone"] = Listing{St: dirSt, Names: []string{"y"}}
+		} else {
+			delete(listings, "gone")
+		}
+		c.Relist(listings, 7e12)
+		if len(c.Dirs) != len(listings) || c.Size() != len(listings)+1 {
+			t.Fatalf("%d records of %d names, want %d of %d", len(c.Dirs), c.Size(), len(listings), len(listings)+1)
+		}
+		want := map[string]bool{"d/kept": true, "e/x": true, "d/stale": false, "gone/y": withGone}
+		for p, w := range want {
+			if _, ok := c.Entry(p); ok != w {
+				t.Errorf("gone listed %v: %s: entry %v, want %v", withGone, p, ok, w)
+			}
+		}
+		for d := range listings {
+			if r, ok := c.Listing(d, dirSt, time.Nanosecond); !ok || r.Verified != 7e12 {
+				t.Errorf("%s: the listing does not prove the record (verified %d)", d, r.Verified)
+			}
+		}
+	}
+	got, err := Decode(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := got.Entry("d/kept"); !ok || e.St != st || got.RefsOf(e).Ref != sumRef([]byte("d/kept")) {
+		t.Fatalf("d/kept after a round trip: %+v %v", e, ok)
+	}
+}
+
 // Records whose names are out of order, or that hold more entries than
 // the refs written, are damage.
 func TestDecodeDirsChecks(t *testing.T) {
