@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/trovekit/trove/checkpoint/linediff"
 	"github.com/trovekit/trove/checkpoint/statcache"
@@ -86,6 +87,9 @@ type loader struct {
 	// like is a digest whose algorithm workspace files are hashed with.
 	like string
 	pre  *prewriter // may hold checkpoint content loaded ahead
+	// diffs keeps the line counters' memory between the files a plan
+	// compares (see linediff.Scratch).
+	diffs sync.Pool
 }
 
 // resolve fills in a workspace file's digest: from the stat cache when the
@@ -240,7 +244,12 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			if err := l.load(ctx, path, b); err != nil {
 				return nil, err
 			}
-			c.del, c.ins, c.binary = linediff.Stats(a.data, b.data)
+			sc, _ := l.diffs.Get().(*linediff.Scratch)
+			if sc == nil {
+				sc = new(linediff.Scratch)
+			}
+			c.del, c.ins, c.binary = sc.Stats(a.data, b.data)
+			l.diffs.Put(sc)
 			release(a, b)
 			return c, nil
 		}

@@ -9,6 +9,7 @@ package linediff
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -38,8 +39,11 @@ func CountLines(data []byte) int {
 
 // Split splits s into lines that keep their "\n", so "a" and "a\n" differ,
 // as in git's numstat.
-func Split(s string) []string {
-	out := make([]string, 0, strings.Count(s, "\n")+1)
+func Split(s string) []string { return appendLines(nil, s) }
+
+// appendLines appends the lines of s (see Split) to out.
+func appendLines(out []string, s string) []string {
+	out = slices.Grow(out, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '\n') + 1
 		if i == 0 {
@@ -55,6 +59,30 @@ func Split(s string) []string {
 // inserts. Binary content (either side) is reported as binary with no line
 // counts.
 func Stats(a, b []byte) (del, ins int, binary bool) {
+	var s Scratch
+	return s.Stats(a, b)
+}
+
+// Scratch is the memory of Stats, kept from one call to the next: a
+// caller counting the lines of many files (a checkpoint plan) keeps one per
+// goroutine, and its lines, their numbers and the map interning them are
+// allocated for the first file only, where each call made them afresh (the
+// largest part of a plan's new memory after its walk, each page of it a
+// page fault in a short process). The zero Scratch is ready; it is not
+// safe for concurrent use.
+type Scratch struct {
+	la, lb []string
+	ia, ib []int32
+	v      []int32
+	ids    map[string]int32
+}
+
+// scratchMax is the most lines a Scratch keeps its memory for: one huge
+// file would leave every later call clearing a huge map.
+const scratchMax = 1 << 16
+
+// Stats is the package's Stats with s's memory.
+func (s *Scratch) Stats(a, b []byte) (del, ins int, binary bool) {
 	if IsBinary(a) || IsBinary(b) {
 		return 0, 0, true
 	}
@@ -62,20 +90,53 @@ func Stats(a, b []byte) (del, ins int, binary bool) {
 		return 0, 0, false
 	}
 	// The lines share a's and b's bytes, which nothing writes meanwhile, and
-	// none outlives the call: a copy of two whole files per changed file
-	// was most of what a checkpoint plan allocated after its walk.
-	la, lb := Split(unsafe.String(unsafe.SliceData(a), len(a))), Split(unsafe.String(unsafe.SliceData(b), len(b)))
-	_, la, lb = trim(la, lb)
+	// none outlives the call (release drops them from s): a copy of two
+	// whole files per changed file was most of what a checkpoint plan
+	// allocated after its walk.
+	s.la = appendLines(s.la[:0], unsafe.String(unsafe.SliceData(a), len(a)))
+	s.lb = appendLines(s.lb[:0], unsafe.String(unsafe.SliceData(b), len(b)))
+	defer s.release()
+	_, la, lb := trim(s.la, s.lb)
 	if len(la) == 0 || len(lb) == 0 {
 		return len(la), len(lb), false
 	}
-	ia, ib := intern(la, lb)
-	d, _, ok := myers(ia, ib, Budget, false)
+	if s.ids == nil {
+		s.ids = make(map[string]int32, len(la)+len(lb))
+	}
+	s.ia, s.ib = s.intern(s.ia[:0], la), s.intern(s.ib[:0], lb)
+	s.v = slices.Grow(s.v[:0], 2*(len(la)+len(lb))+3)
+	d, _, ok := myers(s.ia, s.ib, Budget, false, s.v[:cap(s.v)])
 	if !ok {
 		return len(la), len(lb), false
 	}
 	n, m := len(la), len(lb)
 	return (d + n - m) / 2, (d - n + m) / 2, false
+}
+
+// intern appends the numbers of lines to out, numbering lines not seen
+// yet in s.ids.
+func (s *Scratch) intern(out []int32, lines []string) []int32 {
+	for _, l := range lines {
+		id, ok := s.ids[l]
+		if !ok {
+			id = int32(len(s.ids))
+			s.ids[l] = id
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// release drops what s holds of the files (the lines point into them),
+// and all of its memory past scratchMax lines.
+func (s *Scratch) release() {
+	if len(s.la)+len(s.lb) > scratchMax {
+		*s = Scratch{}
+		return
+	}
+	clear(s.la)
+	clear(s.lb)
+	clear(s.ids)
 }
 
 // Op says what a line of a diff is: its mark in a unified diff.
@@ -105,8 +166,9 @@ func Lines(a, b string, budget int) (lines []Line, ok bool) {
 		out = append(out, Line{Equal, strings.TrimSuffix(l, "\n")})
 	}
 	if len(ma) > 0 && len(mb) > 0 {
-		ia, ib := intern(ma, mb)
-		_, trace, ok := myers(ia, ib, budget, true)
+		s := Scratch{ids: make(map[string]int32, len(ma)+len(mb))}
+		ia, ib := s.intern(nil, ma), s.intern(nil, mb)
+		_, trace, ok := myers(ia, ib, budget, true, nil)
 		if !ok {
 			return nil, false
 		}
@@ -138,35 +200,24 @@ func trim(a, b []string) (int, []string, []string) {
 	return head, a, b
 }
 
-// intern numbers the lines of a and b, so the diff compares small integers
-// instead of strings.
-func intern(a, b []string) ([]int32, []int32) {
-	ids := make(map[string]int32, len(a)+len(b))
-	f := func(lines []string) []int32 {
-		out := make([]int32, len(lines))
-		for i, l := range lines {
-			id, ok := ids[l]
-			if !ok {
-				id = int32(len(ids))
-				ids[l] = id
-			}
-			out[i] = id
-		}
-		return out
-	}
-	return f(a), f(b)
-}
-
 // myers is the length of the shortest edit script (insertions plus
 // deletions) turning a into b, by Myers' greedy algorithm. It gives up (ok
 // false) once it has spent budget steps. With keep, trace holds the
 // furthest x of each diagonal k (at index k+d) after each round d, for
 // script to walk back.
-func myers(a, b []int32, budget int, keep bool) (d int, trace [][]int32, ok bool) {
+//
+// v, when long enough, is the memory of the furthest x of each diagonal,
+// whatever it holds.
+func myers(a, b []int32, budget int, keep bool, v []int32) (d int, trace [][]int32, ok bool) {
 	n, m := len(a), len(b)
 	maxD := n + m
 	off := maxD + 1
-	v := make([]int32, 2*maxD+3)
+	if len(v) < 2*maxD+3 {
+		v = make([]int32, 2*maxD+3)
+	}
+	// Round 0 reads diagonal 1 before any round wrote it; every later
+	// read is of a diagonal the round before wrote.
+	v[off+1] = 0
 	work := 0
 	for d := 0; d <= maxD; d++ {
 		for k := -d; k <= d; k += 2 {

@@ -44,12 +44,13 @@ func TestStatsBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	a, b := randomLines(rng, 300), randomLines(rng, 300)
 	la, lb := Split(a), Split(b)
-	ia, ib := intern(la, lb)
-	d, _, ok := myers(ia, ib, 1<<40, false)
+	s := Scratch{ids: map[string]int32{}}
+	ia, ib := s.intern(nil, la), s.intern(nil, lb)
+	d, _, ok := myers(ia, ib, 1<<40, false, nil)
 	if !ok {
 		t.Fatal("unbounded diff gave up")
 	}
-	if _, _, ok := myers(ia, ib, 10, false); ok {
+	if _, _, ok := myers(ia, ib, 10, false, nil); ok {
 		t.Fatal("a budget of 10 steps was not enforced")
 	}
 	if d > len(la)+len(lb) || d < abs(len(la)-len(lb)) {
@@ -177,5 +178,51 @@ func TestLines(t *testing.T) {
 	}
 	if _, ok := Lines(randomLines(rng, 300), randomLines(rng, 300), 100); ok {
 		t.Error("a budget of 100 steps was not enforced")
+	}
+}
+
+// A Scratch used for many pairs in turn, big and small, counts each as a
+// diff from nothing does (Lines, whose script is checked against git),
+// whatever the pairs before it left in its memory.
+func TestScratchReuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var s Scratch
+	for i := range 60 {
+		n := 1 + rng.IntN(200)
+		if i%20 == 7 {
+			n = scratchMax + 10 // past what a Scratch keeps
+		}
+		a := randomLines(rng, n)
+		b := mutate(rng, a)
+		if i%10 == 3 {
+			b = "\x00" + b
+		}
+		del, ins, bin := s.Stats([]byte(a), []byte(b))
+		fresh := Scratch{}
+		if d2, i2, b2 := fresh.Stats([]byte(a), []byte(b)); d2 != del || i2 != ins || b2 != bin {
+			t.Fatalf("pair %d: reused -%d +%d bin %v, fresh -%d +%d bin %v", i, del, ins, bin, d2, i2, b2)
+		}
+		if bin {
+			if !strings.HasPrefix(b, "\x00") {
+				t.Fatalf("pair %d: text reported binary", i)
+			}
+			continue
+		}
+		lines, ok := Lines(a, b, 1<<40)
+		if !ok {
+			t.Fatalf("pair %d: Lines gave up", i)
+		}
+		var wd, wi int
+		for _, l := range lines {
+			switch l.Op {
+			case Delete:
+				wd++
+			case Insert:
+				wi++
+			}
+		}
+		if del != wd || ins != wi {
+			t.Fatalf("pair %d (%d lines): Stats -%d +%d, Lines -%d +%d", i, n, del, ins, wd, wi)
+		}
 	}
 }
