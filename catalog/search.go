@@ -279,6 +279,7 @@ type scratch struct {
 	line []byte   // the entry's line
 	toks []byte   // its tokens, each after a space
 	all  []string // its tokens
+	ends []int    // ends[i]: how many of all the texts up to i hold
 }
 
 func (r *results) done() bool {
@@ -308,7 +309,7 @@ func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 	if !r.e.match(r.scratch.tokens(texts)) {
 		return
 	}
-	h.Snippet = makeSnippet(texts, tokenize(texts), r.terms, 200)
+	h.Snippet = makeSnippet(texts, &r.scratch, r.terms, 200)
 	h.Score = r.rk.score(cr.ntok)
 	r.hits = append(r.hits, h)
 	r.files = append(r.files, cr.file)
@@ -494,29 +495,25 @@ func readSized(r io.Reader, b []byte, n int64) ([]byte, error) {
 	}
 }
 
-// textTokens are an entry's tokens as indexed: all of them in order
-// (what a query matches), and for each text its words' places and the
-// word each token comes from (what a snippet marks).
-type textTokens struct {
-	all   []string
-	texts []wordTokens
-}
-
+// wordTokens are a text's tokens as indexed, its words' places and the
+// word each token comes from: what a snippet marks.
 type wordTokens struct {
 	spans []span   // each word's place in the text
 	from  []int    // each token's word, an index into spans
-	toks  []string // the text's part of all
+	toks  []string // the text's tokens
 }
 
-// tokens cuts texts into their tokens as indexed (tokenize's all), in
-// sc's memory: one allocation for the lot, not one a token.
+// tokens cuts texts into their tokens as indexed, in sc's memory: one
+// allocation for the lot, not one a token. It notes where each text's
+// tokens end.
 func (sc *scratch) tokens(texts []string) []string {
 	sc.toks = sc.toks[:0]
+	sc.all, sc.ends = sc.all[:0], sc.ends[:0]
 	for _, text := range texts {
 		words(text, func(w string, _ span) { sc.toks = appendWord(sc.toks, w) })
+		sc.toks = append(sc.toks, ' ') // an empty token: the text's end
 	}
 	s := string(sc.toks)
-	sc.all = sc.all[:0]
 	for s != "" {
 		s = s[1:] // the space before each token
 		end := strings.IndexByte(s, ' ')
@@ -525,41 +522,44 @@ func (sc *scratch) tokens(texts []string) []string {
 		}
 		if end > 0 {
 			sc.all = append(sc.all, s[:end])
+		} else {
+			sc.ends = append(sc.ends, len(sc.all))
 		}
 		s = s[end:]
 	}
 	return sc.all
 }
 
-// tokenize cuts an entry's texts into tokens, and each text's tokens
-// into words, for a snippet.
-func tokenize(texts []string) *textTokens {
-	tt := &textTokens{texts: make([]wordTokens, len(texts))}
+// textWords cuts one text into tokens, each with its word, for a snippet.
+func textWords(text string) *wordTokens {
+	wt := &wordTokens{}
 	var buf []byte
-	for i, text := range texts {
-		wt := &tt.texts[i]
-		start := len(tt.all)
-		words(text, func(w string, at span) {
-			buf = appendWord(buf[:0], w)
-			if len(buf) == 0 {
-				return
-			}
-			for _, t := range strings.Fields(string(buf)) {
-				tt.all = append(tt.all, t)
-				wt.from = append(wt.from, len(wt.spans))
-			}
-			wt.spans = append(wt.spans, at)
-		})
-		wt.toks = tt.all[start:len(tt.all):len(tt.all)]
-	}
-	return tt
+	words(text, func(w string, at span) {
+		buf = appendWord(buf[:0], w)
+		if len(buf) == 0 {
+			return
+		}
+		for _, t := range strings.Fields(string(buf)) {
+			wt.toks = append(wt.toks, t)
+			wt.from = append(wt.from, len(wt.spans))
+		}
+		wt.spans = append(wt.spans, at)
+	})
+	return wt
 }
 
 // makeSnippet cuts about width bytes of texts around the first match of
-// terms, the matching words marked.
-func makeSnippet(texts []string, tt *textTokens, terms []*expr, width int) string {
+// terms, the matching words marked. sc holds the texts' tokens: only the
+// first text a term matches is cut into words again.
+func makeSnippet(texts []string, sc *scratch, terms []*expr, width int) string {
+	start := 0
 	for i, text := range texts {
-		marked := markWords(&tt.texts[i], terms)
+		toks := sc.all[start:sc.ends[i]]
+		start = sc.ends[i]
+		if !slices.ContainsFunc(terms, func(t *expr) bool { return t.match(toks) }) {
+			continue
+		}
+		marked := markWords(textWords(text), terms)
 		if len(marked) == 0 {
 			continue
 		}
