@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -16,39 +17,24 @@ import (
 // the walk went on) with the same stat are not read again.
 func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched) error {
 	cache := m.loadCache(ctx)
-	var jobs, done []int        // files to store, files stored by the prefetch
-	stored := map[string]bool{} // refs known to be in the store, this call
 	kept := m.lastKept(ctx)
-	var cur statcache.Cursor
-	for _, i := range idx {
-		e := &man.Files[i]
-		if slot := cur.Slot(cache, e.Path); slot != nil && statcache.Proves(*slot, sts[i], m.cfg.racy) {
-			ce := *slot
-			full := cache.RefsOf(ce)
-			e.Digest, e.Base, e.Delta = full.Ref, full.Base, full.Delta
-			// The stat proves the content, not that its blobs are still
-			// stored: a GC after the checkpoints holding them were deleted
-			// removes them. A missing one is read and stored again.
-			ok := kept && ce.Verified == cache.Last.Verified
-			if !ok {
-				var err error
-				if ok, err = m.allStored(ctx, e.ContentRefs(), stored); err != nil {
-					return err
-				}
-			}
-			if ok {
-				slot.St, slot.Verified = sts[i], start
-				continue
-			}
-			e.Digest, e.Base, e.Delta = "", "", ""
-		}
-		if pf, ok := pre[e.Path]; ok && pf.st == sts[i] {
-			*e = pf.e
-			done = append(done, i)
-			continue
-		}
-		jobs = append(jobs, i)
+	// The stat cache proves most files of a snapshot after a few edits
+	// (5,000 lookups and digests on the cpbench tree, where the snapshot
+	// waits): two goroutines take a half each, in path order.
+	ck := cacheCheck{m: m, cache: cache, man: man, sts: sts, start: start, pre: pre, kept: kept, stored: map[string]bool{}}
+	parts := [2]cacheChecked{}
+	split := len(idx) / 2
+	if len(idx) < 1024 {
+		split = len(idx)
 	}
+	var half sync.WaitGroup
+	half.Go(func() { parts[1] = ck.run(ctx, idx[split:]) })
+	parts[0] = ck.run(ctx, idx[:split])
+	half.Wait()
+	if err := cmp.Or(parts[0].err, parts[1].err); err != nil {
+		return err
+	}
+	jobs, done := append(parts[0].jobs, parts[1].jobs...), append(parts[0].done, parts[1].done...)
 	// The last stored version of each changed path: the base of a delta.
 	prev := make(map[int]*statcache.Refs, len(jobs))
 	for _, i := range jobs {
@@ -145,6 +131,68 @@ feed:
 		}
 	}
 	return nil
+}
+
+// cacheCheck fills in the digests the stat cache proves for storeFiles.
+type cacheCheck struct {
+	m     *Manager
+	cache *statcache.Cache
+	man   *Manifest
+	sts   []fileStat
+	start int64
+	pre   map[string]prefetched
+	kept  bool
+	mu    sync.Mutex
+	// stored: refs known to be in the store, this call.
+	stored map[string]bool
+}
+
+// cacheChecked is what a cacheCheck run leaves to storeFiles: the files
+// to read and store (jobs) and those the prefetch stored (done).
+type cacheChecked struct {
+	jobs, done []int
+	err        error
+}
+
+// run fills in the digest of each entry at idx the stat cache proves
+// (and marks it verified at start), and sorts the rest into jobs and done.
+// Runs of it on disjoint entries may go at once.
+func (k *cacheCheck) run(ctx context.Context, idx []int) (out cacheChecked) {
+	var cur statcache.Cursor
+	for _, i := range idx {
+		e := &k.man.Files[i]
+		if slot := cur.Slot(k.cache, e.Path); slot != nil && statcache.Proves(*slot, k.sts[i], k.m.cfg.racy) {
+			ce := *slot
+			full := k.cache.RefsOf(ce)
+			e.Digest, e.Base, e.Delta = full.Ref, full.Base, full.Delta
+			// The stat proves the content, not that its blobs are still
+			// stored: a GC after the checkpoints holding them were deleted
+			// removes them. A missing one is read and stored again.
+			ok := k.kept && ce.Verified == k.cache.Last.Verified
+			if !ok {
+				k.mu.Lock()
+				var err error
+				ok, err = k.m.allStored(ctx, e.ContentRefs(), k.stored)
+				k.mu.Unlock()
+				if err != nil {
+					out.err = err
+					return out
+				}
+			}
+			if ok {
+				slot.St, slot.Verified = k.sts[i], k.start
+				continue
+			}
+			e.Digest, e.Base, e.Delta = "", "", ""
+		}
+		if pf, ok := k.pre[e.Path]; ok && pf.st == k.sts[i] {
+			*e = pf.e
+			out.done = append(out.done, i)
+			continue
+		}
+		out.jobs = append(out.jobs, i)
+	}
+	return out
 }
 
 // putStream stores the file of e through a stream and records its digest
