@@ -1,14 +1,13 @@
 package redact
 
 import (
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"strings"
 
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	"github.com/spf13/viper"
+	"github.com/zricethezav/gitleaks/v8/config"
 )
 
 // rule is one compiled detector.
@@ -20,7 +19,7 @@ type rule struct {
 	entropy  float64 // least entropy of the secret; 0: none asked
 	prio     int     // lower names a merged span
 	// allow is gitleaks's allowlists of the rule and the global ones.
-	allow []*allowlist
+	allow []*config.Allowlist
 	// keep, where set, has the last word on a secret found in a match
 	// (own rules).
 	keep func(match, secret string) bool
@@ -77,16 +76,15 @@ func (r *rule) match(text string, add func(r *rule, start, end int)) {
 }
 
 // allowed applies gitleaks's allowlists to a secret found in text at
-// match [ms, me), as gitleaks's Allowlist does. Commits and paths mean
-// nothing here: a list that needs them (condition AND) never applies, and
-// otherwise they are ignored.
+// match [ms, me). Commits and paths mean nothing here: a list that needs
+// them (condition AND) never applies, and otherwise they are ignored.
 func (r *rule) allowed(text string, ms, me int, secret string) bool {
 	for _, a := range r.allow {
-		if a.And && a.CommitsOrPaths {
+		if a.MatchCondition == config.AllowlistMatchAnd && (len(a.Commits) > 0 || len(a.Paths) > 0) {
 			continue
 		}
 		target := secret
-		switch a.Target {
+		switch a.RegexTarget {
 		case "match":
 			target = text[ms:me]
 		case "line":
@@ -99,10 +97,10 @@ func (r *rule) allowed(text string, ms, me int, secret string) bool {
 			}
 			target = text[ls:le]
 		}
-		regex := a.re != nil && target != "" && a.re.MatchString(target)
-		stop := a.stop != nil && a.stop.MatchFirstString(strings.ToLower(secret)) != nil
-		if a.And {
-			if (a.re == nil || regex) && (a.stop == nil || stop) && (a.re != nil || a.stop != nil) {
+		regex := a.RegexAllowed(target)
+		stop, _ := a.ContainsStopWord(secret)
+		if a.MatchCondition == config.AllowlistMatchAnd {
+			if (len(a.Regexes) == 0 || regex) && (len(a.StopWords) == 0 || stop) && (len(a.Regexes) > 0 || len(a.StopWords) > 0) {
 				return true
 			}
 		} else if regex || stop {
@@ -112,89 +110,36 @@ func (r *rule) allowed(text string, ms, me int, secret string) bool {
 	return false
 }
 
-// gitleaksJSON is the part of gitleaks's default rule set that finds
-// secrets in text, as gitleaks's config code translates it (its rules
-// with a regex, not of paths, not parts of composite rules). It is a
-// snapshot rather than gitleaks's config package at run time: that package
-// and viper, which reads its TOML, bring yaml, dotenv, go-version and
-// zerolog, whose package initialisation every trove process paid for,
-// redacting or not. TestGitleaksSnapshot holds it to the gitleaks of
-// go.mod (`go test ./redact -run TestGitleaksSnapshot -update` writes it).
-//
-//go:embed gitleaks.json
-var gitleaksJSON []byte
-
-// snapshot is gitleaksJSON's form.
-type snapshot struct {
-	Rules  []snapRule   `json:"rules"`
-	Global []*allowlist `json:"global"` // the allowlists of every rule
-}
-
-type snapRule struct {
-	ID          string       `json:"id"`
-	Regex       string       `json:"regex"`
-	SecretGroup int          `json:"secretGroup,omitempty"`
-	Entropy     float64      `json:"entropy,omitempty"`
-	Keywords    []string     `json:"keywords,omitempty"`
-	Allow       []*allowlist `json:"allow,omitempty"`
-}
-
-// allowlist is one of gitleaks's allowlists: its regexes joined into one
-// as gitleaks joins them ("(?:a|b)"), its stop words lower-cased.
-type allowlist struct {
-	And            bool     `json:"and,omitempty"`
-	CommitsOrPaths bool     `json:"commitsOrPaths,omitempty"`
-	Target         string   `json:"target,omitempty"`
-	Regex          string   `json:"regex,omitempty"`
-	StopWords      []string `json:"stopWords,omitempty"`
-
-	re   *regexp.Regexp
-	stop *ahocorasick.Trie
-}
-
-// compile readies a for matching.
-func (a *allowlist) compile() error {
-	if a.Regex != "" {
-		re, err := regexp.Compile(a.Regex)
-		if err != nil {
-			return err
-		}
-		a.re = re
-	}
-	if len(a.StopWords) > 0 {
-		a.stop = ahocorasick.NewTrieBuilder().AddStrings(a.StopWords).Build()
-	}
-	return nil
-}
-
-// gitleaksRules compiles the snapshot of gitleaks's default rules.
+// gitleaksRules loads the rule set gitleaks ships as its default config,
+// through gitleaks's own config code (viper reads the TOML).
 func gitleaksRules() ([]*rule, error) {
-	var snap snapshot
-	if err := json.Unmarshal(gitleaksJSON, &snap); err != nil {
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
 		return nil, fmt.Errorf("redact: gitleaks rules: %w", err)
 	}
-	for _, a := range snap.Global {
-		if err := a.compile(); err != nil {
-			return nil, fmt.Errorf("redact: gitleaks rules: global allowlist: %w", err)
-		}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return nil, fmt.Errorf("redact: gitleaks rules: %w", err)
+	}
+	cfg, err := vc.Translate()
+	if err != nil {
+		return nil, fmt.Errorf("redact: gitleaks rules: %w", err)
 	}
 	var out []*rule
-	for _, gr := range snap.Rules {
-		re, err := regexp.Compile(gr.Regex)
-		if err != nil {
-			return nil, fmt.Errorf("redact: gitleaks rules: %s: %w", gr.ID, err)
+	for _, id := range cfg.OrderedRules {
+		gr := cfg.Rules[id]
+		// Rules of file names or for files of one kind (Terraform), and
+		// parts of composite rules, find nothing in a transcript.
+		if gr.Regex == nil || gr.Path != nil || gr.SkipReport {
+			continue
 		}
-		r := &rule{id: gr.ID, re: re, group: gr.SecretGroup, entropy: gr.Entropy, prio: prioFormat}
+		r := &rule{id: gr.RuleID, re: gr.Regex, group: gr.SecretGroup, entropy: gr.Entropy, prio: prioFormat}
 		for _, k := range gr.Keywords {
 			r.keywords = append(r.keywords, strings.ToLower(k))
 		}
-		for _, a := range gr.Allow {
-			if err := a.compile(); err != nil {
-				return nil, fmt.Errorf("redact: gitleaks rules: %s: allowlist: %w", gr.ID, err)
-			}
-		}
-		r.allow = append(append(r.allow, gr.Allow...), snap.Global...)
-		if strings.HasPrefix(gr.ID, "generic") {
+		r.allow = append(append(r.allow, gr.Allowlists...), cfg.Allowlists...)
+		if strings.HasPrefix(gr.RuleID, "generic") {
 			// A UUID after a name with "key" in it is an idempotency or
 			// object key far more often than a secret; a UUID after a
 			// secret's name is still found by env-secret and
