@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -153,7 +153,20 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 	}
 	// What is proven the same on both sides goes; the rest is sorted
 	// (the walk left it in any order) and merged with the entries.
-	ents := slices.DeleteFunc(t.entries, func(te treeEntry) bool { return skip(path.Dir(te.path)) })
+	// The walk leaves each directory's entries together: skip is asked
+	// once per directory, not per entry.
+	var lastDir string
+	var lastSkip bool
+	ents := slices.DeleteFunc(t.entries, func(te treeEntry) bool {
+		dir := "." // path.Dir of the walk's clean paths
+		if i := strings.LastIndexByte(te.path, '/'); i >= 0 {
+			dir = te.path[:i]
+		}
+		if dir != lastDir || lastDir == "" {
+			lastDir, lastSkip = dir, skip(dir)
+		}
+		return lastSkip
+	})
 	if !slices.IsSortedFunc(ents, cmpTreeEntry) {
 		slices.SortFunc(ents, cmpTreeEntry)
 	}

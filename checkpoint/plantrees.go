@@ -3,8 +3,8 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/trovekit/trove/checkpoint/manifest"
@@ -93,7 +93,9 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 	if err := pm.Validate(man.ID); err != nil {
 		return nil, nil, false, fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	under := make(map[string]bool, len(skipped))
+	// Asked for every directory the walk read (sameGitignores, and the
+	// plan for each directory's entries): sized so, the map never grows.
+	under := make(map[string]bool, len(t.listings))
 	skip = func(dir string) bool {
 		if dir == "." {
 			return skipped["."]
@@ -101,7 +103,11 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 		if s, ok := under[dir]; ok {
 			return s
 		}
-		s := skipped[dir] || skip(path.Dir(dir))
+		parent := "." // path.Dir of a clean path
+		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+			parent = dir[:i]
+		}
+		s := skipped[dir] || skip(parent)
 		under[dir] = s
 		return s
 	}
