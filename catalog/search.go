@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -530,21 +531,32 @@ func (sc *scratch) tokens(texts []string) []string {
 	return sc.all
 }
 
-// textWords cuts one text into tokens, each with its word, for a snippet.
+// textWords cuts one text into tokens, each with its word, for a
+// snippet: the tokens in one string, as scratch.tokens does.
 func textWords(text string) *wordTokens {
 	wt := &wordTokens{}
 	var buf []byte
 	words(text, func(w string, at span) {
-		buf = appendWord(buf[:0], w)
-		if len(buf) == 0 {
+		start := len(buf)
+		if buf = appendWord(buf, w); len(buf) == start {
 			return
 		}
-		for _, t := range strings.Fields(string(buf)) {
-			wt.toks = append(wt.toks, t)
-			wt.from = append(wt.from, len(wt.spans))
+		for rest := buf[start:]; len(rest) > 0; {
+			rest = rest[1:] // the space before each token
+			end := bytes.IndexByte(rest, ' ')
+			if end < 0 {
+				end = len(rest)
+			}
+			if end > 0 {
+				wt.from = append(wt.from, len(wt.spans))
+			}
+			rest = rest[end:]
 		}
 		wt.spans = append(wt.spans, at)
 	})
+	for t := range strings.FieldsSeq(string(buf)) {
+		wt.toks = append(wt.toks, t)
+	}
 	return wt
 }
 
