@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // The manifest is read on every rewind and diff and written on every
@@ -490,74 +491,12 @@ func (d *decoder) str() (string, error) {
 }
 
 func (d *decoder) strSlow(start int) (string, error) {
-	out := append([]byte(nil), d.b[start:d.i]...)
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return string(out), nil
-		case c < 0x20:
-			return "", d.errorf("control character in string")
-		case c != '\\':
-			out = append(out, c)
-			d.i++
-			continue
-		}
-		d.i++
-		if d.i >= len(d.b) {
-			break
-		}
-		e := d.b[d.i]
-		d.i++
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := d.hex4()
-			if !ok {
-				return "", d.errorf("bad \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := unicode0
-				if len(d.b)-d.i >= 2 && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
-					d.i += 2
-					if r2, ok = d.hex4(); !ok {
-						return "", d.errorf("bad \\u escape")
-					}
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return "", d.errorf("bad escape")
-		}
-	}
-	return "", d.errorf("unterminated string")
-}
-
-const unicode0 = rune(0)
-
-func (d *decoder) hex4() (rune, bool) {
-	if len(d.b)-d.i < 4 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 32)
+	out, n, err := jsonscan.AppendUnquoted(append([]byte(nil), d.b[start:d.i]...), d.b[d.i:])
+	d.i += n
 	if err != nil {
-		return 0, false
+		return "", d.errorf("%v", err)
 	}
-	d.i += 4
-	return rune(v), true
+	return string(out), nil
 }
 
 // skip passes over any JSON value.

@@ -7,5 +7,6 @@
 // the types under their old names.
 //
 // Imports: the standard library, backend (ErrUnsafePath wraps its
-// ErrInvalidPath), cas (refs) and checkpoint/internal/wire.
+// ErrInvalidPath), cas (refs), checkpoint/internal/wire and
+// internal/jsonscan (its strings' escapes).
 package manifest

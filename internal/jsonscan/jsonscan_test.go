@@ -189,3 +189,44 @@ func startsWellFormed(p []byte) bool {
 	}
 	return false
 }
+
+// FuzzUnquote: String decodes every JSON string as encoding/json does
+// (after ToValidUTF8), and refuses what it refuses.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a\"b"`, `"\u00e9\n\t\\\/"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d\ude00"`,
+		`"\ud83d\u0041"`, `"\ud83d\uZZZZ"`, `"\x"`, `"a\"`, `"a"b"`, `"tab	in"`, `"\u00"`, `"caf\u00E9"`, `"\"" `, "\"\xff\\n\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) == 0 || raw[0] != '"' {
+			return
+		}
+		got, ok := String(raw)
+		var want string
+		wantOK := json.Unmarshal(ToValidUTF8(raw), &want) == nil
+		if !bytes.ContainsRune(raw, '\\') && utf8.Valid(raw) && len(raw) >= 2 {
+			return // the copy path: raw is taken for a scanned token
+		}
+		if ok != wantOK || got != want {
+			t.Fatalf("String(%q) = %q, %v; encoding/json: %q, %v", raw, got, ok, want, wantOK)
+		}
+	})
+}
+
+// BenchmarkString: a message text with escapes, as session lines hold
+// them, by String and by encoding/json.
+func BenchmarkString(b *testing.B) {
+	raw, _ := json.Marshal(strings.Repeat("func parseRef(s string) (Ref, error) {\n\tif s == \"\" {\n\t\treturn Ref{}, errEmpty\n\t}\n", 20))
+	b.Run("String", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			String(raw)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			unmarshalString(raw)
+		}
+	})
+}
