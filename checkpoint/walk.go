@@ -149,6 +149,7 @@ type walkJob struct {
 type walkScratch struct {
 	ents    []dirEntry
 	entries []treeEntry
+	paths   []string // the entries' paths (the strings outlive the visit)
 }
 
 // work takes directories off the queue and visits them until none is
@@ -250,7 +251,8 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 	} else {
 		v.entries = make([]treeEntry, 0, len(ents))
 	}
-	w.classify(&v, j.dir, ents, rec, known, ig)
+	sc.paths = relPaths(sc.paths[:0], j.dir, ents)
+	w.classify(&v, j.dir, ents, sc.paths, rec, known, ig)
 	w.record(j, &v, sc)
 	return nil
 }
@@ -258,10 +260,9 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 // classify sorts dir's entries into v: kept (and directories to visit),
 // ignored, skipped, rewind's temporaries; and, for a dirty walk, whether
 // the stat cache proves the directory and its rules unchanged.
-func (w *walker) classify(v *dirVisit, dir string, ents []dirEntry, rec *statcache.Dir, known bool, ig *ignore.Matcher) {
+func (w *walker) classify(v *dirVisit, dir string, ents []dirEntry, paths []string, rec *statcache.Dir, known bool, ig *ignore.Matcher) {
 	dirty, found := w.dirty, w.opt.found
 	at := 0 // rec's names before it are before the entry's: both are sorted
-	paths := relPaths(dir, ents)
 	for i, e := range ents {
 		rel := paths[i]
 		// The entry the cache has for it, found by position.
@@ -358,13 +359,12 @@ func (w *walker) result() tree {
 
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
 
-// relPaths returns the workspace paths of dir's entries, all in one
-// allocation: a walk makes one per entry.
-func relPaths(dir string, ents []dirEntry) []string {
-	out := make([]string, len(ents))
+// relPaths appends the workspace paths of dir's entries to out, their bytes
+// all in one allocation: a walk makes one per entry.
+func relPaths(out []string, dir string, ents []dirEntry) []string {
 	if dir == "." {
-		for i, e := range ents {
-			out[i] = e.name
+		for _, e := range ents {
+			out = append(out, e.name)
 		}
 		return out
 	}
@@ -375,10 +375,10 @@ func relPaths(dir string, ents []dirEntry) []string {
 	// Never written again once a path is taken from it, and never grown:
 	// the strings share it.
 	buf := make([]byte, 0, n)
-	for i, e := range ents {
+	for _, e := range ents {
 		at := len(buf)
 		buf = append(append(append(buf, dir...), '/'), e.name...)
-		out[i] = unsafe.String(&buf[at], len(buf)-at)
+		out = append(out, unsafe.String(&buf[at], len(buf)-at))
 	}
 	return out
 }

@@ -86,10 +86,13 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry)
 		return nil, false, nil
 	}
 	out := dst[:0]
-	// One NUL-terminated path buffer for the whole directory: the stat pass
-	// is most of an incremental snapshot, and a string per name (and its
-	// C copy) was a fair part of it.
-	var buf []byte
+	// One NUL-terminated path buffer for the whole directory, from the pool
+	// of getdents buffers (a path never outgrows one): the stat pass is most
+	// of an incremental snapshot, and a string per name (and its C copy)
+	// was a fair part of it.
+	bp := w.bufs.Get().(*[]byte)
+	defer w.bufs.Put(bp)
+	buf := (*bp)[:0]
 	if dir != "." {
 		buf = append(buf, dir...)
 		buf = append(buf, '/')
