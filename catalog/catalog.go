@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,14 +125,16 @@ func (c *Catalog) Close() error {
 	return err
 }
 
-// dsn opens the catalog in WAL mode, and, with mapped, reads it through
-// a mapping of its file (up to 1 GiB) rather than by a read and a copy
-// into a fresh page cache a page: a new process's query reads a few
-// hundred pages. A build reads the whole file: every page it touched
-// through the mapping would count in its RSS (247 MiB, against 141).
+// dsn opens the catalog, and, with mapped, reads it through a mapping of
+// its file (up to 1 GiB) rather than by a read and a copy into a fresh
+// page cache a page: a new process's query reads a few hundred pages. A
+// build reads the whole file: every page it touched through the mapping
+// would count in its RSS (247 MiB, against 141). WAL mode is kept in the
+// file: migrate sets it once, not every connection (each PRAGMA is a
+// statement a new process parses and runs).
 func (c *Catalog) dsn(mapped bool) string {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(60000)", "synchronous(NORMAL)", "foreign_keys(OFF)"} {
+	for _, p := range []string{"busy_timeout(60000)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	if mapped {
@@ -182,20 +185,33 @@ func (c *Catalog) openLocked(ctx context.Context) error {
 	return nil
 }
 
-// migrate checks the file and creates the schema, emptying a catalog of
-// another version.
+// migrate checks the file, puts it in WAL mode (readers never wait for
+// the writer) and creates the schema, emptying a catalog of another
+// version.
 func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
-	var version, pages, pageSize int64
-	// One statement, not three: each costs a parse in a new process.
-	if err := db.QueryRowContext(ctx, `SELECT u.user_version, c.page_count, s.page_size
-		FROM pragma_user_version u, pragma_page_count c, pragma_page_size s`).Scan(&version, &pages, &pageSize); err != nil {
+	// PRAGMA user_version alone: a pragma read as a table (pragma_...)
+	// prepares its PRAGMA again inside, a parse each in a new process;
+	// the rest comes from the file's header.
+	var version int64
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("catalog: %w", err)
+	}
+	h, err := readHeader(c.path)
+	if err != nil {
+		return err
+	}
+	if !h.wal {
+		// A new file (or one another program took out of WAL mode): the
+		// mode is kept in the file, for every later connection.
+		if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
 	}
 	// A truncated file: its header promises pages it lacks (the WAL may
 	// hold them, so only without one).
-	if fi, err := os.Stat(c.path); err == nil && fi.Size() < pages*pageSize {
+	if h.size > 0 && h.fileSize < h.size {
 		if _, werr := os.Stat(c.path + "-wal"); errors.Is(werr, fs.ErrNotExist) {
-			return fmt.Errorf("catalog: %s is %d bytes, its header says %d: %w", c.path, fi.Size(), pages*pageSize, errDamaged)
+			return fmt.Errorf("catalog: %s is %d bytes, its header says %d: %w", c.path, h.fileSize, h.size, errDamaged)
 		}
 	}
 	if version == schemaVersion {
@@ -314,6 +330,44 @@ var schema = []string{
 }
 
 var errDamaged = errors.New("damaged catalog")
+
+// fileHeader is what the catalog checks of the database file's header
+// (https://sqlite.org/fileformat.html#the_database_header).
+type fileHeader struct {
+	wal      bool  // the file is in WAL mode
+	size     int64 // the bytes its pages take, if the header says (else 0)
+	fileSize int64
+}
+
+// readHeader reads the header of the database file at path. A file too
+// short or not SQLite's has a zero header: SQLite itself says why.
+func readHeader(path string) (fileHeader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileHeader{}, fmt.Errorf("catalog: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileHeader{}, fmt.Errorf("catalog: %w", err)
+	}
+	h := fileHeader{fileSize: fi.Size()}
+	var b [100]byte
+	if n, _ := f.ReadAt(b[:], 0); n < len(b) || string(b[:16]) != "SQLite format 3\x00" {
+		return h, nil
+	}
+	h.wal = b[18] == 2 && b[19] == 2
+	pageSize := int64(binary.BigEndian.Uint16(b[16:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	// The page count is valid when the change counter matches the
+	// version it was written at.
+	if counter := binary.BigEndian.Uint32(b[24:]); counter != 0 && counter == binary.BigEndian.Uint32(b[92:]) {
+		h.size = int64(binary.BigEndian.Uint32(b[28:])) * pageSize
+	}
+	return h, nil
+}
 
 // damaged reports whether err says the database file is not a sound
 // SQLite database.

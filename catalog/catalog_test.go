@@ -361,3 +361,59 @@ func TestTotals(t *testing.T) {
 	}
 	check("rebuilt")
 }
+
+// journalMode reads the journal mode kept in the catalog file at path.
+func journalMode(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	return mode
+}
+
+// The catalog's connections do not set WAL mode each: the file keeps it,
+// set when the catalog is made, and again when another program took the
+// file out of it.
+func TestWALMode(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	st := newMem()
+	randomStore(t, st, r, 10)
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	c := openCatalog(t, dir, st)
+	want := hitKeys(t, c, Query{Text: "parse OR hello"})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalMode(t, path); got != "wal" {
+		t.Fatalf("new catalog: journal mode %q, want wal", got)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA journal_mode=DELETE"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got := journalMode(t, path); got != "delete" {
+		t.Fatalf("journal mode %q after setting delete", got)
+	}
+	c = openCatalog(t, dir, st)
+	got := hitKeys(t, c, Query{Text: "parse OR hello"})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	if got := journalMode(t, path); got != "wal" {
+		t.Errorf("reopened: journal mode %q, want wal", got)
+	}
+}
