@@ -150,6 +150,11 @@ type walkScratch struct {
 	ents    []dirEntry
 	entries []treeEntry
 	paths   []string // the entries' paths (the strings outlive the visit)
+	sub     []walkJob
+	ignored []string
+	// arena holds the bytes of the paths (see relPaths): never written
+	// again once a path is taken from it.
+	arena []byte
 }
 
 // work takes directories off the queue and visits them until none is
@@ -251,7 +256,9 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 	} else {
 		v.entries = make([]treeEntry, 0, len(ents))
 	}
-	sc.paths = relPaths(sc.paths[:0], j.dir, ents)
+	sc.paths, sc.arena = relPaths(sc.paths[:0], sc.arena, j.dir, ents)
+	// Copied into the walk's queue and tree by record.
+	v.sub, v.ignored = sc.sub[:0], sc.ignored[:0]
 	w.classify(&v, j.dir, ents, sc.paths, rec, known, ig)
 	w.record(j, &v, sc)
 	return nil
@@ -333,6 +340,7 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 	}
 	w.queue = append(w.queue, v.sub...)
 	w.pending += len(v.sub)
+	sc.sub, sc.ignored = v.sub, v.ignored
 }
 
 // result is the walk's tree, once every directory is recorded: entries
@@ -360,28 +368,33 @@ func (w *walker) result() tree {
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
 
 // relPaths appends the workspace paths of dir's entries to out, their bytes
-// all in one allocation: a walk makes one per entry.
-func relPaths(out []string, dir string, ents []dirEntry) []string {
+// appended to arena, and returns both: a walk makes a path per entry, and
+// an allocation per directory was half of a walk's. The arena is never
+// grown in place: a full one is left to the paths it holds.
+func relPaths(out []string, arena []byte, dir string, ents []dirEntry) ([]string, []byte) {
 	if dir == "." {
 		for _, e := range ents {
 			out = append(out, e.name)
 		}
-		return out
+		return out, arena
 	}
 	n := 0
 	for _, e := range ents {
 		n += len(dir) + 1 + len(e.name)
 	}
-	// Never written again once a path is taken from it, and never grown:
-	// the strings share it.
-	buf := make([]byte, 0, n)
-	for _, e := range ents {
-		at := len(buf)
-		buf = append(append(append(buf, dir...), '/'), e.name...)
-		out = append(out, unsafe.String(&buf[at], len(buf)-at))
+	if cap(arena)-len(arena) < n {
+		arena = make([]byte, 0, max(n, pathArena))
 	}
-	return out
+	for _, e := range ents {
+		at := len(arena)
+		arena = append(append(append(arena, dir...), '/'), e.name...)
+		out = append(out, unsafe.String(&arena[at], len(arena)-at))
+	}
+	return out, arena
 }
+
+// pathArena is the size of a walker's path arenas.
+const pathArena = 32 << 10
 
 // pathOrder appends the entries of every directory walked (each listing
 // sorted by name) to out in path order, from the root down, without sorting
