@@ -16,7 +16,10 @@
 // docs/RELIABILITY.md has what stays live. GC marks from the refs a caller
 // passes and sweeps the rest after a grace period; with GCCompact it also
 // rewrites what batches wrote into cold packs, small blobs sorted by
-// content into larger blocks at zstd's best level (repack.go).
+// content into larger blocks at zstd's best level (repack.go). AutoPack
+// (autopack.go) merges small packs, keeping every blob, once a store holds
+// more than a limit of them, so that a writer of a pack per operation does
+// not leave an index listing that grows without end.
 //
 // Layout under the store's directory (blobs/ at the root of a trove store):
 //
@@ -26,6 +29,7 @@
 //	blobs/tmp/<id>                 a streamed put in progress
 //	blobs/index.cache              every index at some refresh, in one file
 //	                               sorted by ref (advisory; see idxcache.go)
+//	blobs/autopack.lock            the lock of AutoPack, where storage locks
 //
 // Pack ids are 32 random hex digits. Every stored blob, loose or packed,
 // starts with a 16-byte header ("trvb", version, codec, flags, original

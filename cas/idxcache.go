@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/trovekit/trove/backend"
 )
 
 // The index cache holds what every pack index of the store said, at some
@@ -37,6 +39,11 @@ const (
 	// read or written: fewer are read in well under a millisecond, and the
 	// cache takes twice their bytes.
 	idxCacheMin = 32
+	// idxCacheMinBytes is the index bytes for which the cache is worth it
+	// however few the indexes: AutoPack leaves a few indexes of thousands
+	// of entries, each decoded and put in a map where the cache is searched
+	// in place.
+	idxCacheMinBytes = 64 << 10
 	// idxCacheRewrite is how many indexes a refresh must read (or find
 	// gone) before it writes the cache again: the rewrite costs about what
 	// reading a few dozen indexes does.
@@ -46,6 +53,19 @@ const (
 var idxCastagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (s *Store) idxCacheName() string { return s.cfg.dir + "/index.cache" }
+
+// idxCacheWorth reports whether indexes listed are enough, in number or
+// bytes, for the cache to be read and written.
+func idxCacheWorth(listed map[string]backend.Info) bool {
+	if len(listed) >= idxCacheMin {
+		return true
+	}
+	var n int64
+	for _, fi := range listed {
+		n += fi.Size
+	}
+	return n >= idxCacheMinBytes
+}
 
 // idxTable is a decoded cache: its packs by number and its records.
 type idxTable struct {

@@ -49,6 +49,34 @@ func (x *index) lookup(ref Ref) (entry, bool) {
 	return x.table.find(ref, func(p *packIdx) bool { return x.packs[p.id] == p })
 }
 
+// lookupUntried is lookup for a pack not in tried: once a pack is found
+// gone or damaged, another may hold the blob (an index that outlived its
+// pack, merged by AutoPack, after a crash). With nothing tried it is
+// lookup; else it looks through every pack.
+func (x *index) lookupUntried(ref Ref, tried map[string]bool) (entry, bool) {
+	if e, ok := x.lookup(ref); !ok || len(tried) == 0 || !tried[e.packID] {
+		return e, ok
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.table != nil {
+		if e, ok := x.table.find(ref, func(p *packIdx) bool { return x.packs[p.id] == p && !tried[p.id] }); ok {
+			return e, true
+		}
+	}
+	for id, p := range x.packs {
+		if p.cached || tried[id] {
+			continue
+		}
+		for _, e := range p.entries {
+			if e.ref == ref {
+				return e, true
+			}
+		}
+	}
+	return entry{}, false
+}
+
 // entriesOf returns the entries of p, a pack of x.
 func (x *index) entriesOf(p *packIdx) []entry {
 	if !p.cached {
@@ -165,7 +193,7 @@ func (s *Store) refresh(ctx context.Context) error {
 	// where there are indexes enough for it to have been written.
 	var t *idxTable
 	cachedPacks := map[string]*packIdx{}
-	if first && len(listed) >= idxCacheMin {
+	if first && idxCacheWorth(listed) {
 		if t = s.readIdxCache(ctx); t != nil {
 			for _, p := range t.packs {
 				cachedPacks[p.id] = p
@@ -272,7 +300,7 @@ func (s *Store) refresh(ctx context.Context) error {
 		stale = len(t.packs) - len(adopted)
 	}
 	var data []byte
-	if len(fresh)+stale >= idxCacheRewrite && len(x.packs) >= idxCacheMin {
+	if len(fresh)+stale >= idxCacheRewrite && idxCacheWorth(listed) {
 		packs := make([]*packIdx, 0, len(x.packs))
 		for _, p := range x.packs {
 			packs = append(packs, p)

@@ -27,6 +27,7 @@ type config struct {
 	streamBuffer  int64
 	grace         time.Duration
 	repackBelow   float64
+	autoPack      int
 	now           func() time.Time
 	log           *slog.Logger
 	err           error
@@ -126,6 +127,17 @@ func WithRepackBelow(f float64) Option {
 			c.fail("repack share %v outside [0, 1]", f)
 		}
 		c.repackBelow = f
+	}
+}
+
+// WithAutoPack sets how many small packs AutoPack lets a store hold
+// before it merges them (default DefaultAutoPack); 0 turns it off.
+func WithAutoPack(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.fail("autopack limit %d < 0", n)
+		}
+		c.autoPack = n
 	}
 }
 

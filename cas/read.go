@@ -413,7 +413,8 @@ func (b *blobReader) Close() error {
 
 // withBlob opens each stored copy of ref in turn and hands it to use, which
 // must close it, until one use succeeds. A copy whose pack went away (GC
-// repacked it) or that is corrupt does not hide a good copy elsewhere.
+// repacked it, AutoPack merged it) or that is corrupt does not hide a good
+// copy elsewhere.
 func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(object) error) error {
 	if err := s.checkRef(op, ref); err != nil {
 		return err
@@ -439,8 +440,8 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(objec
 	}
 	tried := map[string]bool{}
 	tryPacked := func() (bool, error) {
-		e, ok := s.idx.lookup(ref)
-		if !ok || tried[e.packID] {
+		e, ok := s.idx.lookupUntried(ref, tried)
+		if !ok {
 			return false, nil
 		}
 		tried[e.packID] = true
@@ -470,8 +471,7 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(objec
 		if err := s.refresh(ctx); err != nil {
 			return refErr(op, ref, err)
 		}
-		e, ok := s.idx.lookup(ref)
-		if !ok || tried[e.packID] {
+		if _, ok := s.idx.lookupUntried(ref, tried); !ok {
 			break
 		}
 		if done, err := tryPacked(); done || err != nil {

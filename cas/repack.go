@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 
 	"github.com/klauspost/compress/zstd"
@@ -134,6 +136,11 @@ func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bo
 	// One read of the whole pack, not one per record: on a bucket each
 	// is a request.
 	pack, err := s.st.ReadFile(ctx, s.packName(x.id))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed since the listing: by a merge (AutoPack) or another GC,
+		// only once its blobs were in a durable pack, or by Delete.
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

@@ -59,6 +59,7 @@ func Open(ctx context.Context, st backend.Storage, opts ...Option) (*Store, erro
 		streamBuffer:  DefaultStreamBuffer,
 		grace:         DefaultGrace,
 		repackBelow:   DefaultRepackBelow,
+		autoPack:      DefaultAutoPack,
 		now:           time.Now,
 		log:           slog.New(slog.DiscardHandler),
 	}

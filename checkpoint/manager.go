@@ -301,6 +301,19 @@ func (m *Manager) warmBlobs(ctx context.Context, puts bool) func() {
 	return func() { <-done }
 }
 
+// autoPack merges the blob store's small packs once a snapshot leaves too
+// many (cas.Store.AutoPack): one per snapshot otherwise, and every command
+// lists them all. The snapshot is durable already: a failure is logged,
+// and the next snapshot tries again.
+func (m *Manager) autoPack(ctx context.Context) {
+	cb, _ := m.blobs.(casBlobs)
+	if s, ok := cb.s.(*cas.Store); ok {
+		if _, err := s.AutoPack(ctx); err != nil {
+			m.cfg.log.Warn("checkpoint: merging small packs", "err", err)
+		}
+	}
+}
+
 // loadHeader reads the manifest file of id: all of a version 1 manifest,
 // the header and tree ref of a version 2 one.
 func (m *Manager) loadHeader(ctx context.Context, id string) (*Manifest, error) {

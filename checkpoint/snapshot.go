@@ -141,7 +141,11 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cache.CompactAdded() // an agent may take thousands of these in one process
-	return man, m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
+	err := m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
+	if err == nil {
+		m.autoPack(ctx)
+	}
+	return man, err
 }
 
 // CreateTree snapshots the whole workspace as checkpoint id, minus what the
@@ -239,7 +243,11 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	return man, m.writeManifest(ctx, batch, man, true, true, start.UnixNano(), ru)
+	if err := m.writeManifest(ctx, batch, man, true, true, start.UnixNano(), ru); err != nil {
+		return man, err
+	}
+	m.autoPack(ctx)
+	return man, nil
 }
 
 func (m *Manager) newManifest(id, kind string, cc createConfig, start time.Time) *Manifest {
