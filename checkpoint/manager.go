@@ -436,10 +436,17 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 // writeCache writes the stat cache. It is advisory and carries its own
 // checksum, so it is written in place without fsync: a torn or lost copy
 // is detected on load and only costs a rehash.
-func (m *Manager) writeCache(ctx context.Context, data []byte) {
+//
+// The file is written in parts (see statcache.Cache.EncodeParts), one
+// after the other.
+func (m *Manager) writeCache(ctx context.Context, parts ...[]byte) {
 	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
 	if err == nil {
-		_, err = w.Write(data)
+		for _, p := range parts {
+			if err == nil {
+				_, err = w.Write(p)
+			}
+		}
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}

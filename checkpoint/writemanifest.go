@@ -233,7 +233,10 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	// its entries are checked against the store before they are trusted.
 	var wg sync.WaitGroup
 	if save {
-		wg.Go(func() { m.writeCache(ctx, cache.EncodeTail(<-head)) })
+		wg.Go(func() {
+			parts := cache.EncodeParts(<-head)
+			m.writeCache(ctx, parts[:]...)
+		})
 	}
 	defer wg.Wait()
 	// The manifest is written and synced while the pack is, and put at its

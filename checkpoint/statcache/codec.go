@@ -82,6 +82,15 @@ func (c *Cache) EncodeHead() Head {
 // EncodeTail encodes the refs, trees and the last snapshot after head and
 // returns the whole file.
 func (c *Cache) EncodeTail(head Head) []byte {
+	parts := c.EncodeParts(head)
+	return slices.Concat(parts[:]...)
+}
+
+// EncodeParts is EncodeTail in three parts to write one after the other:
+// the magic and the first block's length, the first block (head's own
+// bytes) and the second, so the first block (half the file) is not copied
+// into fresh memory again to be written.
+func (c *Cache) EncodeParts(head Head) [3][]byte {
 	// The exact bound: growing b would copy it, and the garbage of a
 	// snapshot is what its GC cycles cost.
 	size := 3*binary.MaxVarintLen64 + head.refs + len(head.paths)*cacheRefMax +
@@ -89,12 +98,8 @@ func (c *Cache) EncodeTail(head Head) []byte {
 	for _, t := range c.Trees {
 		size += cacheRefMax + binary.MaxVarintLen64 + len(t) + 1
 	}
-	// The second block is written raw, in place after the first.
-	b := make([]byte, 0, len(cacheMagic)+binary.MaxVarintLen64+len(head.block)+size)
-	b = append(b, cacheMagic...)
-	b = binary.AppendUvarint(b, uint64(len(head.block)))
-	b = append(b, head.block...)
-	tail := len(b)
+	prefix := binary.AppendUvarint([]byte(cacheMagic), uint64(len(head.block)))
+	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(head.entries))
 	for _, r := range head.recs {
 		for _, e := range r.Ents {
@@ -117,7 +122,7 @@ func (c *Cache) EncodeTail(head Head) []byte {
 	b = wire.AppendStr(b, c.Last.ID)
 	b = appendCacheRef(b, c.Last.Tree)
 	b = binary.AppendVarint(b, c.Last.Verified)
-	return appendCRCFrom(b, tail)
+	return [3][]byte{prefix, head.block, appendCRC(b)}
 }
 
 // appendCRC appends the CRC-32C of b.
