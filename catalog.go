@@ -20,6 +20,12 @@ import (
 // CatalogDir for a bucket's place in the user's cache).
 func WithCatalogDir(dir string) Option { return func(c *config) { c.catalogDir = dir } }
 
+// WithCatalogOptions passes options to the search catalog; a command
+// line tool passes catalog.WithExitAfterClose.
+func WithCatalogOptions(opts ...catalog.Option) Option {
+	return func(c *config) { c.catalog = append(c.catalog, opts...) }
+}
+
 // CatalogDir is where the catalog of the store at url belongs: beside a
 // local store's root (<root>.catalog), in the user's cache directory keyed
 // by the URL for a bucket, and "" for mem://, whose catalog is temporary.
@@ -78,7 +84,8 @@ func (s *Store) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 		}
 		dir, s.catTemp = tmp, tmp
 	}
-	c, err := catalog.Open(ctx, dir, s.st, s.blobs, catalog.WithLogger(s.cfg.log), catalog.WithClock(s.cfg.now))
+	opts := append([]catalog.Option{catalog.WithLogger(s.cfg.log), catalog.WithClock(s.cfg.now)}, s.cfg.catalog...)
+	c, err := catalog.Open(ctx, dir, s.st, s.blobs, opts...)
 	if err != nil {
 		return nil, err
 	}

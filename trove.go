@@ -48,6 +48,7 @@ type config struct {
 	checkpoint []checkpoint.Option
 	open       []open.Option
 	catalogDir string
+	catalog    []catalog.Option
 	key        []byte
 	crypt      []crypt.Option
 }

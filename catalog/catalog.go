@@ -64,7 +64,8 @@ type config struct {
 	batchLen   int    // files per write transaction
 	afterBatch func() // called after each commit (tests)
 	// tokens a refresh writes, at least, to merge the index (optimize)
-	optimizeAbove int
+	optimizeAbove  int
+	exitAfterClose bool // WithExitAfterClose
 	// a term's document count counted at most (ranking's IDF): counting
 	// walks the term's whole list of entries, 8 ms for one in half of
 	// them, and all hits of a query share the IDF, so it changes scores,
@@ -88,6 +89,17 @@ func WithClock(now func() time.Time) Option {
 			c.now = now
 		}
 	}
+}
+
+// WithExitAfterClose says the process exits soon after Close (a command
+// line tool). A Close with nothing to fold back, the WAL empty as when
+// this process only read, then leaves the SQLite files to the exit, as a
+// kill would (the catalog stays consistent: the next process reads it as
+// it is), sparing the unmapping of the file and the closing of the WAL:
+// a tenth of a command's catalog work. A WAL with frames is folded back
+// by a full close, so it stays bounded.
+func WithExitAfterClose() Option {
+	return func(c *config) { c.exitAfterClose = true }
 }
 
 // Open opens (creating it if missing) the catalog in directory dir, of the
@@ -120,9 +132,21 @@ func (c *Catalog) Close() error {
 		return nil
 	}
 	c.closeStmts()
+	if c.cfg.exitAfterClose && c.walEmpty() {
+		// Left open: the exit closes its files and drops its locks.
+		c.db = nil
+		return nil
+	}
 	err := c.db.Close()
 	c.db = nil
 	return err
+}
+
+// walEmpty reports whether the catalog's WAL holds no frames: a close
+// would have nothing to fold back into the file.
+func (c *Catalog) walEmpty() bool {
+	fi, err := os.Stat(c.path + "-wal")
+	return err == nil && fi.Size() == 0
 }
 
 // dsn opens the catalog, and, with mapped, reads it through a mapping of

@@ -417,3 +417,56 @@ func TestWALMode(t *testing.T) {
 		t.Errorf("reopened: journal mode %q, want wal", got)
 	}
 }
+
+// A catalog told its process exits after Close folds back a WAL with
+// frames, and leaves one with nothing to fold back as it is; either way
+// the next catalog answers the same.
+func TestExitAfterClose(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 11))
+	st := newMem()
+	sessions := randomStore(t, st, r, 10)
+	dir := t.TempDir()
+	wal := filepath.Join(dir, FileName) + "-wal"
+	q := Query{Text: "parse OR hello"}
+
+	// It writes (builds the catalog): Close folds the WAL back.
+	c, err := Open(ctx, dir, st, nil, WithExitAfterClose())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := hitKeys(t, c, q)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(wal); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a writer's close, the WAL: %v, want it gone", err)
+	}
+
+	// It only reads: Close leaves the empty WAL to the exit.
+	c, err = Open(ctx, dir, st, nil, WithExitAfterClose())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hitKeys(t, c, q); !slices.Equal(got, want) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(wal); err != nil || fi.Size() != 0 {
+		t.Fatalf("after a reader's close, the WAL: %v, want it left empty", err)
+	}
+	if _, err := c.handle(); !errors.Is(err, backend.ErrClosed) {
+		t.Errorf("a closed catalog's handle: %v, want ErrClosed", err)
+	}
+
+	// The next catalog finds the files as left, and a new session.
+	s := randomSession(r, 99)
+	writeFile(t, st, s.path(), s.bytes())
+	c2 := openCatalog(t, dir, st)
+	brute := bruteForce(t, append(sessions, s), q.Text, nil)
+	if got := hitKeys(t, c2, q); !slices.Equal(got, brute) {
+		t.Errorf("next catalog: answers %q, brute force %q", got, brute)
+	}
+}
