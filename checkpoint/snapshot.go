@@ -180,20 +180,20 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 
 	batch := m.blobs.newBatch()
 	pf := m.newPrefetcher(ctx, batch, limit)
-	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true, found: pf.found})
+	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true, found: pf.found, byDir: true})
 	prefetched := pf.wait()
 	if err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	ru := m.newReuser(ctx, man, &tree)
-	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", len(tree.entries), "took", time.Since(start))
+	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", tree.size(), "took", time.Since(start))
 	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
-	files := make([]int, 0, len(tree.entries))
-	sts := make([]fileStat, 0, len(tree.entries)) // parallel to man.Files
-	man.Files = make([]Entry, 0, len(tree.entries))
-	for _, te := range tree.entries {
+	files := make([]int, 0, tree.size())
+	sts := make([]fileStat, 0, tree.size()) // parallel to man.Files
+	man.Files = make([]Entry, 0, tree.size())
+	for te := range tree.ordered() {
 		st := te.st
 		switch {
 		case st.IsDir():

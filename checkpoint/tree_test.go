@@ -140,8 +140,26 @@ func TestPathOrder(t *testing.T) {
 		}
 		slices.SortFunc(all, cmpTreeEntry)
 		got := pathOrder(byDir, nil)
-		if !slices.EqualFunc(got, all, func(a, b treeEntry) bool { return a.path == b.path }) {
+		samePath := func(a, b treeEntry) bool { return a.path == b.path }
+		if !slices.EqualFunc(got, all, samePath) {
 			t.Fatalf("pathOrder:\n%v\nwant\n%v", got, all)
+		}
+		// A walk that leaves its entries by directory yields them in the
+		// same order, and stops where asked.
+		tr := tree{byDir: byDir, n: len(all)}
+		if seq := slices.Collect(tr.ordered()); tr.size() != len(all) || !slices.EqualFunc(seq, all, samePath) {
+			t.Fatalf("ordered:\n%v\nwant\n%v", seq, all)
+		}
+		if len(all) > 2 {
+			var first []treeEntry
+			for e := range tr.ordered() {
+				if first = append(first, e); len(first) == 2 {
+					break
+				}
+			}
+			if !slices.EqualFunc(first, all[:2], samePath) {
+				t.Fatalf("ordered, stopped after 2: %v", first)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -29,6 +30,27 @@ type tree struct {
 	// rulesChanged (with dirty) lists the directories whose .gitignore may
 	// not be the last snapshot's: the rules below them may differ.
 	rulesChanged []string
+	// byDir holds the entries instead of entries, each directory's
+	// sorted by name (walkOptions.byDir); n counts them.
+	byDir map[string][]treeEntry
+	n     int
+}
+
+// size is how many entries the walk kept.
+func (t *tree) size() int {
+	if t.byDir != nil {
+		return t.n
+	}
+	return len(t.entries)
+}
+
+// ordered yields the walk's entries in path order (entries sorted, or
+// byDir).
+func (t *tree) ordered() iter.Seq[treeEntry] {
+	if t.byDir == nil {
+		return slices.Values(t.entries)
+	}
+	return func(yield func(treeEntry) bool) { eachInPathOrder(t.byDir, ".", yield) }
 }
 
 // same reports whether the walk proved dir and everything below it
@@ -81,6 +103,11 @@ type walkOptions struct {
 	// unsorted leaves tree.entries in any order: the caller sorts what
 	// it keeps.
 	unsorted bool
+	// byDir leaves the entries by directory, for tree.ordered: a caller
+	// that goes through them once in path order (a snapshot) needs them
+	// in no array of their own, 0.4 MB of fresh memory for the cpbench
+	// tree, filled after the walk where the snapshot waits.
+	byDir bool
 }
 
 func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
@@ -99,7 +126,10 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	// Proving a directory unchanged needs its listing from the cache and
 	// every file in it vouched for by the last tree snapshot.
 	w.dirty = opt.dirty && w.useListings && cache.Last.Tree != ""
-	w.t = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs)), entries: make([]treeEntry, 0, cache.Size())}
+	w.t = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs))}
+	if !opt.byDir || opt.unsorted {
+		w.t.entries = make([]treeEntry, 0, cache.Size())
+	}
 	w.cond = sync.NewCond(&w.mu)
 	w.queue = []walkJob{{".", rootSt, base}}
 	w.byDir = map[string][]treeEntry{}
@@ -348,7 +378,14 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 // ancestors.
 func (w *walker) result() tree {
 	t := w.t
-	if !w.opt.unsorted {
+	switch {
+	case w.opt.unsorted:
+	case w.opt.byDir:
+		t.byDir = w.byDir
+		for _, ents := range w.byDir {
+			t.n += len(ents)
+		}
+	default:
 		t.entries = pathOrder(w.byDir, t.entries)
 	}
 	slices.Sort(t.ignored)
@@ -398,30 +435,43 @@ const pathArena = 32 << 10
 
 // pathOrder appends the entries of every directory walked (each listing
 // sorted by name) to out in path order, from the root down, without sorting
-// them all again: a subdirectory's entries sort as its path plus "/", so
-// after a sibling such as "name.txt" ('.' is before '/'), as in git's index.
+// them all again (see eachInPathOrder).
 func pathOrder(byDir map[string][]treeEntry, out []treeEntry) []treeEntry {
-	var emit func(dir string)
-	emit = func(dir string) {
-		var pending []string // subdirectories to emit, as path+"/", sorted
-		for _, e := range byDir[dir] {
-			for len(pending) > 0 && pending[0] < e.path {
-				emit(pending[0][:len(pending[0])-1])
-				pending = pending[1:]
+	eachInPathOrder(byDir, ".", func(e treeEntry) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// eachInPathOrder yields the entries of dir and below in path order: a
+// subdirectory's entries sort as its path plus "/", so after a sibling
+// such as "name.txt" ('.' is before '/'), as in git's index. It reports
+// whether yield asked for all.
+func eachInPathOrder(byDir map[string][]treeEntry, dir string, yield func(treeEntry) bool) bool {
+	var pending []string // subdirectories to emit, as path+"/", sorted
+	for _, e := range byDir[dir] {
+		for len(pending) > 0 && pending[0] < e.path {
+			if !eachInPathOrder(byDir, pending[0][:len(pending[0])-1], yield) {
+				return false
 			}
-			out = append(out, e)
-			if e.st.IsDir() {
-				key := e.path + "/"
-				i, _ := slices.BinarySearch(pending, key)
-				pending = slices.Insert(pending, i, key)
-			}
+			pending = pending[1:]
 		}
-		for _, d := range pending {
-			emit(d[:len(d)-1])
+		if !yield(e) {
+			return false
+		}
+		if e.st.IsDir() {
+			key := e.path + "/"
+			i, _ := slices.BinarySearch(pending, key)
+			pending = slices.Insert(pending, i, key)
 		}
 	}
-	emit(".")
-	return out
+	for _, d := range pending {
+		if !eachInPathOrder(byDir, d[:len(d)-1], yield) {
+			return false
+		}
+	}
+	return true
 }
 
 // walkers is how many directories a walk reads at once.
