@@ -21,7 +21,7 @@ import (
 func WithCatalogDir(dir string) Option { return func(c *config) { c.catalogDir = dir } }
 
 // WithCatalogOptions passes options to the search catalog; a command
-// line tool passes catalog.WithExitAfterClose.
+// line tool passes catalog.WithExitAfterClose(true).
 func WithCatalogOptions(opts ...catalog.Option) Option {
 	return func(c *config) { c.catalog = append(c.catalog, opts...) }
 }
@@ -85,6 +85,10 @@ func (s *Store) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 		dir, s.catTemp = tmp, tmp
 	}
 	opts := append([]catalog.Option{catalog.WithLogger(s.cfg.log), catalog.WithClock(s.cfg.now)}, s.cfg.catalog...)
+	if s.catTemp != "" {
+		// Removed at Close: its files must be closed first (Windows).
+		opts = append(opts, catalog.WithExitAfterClose(false))
+	}
 	c, err := catalog.Open(ctx, dir, s.st, s.blobs, opts...)
 	if err != nil {
 		return nil, err

@@ -91,15 +91,15 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithExitAfterClose says the process exits soon after Close (a command
-// line tool). A Close with nothing to fold back, the WAL empty as when
+// WithExitAfterClose(true) says the process exits soon after Close (a
+// command line tool). A Close with nothing to fold back, the WAL empty as when
 // this process only read, then leaves the SQLite files to the exit, as a
 // kill would (the catalog stays consistent: the next process reads it as
 // it is), sparing the unmapping of the file and the closing of the WAL:
 // a tenth of a command's catalog work. A WAL with frames is folded back
 // by a full close, so it stays bounded.
-func WithExitAfterClose() Option {
-	return func(c *config) { c.exitAfterClose = true }
+func WithExitAfterClose(exit bool) Option {
+	return func(c *config) { c.exitAfterClose = exit }
 }
 
 // Open opens (creating it if missing) the catalog in directory dir, of the

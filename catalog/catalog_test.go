@@ -431,7 +431,7 @@ func TestExitAfterClose(t *testing.T) {
 	q := Query{Text: "parse OR hello"}
 
 	// It writes (builds the catalog): Close folds the WAL back.
-	c, err := Open(ctx, dir, st, nil, WithExitAfterClose())
+	c, err := Open(ctx, dir, st, nil, WithExitAfterClose(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestExitAfterClose(t *testing.T) {
 	}
 
 	// It only reads: Close leaves the empty WAL to the exit.
-	c, err = Open(ctx, dir, st, nil, WithExitAfterClose())
+	c, err = Open(ctx, dir, st, nil, WithExitAfterClose(true))
 	if err != nil {
 		t.Fatal(err)
 	}
