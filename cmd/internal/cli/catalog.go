@@ -6,16 +6,25 @@ import (
 	"github.com/spf13/cobra"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/catalog"
 )
 
 // catalogOptions places the catalog of a bucket store in the user's
 // cache directory, keyed by its URL (a local store's is beside it).
 func (a *app) catalogOptions() ([]troveapi.Option, error) {
 	dir, err := troveapi.CatalogDir(a.storeURL)
-	if err != nil || dir == "" {
+	if err != nil {
 		return nil, err
 	}
-	return []troveapi.Option{troveapi.WithCatalogDir(dir)}, nil
+	var opts []troveapi.Option
+	if dir != "" {
+		opts = append(opts, troveapi.WithCatalogDir(dir))
+	}
+	if a.exits {
+		// A process that only read leaves SQLite's teardown to its exit.
+		opts = append(opts, troveapi.WithCatalogOptions(catalog.WithExitAfterClose(true)))
+	}
+	return opts, nil
 }
 
 func newCatalogCmd(a *app) *cobra.Command {

@@ -40,7 +40,7 @@ func Main(opts ...Option) {
 	}
 	quietGC(64 << 20)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := (&app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, exits: true}).run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

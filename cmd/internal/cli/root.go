@@ -55,6 +55,7 @@ type app struct {
 	mayCreate      bool // the command may create a missing local store
 	passwordFile   string
 	locked         bool // store opens without unlocking an encrypted store
+	exits          bool // the process exits after the command (Main, not tests)
 	// terminal says whether stderr is a terminal (progress bars); nil
 	// asks the operating system.
 	terminal func(io.Writer) bool

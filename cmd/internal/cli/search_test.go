@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSearchCommand(t *testing.T) {
@@ -129,5 +132,46 @@ func TestStatsCommand(t *testing.T) {
 	}
 	if code, out, _ := trove(t, "", "--store", store, "stats"); code != exitOK || !strings.Contains(out, "saved by storing each once") {
 		t.Errorf("stats: %d %s", code, out)
+	}
+}
+
+// TestSearchProcessSkipsTeardown: a trove process that only searched
+// leaves the catalog's empty WAL to its exit (catalog.WithExitAfterClose)
+// and the next process answers the same; in-process runs close fully.
+func TestSearchProcessSkipsTeardown(t *testing.T) {
+	bin := buildTrove(t)
+	home := t.TempDir()
+	search := func() string {
+		t.Helper()
+		cmd := exec.Command(bin, "--store", home, "search", "--all", "--json", "greeting")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		return string(out)
+	}
+	if code, _, errOut := trove(t, "", "--store", home, "demo"); code != exitOK {
+		t.Fatalf("demo: %s", errOut)
+	}
+	// Directories changed in the last seconds are read again by every
+	// query (their times cannot yet prove them unchanged): age them.
+	old := time.Now().Add(-time.Hour)
+	filepath.WalkDir(home, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Chtimes(p, old, old)
+		}
+		return err
+	})
+	first := search() // indexes what the demo wrote: a full close
+	second := search()
+	if first == "" || first != second {
+		t.Fatalf("two searches answered\n%s\nand\n%s", first, second)
+	}
+	wal := filepath.Join(home+".catalog", "catalog.db-wal")
+	if fi, err := os.Stat(wal); err != nil || fi.Size() != 0 {
+		t.Fatalf("after a search process that only read, the WAL: %v %v; want it left empty", fi, err)
+	}
+	if third := search(); third != first {
+		t.Fatalf("the search after an exit without teardown:\n%s", third)
 	}
 }
