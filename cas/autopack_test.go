@@ -207,35 +207,51 @@ func noLocks(st backend.Storage) backend.Storage {
 	})
 }
 
-// Two stores merging the same packs at once, with and without a lock,
-// lose nothing; and a GC running at the same time (its repack finding a
-// pack gone) neither fails nor loses a live blob.
+// Three stores merging the same packs at once (with a lock in memory, with
+// none, with file locks between storages on one directory) lose nothing;
+// a GC running at the same time (its repack finding packs gone) neither
+// fails nor loses a live blob, and a reader reading every blob meanwhile
+// finds each one.
 func TestAutoPackConcurrent(t *testing.T) {
-	for _, locks := range []bool{true, false} {
-		t.Run(fmt.Sprintf("locks=%v", locks), func(t *testing.T) {
+	for _, kind := range []string{"mem", "mem-nolocks", "fs"} {
+		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
-			var st backend.Storage = mem.New()
-			if !locks {
-				st = noLocks(st)
+			var shared backend.Storage = mem.New()
+			dir := t.TempDir()
+			storage := func() backend.Storage {
+				switch kind {
+				case "mem-nolocks":
+					return noLocks(shared)
+				case "fs":
+					st, err := fs.NewOS(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { st.Close() })
+					return st
+				}
+				return shared
 			}
-			w, err := Open(ctx, st, WithAutoPack(4))
-			if err != nil {
-				t.Fatal(err)
-			}
-			data := autoPackFixture(t, w, 0, 12)
-			var stores []*Store
-			for range 3 {
-				s, err := Open(ctx, st, WithAutoPack(4))
+			open := func() *Store {
+				s, err := Open(ctx, storage(), WithAutoPack(4))
 				if err != nil {
 					t.Fatal(err)
 				}
+				return s
+			}
+			w := open()
+			data := autoPackFixture(t, w, 0, 12)
+			var stores []*Store
+			for range 3 {
+				s := open()
 				if err := s.LoadIndexes(ctx); err != nil {
 					t.Fatal(err)
 				}
 				stores = append(stores, s)
 			}
+			r := open()
 			var wg sync.WaitGroup
-			errs := make([]error, len(stores)+1)
+			errs := make([]error, len(stores)+2)
 			for i, s := range stores {
 				wg.Go(func() { _, errs[i] = s.AutoPack(ctx) })
 			}
@@ -249,11 +265,23 @@ func TestAutoPackConcurrent(t *testing.T) {
 				}
 				_, errs[len(stores)] = w.GC(ctx, roots, GCCompact())
 			})
+			wg.Go(func() {
+				for ref, want := range data {
+					got, err := r.Get(ctx, ref)
+					if err == nil && !bytes.Equal(got, want) {
+						err = fmt.Errorf("get %v: wrong content", ref)
+					}
+					if err != nil {
+						errs[len(stores)+1] = err
+						return
+					}
+				}
+			})
 			wg.Wait()
 			if err := errors.Join(errs...); err != nil {
 				t.Fatal(err)
 			}
-			checkAll(t, st, data)
+			checkAll(t, storage(), data)
 		})
 	}
 }
