@@ -49,6 +49,7 @@ import (
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/checkpoint"
 	"github.com/trovekit/trove/internal/cputime"
+	"github.com/trovekit/trove/tools/internal/trovebin"
 )
 
 func main() {
@@ -138,7 +139,8 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if b.cli, err = copyFile(cli, filepath.Join(dir, "trove")); err != nil {
+		b.cli = filepath.Join(dir, "trove")
+		if err = trovebin.Copy(cli, b.cli); err != nil {
 			return err
 		}
 	}
@@ -451,22 +453,4 @@ func gitVersion() string {
 		return "?"
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
-}
-
-// copyFile copies the executable src to dst and returns dst.
-func copyFile(src, dst string) (string, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return "", err
-	}
-	return dst, out.Close()
 }

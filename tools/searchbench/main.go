@@ -31,6 +31,7 @@ import (
 	"github.com/trovekit/trove"
 	"github.com/trovekit/trove/catalog"
 	"github.com/trovekit/trove/session"
+	"github.com/trovekit/trove/tools/internal/trovebin"
 )
 
 func main() {
@@ -63,10 +64,8 @@ func run(n, rounds int, keep bool) error {
 		fmt.Println("keeping", tmp)
 	}
 	bin := filepath.Join(tmp, "trove")
-	gobuild := exec.Command("go", "build", "-o", bin, "./cmd/trove")
-	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0") // as make install builds it
-	if out, err := gobuild.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+	if err := trovebin.Build(bin); err != nil {
+		return err
 	}
 	fmt.Printf("searchbench: %d sessions of ~35 KB in 20 cwds, %d CPUs, %s\n", n, runtime.NumCPU(), runtime.Version())
 	c, err := genCorpus(tmp, n)

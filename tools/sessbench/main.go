@@ -29,6 +29,7 @@ import (
 	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
+	"github.com/trovekit/trove/tools/internal/trovebin"
 )
 
 func main() {
@@ -320,10 +321,7 @@ func listRows(root string, files []string, rounds int) ([]row, error) {
 	}
 	// trove ls --all --json, end to end, built once.
 	bin := filepath.Join(filepath.Dir(root), "trove")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/trove")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make install builds it
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if err := trovebin.Build(bin); err != nil {
 		return nil, fmt.Errorf("building trove: %w", err)
 	}
 	// ls keeps what it printed and prints it again while nothing changed
