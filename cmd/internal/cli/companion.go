@@ -19,6 +19,10 @@ import (
 // trove-cloud links them all; trove hands it any command line that names
 // a bucket URL.
 
+// companionEnv is set in the companion's environment: a companion that is
+// trove after all (a link to it) must not hand the command line on again.
+const companionEnv = "TROVE_COMPANION"
+
 // bucketScheme returns the scheme of the first argument (or --flag=value)
 // that is a URL of a scheme missing says this program does not serve
 // (open.Missing), or "".

@@ -13,6 +13,7 @@ import (
 func execCompanion(path string, args []string) error {
 	cmd := exec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), companionEnv+"=1")
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -73,4 +73,13 @@ func TestCompanion(t *testing.T) {
 	if out, code := troveRun(alone, bare, "--store", t.TempDir(), "demo"); code != exitOK {
 		t.Errorf("trove without trove-cloud on a local store: exit %d\n%s", code, out)
 	}
+
+	// A trove-cloud that is trove itself (a link) runs the command once.
+	if err := os.Symlink(alone, filepath.Join(filepath.Dir(alone), "trove-cloud")); err != nil {
+		t.Fatal(err)
+	}
+	out, code = troveRun(alone, bare, "--store", bucket, "ls")
+	if code == exitOK || !strings.Contains(out, "go install github.com/trovekit/trove/cmd/trove-cloud@latest") {
+		t.Errorf("trove with itself as trove-cloud on a bucket: exit %d\n%s", code, out)
+	}
 }

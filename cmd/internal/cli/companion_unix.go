@@ -10,5 +10,5 @@ import (
 // execCompanion replaces this process with path, run with args: the same
 // pid, stdio, signals and exit code, as if the user had run it.
 func execCompanion(path string, args []string) error {
-	return syscall.Exec(path, append([]string{path}, args...), os.Environ())
+	return syscall.Exec(path, append([]string{path}, args...), append(os.Environ(), companionEnv+"=1"))
 }

@@ -31,7 +31,7 @@ func Main(opts ...Option) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.companion != "" && bucketScheme(os.Args[1:], open.Missing) != "" {
+	if cfg.companion != "" && os.Getenv(companionEnv) == "" && bucketScheme(os.Args[1:], open.Missing) != "" {
 		if path, ok := findCompanion(cfg.companion); ok {
 			err := execCompanion(path, os.Args[1:])
 			fmt.Fprintf(os.Stderr, "trove: run %s: %v\n", path, err)
