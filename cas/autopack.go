@@ -258,11 +258,7 @@ func groupRecords(pack []byte, entries []entry) ([]packRecord, error) {
 // addRecord adds a record copied from another pack with the entries (of
 // that pack) that name it.
 func (w *packWriter) addRecord(s *Store, rec []byte, es []entry) {
-	w.room(s, len(rec))
-	if len(w.buf) == 0 {
-		w.buf = append(w.buf, packMagic[:]...)
-	}
-	off := int64(len(w.buf))
+	off := w.next(s, len(rec))
 	for _, e := range es {
 		e.off, e.packID = off, ""
 		w.entries = append(w.entries, e)

@@ -66,22 +66,25 @@ type packWriter struct {
 
 func (w *packWriter) len() int64 { return int64(len(w.buf)) }
 
-func (w *packWriter) add(s *Store, ref Ref, rec []byte, codec Codec, size int64) {
-	w.room(s, len(rec))
+// next makes room for a record of n bytes and returns its offset: the
+// pack's magic comes first.
+func (w *packWriter) next(s *Store, n int) int64 {
+	w.room(s, n)
 	if len(w.buf) == 0 {
 		w.buf = append(w.buf, packMagic[:]...)
 	}
-	w.entries = append(w.entries, entry{ref: ref, off: int64(len(w.buf)), n: int64(len(rec)), codec: codec, size: size, stored: int64(len(rec))})
+	return int64(len(w.buf))
+}
+
+func (w *packWriter) add(s *Store, ref Ref, rec []byte, codec Codec, size int64) {
+	off := w.next(s, len(rec))
+	w.entries = append(w.entries, entry{ref: ref, off: off, n: int64(len(rec)), codec: codec, size: size, stored: int64(len(rec))})
 	w.buf = append(w.buf, rec...)
 }
 
 // addBlock adds the record rec of block bl.
 func (w *packWriter) addBlock(s *Store, bl block, rec []byte) {
-	w.room(s, len(rec))
-	if len(w.buf) == 0 {
-		w.buf = append(w.buf, packMagic[:]...)
-	}
-	off, inner := int64(len(w.buf)), int64(0)
+	off, inner := w.next(s, len(rec)), int64(0)
 	for i, ref := range bl.refs {
 		w.entries = append(w.entries, entry{ref: ref, off: off, n: int64(len(rec)), codec: codecSolid, size: bl.sizes[i], inner: inner})
 		inner += bl.sizes[i]
