@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 10
+const schemaVersion = 11
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -321,10 +321,11 @@ var schema = []string{
 		UPDATE totals SET nent = nent - old.nent, ntok = ntok - old.ntok; END`,
 	`CREATE TRIGGER files_upd AFTER UPDATE OF nent, ntok ON files BEGIN
 		UPDATE totals SET nent = nent + new.nent - old.nent, ntok = ntok + new.ntok - old.ntok; END`,
+	// An entry's id is its rank key (rankKey), fts's rowid: a candidate's
+	// row is one b-tree descent away, not an index's and then the table's.
 	`CREATE TABLE entries(
 		id INTEGER PRIMARY KEY,
 		file INTEGER NOT NULL,
-		rk INTEGER NOT NULL,
 		eid TEXT NOT NULL,
 		parent TEXT NOT NULL,
 		ts INTEGER NOT NULL,
@@ -345,8 +346,6 @@ var schema = []string{
 	)`,
 	`CREATE TABLE dirs(name TEXT PRIMARY KEY, mtime INTEGER NOT NULL, open TEXT NOT NULL)`,
 	`CREATE INDEX entries_file ON entries(file)`,
-	// The entry of a rowid of fts (its rank key: rankKey).
-	`CREATE INDEX entries_rk ON entries(rk)`,
 	`CREATE TABLE refs(file INTEGER NOT NULL, ref TEXT NOT NULL)`,
 	`CREATE INDEX refs_file ON refs(file)`,
 	`CREATE INDEX entries_model ON entries(model) WHERE model != ''`,

@@ -89,26 +89,31 @@ func TestRankKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := db.QueryContext(ctx, "SELECT rk, ntok, id FROM entries ORDER BY rk")
+		rows, err := db.QueryContext(ctx, "SELECT id, ntok, file, off FROM entries ORDER BY id")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var prevRK, prevNtok, prevID int64 = -1, -1, -1
+		// The entries of a length, of one file, rank in file order: a
+		// file's entries are written in that order, and a grown file's
+		// after those before.
+		var prevRK int64 = -1
+		lastOff := map[[2]int64]int64{} // by length and file
 		n := 0
 		for rows.Next() {
-			var rk, ntok, id int64
-			if err := rows.Scan(&rk, &ntok, &id); err != nil {
+			var rk, ntok, file, off int64
+			if err := rows.Scan(&rk, &ntok, &file, &off); err != nil {
 				t.Fatal(err)
 			}
+			prev, seen := lastOff[[2]int64{ntok, file}]
 			switch {
 			case rk>>seqBits != ntok:
 				t.Fatalf("%s: key %x of an entry of %d tokens", when, rk, ntok)
-			case rk == prevRK:
-				t.Fatalf("%s: key %x twice", when, rk)
-			case ntok == prevNtok && id < prevID:
-				t.Fatalf("%s: entry %d of %d tokens ranks after %d", when, prevID, ntok, id)
+			case rk <= prevRK:
+				t.Fatalf("%s: key %x after %x", when, rk, prevRK)
+			case seen && off <= prev:
+				t.Fatalf("%s: the entry at %d of file %d (%d tokens) ranks after the one at %d", when, prev, file, ntok, off)
 			}
-			prevRK, prevNtok, prevID = rk, ntok, id
+			prevRK, lastOff[[2]int64{ntok, file}] = rk, off
 			n++
 		}
 		rows.Close()
@@ -116,10 +121,10 @@ func TestRankKeys(t *testing.T) {
 			t.Fatalf("%s: no entries", when)
 		}
 		var stray, missing int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rk FROM entries)").Scan(&stray); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT id FROM entries)").Scan(&stray); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM entries WHERE ntok > 0 AND rk NOT IN (SELECT rowid FROM fts)").Scan(&missing); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM entries WHERE ntok > 0 AND id NOT IN (SELECT rowid FROM fts)").Scan(&missing); err != nil {
 			t.Fatal(err)
 		}
 		if stray != 0 || missing != 0 {

@@ -190,7 +190,7 @@ func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
 	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
 		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
 		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
-		JOIN entries e ON e.rk = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
+		JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
 }
 
 // fetchBatch reads the candidates above rank key after, at most limit,
@@ -377,7 +377,7 @@ func (c *Catalog) setBranches(ctx context.Context, db *sql.DB, r *results) error
 	// more than SQLite's. Each id and parent is written with its length
 	// in bytes before it: "2:e1" "0:" for an entry e1 without a parent.
 	rows, err := c.rows(ctx, db, `SELECT file, group_concat(length(CAST(eid AS BLOB)) || ':' || eid ||
-		length(CAST(parent AS BLOB)) || ':' || parent, '' ORDER BY id)
+		length(CAST(parent AS BLOB)) || ':' || parent, '' ORDER BY off)
 		FROM entries WHERE file IN (SELECT value FROM json_each(?)) AND eid != '' GROUP BY file`, jsonIDs(files))
 	trees := map[int64]*branches{}
 	err = eachRow(rows, err, func(rows *sql.Rows) error {

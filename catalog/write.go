@@ -73,16 +73,16 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
 			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ?,
 			last = ?, forked = ? WHERE id = ?`},
-		{&w.insEntry, `INSERT INTO entries(rk, file, eid, parent, ts, role, tools, model, off, len, ntok,
+		{&w.insEntry, `INSERT INTO entries(id, file, eid, parent, ts, role, tools, model, off, len, ntok,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&w.insFTS, "INSERT INTO fts(rowid, body) VALUES(?, ?)"},
-		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT rk FROM entries WHERE file = ?)"},
+		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
 		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
 		{&w.delFile, "DELETE FROM files WHERE id = ?"},
 		{&w.insRef, "INSERT INTO refs(file, ref) VALUES(?, ?)"},
 		{&w.delRefs, "DELETE FROM refs WHERE file = ?"},
-		{&w.lastKey, "SELECT max(rk) FROM entries WHERE rk BETWEEN ? AND ?"},
+		{&w.lastKey, "SELECT max(id) FROM entries WHERE id BETWEEN ? AND ?"},
 	} {
 		st, err := tx.PrepareContext(ctx, s.sql)
 		if err != nil {
