@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the catalog's PRAGMA user_version. A catalog of any
 // other version is emptied and rebuilt: it is derived, never the only copy.
-const schemaVersion = 11
+const schemaVersion = 12
 
 // FileName is the catalog's database file in its directory; SQLite keeps
 // FileName-wal and FileName-shm beside it.
@@ -335,6 +335,7 @@ var schema = []string{
 		off INTEGER NOT NULL,
 		len INTEGER NOT NULL,
 		ntok INTEGER NOT NULL,
+		pairs BLOB,
 		messages INTEGER NOT NULL,
 		tool_calls INTEGER NOT NULL,
 		tool_errors INTEGER NOT NULL,

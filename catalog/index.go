@@ -66,11 +66,13 @@ type parsed struct {
 	err     error
 }
 
-// indexed is a doc with its place in the file and its token stream.
+// indexed is a doc with its place in the file, its token stream and
+// its pair filter (pairFilter).
 type indexed struct {
 	doc
 	off, n int64
 	stream []byte
+	pairs  []byte
 }
 
 // Refresh brings the catalog up to the store: new session files are
@@ -579,12 +581,14 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 		off += n
 		data = rest
 	}
+	var hashes []uint64
 	for i := range p.docs {
 		d := &p.docs[i]
 		c.resolve(ctx, &d.doc)
 		for _, t := range d.texts {
 			d.stream = appendStream(d.stream, t)
 		}
+		d.pairs, hashes = pairFilter(d.stream, hashes)
 		d.texts = nil
 	}
 }

@@ -106,7 +106,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	}
 	var mb strings.Builder
 	exact := e.fts(&mb)
-	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}
+	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil), pairs: phrasePairs(e, nil)}
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
@@ -188,7 +188,7 @@ func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
 		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 4+len(args), maxCount)
 	}
 	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
-		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
+		f.last, f.forked, e.pairs, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
 		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
 		JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
 }
@@ -207,11 +207,12 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		var ts int64
 		var tools string
 		var pass bool
+		var pairs sql.RawBytes
 		var nent, ntok sql.NullFloat64
 		cr := &candRow{}
 		h := &cr.h
 		dest := []any{&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
-			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass}
+			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pairs, &pass}
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
@@ -230,6 +231,10 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		}
 		n, last = n+1, cr.id
 		if !pass {
+			continue
+		}
+		if !mayMatch(pairs, r.pairs) {
+			r.verified++ // checked, by its filter
 			continue
 		}
 		if ts != 0 {
@@ -263,6 +268,7 @@ type results struct {
 	exact    bool // FTS5's answer is the answer: no candidate is read back to check
 	e        *expr
 	terms    []*expr
+	pairs    [][]uint64 // the adjacent pairs a hit must hold (phrasePairs)
 	rk       *ranker
 	fetch    string // fetchQuery's
 	args     []any

@@ -73,9 +73,9 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		{&w.updFile, `UPDATE files SET session = ?, cwd = ?, title = ?, parent = ?, created = ?,
 			updated = max(updated, ?), size = ?, mtime = ?, tail = ?, skip = ?, nent = ?, ntok = ?, run = ?, done = ?,
 			last = ?, forked = ? WHERE id = ?`},
-		{&w.insEntry, `INSERT INTO entries(id, file, eid, parent, ts, role, tools, model, off, len, ntok,
+		{&w.insEntry, `INSERT INTO entries(id, file, eid, parent, ts, role, tools, model, off, len, ntok, pairs,
 			messages, tool_calls, tool_errors, input, output, cache_read, cache_write, cost)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&w.insFTS, "INSERT INTO fts(rowid, body) VALUES(?, ?)"},
 		{&w.delFTS, "DELETE FROM fts WHERE rowid IN (SELECT id FROM entries WHERE file = ?)"},
 		{&w.delEntries, "DELETE FROM entries WHERE file = ?"},
@@ -159,7 +159,7 @@ func (w *writer) file(ctx context.Context, p *parsed) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.insEntry.ExecContext(ctx, rk, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n, n,
+		_, err = w.insEntry.ExecContext(ctx, rk, id, d.id, d.parent, d.ts, d.role, strings.Join(d.tools, " "), d.model, d.off, d.n, n, d.pairs,
 			u.messages, u.toolCalls, u.toolErrors, u.input, u.output, u.cacheRead, u.cacheWrite, u.cost)
 		if err != nil {
 			return fmt.Errorf("catalog: %w", err)

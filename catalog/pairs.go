@@ -1,0 +1,135 @@
+package catalog
+
+import (
+	"bytes"
+	"slices"
+)
+
+// An entry's pair filter is a Bloom filter of the adjacent pairs of its
+// token stream, kept in its row (entries.pairs). The index keeps no
+// positions, so a phrase's candidates are the entries holding all its
+// words, and each is read back from its file to check their order: most
+// of a phrase query's time. A candidate lacking one of the phrase's
+// adjacent pairs cannot match and is passed over without a read. The
+// filter only ever passes over entries that cannot match: an entry it
+// lets through is checked against its text as before.
+const (
+	pairBits      = 3    // bits a distinct pair; two of them are set
+	maxPairFilter = 1024 // bytes; a longer entry has none, and is always read
+)
+
+// pairHash hashes two adjacent tokens (FNV-1a, 64 bits): a filter is
+// kept on disk, so its hash must not change between processes.
+func pairHash(a, b []byte) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, c := range a {
+		h = (h ^ uint64(c)) * prime
+	}
+	h = (h ^ ' ') * prime
+	for _, c := range b {
+		h = (h ^ uint64(c)) * prime
+	}
+	return h
+}
+
+// pairFilter makes the filter of a token stream (each token after a
+// space). An entry of fewer than two tokens has one byte of zeros:
+// no pair passes. It reuses hashes, returned for the next call; nil
+// means no filter (too many pairs).
+func pairFilter(stream []byte, hashes []uint64) (filter []byte, reuse []uint64) {
+	hashes = hashes[:0]
+	var prev []byte
+	for rest := stream; len(rest) > 0; {
+		rest = rest[1:] // the space before each token
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		tok := rest[:end]
+		if prev != nil {
+			hashes = append(hashes, pairHash(prev, tok))
+		}
+		prev, rest = tok, rest[end:]
+	}
+	distinct := countDistinct(hashes)
+	size := max(1, (distinct*pairBits+7)/8)
+	if size > maxPairFilter {
+		return nil, hashes
+	}
+	filter = make([]byte, size)
+	for _, h := range hashes {
+		setPair(filter, h)
+	}
+	return filter, hashes
+}
+
+// countDistinct counts the distinct values of hs, sorting them.
+func countDistinct(hs []uint64) int {
+	slices.Sort(hs)
+	n := 0
+	for i, h := range hs {
+		if i == 0 || h != hs[i-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// pairBitsOf are the two bits of a pair's hash in a filter of m bits.
+func pairBitsOf(h uint64, m uint64) (uint64, uint64) {
+	return h % m, (h >> 32) % m
+}
+
+func setPair(f []byte, h uint64) {
+	a, b := pairBitsOf(h, uint64(len(f))*8)
+	f[a/8] |= 1 << (a % 8)
+	f[b/8] |= 1 << (b % 8)
+}
+
+// hasPair reports whether f may hold the pair of hash h: false only if
+// the entry's stream has no such pair. A nil filter may hold anything.
+func hasPair(f []byte, h uint64) bool {
+	if f == nil {
+		return true
+	}
+	a, b := pairBitsOf(h, uint64(len(f))*8)
+	return f[a/8]&(1<<(a%8)) != 0 && f[b/8]&(1<<(b%8)) != 0
+}
+
+// phrasePairs are the hashes of the adjacent pairs each phrase that e
+// needs must have: the phrases e is an AND of (a phrase whose last token
+// is a prefix, its pairs but the last). Under OR and NOT nothing is
+// needed for certain.
+func phrasePairs(e *expr, out [][]uint64) [][]uint64 {
+	switch e.op {
+	case opAnd:
+		return phrasePairs(e.kids[1], phrasePairs(e.kids[0], out))
+	case opPhrase:
+		n := len(e.toks) - 1
+		if e.prefix {
+			n--
+		}
+		var hs []uint64
+		for i := range n {
+			hs = append(hs, pairHash([]byte(e.toks[i]), []byte(e.toks[i+1])))
+		}
+		if len(hs) > 0 {
+			out = append(out, hs)
+		}
+	}
+	return out
+}
+
+// mayMatch reports whether an entry of filter f may hold every pair of
+// needed (phrasePairs).
+func mayMatch(f []byte, needed [][]uint64) bool {
+	for _, hs := range needed {
+		for _, h := range hs {
+			if !hasPair(f, h) {
+				return false
+			}
+		}
+	}
+	return true
+}
