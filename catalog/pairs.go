@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // An entry's pair filter is a Bloom filter of the adjacent pairs of its
@@ -10,9 +12,11 @@ import (
 // positions, so a phrase's candidates are the entries holding all its
 // words, and each is read back from its file to check their order: most
 // of a phrase query's time. A candidate lacking one of the phrase's
-// adjacent pairs cannot match and is passed over without a read. The
-// filter only ever passes over entries that cannot match: an entry it
-// lets through is checked against its text as before.
+// adjacent pairs cannot match: the query's statement tests its filter
+// (pairCond) and passes over it before joining its file's row, and
+// nothing of it is read. The filter only ever passes over entries that
+// cannot match: an entry it lets through is checked against its text as
+// before.
 const (
 	pairBits      = 3    // bits a distinct pair; two of them are set
 	maxPairFilter = 1024 // bytes; a longer entry has none, and is always read
@@ -76,9 +80,11 @@ func countDistinct(hs []uint64) int {
 	return n
 }
 
-// pairBitsOf are the two bits of a pair's hash in a filter of m bits.
+// pairBitsOf are the two bits of a pair's hash in a filter of m bits:
+// its halves modulo m, which SQLite's signed integers compute alike
+// (pairCond).
 func pairBitsOf(h uint64, m uint64) (uint64, uint64) {
-	return h % m, (h >> 32) % m
+	return (h & 0xffffffff) % m, (h >> 32) % m
 }
 
 func setPair(f []byte, h uint64) {
@@ -121,15 +127,29 @@ func phrasePairs(e *expr, out [][]uint64) [][]uint64 {
 	return out
 }
 
-// mayMatch reports whether an entry of filter f may hold every pair of
-// needed (phrasePairs).
-func mayMatch(f []byte, needed [][]uint64) bool {
+// pairCond is an SQL condition on the entries row e: true when its
+// filter may hold every pair of needed (hasPair), or it has none. Its
+// parameters are numbered from ?at: the 256 bytes 0..255 (instr of a
+// byte in them is its value plus one: SQLite has no other way to read a
+// byte of a blob as a number), then each pair's halves.
+func pairCond(needed [][]uint64, at int) (string, []any) {
+	bytes256 := make([]byte, 256)
+	for i := range bytes256 {
+		bytes256[i] = byte(i)
+	}
+	args := []any{bytes256}
+	var tests []string
 	for _, hs := range needed {
 		for _, h := range hs {
-			if !hasPair(f, h) {
-				return false
+			for _, half := range []uint64{h & 0xffffffff, h >> 32} {
+				args = append(args, int64(half))
+				bit := fmt.Sprintf("(?%d %% (length(e.pairs) * 8))", at+len(args)-1)
+				tests = append(tests, fmt.Sprintf("((instr(?%d, substr(e.pairs, %s / 8 + 1, 1)) - 1) >> (%s %% 8)) & 1", at, bit, bit))
 			}
 		}
 	}
-	return true
+	if len(tests) == 0 {
+		return "1", nil
+	}
+	return "(e.pairs IS NULL OR " + strings.Join(tests, " AND ") + ")", args
 }

@@ -125,3 +125,34 @@ func TestPhraseReadsFewer(t *testing.T) {
 		t.Errorf("%d candidates read back for 4 hits among %d", reads, n)
 	}
 }
+
+// TestPairCondAgrees: the statement's test of a filter (pairCond)
+// answers as hasPair does, for every pair and filter size, and lets an
+// entry without a filter through.
+func TestPairCondAgrees(t *testing.T) {
+	ctx := context.Background()
+	c := openCatalog(t, t.TempDir(), newMem())
+	db, err := c.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 300 {
+		var f []byte
+		if i%50 != 0 {
+			f = make([]byte, 1+r.IntN(maxPairFilter))
+			for j := range f {
+				f[j] = byte(r.Uint32())
+			}
+		}
+		hs := []uint64{r.Uint64(), r.Uint64()}
+		cond, args := pairCond([][]uint64{hs}, 2)
+		var got bool
+		if err := db.QueryRowContext(ctx, "SELECT "+cond+" FROM (SELECT ?1 AS pairs) e", append([]any{f}, args...)...).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := hasPair(f, hs[0]) && hasPair(f, hs[1]); got != want {
+			t.Fatalf("a filter of %d bytes, pairs %x: the statement says %v, hasPair %v", len(f), hs, got, want)
+		}
+	}
+}

@@ -106,11 +106,11 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	}
 	var mb strings.Builder
 	exact := e.fts(&mb)
-	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil), pairs: phrasePairs(e, nil)}
+	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
-	r.fetch, r.args = fetchQuery(q, r.terms, c.cfg.maxCount)
+	r.fetch, r.args = fetchQuery(q, r.terms, phrasePairs(e, nil), c.cfg.maxCount)
 	if err := c.collect(ctx, db, r, mb.String()); err != nil {
 		return nil, err
 	}
@@ -126,10 +126,16 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 // for a phrase the check of its word order) as its row is stepped to:
 // SQLite joins a candidate's rows only when asked for the next, so a
 // query stops at its last hit having read no row past it. A batch asks
-// for the limit when every candidate is a hit, else for maxBatch.
+// for the limit when every candidate is a hit, else for maxBatch; a
+// query whose candidates are checked asks for them all (maxVerified) in
+// one: its statement passes over those whose pair filter rules them
+// out, so the rows it returns do not say how far it went.
 func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match string) error {
 	batch := r.limit
-	if !r.exact || len(r.args) > len(r.terms) {
+	switch {
+	case !r.exact:
+		batch = maxVerified
+	case len(r.args) > len(r.terms):
 		batch = maxBatch
 	}
 	after := int64(-1)
@@ -149,13 +155,14 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 const maxBatch = 1024
 
 // fetchQuery is the statement that reads a batch of candidates: the
-// rank keys FTS5 matches (?1) above ?2, at most ?3 of them, with their
+// rank keys FTS5 matches (?1) above ?2, at most ?3 of them, but those
+// whose pair filter lacks a pair of needed (phrasePairs), with their
 // rows, whether they pass q's filters, and, for the first batch (?4: 1),
 // the entries each of terms matches alone, at most maxCount (ranking's
 // document counts), and the sizes ranking needs. One statement, not one each: in a new
 // process each costs more than what it reads. Its arguments from ?5 on
-// are args, then each term's FTS5 expression.
-func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
+// are args, then each term's FTS5 expression, then pairCond's.
+func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (string, []any) {
 	var where []string
 	var args []any
 	if q.Cwd != "" {
@@ -187,10 +194,11 @@ func fetchQuery(q Query, terms []*expr, maxCount int) (string, []any) {
 		args = append(args, b.String())
 		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 4+len(args), maxCount)
 	}
+	pairs, pairArgs := pairCond(needed, 5+len(args))
 	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
-		f.last, f.forked, e.pairs, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
+		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
 		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
-		JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file ORDER BY c.rowid`, args
+		JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file WHERE ` + pairs + ` ORDER BY c.rowid`, append(args, pairArgs...)
 }
 
 // fetchBatch reads the candidates above rank key after, at most limit,
@@ -207,12 +215,11 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		var ts int64
 		var tools string
 		var pass bool
-		var pairs sql.RawBytes
 		var nent, ntok sql.NullFloat64
 		cr := &candRow{}
 		h := &cr.h
 		dest := []any{&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
-			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pairs, &pass}
+			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass}
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
@@ -231,10 +238,6 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		}
 		n, last = n+1, cr.id
 		if !pass {
-			continue
-		}
-		if !mayMatch(pairs, r.pairs) {
-			r.verified++ // checked, by its filter
 			continue
 		}
 		if ts != 0 {
@@ -268,7 +271,6 @@ type results struct {
 	exact    bool // FTS5's answer is the answer: no candidate is read back to check
 	e        *expr
 	terms    []*expr
-	pairs    [][]uint64 // the adjacent pairs a hit must hold (phrasePairs)
 	rk       *ranker
 	fetch    string // fetchQuery's
 	args     []any
