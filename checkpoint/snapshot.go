@@ -140,8 +140,10 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	m.cache.CompactAdded() // an agent may take thousands of these in one process
-	err := m.writeManifest(ctx, batch, man, false, !cc.undo, start.UnixNano(), nil)
+	if cc.undo {
+		m.cache.CompactAdded() // an agent may take thousands of these in one process
+	}
+	err := m.writeManifest(ctx, batch, man, manifestWrite{save: !cc.undo, start: start.UnixNano()})
 	if err == nil {
 		m.autoPack(ctx)
 	}
@@ -232,8 +234,6 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	m.cfg.log.Debug("checkpoint: stored", "id", id, "took", time.Since(start))
-	m.cache.Relist(tree.listings, start.UnixNano())
-	m.cache.CompactAdded()
 	// Drop files that vanished or grew past the cap while we read.
 	kept := man.Files[:0]
 	for _, e := range man.Files {
@@ -243,7 +243,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	if err := m.writeManifest(ctx, batch, man, true, true, start.UnixNano(), ru); err != nil {
+	if err := m.writeManifest(ctx, batch, man, manifestWrite{keep: true, save: true, start: start.UnixNano(), ru: ru, listings: tree.listings}); err != nil {
 		return man, err
 	}
 	m.autoPack(ctx)
