@@ -155,16 +155,18 @@ func (c *Catalog) collect(ctx context.Context, db *sql.DB, r *results, match str
 const maxBatch = 1024
 
 // fetchQuery is the statement that reads a batch of candidates: the
-// rank keys FTS5 matches (?1) above ?2, at most ?3 of them, but those
-// whose pair filter lacks a pair of needed (phrasePairs), with their
-// rows, whether they pass q's filters, and, for the first batch (?4: 1),
-// the entries each of terms matches alone, at most maxCount (ranking's
-// document counts), and the sizes ranking needs. One statement, not one each: in a new
-// process each costs more than what it reads. Its arguments from ?5 on
-// are args, then each term's FTS5 expression, then pairCond's.
-func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (string, []any) {
+// rank keys FTS5 matches (?1) above ?2, at most limit of them (written
+// between the two halves of the statement: FTS5 looks at its LIMIT when
+// planning, so a LIMIT bound as an argument expired the statement at
+// its first run, a second parse), but those whose pair filter lacks a
+// pair of needed (phrasePairs), with their rows, whether they pass q's
+// filters, and, for the first batch (?3: 1), the entries each of terms
+// matches alone, at most maxCount (ranking's document counts), and the
+// sizes ranking needs. One statement, not one each: in a new process
+// each costs more than what it reads. Its arguments from ?4 on are args,
+// then each term's FTS5 expression, then pairCond's.
+func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (stmt [2]string, args []any) {
 	var where []string
-	var args []any
 	if q.Cwd != "" {
 		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
 	}
@@ -183,7 +185,7 @@ func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (string
 	pass := "1"
 	if len(where) > 0 {
 		for i := range where {
-			where[i] = strings.Replace(where[i], "?", "?"+strconv.Itoa(5+i), 1)
+			where[i] = strings.Replace(where[i], "?", "?"+strconv.Itoa(4+i), 1)
 		}
 		pass = "coalesce(" + strings.Join(where, " AND ") + ", 0)"
 	}
@@ -192,20 +194,21 @@ func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (string
 		var b strings.Builder
 		t.fts(&b)
 		args = append(args, b.String())
-		fmt.Fprintf(&counts, "CASE WHEN ?4 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 4+len(args), maxCount)
+		fmt.Fprintf(&counts, "CASE WHEN ?3 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 3+len(args), maxCount)
 	}
-	pairs, pairArgs := pairCond(needed, 5+len(args))
-	return `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
+	pairs, pairArgs := pairCond(needed, 4+len(args))
+	stmt[0] = `SELECT c.rowid, e.file, e.eid, e.ts, e.role, e.tools, e.off, e.len, f.path, f.session, f.cwd, f.title, e.ntok, f.run,
 		f.last, f.forked, ` + pass + `, ` + counts.String() + `(SELECT nent FROM totals), (SELECT ntok FROM totals)
-		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3) c
-		JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file WHERE ` + pairs + ` ORDER BY c.rowid`, append(args, pairArgs...)
+		FROM (SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT `
+	stmt[1] = `) c JOIN entries e ON e.id = c.rowid JOIN files f ON f.id = e.file WHERE ` + pairs + ` ORDER BY c.rowid`
+	return stmt, append(args, pairArgs...)
 }
 
 // fetchBatch reads the candidates above rank key after, at most limit,
 // and considers each that passes the filters, until r is done. It
 // returns how many it stepped to and the last one's rank key.
 func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match string, after int64, limit int, first bool) (n int, last int64, err error) {
-	rows, err := c.rows(ctx, db, r.fetch, append([]any{match, after, limit, first}, r.args...)...)
+	rows, err := c.rows(ctx, db, r.fetch[0]+strconv.Itoa(limit)+r.fetch[1], append([]any{match, after, first}, r.args...)...)
 	if err != nil {
 		return 0, 0, fmt.Errorf("catalog: %w", err)
 	}
@@ -272,7 +275,7 @@ type results struct {
 	e        *expr
 	terms    []*expr
 	rk       *ranker
-	fetch    string // fetchQuery's
+	fetch    [2]string // fetchQuery's, either side of the limit
 	args     []any
 	hits     []Hit
 	files    []int64 // hits[i]'s file row
