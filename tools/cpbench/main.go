@@ -11,7 +11,7 @@
 //
 // Usage: go run ./tools/cpbench [-files 5000] [-mb 100] [-rounds 5]
 // [-size-files 2000] [-size-mb 40] [-size-checkpoints 100] [-cpuprofile f] [-v] [-keep]
-// [-reuse dir] [-cli trove-binary]
+// [-reuse dir] [-cli trove-binary [-ab second-binary]]
 //
 // -cli runs every trove operation as a whole process of that binary, as a
 // hook would (`trove checkpoint create`, `diff`, `rewind --dry-run`,
@@ -25,6 +25,12 @@
 // -keep run left, with no first snapshot: two builds run alternately on one
 // tree differ by their code only (add -size-files 0 to skip the size
 // scenario).
+//
+// -ab BINARY, with -cli, is a second build run in the same rounds: the
+// snapshot and the rewind of each round by one build and the next round's
+// by the other, the dry run and the diff by both, in turn, and a table of
+// the two builds side by side: an A/B of two builds on one tree, in the
+// same minute, is the only comparison finer than a shared machine's noise.
 package main
 
 import (
@@ -61,6 +67,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the trove operations")
 	verbose := flag.Bool("v", false, "log trove's debug timings")
 	cli := flag.String("cli", "", "trove binary: run each trove operation as a whole process of it")
+	cliB := flag.String("ab", "", "with -cli, a second trove binary run in the same rounds (A/B of two builds)")
 	var sz sizeConfig
 	flag.IntVar(&sz.files, "size-files", 2000, "files in the tree of the size scenario (0: skip it)")
 	flag.IntVar(&sz.mb, "size-mb", 40, "approximate total size of that tree in MB")
@@ -76,7 +83,11 @@ func main() {
 			return a
 		}}))
 	}
-	if err := run(*files, *mb, *rounds, *keep, *reuse, *cpuprofile, *cli, logger, sz); err != nil {
+	if *cliB != "" && *cli == "" {
+		fmt.Fprintln(os.Stderr, "cpbench: -ab needs -cli")
+		os.Exit(2)
+	}
+	if err := run(*files, *mb, *rounds, *keep, *reuse, *cpuprofile, [2]string{*cli, *cliB}, logger, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "cpbench:", err)
 		os.Exit(1)
 	}
@@ -86,10 +97,13 @@ type result struct {
 	name             string
 	trove, git       []time.Duration // wall clock
 	troveCPU, gitCPU []time.Duration // user + system time
-	target           float64
+	// troveB and troveBCPU are -ab's second build's.
+	troveB, troveBCPU []time.Duration
+	target            float64
 }
 
-func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, logger *slog.Logger, sz sizeConfig) error {
+func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile string, clis [2]string, logger *slog.Logger, sz sizeConfig) error {
+	cli := clis[0]
 	if _, err := exec.LookPath("git"); err != nil {
 		return fmt.Errorf("git is needed for the comparison: %w", err)
 	}
@@ -143,6 +157,12 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 		if err = trovebin.Copy(cli, b.cli); err != nil {
 			return err
 		}
+		if clis[1] != "" {
+			b.cliB = filepath.Join(dir, "trove-b")
+			if err = trovebin.Copy(clis[1], b.cliB); err != nil {
+				return err
+			}
+		}
 	}
 	first := &result{name: "first snapshot", target: 5}
 	incr := &result{name: "snapshot after changing 10 files", target: 2}
@@ -183,7 +203,7 @@ func run(nfiles, mb, rounds int, keep bool, reuseDir, cpuprofile, cli string, lo
 			return err
 		}
 	}
-	return printResults(ctx, []*result{first, incr, diff, cdiff, rewind}, rounds, cli, filepath.Join(tmp, "size"), sz, logger)
+	return printResults(ctx, []*result{first, incr, diff, cdiff, rewind}, rounds, clis, filepath.Join(tmp, "size"), sz, logger)
 }
 
 // bench is one run's two workspaces, trove's store and git's shadow
@@ -194,6 +214,8 @@ type bench struct {
 	store                                 *fs.Storage
 	logger                                *slog.Logger
 	cli                                   string // the trove binary of -cli, or ""
+	cliB                                  string // -ab's, or ""
+	cur                                   int    // the build the next troveCLI runs: 0 cli, 1 cliB
 	tmp, wsTrove, wsGit, storeDir, gitDir string
 	lastCPU                               time.Duration // CPU time of the last operation
 	cliOut                                bytes.Buffer  // standard output of the last troveCLI
@@ -222,7 +244,11 @@ func (b *bench) troveOp(name string, f func(m *checkpoint.Manager) error) (d tim
 // troveCLI runs one trove command as its own process (-cli); its
 // standard output is left in cliOut for the checks.
 func (b *bench) troveCLI(args ...string) (time.Duration, error) {
-	cmd := exec.Command(b.cli, append([]string{"--store", b.storeDir, "checkpoint", "--dir", b.wsTrove}, args...)...)
+	bin := b.cli
+	if b.cur == 1 {
+		bin = b.cliB
+	}
+	cmd := exec.Command(bin, append([]string{"--store", b.storeDir, "checkpoint", "--dir", b.wsTrove}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+b.tmp, "XDG_CONFIG_HOME="+b.tmp, "XDG_DATA_HOME="+b.tmp)
 	var errb bytes.Buffer
 	b.cliOut.Reset()
@@ -298,30 +324,29 @@ func (b *bench) firstSnapshot(first *result) error {
 	return nil
 }
 
-// round changes the files changed in both workspaces, then times a
-// snapshot, a dry-run diff (and with -cli checkpoint diff) and a rewind
-// to cp0 on both sides, and checks both trees are back to the original.
-func (b *bench) round(changed []string, r int, incr, diff, cdiff, rewind *result) error {
-	ctx := b.ctx
-	for _, ws := range []string{b.wsTrove, b.wsGit} {
-		if err := changeFiles(ws, changed, r); err != nil {
-			return err
-		}
+// builds returns the builds of round r, the one that snapshots and
+// rewinds first: only the first without -ab, else both, in turn.
+func (b *bench) builds(r int) []int {
+	if b.cliB == "" {
+		return []int{0}
 	}
-	id := fmt.Sprintf("cp%d", r+1)
-	d, err := b.op("incremental", []string{"create", "--max-file-size", "0", id}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
-	if err != nil {
-		return err
-	}
-	incr.trove, incr.troveCPU = append(incr.trove, d), append(incr.troveCPU, b.lastCPU)
-	d, err = b.gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", id})
-	if err != nil {
-		return err
-	}
-	incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, b.lastCPU)
+	return []int{r % 2, 1 - r%2}
+}
 
+// add records the last operation's times in res, as the build that ran it.
+func (b *bench) add(res *result, d time.Duration) {
+	if b.cur == 1 {
+		res.troveB, res.troveBCPU = append(res.troveB, d), append(res.troveBCPU, b.lastCPU)
+		return
+	}
+	res.trove, res.troveCPU = append(res.trove, d), append(res.troveCPU, b.lastCPU)
+}
+
+// dryRun times a dry-run rewind to cp0, as build b.cur, and checks it saw
+// the files changed.
+func (b *bench) dryRun(ctx context.Context, diff *result, changed int) error {
 	var troveRes *checkpoint.RewindFilesResult
-	d, err = b.op("diff", []string{"rewind", "--dry-run", "--json", "cp0"}, func(m *checkpoint.Manager) error {
+	d, err := b.op("diff", []string{"rewind", "--dry-run", "--json", "cp0"}, func(m *checkpoint.Manager) error {
 		var err error
 		troveRes, err = m.Rewind(ctx, "cp0", true)
 		return err
@@ -338,34 +363,71 @@ func (b *bench) round(changed []string, r int, incr, diff, cdiff, rewind *result
 		}
 		troveRes = &checkpoint.RewindFilesResult{FilesChanged: out.Files}
 	}
-	if len(troveRes.FilesChanged) != len(changed) {
-		return fmt.Errorf("trove dry run saw %d changed files, want %d", len(troveRes.FilesChanged), len(changed))
+	if len(troveRes.FilesChanged) != changed {
+		return fmt.Errorf("trove dry run saw %d changed files, want %d", len(troveRes.FilesChanged), changed)
 	}
-	diff.trove, diff.troveCPU = append(diff.trove, d), append(diff.troveCPU, b.lastCPU)
+	b.add(diff, d)
+	return nil
+}
+
+// round changes the files changed in both workspaces, then times a
+// snapshot, a dry-run diff (and with -cli checkpoint diff) and a rewind
+// to cp0 on both sides, and checks both trees are back to the original.
+func (b *bench) round(changed []string, r int, incr, diff, cdiff, rewind *result) error {
+	ctx := b.ctx
+	for _, ws := range []string{b.wsTrove, b.wsGit} {
+		if err := changeFiles(ws, changed, r); err != nil {
+			return err
+		}
+	}
+	id := fmt.Sprintf("cp%d", r+1)
+	builds := b.builds(r)
+	b.cur = builds[0] // the snapshot's and the rewind's build
+	d, err := b.op("incremental", []string{"create", "--max-file-size", "0", id}, func(m *checkpoint.Manager) error { _, err := m.CreateTree(ctx, id); return err })
+	if err != nil {
+		return err
+	}
+	b.add(incr, d)
+	d, err = b.gitOp([]string{"add", "-A"}, []string{"commit", "-q", "--no-verify", "-m", id})
+	if err != nil {
+		return err
+	}
+	incr.git, incr.gitCPU = append(incr.git, d), append(incr.gitCPU, b.lastCPU)
+
+	for _, k := range builds {
+		b.cur = k
+		if err := b.dryRun(ctx, diff, len(changed)); err != nil {
+			return err
+		}
+	}
 	d, err = b.gitOp([]string{"diff", "--stat", "cp0"})
 	if err != nil {
 		return err
 	}
 	diff.git, diff.gitCPU = append(diff.git, d), append(diff.gitCPU, b.lastCPU)
 	if b.cli != "" {
-		if d, err = b.troveCLI("diff", "cp0"); err != nil {
-			return err
+		for _, k := range builds {
+			b.cur = k
+			if d, err = b.troveCLI("diff", "cp0"); err != nil {
+				return err
+			}
+			if !bytes.Contains(b.cliOut.Bytes(), fmt.Appendf(nil, "\n%d files, ", len(changed))) {
+				return fmt.Errorf("trove checkpoint diff: want %d files, got %s", len(changed), b.cliOut.Bytes())
+			}
+			b.add(cdiff, d)
 		}
-		if !bytes.Contains(b.cliOut.Bytes(), fmt.Appendf(nil, "\n%d files, ", len(changed))) {
-			return fmt.Errorf("trove checkpoint diff: want %d files, got %s", len(changed), b.cliOut.Bytes())
-		}
-		cdiff.trove, cdiff.troveCPU = append(cdiff.trove, d), append(cdiff.troveCPU, b.lastCPU)
 		if d, err = b.gitOp([]string{"diff", "--stat", "cp0"}); err != nil {
 			return err
 		}
 		cdiff.git, cdiff.gitCPU = append(cdiff.git, d), append(cdiff.gitCPU, b.lastCPU)
 	}
 
+	b.cur = builds[0]
 	d, err = b.op("rewind", []string{"rewind", "cp0"}, func(m *checkpoint.Manager) error { _, err := m.Rewind(ctx, "cp0", false); return err })
 	if err != nil {
 		return err
 	}
-	rewind.trove, rewind.troveCPU = append(rewind.trove, d), append(rewind.troveCPU, b.lastCPU)
+	b.add(rewind, d)
 	d, err = b.gitOp([]string{"checkout", "-q", "-f", "cp0", "--", "."})
 	if err != nil {
 		return err
@@ -384,7 +446,8 @@ func (b *bench) round(changed []string, r int, incr, diff, cdiff, rewind *result
 
 // printResults prints the table of every result with a row, and the
 // store size scenario (sz) when asked for.
-func printResults(ctx context.Context, results []*result, rounds int, cli, sizeDir string, sz sizeConfig, logger *slog.Logger) error {
+func printResults(ctx context.Context, results []*result, rounds int, clis [2]string, sizeDir string, sz sizeConfig, logger *slog.Logger) error {
+	cli := clis[0]
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\ttrove\tshadow git\tgit/trove\ttarget\ttrove CPU\tgit CPU\tCPU git/trove\t")
@@ -426,7 +489,26 @@ func printResults(ctx context.Context, results []*result, rounds int, cli, sizeD
 		fmt.Printf(" trove = a fresh checkpoint.Manager per operation on backend/fs, stat cache read from the store; rewind fsyncs;\n")
 	}
 	fmt.Printf(" store size = bytes of every file in the trove store after trove's GC and in the shadow repository after git gc)\n")
+	if clis[1] != "" {
+		printAB(results, clis)
+	}
 	return nil
+}
+
+// printAB prints -ab's table: each row's medians for the two builds.
+func printAB(results []*result, clis [2]string) {
+	fmt.Printf("\nA = %s, B = %s, in the same rounds (the snapshot and the rewind by each in turn, the dry run and the diff by both):\n", clis[0], clis[1])
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\tA\tB\tB/A\tA CPU\tB CPU\tB/A CPU\truns each\t")
+	for _, r := range results {
+		if len(r.trove) == 0 || len(r.troveB) == 0 {
+			continue
+		}
+		a, b := median(r.trove), median(r.troveB)
+		ac, bc := median(r.troveCPU), median(r.troveBCPU)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\t%.3f\t%d\t\n", r.name, round(a), round(b), float64(b)/float64(a), round(ac), round(bc), float64(bc)/float64(ac), min(len(r.trove), len(r.troveB)))
+	}
+	tw.Flush()
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
