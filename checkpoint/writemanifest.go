@@ -246,7 +246,7 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 			cache.TreeOf = treeOf
 		}
 	}
-	man.Tree = root
+	man.Tree, man.Entries = root, len(man.Files)
 	man.SetTrees(trees)
 	if keep {
 		m.cache.Trees = keepTrees(kept, m.cache.Trees, m.cache.Older)

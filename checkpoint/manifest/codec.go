@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -55,6 +56,10 @@ func (m *Manifest) AppendJSON(b []byte, files bool) []byte {
 	}
 	if m.Tree != "" {
 		b = appendField(b, "tree", m.Tree)
+	}
+	if m.Entries != 0 {
+		b = append(b, `,"entries":`...)
+		b = strconv.AppendInt(b, int64(m.Entries), 10)
 	}
 	if files {
 		b = append(b, `,"files":[`...)
@@ -222,6 +227,12 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 			out.MaxFileSize, err = d.int()
 		case "tree":
 			out.Tree, err = d.str()
+		case "entries":
+			var n int64
+			if n, err = d.int(); err == nil && (n < 0 || n > math.MaxInt32) {
+				err = fmt.Errorf("%w: entries %d", ErrCorrupt, n)
+			}
+			out.Entries = int(n)
 		case "files":
 			out.Files = []Entry{}
 			err = d.array(func() error {

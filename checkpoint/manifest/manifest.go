@@ -56,6 +56,10 @@ type Manifest struct {
 	// Tree is the ref of the root tree object Files are stored in
 	// (version 2; empty in version 1, whose files are inline).
 	Tree string `json:"tree,omitempty"`
+	// Entries is how many entries the trees hold (version 2): what a
+	// listing shows without reading every checkpoint's trees. 0 where not
+	// recorded (written before it was) or for an empty tree.
+	Entries int `json:"entries,omitempty"`
 	// Files is sorted by path, one entry per path.
 	Files []Entry `json:"files"`
 	// Skipped lists files a tree checkpoint left out (too big, unreadable

@@ -28,7 +28,7 @@ func sampleManifest() *Manifest {
 		Version: 1, ID: "cp-1", Kind: KindTree, CreatedAt: time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC),
 		Session: "s\"q\\", Message: "m\u2028", Note: "Bash: rm -rf \"src\"", Root: "/home/ü/proj",
 		DefaultIgnore: []string{".git/", "*.o"}, Ignore: []string{"tab\there"}, MaxFileSize: 123,
-		Tree: sumRef([]byte("t")),
+		Tree: sumRef([]byte("t")), Entries: 5,
 		Files: []Entry{
 			{Path: "a b/delta", Exists: true, Digest: sumRef([]byte("y")), Base: sumRef([]byte("b")), Delta: sumRef([]byte("d")), Size: 1, Mode: 0o644},
 			{Path: "a b/ü😀.txt", Exists: true, Digest: sumRef([]byte("x")), Size: 1, Mode: 0o755, MTime: time.Unix(1700000000, 123456789).UTC()},

@@ -214,7 +214,7 @@ func TestCheckpointAdmin(t *testing.T) {
 	}
 	code, out, _ = trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
 	var list []checkpointJSON
-	if err := json.Unmarshal([]byte(out), &list); err != nil || code != exitOK || len(list) != 1 || list[0].ID != "second" {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != exitOK || len(list) != 1 || list[0].ID != "second" || list[0].Files != 1 {
 		t.Fatalf("checkpoint ls after rm: %d %v %s", code, err, out)
 	}
 	if code, _, _ := trove(t, "", "--store", store, "checkpoint", "show", "--dir", ws, "first"); code == exitOK {

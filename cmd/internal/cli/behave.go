@@ -167,8 +167,8 @@ func completeCheckpoints(a *app, with func(*cobra.Command, func(*checkpoint.Mana
 					continue
 				}
 				desc := in.ModTime.Local().Format(time.DateTime)
-				if man, err := m.Load(cmd.Context(), in.ID); err == nil {
-					desc = fmt.Sprintf("%s %s, %d files", man.CreatedAt.Local().Format(time.DateTime), man.Kind, len(man.Files))
+				if man, n, err := listed(cmd.Context(), m, in.ID); err == nil {
+					desc = fmt.Sprintf("%s %s, %d files", man.CreatedAt.Local().Format(time.DateTime), man.Kind, n)
 				}
 				out = append(out, cobra.CompletionWithDesc(in.ID, desc))
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -282,6 +283,20 @@ func parseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+// listed is what a listing shows of checkpoint id: its manifest's header
+// and how many entries it has, its trees read only where the header does
+// not count them (written before manifests did).
+func listed(ctx context.Context, m *checkpoint.Manager, id string) (*checkpoint.Manifest, int, error) {
+	man, err := m.LoadHeader(ctx, id)
+	if err == nil && man.Tree != "" && man.Entries == 0 {
+		man, err = m.Load(ctx, id)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return man, max(len(man.Files), man.Entries), nil
+}
+
 // addCheckpointAdmin adds ls, show and rm to the checkpoint command; with
 // runs a function on the workspace's manager.
 func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, func(*checkpoint.Manager) error) error) {
@@ -298,8 +313,8 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, fu
 				out := []checkpointJSON{}
 				for _, in := range infos {
 					c := checkpointJSON{ID: in.ID, Size: in.Size}
-					if man, err := m.Load(cmd.Context(), in.ID); err == nil {
-						c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), len(man.Files), man.Session, man.Note
+					if man, n, err := listed(cmd.Context(), m, in.ID); err == nil {
+						c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), n, man.Session, man.Note
 					}
 					out = append(out, c)
 				}
