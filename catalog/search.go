@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/trovekit/trove/internal/jsonscan"
 )
@@ -288,10 +285,11 @@ type results struct {
 // allocation is fresh memory, a page fault each few KiB, and a phrase
 // checks several candidates per hit.
 type scratch struct {
-	line []byte   // the entry's line
-	toks []byte   // its tokens, each after a space
-	all  []string // its tokens
-	ends []int    // ends[i]: how many of all the texts up to i hold
+	line  []byte     // the entry's line
+	toks  []byte     // its tokens, each after a space
+	all   []string   // its tokens
+	ends  []int      // ends[i]: how many of all the texts up to i hold
+	words wordTokens // a hit's text cut into words, for its snippet
 }
 
 func (r *results) done() bool {
@@ -507,14 +505,6 @@ func readSized(r io.Reader, b []byte, n int64) ([]byte, error) {
 	}
 }
 
-// wordTokens are a text's tokens as indexed, its words' places and the
-// word each token comes from: what a snippet marks.
-type wordTokens struct {
-	spans []span   // each word's place in the text
-	from  []int    // each token's word, an index into spans
-	toks  []string // the text's tokens
-}
-
 // tokens cuts texts into their tokens as indexed, in sc's memory: one
 // allocation for the lot, not one a token. It notes where each text's
 // tokens end.
@@ -522,7 +512,7 @@ func (sc *scratch) tokens(texts []string) []string {
 	sc.toks = sc.toks[:0]
 	sc.all, sc.ends = sc.all[:0], sc.ends[:0]
 	for _, text := range texts {
-		words(text, func(w string, _ span) { sc.toks = appendWord(sc.toks, w) })
+		eachWord(text, func(w string, _ span) bool { sc.toks = appendWord(sc.toks, w); return true })
 		sc.toks = append(sc.toks, ' ') // an empty token: the text's end
 	}
 	s := string(sc.toks)
@@ -540,143 +530,4 @@ func (sc *scratch) tokens(texts []string) []string {
 		s = s[end:]
 	}
 	return sc.all
-}
-
-// textWords cuts one text into tokens, each with its word, for a
-// snippet: the tokens in one string, as scratch.tokens does.
-func textWords(text string) *wordTokens {
-	wt := &wordTokens{}
-	var buf []byte
-	words(text, func(w string, at span) {
-		start := len(buf)
-		if buf = appendWord(buf, w); len(buf) == start {
-			return
-		}
-		for rest := buf[start:]; len(rest) > 0; {
-			rest = rest[1:] // the space before each token
-			end := bytes.IndexByte(rest, ' ')
-			if end < 0 {
-				end = len(rest)
-			}
-			if end > 0 {
-				wt.from = append(wt.from, len(wt.spans))
-			}
-			rest = rest[end:]
-		}
-		wt.spans = append(wt.spans, at)
-	})
-	for t := range strings.FieldsSeq(string(buf)) {
-		wt.toks = append(wt.toks, t)
-	}
-	return wt
-}
-
-// makeSnippet cuts about width bytes of texts around the first match of
-// terms, the matching words marked. sc holds the texts' tokens: only the
-// first text a term matches is cut into words again.
-func makeSnippet(texts []string, sc *scratch, terms []*expr, width int) string {
-	start := 0
-	for i, text := range texts {
-		toks := sc.all[start:sc.ends[i]]
-		start = sc.ends[i]
-		if !slices.ContainsFunc(terms, func(t *expr) bool { return t.match(toks) }) {
-			continue
-		}
-		marked := markWords(textWords(text), terms)
-		if len(marked) == 0 {
-			continue
-		}
-		from := max(0, marked[0].start-width/4)
-		to := min(len(text), from+width)
-		for from > 0 && !utf8.RuneStart(text[from]) {
-			from--
-		}
-		for to < len(text) && !utf8.RuneStart(text[to]) {
-			to++
-		}
-		var b strings.Builder
-		if from > 0 {
-			b.WriteString("…")
-		}
-		at := from
-		for _, m := range marked {
-			if m.start < from || m.end > to {
-				continue
-			}
-			writeFlat(&b, text[at:m.start])
-			b.WriteString(MarkOpen)
-			b.WriteString(text[m.start:m.end])
-			b.WriteString(MarkClose)
-			at = m.end
-		}
-		writeFlat(&b, text[at:to])
-		if to < len(text) {
-			b.WriteString("…")
-		}
-		return b.String()
-	}
-	for _, text := range texts {
-		if text != "" {
-			var b strings.Builder
-			writeFlat(&b, text[:min(len(text), width)])
-			return strings.ToValidUTF8(b.String(), "")
-		}
-	}
-	return ""
-}
-
-// writeFlat writes s with each run of white space as one space.
-func writeFlat(b *strings.Builder, s string) {
-	space := false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			if !space {
-				b.WriteByte(' ')
-			}
-			space = true
-			continue
-		}
-		space = false
-		b.WriteRune(r)
-	}
-}
-
-// markWords returns the places of the words of a text that terms match,
-// in order.
-func markWords(wt *wordTokens, terms []*expr) []span {
-	spans, toks, owner := wt.spans, wt.toks, wt.from
-	hit := make([]bool, len(spans))
-	any := false
-	for _, t := range terms {
-		for i := 0; i < len(toks); i++ {
-			n := 0
-			switch t.op {
-			case opWord:
-				if toks[i] == t.toks[0] {
-					n = 1
-				}
-			case opPrefix:
-				if strings.HasPrefix(toks[i], t.toks[0]) {
-					n = 1
-				}
-			case opPhrase:
-				if phraseHere(toks, t, i) {
-					n = len(t.toks)
-				}
-			}
-			for j := i; j < i+n; j++ {
-				hit[owner[j]], any = true, true
-			}
-		}
-	}
-	if !any {
-		return nil
-	}
-	var out []span
-	for i, h := range hit {
-		if h {
-			out = append(out, spans[i])
-		}
-	}
-	return out
 }

@@ -36,6 +36,12 @@ type span struct{ start, end int }
 
 // words calls f for each word of text, with its place.
 func words(text string, f func(w string, at span)) {
+	eachWord(text, func(w string, at span) bool { f(w, at); return true })
+}
+
+// eachWord calls f for each word of text, with its place, until f
+// returns false.
+func eachWord(text string, f func(w string, at span) bool) {
 	start := -1
 	for i, r := range text {
 		if wordRune(r) {
@@ -45,7 +51,9 @@ func words(text string, f func(w string, at span)) {
 			continue
 		}
 		if start >= 0 {
-			f(text[start:i], span{start, i})
+			if !f(text[start:i], span{start, i}) {
+				return
+			}
 			start = -1
 		}
 	}
@@ -138,6 +146,6 @@ func Tokens(text string) []string {
 // appendStream appends the tokens of text to b, each after a space: the
 // column SQLite indexes.
 func appendStream(b []byte, text string) []byte {
-	words(text, func(w string, _ span) { b = appendWord(b, w) })
+	eachWord(text, func(w string, _ span) bool { b = appendWord(b, w); return true })
 	return b
 }
