@@ -18,8 +18,8 @@ import (
 // Larger blobs are stored as with Put.
 //
 // Small compressible blobs are gathered into block records (codecSolid):
-// one zstd frame of blobs back to back, which compresses much better than
-// each blob alone, as git's packs and restic's do.
+// zstd frames of blobs back to back (frames.go), which compress much
+// better than each blob alone, as git's packs and restic's do.
 //
 // A Batch is safe for concurrent use. Packed blobs are durable and visible to
 // readers only after the Flush that writes their pack (Put flushes by itself
@@ -49,9 +49,9 @@ type block struct {
 
 const (
 	// solidBlock is the original bytes at which a block record is closed.
-	// Reading one blob decodes its whole block (zstd decodes by blocks of
-	// up to 128 KiB): 64 KiB keeps that near the cost of one small blob,
-	// for a ratio 1% short of 128 KiB blocks on source files.
+	// Reading one blob decodes its frame (blockFrameMin or more), or a
+	// whole older block: 64 KiB keeps that near the cost of one small
+	// blob, for a ratio 1% short of 128 KiB blocks on source files.
 	solidBlock = 64 << 10
 	// solidMax: bigger blobs compress well alone.
 	solidMax = 64 << 10
@@ -385,9 +385,10 @@ func (b *Batch) takeBlock() block {
 	return full
 }
 
-// encodeBlock compresses a block into one record; CodecRaw when that does
-// not pay (each blob is then stored raw). A block of one blob is that
-// blob's own record. The record is appended to dst[:0].
+// encodeBlock compresses a block into one record of a few zstd frames
+// (appendFrames); CodecRaw when that does not pay (each blob is then
+// stored raw). A block of one blob is that blob's own record. The record
+// is appended to dst[:0].
 func (s *Store) encodeBlock(bl block, dst []byte) ([]byte, Codec, error) {
 	// GC compresses small blobs again when it repacks them.
 	const fast = true
@@ -396,7 +397,7 @@ func (s *Store) encodeBlock(bl block, dst []byte) ([]byte, Codec, error) {
 	}
 	n := len(bl.buf)
 	rec := appendHeader(dst[:0], CodecZstd, int64(n))
-	rec, err := s.frame(rec, bl.buf, fast)
+	rec, err := s.appendFrames(rec, bl.buf, bl.sizes, fast)
 	if err != nil || !saves(len(rec)-headerSize, n) {
 		return nil, CodecRaw, err
 	}

@@ -390,8 +390,16 @@ func TestBlockLevels(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := level(rec, orig); got != "fastest" {
-					t.Errorf("block at %d: %s level", e.off, got)
+				// Each frame of the block (appendFrames) by the level.
+				spans, ok := blockFrames(rec[headerSize:], int64(len(orig)))
+				if !ok {
+					t.Fatalf("block at %d: frames not told apart", e.off)
+				}
+				for _, f := range spans {
+					frame := append(appendHeader(nil, CodecZstd, f.size), rec[headerSize+f.off:headerSize+f.end]...)
+					if got := level(frame, orig[f.at:f.at+f.size]); got != "fastest" {
+						t.Errorf("block at %d, frame at %d: %s level", e.off, f.at, got)
+					}
 				}
 				blocks++
 			case e.ref == bigRef:

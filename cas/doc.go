@@ -9,8 +9,8 @@
 // together (Batch, PutMany) go into pack objects with an index, so a snapshot
 // of thousands of files costs a handful of objects; readers see packed and
 // loose blobs alike. Small compressible blobs of a batch share block
-// records, one zstd frame for many (they compress better together), at
-// zstd's fastest level; reading one decodes its block. The zstd coders and
+// records, zstd frames of several each (they compress better together), at
+// zstd's fastest level; reading one decodes its frame. The zstd coders and
 // the buffers blocks and packs are gathered in are kept by the process, not
 // the Store, for the next Store (a program that opens one per operation);
 // docs/RELIABILITY.md has what stays live. GC marks from the refs a caller

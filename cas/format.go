@@ -19,7 +19,7 @@ const (
 )
 
 // codecSolid marks, in a pack index only, a blob stored as a slice of a
-// block record: one zstd frame of several small blobs back to back, which
+// block record: zstd frames of several small blobs back to back, which
 // compresses far better than each alone (they share words and syntax).
 const codecSolid Codec = 2
 
@@ -147,7 +147,9 @@ func parseTrailer(b []byte) (int64, error) {
 // next blob of the previous entry's block) only its original length.
 //
 // A block record is an ordinary zstd record whose original bytes are its
-// blobs back to back.
+// blobs back to back; its payload is one zstd frame (a repack's, or a
+// Batch's before frames.go) or several back to back, each ending at a
+// blob's end, which a decoder reads as one stream.
 //
 // Version 3 is version 2 written by GC's repack (a cold pack, repack.go):
 // the version tells GC the pack needs no repacking until it turns sparse.

@@ -100,13 +100,14 @@ func packedObject(rc io.ReadCloser, e entry) (object, error) {
 // hostile header cannot make it decode more.
 const maxBlock = 4 << 20
 
-// blockObject is the object of e's blob in its decoded block: the blob's
-// bytes, which the caller verifies against its ref.
-func blockObject(block []byte, e entry) (object, error) {
-	if e.inner > int64(len(block)) || e.size > int64(len(block))-e.inner {
+// blockObject is the object of e's blob in its decoded block (or the part
+// of it decoded): the blob's bytes, which the caller verifies against its
+// ref.
+func blockObject(c cachedBlock, e entry) (object, error) {
+	if !c.holds(e) {
 		return object{}, fmt.Errorf("%w: block record disagrees with the pack index", ErrCorrupt)
 	}
-	data := block[e.inner : e.inner+e.size]
+	data := c.data[e.inner-c.at : e.inner-c.at+e.size]
 	return object{payload: bytes.NewReader(data), closer: io.NopCloser(nil), codec: CodecRaw, size: e.size}, nil
 }
 
@@ -129,12 +130,9 @@ const decodeSlack = 64
 // blocks up to its end only, on average 3/4 of a 256 KiB block record. The
 // blob is verified against its ref; the rest of the record is not read.
 func (s *Store) decodeBlockTo(rec []byte, n int64) ([]byte, bool, error) {
-	h, err := parseHeader(rec)
+	h, err := parseBlockHeader(rec)
 	if err != nil {
 		return nil, false, err
-	}
-	if h.trailer || h.codec != CodecZstd || h.size > maxBlock {
-		return nil, false, fmt.Errorf("%w: not a block record", ErrCorrupt)
 	}
 	dec, err := s.getDecoder()
 	if err != nil {
@@ -181,10 +179,17 @@ type cacheSlot struct {
 	used uint64 // tick of the last get or put
 }
 
-// cachedBlock is a decoded block, or its start when not full.
+// cachedBlock is a decoded block, or the part of it from at: its start
+// (a prefix of a single frame) or the frames of one blob (decodeFrames).
 type cachedBlock struct {
 	data []byte
-	full bool
+	at   int64 // original offset of data[0]
+	full bool  // data is the whole block: a blob outside is corruption
+}
+
+// holds reports whether the blob of e is in c.
+func (c cachedBlock) holds(e entry) bool {
+	return c.data != nil && e.inner >= c.at && e.inner-c.at <= int64(len(c.data)) && e.size <= int64(len(c.data))-(e.inner-c.at)
 }
 
 type blockKey struct {
@@ -204,7 +209,7 @@ func (c *blockCache) get(k blockKey) cachedBlock {
 	return sl.b
 }
 
-// put keeps data for k (a longer prefix replaces a shorter one) and drops
+// put keeps data for k (replacing what was kept of that block) and drops
 // the least recently used blocks past the budget, never the one just put.
 func (c *blockCache) put(k blockKey, data cachedBlock) {
 	c.mu.Lock()
@@ -243,26 +248,49 @@ func (c *blockCache) len() int {
 // openBlockMember opens a blob of a block record, through the cache.
 func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	k := blockKey{e.packID, e.off}
-	end := e.inner + e.size
 	c := s.blocks.get(k)
-	if c.data != nil && (c.full || int64(len(c.data)) >= end) {
-		return blockObject(c.data, e)
-	}
-	if c.data != nil {
-		// A second blob past the start decoded: blobs read in order
-		// would decode the start again each, so all of it.
-		end = -1
+	if c.full || c.holds(e) {
+		return blockObject(c, e)
 	}
 	rec, err := s.readRecord(ctx, e)
 	if err != nil {
 		return object{}, err
 	}
-	block, full, err := s.decodeBlockTo(rec, end)
+	// A second blob outside what was decoded: blobs read in order would
+	// decode frames (or the start) again each, so all of it.
+	c, err = s.decodeMember(rec, e, c.data != nil)
 	if err != nil {
 		return object{}, err
 	}
-	s.blocks.put(k, cachedBlock{block, full})
-	return blockObject(block, e)
+	s.blocks.put(k, c)
+	return blockObject(c, e)
+}
+
+// decodeMember decodes of a block record what holds e's blob: its frames,
+// the start of a single frame up to its end, or with all the whole block.
+func (s *Store) decodeMember(rec []byte, e entry, all bool) (cachedBlock, error) {
+	end := e.inner + e.size
+	if all {
+		end = -1
+	} else if h, err := parseBlockHeader(rec); err != nil {
+		return cachedBlock{}, err
+	} else if c, ok, err := s.decodeFrames(rec, h, e.inner, end); ok || err != nil {
+		return c, err
+	}
+	block, full, err := s.decodeBlockTo(rec, end)
+	return cachedBlock{data: block, full: full}, err
+}
+
+// parseBlockHeader parses the header of a block record.
+func parseBlockHeader(rec []byte) (header, error) {
+	h, err := parseHeader(rec)
+	if err != nil {
+		return header{}, err
+	}
+	if h.trailer || h.codec != CodecZstd || h.size > maxBlock {
+		return header{}, fmt.Errorf("%w: not a block record", ErrCorrupt)
+	}
+	return h, nil
 }
 
 // blobReader decodes a payload, never yielding more than the recorded length,

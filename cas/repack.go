@@ -172,7 +172,7 @@ func (r *repacker) copyPack(ctx context.Context, x indexObj, keep func(entry) bo
 			}
 			if err == nil {
 				var obj object
-				if obj, err = blockObject(block, e); err == nil {
+				if obj, err = blockObject(cachedBlock{data: block, full: true}, e); err == nil {
 					data, err = s.readAll("gc", e.ref, obj)
 				}
 			}

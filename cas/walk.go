@@ -317,7 +317,7 @@ func (s *Store) verifyRecord(e entry, rc io.ReadCloser, block *[]byte) error {
 
 // verifyMember verifies the blob of e in its decoded block.
 func (s *Store) verifyMember(block []byte, e entry) error {
-	obj, err := blockObject(block, e)
+	obj, err := blockObject(cachedBlock{data: block, full: true}, e)
 	if err != nil {
 		return refErr("verify", e.ref, err)
 	}
