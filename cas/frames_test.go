@@ -170,3 +170,24 @@ func mustObject(t *testing.T, c cachedBlock, e entry) object {
 	}
 	return obj
 }
+
+// A block's record is read into the buffer given where it fits (one buffer
+// of the process for every record decoded), else into its own.
+func TestReadRecordTo(t *testing.T) {
+	s, _, _ := blockStore(t)
+	e := solidEntries(t, s)[0]
+	want, err := s.readRecord(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, e.n)
+	got, err := s.readRecordTo(t.Context(), e, buf)
+	if err != nil || !bytes.Equal(got, want) || &got[0] != &buf[:1][0] {
+		t.Fatalf("record read into a buffer it fits: equal %v, in the buffer %v, %v", bytes.Equal(got, want), err == nil && &got[0] == &buf[:1][0], err)
+	}
+	small := make([]byte, 0, e.n-1)
+	got, err = s.readRecordTo(t.Context(), e, small)
+	if err != nil || !bytes.Equal(got, want) || &got[0] == &small[:1][0] {
+		t.Fatalf("record read with a buffer too small: %v", err)
+	}
+}

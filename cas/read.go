@@ -252,13 +252,19 @@ func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	if c.full || c.holds(e) {
 		return blockObject(c, e)
 	}
-	rec, err := s.readRecord(ctx, e)
+	// The record is only read to be decoded: one buffer of the process
+	// for them all. Fresh memory for each faulted its pages in, about a
+	// third of the time of reading 20 records of 30 KB.
+	buf := s.getBlockBuf()
+	rec, err := s.readRecordTo(ctx, e, buf)
 	if err != nil {
+		s.putBlockBuf(buf)
 		return object{}, err
 	}
 	// A second blob outside what was decoded: blobs read in order would
 	// decode frames (or the start) again each, so all of it.
 	c, err = s.decodeMember(rec, e, c.data != nil)
+	s.putBlockBuf(buf)
 	if err != nil {
 		return object{}, err
 	}
@@ -667,6 +673,11 @@ func (s *Store) Open(ctx context.Context, ref Ref) (io.ReadCloser, error) {
 // readRecord reads one stored record of a pack into memory; records are
 // below the pack threshold, and the index was checked to stay in its pack.
 func (s *Store) readRecord(ctx context.Context, e entry) ([]byte, error) {
+	return s.readRecordTo(ctx, e, nil)
+}
+
+// readRecordTo is readRecord into buf where the record fits in it.
+func (s *Store) readRecordTo(ctx context.Context, e entry, buf []byte) ([]byte, error) {
 	if e.n < 0 {
 		return nil, fmt.Errorf("%w: pack %s: a record of %d bytes", ErrCorrupt, e.packID, e.n)
 	}
@@ -688,7 +699,11 @@ func (s *Store) readRecord(ctx context.Context, e entry) ([]byte, error) {
 	}
 	// The index gives the length: one buffer of it, not io.ReadAll's
 	// doublings (twice the bytes of a 64 KiB block, for every read).
-	rec := make([]byte, e.n)
+	rec := buf[:0]
+	if int64(cap(buf)) < e.n {
+		rec = make([]byte, e.n)
+	}
+	rec = rec[:e.n]
 	if _, err := io.ReadFull(rc, rec); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: pack %s is truncated", ErrCorrupt, e.packID)
