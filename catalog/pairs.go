@@ -18,7 +18,7 @@ import (
 // cannot match: an entry it lets through is checked against its text as
 // before.
 const (
-	pairBits      = 3    // bits a distinct pair; two of them are set
+	pairBits      = 4    // bits a distinct pair; two of them are set
 	maxPairFilter = 1024 // bytes; a longer entry has none, and is always read
 )
 

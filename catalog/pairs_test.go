@@ -40,7 +40,7 @@ func TestPairFilter(t *testing.T) {
 			}
 		}
 	}
-	// Three bits a pair, two set: about a quarter of absent pairs pass.
+	// Four bits a pair, two set: about 15% of absent pairs pass.
 	if rejected*2 < absent {
 		t.Errorf("the filters passed over %d of %d absent pairs, want most", rejected, absent)
 	}
