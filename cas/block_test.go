@@ -28,15 +28,23 @@ func sourceLike(n, seed int) []byte {
 
 func blockStore(t *testing.T, opts ...Option) (*Store, [][]byte, []Ref) {
 	t.Helper()
+	var blobs [][]byte
+	for i := range 40 {
+		blobs = append(blobs, sourceLike(2000+i*300, i))
+	}
+	s, refs := storeOf(t, blobs, opts...)
+	return s, blobs, refs
+}
+
+// storeOf returns a store on a new mem backend holding blobs, written by
+// PutMany, as another process opening it sees it.
+func storeOf(t *testing.T, blobs [][]byte, opts ...Option) (*Store, []Ref) {
+	t.Helper()
 	ctx := t.Context()
 	st := mem.New()
 	s, err := Open(ctx, st, opts...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var blobs [][]byte
-	for i := range 40 {
-		blobs = append(blobs, sourceLike(2000+i*300, i))
 	}
 	refs, err := s.PutMany(ctx, blobs)
 	if err != nil {
@@ -46,7 +54,7 @@ func blockStore(t *testing.T, opts ...Option) (*Store, [][]byte, []Ref) {
 	if s, err = Open(ctx, st, opts...); err != nil {
 		t.Fatal(err)
 	}
-	return s, blobs, refs
+	return s, refs
 }
 
 func solidEntries(t *testing.T, s *Store) []entry {

@@ -134,7 +134,8 @@ func (s *Store) decodeFrames(rec []byte, h header, from, to int64) (cachedBlock,
 		return cachedBlock{}, false, fmt.Errorf("%w: frames of %d bytes, headers record %d: %v", ErrCorrupt, len(out), n, err)
 	}
 	whole := i == 0 && j == len(spans)-1
-	return cachedBlock{data: out, at: spans[i].at, full: whole}, true, nil
+	alone := i == j && spans[i].at == from && spans[i].size == to-from
+	return cachedBlock{data: out, at: spans[i].at, full: whole, alone: alone}, true, nil
 }
 
 // appendFrames appends blobs (their bytes back to back in buf, of sizes)

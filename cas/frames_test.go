@@ -25,24 +25,30 @@ func framedBlock(t *testing.T, s *Store) ([]byte, []entry, []frameSpan) {
 		}
 		block := es[:n]
 		es = es[n:]
-		rec, err := s.readRecord(t.Context(), block[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := parseBlockHeader(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spans, ok := blockFrames(rec[headerSize:], h.size)
-		if !ok {
-			t.Fatalf("block at %d: frames not told apart", block[0].off)
-		}
-		if len(spans) >= 3 {
+		if rec, spans := recordFrames(t, s, block[0]); len(spans) >= 3 {
 			return rec, block, spans
 		}
 	}
 	t.Fatal("no block of three frames or more")
 	return nil, nil, nil
+}
+
+// recordFrames reads the block record of e and walks its frames.
+func recordFrames(t *testing.T, s *Store, e entry) ([]byte, []frameSpan) {
+	t.Helper()
+	rec, err := s.readRecord(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := parseBlockHeader(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, ok := blockFrames(rec[headerSize:], h.size)
+	if !ok {
+		t.Fatalf("block at %d: frames not told apart", e.off)
+	}
+	return rec, spans
 }
 
 // frameOf returns the number of the frame holding e.
@@ -189,5 +195,54 @@ func TestReadRecordTo(t *testing.T) {
 	got, err = s.readRecordTo(t.Context(), e, small)
 	if err != nil || !bytes.Equal(got, want) || &got[0] == &small[:1][0] {
 		t.Fatalf("record read with a buffer too small: %v", err)
+	}
+}
+
+// A blob alone in its frame is decoded for the caller: Get returns those
+// bytes verified, keeps no copy a caller could change, and a damaged frame
+// is ErrCorrupt.
+func TestBlockFrameOwned(t *testing.T) {
+	ctx := t.Context()
+	var blobs [][]byte
+	for i := range 4 {
+		blobs = append(blobs, sourceLike(blockFrameMin+1000*i, i))
+	}
+	s, refs := storeOf(t, blobs)
+	st := s.st
+	es := solidEntries(t, s)
+	if len(es) != len(blobs) {
+		t.Fatalf("%d of %d blobs in blocks", len(es), len(blobs))
+	}
+	e := es[1]
+	i := slices.Index(refs, e.ref)
+	got, err := s.Get(ctx, e.ref)
+	if err != nil || !bytes.Equal(got, blobs[i]) {
+		t.Fatalf("Get = %v", err)
+	}
+	if n := s.blocks.len(); n != 0 {
+		t.Fatalf("%d blocks kept for a blob alone in its frame", n)
+	}
+	got[0] ^= 0xff
+	if again, err := s.Get(ctx, e.ref); err != nil || !bytes.Equal(again, blobs[i]) {
+		t.Fatalf("Get after the caller changed its bytes = %v", err)
+	}
+	_, spans := recordFrames(t, s, e)
+	if frameOf(spans, e) < 0 {
+		t.Fatal("the blob is in no one frame")
+	}
+	f := spans[frameOf(spans, e)]
+	if f.at != e.inner || f.size != e.size {
+		t.Fatalf("blob at %d+%d in a frame of %d+%d", e.inner, e.size, f.at, f.size)
+	}
+	pack, err := st.ReadFile(ctx, s.packName(e.packID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack[e.off+headerSize+(f.off+f.end)/2] ^= 0x55
+	if err := st.WriteFile(ctx, s.packName(e.packID), pack); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, e.ref); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Get from a damaged frame = %v, want ErrCorrupt", err)
 	}
 }

@@ -23,6 +23,10 @@ type object struct {
 	closer  io.Closer
 	codec   Codec
 	size    int64 // original length
+	// owned is the payload's bytes where they were decoded for this
+	// read alone (a frame of one blob): readAll verifies and returns
+	// them, not a copy.
+	owned []byte
 }
 
 func (s *Store) openLoose(ctx context.Context, ref Ref) (object, error) {
@@ -185,6 +189,8 @@ type cachedBlock struct {
 	data []byte
 	at   int64 // original offset of data[0]
 	full bool  // data is the whole block: a blob outside is corruption
+	// alone: data is a frame of one blob (decodeFrames), decoded for it.
+	alone bool
 }
 
 // holds reports whether the blob of e is in c.
@@ -267,6 +273,13 @@ func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	s.putBlockBuf(buf)
 	if err != nil {
 		return object{}, err
+	}
+	if c.alone {
+		// A frame of this blob alone (a file of 16 KiB or more): it is
+		// not kept for other blobs, and the caller gets it, not a copy.
+		obj, err := blockObject(c, e)
+		obj.owned = c.data
+		return obj, err
 	}
 	s.blocks.put(k, c)
 	return blockObject(c, e)
@@ -556,6 +569,12 @@ func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 	defer obj.closer.Close()
 	if obj.size > s.cfg.maxBlobSize {
 		return nil, refErr(op, ref, fmt.Errorf("%w: recorded length %d, max %d", ErrTooLarge, obj.size, s.cfg.maxBlobSize))
+	}
+	if obj.owned != nil && int64(len(obj.owned)) == obj.size && obj.codec == CodecRaw {
+		if got, _ := Sum(ref.algo, obj.owned); got != ref {
+			return nil, refErr(op, ref, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, got))
+		}
+		return obj.owned, nil
 	}
 	if obj.size > fastGetMax {
 		return s.readAllStream(op, ref, obj)
