@@ -308,7 +308,7 @@ func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 	num := make(map[*packIdx]uint32, len(packs))
 	b := []byte(idxCacheMagic)
 	b = binary.AppendUvarint(b, uint64(len(packs)))
-	n := 0
+	n := 0 // new entries
 	for i, p := range packs {
 		num[p] = uint32(i)
 		b = append(b, p.id...)
@@ -319,35 +319,67 @@ func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 			mt = p.modTime.UnixNano()
 		}
 		b = binary.AppendVarint(b, mt)
-		n += len(p.entries)
+		if !p.cached {
+			n += len(p.entries)
+		}
 	}
+	// The old table's records are in order already: only the new ones
+	// are sorted, then the two merged. Sorting them all was most of a
+	// rewrite's CPU (about 2 ms at 8,000 records), inside a create.
+	var old *idxTable
+	var renum []int64 // of the old table's packs: the number now, -1 gone
+	kept := 0
 	if t != nil {
-		n += t.len()
-	}
-	recs := make([]byte, 0, n*idxRecSize)
-	if t != nil {
+		old, renum = t, make([]int64, len(t.packs))
+		for i, p := range t.packs {
+			renum[i] = -1
+			if k, ok := num[p]; ok {
+				renum[i] = int64(k)
+			}
+		}
 		for i := range t.len() {
-			r := t.rec(i)
-			if k, ok := num[t.packs[recPack(r)]]; ok {
-				recs = append(recs, r...)
-				binary.LittleEndian.PutUint32(recs[len(recs)-idxRecSize+2:], k)
+			if renum[recPack(t.rec(i))] >= 0 {
+				kept++
 			}
 		}
 	}
+	add := make([]byte, 0, n*idxRecSize)
 	for _, p := range packs {
 		if !p.cached {
 			for _, e := range p.entries {
 				var ok bool
-				if recs, ok = appendRec(recs, e, num[p]); !ok {
+				if add, ok = appendRec(add, e, num[p]); !ok {
 					return nil
 				}
 			}
 		}
 	}
-	recs = sortRecs(recs)
-	b = binary.AppendUvarint(b, uint64(len(recs)/idxRecSize))
-	b = append(b, recs...)
+	add = sortRecs(add)
+	b = binary.AppendUvarint(b, uint64(kept+len(add)/idxRecSize))
+	b = slices.Grow(b, kept*idxRecSize+len(add)+4)
+	b = mergeRecs(b, old, renum, add)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, idxCastagnoli))
+}
+
+// mergeRecs appends to dst the records of t whose pack renum keeps
+// (renumbered) and those of add, each sorted by ref, in order; t's first
+// on a tie.
+func mergeRecs(dst []byte, t *idxTable, renum []int64, add []byte) []byte {
+	if t != nil {
+		for i := range t.len() {
+			r := t.rec(i)
+			k := renum[recPack(r)]
+			if k < 0 {
+				continue
+			}
+			for len(add) > 0 && cmpRec(add, r[0], r[6:38]) < 0 {
+				dst, add = append(dst, add[:idxRecSize]...), add[idxRecSize:]
+			}
+			dst = append(dst, r...)
+			binary.LittleEndian.PutUint32(dst[len(dst)-idxRecSize+2:], uint32(k))
+		}
+	}
+	return append(dst, add...)
 }
 
 // sortRecs returns fixed records sorted by ref: by a key of the algorithm

@@ -120,15 +120,9 @@ func toV1(t *testing.T, data []byte, tb *idxTable) []byte {
 // number past a record of now is refused; an entry past 32 bits gets no
 // cache at all rather than a wrong one.
 func TestIdxCacheV1(t *testing.T) {
-	var packs []*packIdx
-	for i := range 2 {
-		p := &packIdx{id: newID(), size: 1 << 20, idxSize: 50, modTime: time.Unix(0, int64(1e9+i))}
-		for j := range 30 {
-			ref, _ := Sum(SHA256, []byte{byte(i), byte(j)})
-			p.entries = append(p.entries, entry{ref: ref, off: int64(1000 * j), n: 77, codec: codecSolid, size: 3, inner: int64(j), stored: 5, packID: p.id})
-		}
-		packs = append(packs, p)
-	}
+	packs := testPacks(2, 30, func(j int) entry {
+		return entry{off: int64(1000 * j), n: 77, codec: codecSolid, size: 3, inner: int64(j), stored: 5}
+	})
 	data := encodeIdxCache(packs, nil)
 	tb, err := decodeIdxCache(data)
 	if err != nil || tb.v1 {
@@ -218,4 +212,46 @@ func TestIdxCacheV1Rewritten(t *testing.T) {
 			t.Fatalf("record %d of the version 1 cache not in the one written after", i)
 		}
 	}
+}
+
+// A cache written from an old table and new packs is the cache of all
+// their packs written at once: the old records merged, not sorted again.
+func TestIdxCacheMerge(t *testing.T) {
+	packs := testPacks(5, 40, func(j int) entry {
+		return entry{off: int64(j), n: 9, codec: CodecRaw, size: 3, stored: 9}
+	})
+	tb, err := decodeIdxCache(encodeIdxCache(slices.Clone(packs[:3]), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The table's packs stand for the first three; one of them is gone.
+	mixed := append([]*packIdx{tb.packs[0], tb.packs[2]}, packs[3:]...)
+	var want []*packIdx
+	for _, p := range packs[:3] {
+		if p.id == tb.packs[0].id || p.id == tb.packs[2].id {
+			want = append(want, p)
+		}
+	}
+	want = append(want, packs[3:]...)
+	got, all := encodeIdxCache(mixed, tb), encodeIdxCache(want, nil)
+	if !bytes.Equal(got, all) {
+		t.Fatalf("merged cache of %d bytes differs from the cache written at once (%d bytes)", len(got), len(all))
+	}
+}
+
+// testPacks returns n packs of k entries each, entry j of each made by mk
+// and given a ref of its own.
+func testPacks(n, k int, mk func(j int) entry) []*packIdx {
+	var packs []*packIdx
+	for i := range n {
+		p := &packIdx{id: newID(), size: 1 << 20, idxSize: 50, modTime: time.Unix(0, int64(1e9+i))}
+		for j := range k {
+			e := mk(j)
+			e.ref, _ = Sum(SHA256, []byte{byte(i), byte(j)})
+			e.packID = p.id
+			p.entries = append(p.entries, e)
+		}
+		packs = append(packs, p)
+	}
+	return packs
 }
