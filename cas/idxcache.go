@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"iter"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -31,21 +30,11 @@ import (
 // pack size, uvarint index size, varint index mtime (ns, 0 for none); then
 // uvarint entry count and the entries as fixed records (idxRecSize bytes,
 // below), sorted by algorithm then digest; then the CRC-32C of all before.
-//
-// Version 1 (idxCacheMagicV1, read, no longer written) had records of
-// idxRecSizeV1 bytes: algo, codec, 2 zero bytes, pack number (uint32),
-// digest, then the five numbers as int64. Version 2's are 30% smaller,
-// and every command reads the whole file (reading it was 0.75 ms of a
-// whole-process dry run's CPU at 8,300 blobs, most of it faulting in
-// and copying its pages).
 const (
-	idxCacheMagic   = "trove-idxcache-2\n"
-	idxCacheMagicV1 = "trove-idxcache-1\n"
-	// record: algo, codec, pack number (uint32), digest, then off, n,
-	// size, inner, stored (uint32 each), little endian. A store with a
-	// number past 32 bits (a pack over 4 GiB) gets no cache.
-	idxRecSize   = 2 + 4 + 32 + 5*4
-	idxRecSizeV1 = 4 + 4 + 32 + 5*8
+	idxCacheMagic = "trove-idxcache-1\n"
+	// record: algo, codec, 2 zero bytes, pack number (uint32), digest,
+	// then off, n, size, inner, stored (int64 each), little endian.
+	idxRecSize = 4 + 4 + 32 + 5*8
 	// idxCacheMin is how many indexes a store needs for the cache to be
 	// read or written: fewer are read in well under a millisecond, and the
 	// cache takes twice their bytes.
@@ -82,7 +71,6 @@ func idxCacheWorth(listed map[string]backend.Info) bool {
 type idxTable struct {
 	packs []*packIdx // by the records' pack number
 	recs  []byte     // len(recs) % idxRecSize == 0, sorted by ref
-	v1    bool       // read from a version 1 cache: write it again
 
 	once   sync.Once
 	byPack [][]int32 // record numbers of each pack, made on first need
@@ -95,19 +83,19 @@ func (t *idxTable) rec(i int) []byte { return t.recs[i*idxRecSize : (i+1)*idxRec
 func recRef(r []byte) Ref {
 	var ref Ref
 	ref.algo = Algorithm(r[0])
-	copy(ref.digest[:], r[6:38])
+	copy(ref.digest[:], r[8:40])
 	return ref
 }
 
-// recPack is the pack number of record r.
-func recPack(r []byte) uint32 { return binary.LittleEndian.Uint32(r[2:]) }
+// recPack is the number of record r's pack in its table.
+func recPack(r []byte) uint32 { return binary.LittleEndian.Uint32(r[4:]) }
 
 // cmpRec compares the ref of record r with algo and digest, in place.
 func cmpRec(r []byte, algo byte, digest []byte) int {
 	if c := cmp.Compare(r[0], algo); c != 0 {
 		return c
 	}
-	return bytes.Compare(r[6:38], digest)
+	return bytes.Compare(r[8:40], digest)
 }
 
 func recEntry(r []byte, p *packIdx) entry {
@@ -115,33 +103,24 @@ func recEntry(r []byte, p *packIdx) entry {
 	return entry{
 		ref:    recRef(r),
 		codec:  Codec(r[1]),
-		off:    int64(le.Uint32(r[38:])),
-		n:      int64(le.Uint32(r[42:])),
-		size:   int64(le.Uint32(r[46:])),
-		inner:  int64(le.Uint32(r[50:])),
-		stored: int64(le.Uint32(r[54:])),
+		off:    int64(le.Uint64(r[40:])),
+		n:      int64(le.Uint64(r[48:])),
+		size:   int64(le.Uint64(r[56:])),
+		inner:  int64(le.Uint64(r[64:])),
+		stored: int64(le.Uint64(r[72:])),
 		packID: p.id,
 	}
 }
 
-// appendRec appends the record of e; false when a number of it does not
-// fit in one.
-func appendRec(b []byte, e entry, pack uint32) ([]byte, bool) {
-	return appendRecOf(b, byte(e.ref.algo), byte(e.codec), pack, e.ref.digest[:], [5]int64{e.off, e.n, e.size, e.inner, e.stored})
-}
-
-func appendRecOf(b []byte, algo, codec byte, pack uint32, digest []byte, nums [5]int64) ([]byte, bool) {
+func appendRec(b []byte, e entry, pack uint32) []byte {
 	le := binary.LittleEndian
-	b = append(b, algo, codec)
+	b = append(b, byte(e.ref.algo), byte(e.codec), 0, 0)
 	b = le.AppendUint32(b, pack)
-	b = append(b, digest...)
-	for _, v := range nums {
-		if v < 0 || v > math.MaxUint32 {
-			return b, false
-		}
-		b = le.AppendUint32(b, uint32(v))
+	b = append(b, e.ref.digest[:]...)
+	for _, v := range [...]int64{e.off, e.n, e.size, e.inner, e.stored} {
+		b = le.AppendUint64(b, uint64(v))
 	}
-	return b, true
+	return b
 }
 
 // holding returns the records of ref, each with its pack, in a range
@@ -184,7 +163,7 @@ func (t *idxTable) entriesOf(k int) []entry {
 	t.once.Do(func() {
 		t.byPack = make([][]int32, len(t.packs))
 		for i := range t.len() {
-			n := recPack(t.rec(i))
+			n := binary.LittleEndian.Uint32(t.rec(i)[4:])
 			t.byPack[n] = append(t.byPack[n], int32(i))
 		}
 	})
@@ -200,11 +179,7 @@ var errIdxCache = errors.New("index cache damaged")
 // decodeIdxCache parses a cache; its packs are marked as from it (cached,
 // with their number in it).
 func decodeIdxCache(b []byte) (*idxTable, error) {
-	if len(b) < len(idxCacheMagic)+4 {
-		return nil, errIdxCache
-	}
-	v1 := string(b[:len(idxCacheMagicV1)]) == idxCacheMagicV1
-	if !v1 && string(b[:len(idxCacheMagic)]) != idxCacheMagic {
+	if len(b) < len(idxCacheMagic)+4 || string(b[:len(idxCacheMagic)]) != idxCacheMagic {
 		return nil, errIdxCache
 	}
 	body := b[:len(b)-4]
@@ -245,64 +220,35 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		t.packs = append(t.packs, p)
 	}
 	ne := uv()
-	size := uint64(idxRecSize)
-	if v1 {
-		size = idxRecSizeV1
-	}
-	if r == nil || ne > uint64(len(r))/size || uint64(len(r)) != ne*size {
+	if r == nil || ne > uint64(len(r)/idxRecSize) || uint64(len(r)) != ne*idxRecSize {
 		return nil, errIdxCache
 	}
 	t.recs = r
-	if v1 {
-		if t.recs = recsFromV1(r); t.recs == nil {
-			return nil, errIdxCache
-		}
-		t.v1 = true
-	}
 	for i := range t.len() {
 		rec := t.rec(i)
-		if int(recPack(rec)) >= len(t.packs) || !Algorithm(rec[0]).valid() {
+		if int(binary.LittleEndian.Uint32(rec[4:])) >= len(t.packs) || !Algorithm(rec[0]).valid() {
 			return nil, errIdxCache
 		}
-		// The codecs a pack index would refuse (decodeIndex), refused.
+		// The numbers a pack index would refuse (decodeIndex), refused.
 		switch Codec(rec[1]) {
 		case CodecRaw, CodecZstd, codecSolid:
 		default:
 			return nil, errIdxCache
 		}
-		if i > 0 && cmpRec(t.rec(i-1), rec[0], rec[6:38]) > 0 {
+		for off := 40; off < idxRecSize; off += 8 {
+			if binary.LittleEndian.Uint64(rec[off:]) > maxStored {
+				return nil, errIdxCache
+			}
+		}
+		if i > 0 && cmpRec(t.rec(i-1), rec[0], rec[8:40]) > 0 {
 			return nil, errIdxCache
 		}
 	}
 	return t, nil
 }
 
-// recsFromV1 returns version 1 records as records of now; nil when a
-// number does not fit (the cache is then read as damaged, and written
-// again from the indexes).
-func recsFromV1(r []byte) []byte {
-	le := binary.LittleEndian
-	out := make([]byte, 0, len(r)/idxRecSizeV1*idxRecSize)
-	for ; len(r) > 0; r = r[idxRecSizeV1:] {
-		var nums [5]int64
-		for k := range nums {
-			v := le.Uint64(r[40+8*k:])
-			if v > maxStored {
-				return nil
-			}
-			nums[k] = int64(v)
-		}
-		var ok bool
-		if out, ok = appendRecOf(out, r[0], r[1], le.Uint32(r[4:]), r[8:40], nums); !ok {
-			return nil
-		}
-	}
-	return out
-}
-
 // encodeIdxCache writes a cache of packs, taking the entries of those
-// that came from the old table t (nil: none) from it; nil when an entry
-// does not fit in a record.
+// that came from the old table t (nil: none) from it.
 func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 	slices.SortFunc(packs, func(a, b *packIdx) int { return cmp.Compare(a.id, b.id) })
 	num := make(map[*packIdx]uint32, len(packs))
@@ -347,10 +293,7 @@ func encodeIdxCache(packs []*packIdx, t *idxTable) []byte {
 	for _, p := range packs {
 		if !p.cached {
 			for _, e := range p.entries {
-				var ok bool
-				if add, ok = appendRec(add, e, num[p]); !ok {
-					return nil
-				}
+				add = appendRec(add, e, num[p])
 			}
 		}
 	}
@@ -372,11 +315,11 @@ func mergeRecs(dst []byte, t *idxTable, renum []int64, add []byte) []byte {
 			if k < 0 {
 				continue
 			}
-			for len(add) > 0 && cmpRec(add, r[0], r[6:38]) < 0 {
+			for len(add) > 0 && cmpRec(add, r[0], r[8:40]) < 0 {
 				dst, add = append(dst, add[:idxRecSize]...), add[idxRecSize:]
 			}
 			dst = append(dst, r...)
-			binary.LittleEndian.PutUint32(dst[len(dst)-idxRecSize+2:], uint32(k))
+			binary.LittleEndian.PutUint32(dst[len(dst)-idxRecSize+4:], uint32(k))
 		}
 	}
 	return append(dst, add...)
@@ -395,7 +338,7 @@ func sortRecs(recs []byte) []byte {
 	keys := make([]key, n)
 	for i := range keys {
 		r := recs[i*idxRecSize:]
-		keys[i] = key{r[0], binary.BigEndian.Uint64(r[6:14]), i}
+		keys[i] = key{r[0], binary.BigEndian.Uint64(r[8:16]), i}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.algo, b.algo); c != 0 {
@@ -404,7 +347,7 @@ func sortRecs(recs []byte) []byte {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
 			return c
 		}
-		if c := cmpRec(recs[a.i*idxRecSize:], recs[b.i*idxRecSize], recs[b.i*idxRecSize+6:b.i*idxRecSize+38]); c != 0 {
+		if c := cmpRec(recs[a.i*idxRecSize:], recs[b.i*idxRecSize], recs[b.i*idxRecSize+8:b.i*idxRecSize+40]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.i, b.i)

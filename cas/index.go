@@ -300,7 +300,7 @@ func (s *Store) refresh(ctx context.Context) error {
 		stale = len(t.packs) - len(adopted)
 	}
 	var data []byte
-	if (len(fresh)+stale >= idxCacheRewrite || t != nil && t.v1) && idxCacheWorth(listed) {
+	if len(fresh)+stale >= idxCacheRewrite && idxCacheWorth(listed) {
 		packs := make([]*packIdx, 0, len(x.packs))
 		for _, p := range x.packs {
 			packs = append(packs, p)
