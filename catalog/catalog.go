@@ -63,6 +63,7 @@ type config struct {
 	maxBlob    int    // bytes of a blob's text indexed
 	batchLen   int    // files per write transaction
 	afterBatch func() // called after each commit (tests)
+	progress   func(done, total int)
 	// tokens a refresh writes, at least, to merge the index (optimize)
 	optimizeAbove  int
 	exitAfterClose bool // WithExitAfterClose
@@ -89,6 +90,15 @@ func WithClock(now func() time.Time) Option {
 			c.now = now
 		}
 	}
+}
+
+// WithProgress has f told how far a refresh that indexes files has got:
+// done of total files, 0 once it knows its work, then after each
+// transaction it commits, total when it is through. A first build, or
+// the rebuild after an upgrade, takes seconds per thousand sessions: the
+// CLI shows a bar for those, not for the few files most queries read.
+func WithProgress(f func(done, total int)) Option {
+	return func(c *config) { c.progress = f }
 }
 
 // WithExitAfterClose(true) says the process exits soon after Close (a

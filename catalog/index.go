@@ -428,12 +428,17 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 	}()
 	go func() { wg.Wait(); close(out) }()
 
+	tell := func(int) {}
+	if f := c.cfg.progress; f != nil {
+		tell = func(done int) { f(done, len(todo)) }
+	}
+	tell(0)
 	var before float64 // tokens in the index before
 	if err := db.QueryRowContext(ctx, "SELECT ntok FROM totals").Scan(&before); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	var batch []*parsed
-	bytesIn, tokens := 0, 0
+	bytesIn, tokens, done := 0, 0, 0
 	for p := range out {
 		if p.err != nil {
 			return p.err
@@ -447,6 +452,8 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 			if err := c.write(ctx, db, batch); err != nil {
 				return err
 			}
+			done += len(batch)
+			tell(done)
 			batch, bytesIn = batch[:0], 0
 		}
 	}
@@ -457,8 +464,11 @@ func (c *Catalog) apply(ctx context.Context, db *sql.DB, todo []work) error {
 		return err
 	}
 	if tokens >= c.cfg.optimizeAbove && float64(tokens) >= before {
-		return c.optimize(ctx, db)
+		if err := c.optimize(ctx, db); err != nil {
+			return err
+		}
 	}
+	tell(len(todo)) // after the merge, which can take as long as the writes
 	return nil
 }
 

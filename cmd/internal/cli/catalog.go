@@ -20,11 +20,38 @@ func (a *app) catalogOptions() ([]troveapi.Option, error) {
 	if dir != "" {
 		opts = append(opts, troveapi.WithCatalogDir(dir))
 	}
+	copts := []catalog.Option{catalog.WithProgress(a.indexBar())}
 	if a.exits {
 		// A process that only read leaves SQLite's teardown to its exit.
-		opts = append(opts, troveapi.WithCatalogOptions(catalog.WithExitAfterClose(true)))
+		copts = append(copts, catalog.WithExitAfterClose(true))
 	}
-	return opts, nil
+	return append(opts, troveapi.WithCatalogOptions(copts...)), nil
+}
+
+// defaultIndexBarFiles is how many files a catalog refresh indexes, at
+// least, for a bar to show: a first build, or the rebuild after an
+// upgrade, takes seconds a thousand sessions, and a search waiting for it
+// should say why; the few files most searches read show none.
+const defaultIndexBarFiles = 500
+
+// indexBar shows the catalog's progress (catalog.WithProgress) as a bar
+// on a terminal, for refreshes of many files.
+func (a *app) indexBar() func(done, total int) {
+	var b *bar
+	return func(done, total int) {
+		least := a.indexBarFiles
+		if least <= 0 {
+			least = defaultIndexBarFiles
+		}
+		if b == nil && done == 0 && total >= least {
+			b = a.progress(total, "indexing sessions for search")
+		}
+		b.set(done, total)
+		if done >= total {
+			b.done()
+			b = nil
+		}
+	}
 }
 
 func newCatalogCmd(a *app) *cobra.Command {

@@ -20,6 +20,7 @@ func progressRuns(t *testing.T) (store string, runs [][]string, says []string) {
 	src := filepath.Join("..", "..", "..", "importer", "testdata", "claude")
 	runs = [][]string{
 		{"import", src},
+		{"search", "--all", "greeting"},
 		{"checkpoint", "--dir", ws, "create", "cp"},
 		{"checkpoint", "--dir", ws, "rewind", "cp"},
 		{"gc"},
@@ -27,7 +28,7 @@ func progressRuns(t *testing.T) (store string, runs [][]string, says []string) {
 		{"blob", "verify"},
 		{"mirror", store, t.TempDir()},
 	}
-	says = []string{"importing", "snapshotting", "rewinding", "collecting garbage", "checking the store", "verifying blobs", "mirroring"}
+	says = []string{"importing", "indexing sessions for search", "snapshotting", "rewinding", "collecting garbage", "checking the store", "verifying blobs", "mirroring"}
 	return store, runs, says
 }
 
@@ -65,7 +66,8 @@ func TestProgressOnTerminal(t *testing.T) {
 	store, runs, says := progressRuns(t)
 	for i, args := range runs {
 		var out, stderr bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &stderr, terminal: func(io.Writer) bool { return true }}
+		// Every refresh of the catalog shows its bar: the test store is small.
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &stderr, terminal: func(io.Writer) bool { return true }, indexBarFiles: 1}
 		if code := a.run(context.Background(), append([]string{"--store", store}, args...)); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
 		}

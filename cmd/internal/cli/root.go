@@ -60,6 +60,9 @@ type app struct {
 	// asks the operating system.
 	terminal func(io.Writer) bool
 	barOn    atomic.Bool // a progress bar is on stderr's last line
+	// indexBarFiles is how many files the catalog must index for a bar to
+	// show (0: defaultIndexBarFiles).
+	indexBarFiles int
 }
 
 // store opens the store on first use, so commands that need none stay cheap.
