@@ -97,6 +97,8 @@ func WithClock(now func() time.Time) Option {
 // transaction it commits, total when it is through. A first build, or
 // the rebuild after an upgrade, takes seconds per thousand sessions: the
 // CLI shows a bar for those, not for the few files most queries read.
+// Refreshes of one Catalog may overlap, so f may be called from several
+// goroutines at once.
 func WithProgress(f func(done, total int)) Option {
 	return func(c *config) { c.progress = f }
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,8 +38,11 @@ const defaultIndexBarFiles = 500
 // indexBar shows the catalog's progress (catalog.WithProgress) as a bar
 // on a terminal, for refreshes of many files.
 func (a *app) indexBar() func(done, total int) {
+	var mu sync.Mutex // refreshes may overlap (serve)
 	var b *bar
 	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
 		least := a.indexBarFiles
 		if least <= 0 {
 			least = defaultIndexBarFiles

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -83,5 +84,25 @@ func TestProgressOnTerminal(t *testing.T) {
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, terminal: func(io.Writer) bool { return true }}
 	if code := a.run(context.Background(), []string{"--store", store, "--json", "fsck"}); code != 0 || stderr.Len() > 0 {
 		t.Errorf("fsck --json on a terminal: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// Refreshes in one process (serve) may overlap: their progress reaches
+// the bar from two goroutines, and the race detector sees no race.
+func TestIndexBarOverlapping(t *testing.T) {
+	var stderr bytes.Buffer
+	a := &app{stderr: &stderr, stdout: io.Discard, terminal: func(io.Writer) bool { return true }, indexBarFiles: 1}
+	tell := a.indexBar()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for done := range 11 {
+				tell(done, 10)
+			}
+		})
+	}
+	wg.Wait()
+	if a.barOn.Load() {
+		t.Error("a bar is left on after every refresh was through")
 	}
 }
