@@ -134,10 +134,16 @@ func (w *Weed) Stop() {
 func LaunchSeaweedFS(bin, dir string, timeout time.Duration) (*Weed, error) {
 	var err error
 	// A port picked by closing a listener can be taken before weed binds
-	// it; try a few times.
-	for range 3 {
+	// it; try a few times, each in a directory of its own: a volume server
+	// keeps the id of the cluster it joined, and one started again in the
+	// same directory under a new master freezes volume growth.
+	for i := range 3 {
+		try := dir
+		if i > 0 {
+			try = filepath.Join(dir, "retry"+strconv.Itoa(i))
+		}
 		var w *Weed
-		if w, err = launchWeed(bin, dir, timeout); err == nil {
+		if w, err = launchWeed(bin, try, timeout); err == nil {
 			return w, nil
 		}
 	}
@@ -145,8 +151,10 @@ func LaunchSeaweedFS(bin, dir string, timeout time.Duration) (*Weed, error) {
 }
 
 func launchWeed(bin, dir string, timeout time.Duration) (*Weed, error) {
+	// Every port weed mini opens, the admin server's too (12535 by
+	// default): two tests' weeds run at once.
 	names := []string{"master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-		"filer.port", "filer.port.grpc", "s3.port", "s3.port.grpc"}
+		"filer.port", "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc"}
 	args := []string{"mini", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.telemetry=false", // it reports to a remote host unless told not to
 		"-webdav=false", "-admin.ui=false", "-admin.port.legacy=0",
