@@ -512,8 +512,7 @@ func (sc *scratch) tokens(texts []string) []string {
 	sc.toks = sc.toks[:0]
 	sc.all, sc.ends = sc.all[:0], sc.ends[:0]
 	for _, text := range texts {
-		eachWord(text, func(w string, _ span) bool { sc.toks = appendWord(sc.toks, w); return true })
-		sc.toks = append(sc.toks, ' ') // an empty token: the text's end
+		sc.toks = append(appendStream(sc.toks, text), ' ') // an empty token: the text's end
 	}
 	s := string(sc.toks)
 	for s != "" {
