@@ -81,3 +81,25 @@ func TestLoadHeaderCountsEntries(t *testing.T) {
 		t.Errorf("a header under another name: %v", err)
 	}
 }
+
+// A version 1 manifest lists its entries inline: it counts none besides.
+func TestInlineManifestNoCount(t *testing.T) {
+	m, dir := newDirManager(t)
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctx, "one", []string{"a.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := m.store.ReadFile(ctx, m.manifestName("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(`"entries"`)) || !bytes.Contains(data, []byte(`"files":[`)) {
+		t.Fatalf("an inline manifest: %s", data)
+	}
+	if h, err := m.LoadHeader(ctx, "one"); err != nil || len(h.Files) != 1 || h.Entries != 0 {
+		t.Fatalf("its header: %+v, %v", h, err)
+	}
+}

@@ -245,8 +245,9 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		if keep {
 			cache.TreeOf = treeOf
 		}
+		man.Entries = len(man.Files) // what a listing reads instead of the trees
 	}
-	man.Tree, man.Entries = root, len(man.Files)
+	man.Tree = root
 	man.SetTrees(trees)
 	if keep {
 		m.cache.Trees = keepTrees(kept, m.cache.Trees, m.cache.Older)
