@@ -80,9 +80,10 @@ func parseEntry(line []byte, buf jsonscan.Members) (d doc, ok bool) {
 // the entry itself holds the content).
 func (d *doc) message(raw []byte, custom bool, top jsonscan.Members) {
 	m := top
+	var buf [16]jsonscan.Member // split on the stack, not the heap
 	if !custom {
 		var ok bool
-		if m, ok = jsonscan.SplitObject(raw); !ok {
+		if m, ok = jsonscan.SplitObjectInto(raw, buf[:0]); !ok {
 			d.role = RoleOther
 			return
 		}
@@ -168,7 +169,8 @@ func (d *doc) addValues(raw []byte) {
 	case '"':
 		d.addString(raw)
 	case '{':
-		ms, _ := jsonscan.SplitObject(raw)
+		var buf [8]jsonscan.Member
+		ms, _ := jsonscan.SplitObjectInto(raw, buf[:0])
 		for _, m := range ms {
 			d.addValues(m.Val)
 		}
@@ -184,7 +186,8 @@ func (d *doc) addValues(raw []byte) {
 }
 
 func (d *doc) readUsage(raw []byte) {
-	u, ok := jsonscan.SplitObject(raw)
+	var buf [8]jsonscan.Member
+	u, ok := jsonscan.SplitObjectInto(raw, buf[:0])
 	if !ok {
 		return
 	}
@@ -193,7 +196,8 @@ func (d *doc) readUsage(raw []byte) {
 	d.usage.output = num(u.Get("output"))
 	d.usage.cacheRead = num(u.Get("cacheRead"))
 	d.usage.cacheWrite = num(u.Get("cacheWrite"))
-	if c, ok := jsonscan.SplitObject(u.Get("cost")); ok {
+	var cbuf [8]jsonscan.Member
+	if c, ok := jsonscan.SplitObjectInto(u.Get("cost"), cbuf[:0]); ok {
 		d.usage.cost, _ = strconv.ParseFloat(string(c.Get("total")), 64)
 	}
 }

@@ -210,20 +210,27 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		return 0, 0, fmt.Errorf("catalog: %w", err)
 	}
 	defer rows.Close()
+	// One row's destinations for the batch, not a set a row: in a new
+	// process every allocation is fresh memory, a page fault each few KiB.
+	var (
+		cr         candRow
+		ts         int64
+		tools      string
+		pass       bool
+		nent, ntok sql.NullFloat64
+	)
 	counts := make([]sql.NullFloat64, len(r.terms))
+	h := &cr.h
+	dest := make([]any, 0, 19+len(counts))
+	dest = append(dest, &cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
+		&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass)
+	for i := range counts {
+		dest = append(dest, &counts[i])
+	}
+	dest = append(dest, &nent, &ntok)
 	for !r.done() && rows.Next() {
-		var ts int64
-		var tools string
-		var pass bool
-		var nent, ntok sql.NullFloat64
-		cr := &candRow{}
-		h := &cr.h
-		dest := []any{&cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
-			&cr.ntok, &h.RunID, &cr.chain.last, &cr.chain.forked, &pass}
-		for i := range counts {
-			dest = append(dest, &counts[i])
-		}
-		if err := rows.Scan(append(dest, &nent, &ntok)...); err != nil {
+		h.Time, h.Tools = time.Time{}, nil
+		if err := rows.Scan(dest...); err != nil {
 			return n, last, fmt.Errorf("catalog: %w", err)
 		}
 		if cr.id <= last && n > 0 {
@@ -244,7 +251,7 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 			h.Time = time.UnixMilli(ts).UTC()
 		}
 		h.Tools = strings.Fields(tools)
-		c.consider(ctx, r, cr)
+		c.consider(ctx, r, &cr)
 	}
 	if err := rows.Err(); err != nil {
 		return n, last, fmt.Errorf("catalog: %w", err)
@@ -290,6 +297,8 @@ type scratch struct {
 	all   []string   // its tokens
 	ends  []int      // ends[i]: how many of all the texts up to i hold
 	words wordTokens // a hit's text cut into words, for its snippet
+	// an entry's top-level members: each candidate's parse reuses them
+	members jsonscan.Members
 }
 
 func (r *results) done() bool {
@@ -477,7 +486,10 @@ func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int
 		}
 		return nil
 	default:
-		d, ok = parseEntry(line, make(jsonscan.Members, 0, 16))
+		if sc.members == nil {
+			sc.members = make(jsonscan.Members, 0, 16)
+		}
+		d, ok = parseEntry(line, sc.members[:0])
 	}
 	if !ok {
 		return nil
