@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -286,6 +287,52 @@ func TestCountCapped(t *testing.T) {
 	for i := range few {
 		if few[i].Score != full[i].Score {
 			t.Fatalf("count under the bound: score %v, want %v", few[i].Score, full[i].Score)
+		}
+	}
+}
+
+// TestVacuumedAfterBuild: the refresh that merges the index also
+// vacuums the file: no free pages are left of the merged segments, each
+// table's pages are in the order of its keys (a query's neighbouring
+// rows are neighbouring pages), and the hits are as before.
+func TestVacuumedAfterBuild(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(12, 13))
+	st := newMem()
+	sessions := randomStore(t, st, r, 40)
+	c := openCatalog(t, t.TempDir(), st)
+	c.cfg.batchLen = 4 // a segment every four files, rank keys out of order across them
+	c.cfg.optimizeAbove = 1
+	if err := c.Refresh(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	db, err := c.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var free int
+	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
+		t.Fatal(err)
+	}
+	if free != 0 {
+		t.Errorf("after a build: %d free pages, want 0", free)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT pageno FROM dbstat WHERE name = 'entries' AND pagetype = 'leaf' ORDER BY path")
+	var pages []int64
+	if err := eachRow(rows, err, func(rows *sql.Rows) error {
+		var p int64
+		pages = append(pages, p)
+		return rows.Scan(&pages[len(pages)-1])
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 2 || !slices.IsSorted(pages) {
+		t.Errorf("after a build: the entries' leaf pages in key order are %v, want ascending", pages)
+	}
+	for range 20 {
+		q := randomQuery(r)
+		if got, want := hitKeys(t, c, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
+			t.Fatalf("query %q:\n got %q\nwant %q", q, got, want)
 		}
 	}
 }
