@@ -174,3 +174,17 @@ func spiedOS(t testing.TB) *spy.Storage {
 }
 
 func newMem() backend.Storage { return mem.New() }
+
+// queryInt is the integer a one-row query of c's database answers.
+func queryInt(t testing.TB, c *Catalog, query string) int64 {
+	t.Helper()
+	db, err := c.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := db.QueryRowContext(context.Background(), query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -205,17 +205,9 @@ func TestOptimizedAfterBuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	st := newMem()
 	sessions := randomStore(t, st, r, 40)
-	segments := func(c *Catalog) int {
+	segments := func(c *Catalog) int64 {
 		t.Helper()
-		db, err := c.handle()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(DISTINCT segid) FROM fts_idx").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return queryInt(t, c, "SELECT count(DISTINCT segid) FROM fts_idx")
 	}
 	plain, merged := openCatalog(t, t.TempDir(), st), openCatalog(t, t.TempDir(), st)
 	for _, c := range []*Catalog{plain, merged} {
@@ -306,16 +298,12 @@ func TestVacuumedAfterBuild(t *testing.T) {
 	if err := c.Refresh(ctx, false); err != nil {
 		t.Fatal(err)
 	}
+	if free := queryInt(t, c, "PRAGMA freelist_count"); free != 0 {
+		t.Errorf("after a build: %d free pages, want 0", free)
+	}
 	db, err := c.handle()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var free int
-	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
-		t.Fatal(err)
-	}
-	if free != 0 {
-		t.Errorf("after a build: %d free pages, want 0", free)
 	}
 	rows, err := db.QueryContext(ctx, "SELECT pageno FROM dbstat WHERE name = 'entries' AND pagetype = 'leaf' ORDER BY path")
 	var pages []int64
