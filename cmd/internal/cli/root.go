@@ -135,12 +135,103 @@ func (a *app) printf(format string, args ...any) {
 	fmt.Fprintf(a.stdout, format, args...)
 }
 
-func newRoot(a *app) *cobra.Command {
+// topCommand is a top-level command by name, so that a command line can
+// build only the command it runs.
+type topCommand struct {
+	name  string
+	build func(*app) *cobra.Command
+}
+
+// topCommands lists every top-level command but cobra's help and completion.
+func topCommands() []topCommand {
+	return []topCommand{
+		{"demo", newDemoCmd}, {"files", newFilesCmd}, {"blob", newBlobCmd}, {"session", newSessionCmd},
+		{"checkpoint", newCheckpointCmd}, {"runs", newRunsCmd}, {"ls", newLsCmd}, {"show", newShowCmd},
+		{"fork", newForkCmd}, {"unlock", newUnlockCmd}, {"rm", newRmCmd}, {"gc", newGCCmd}, {"fsck", newFsckCmd},
+		{"export", newExportCmd}, {"serve", newServeCmd}, {"mirror", newMirrorCmd}, {"import", newImportCmd},
+		{"watch", newWatchCmd}, {"hooks", newHooksCmd}, {"search", newSearchCmd}, {"catalog", newCatalogCmd},
+		{"stats", newStatsCmd}, {"init", newInitCmd}, {"key", newKeyCmd}, {"scan", newScanCmd},
+		{"prune", newPruneCmd}, {"pin", newPinCmd}, {"unpin", newUnpinCmd},
+	}
+}
+
+// newRoot builds the whole command tree.
+func newRoot(a *app) *cobra.Command { return newRootFor(a, nil) }
+
+// newRootFor builds the part of the command tree that args run: the one
+// top-level command they name, or the bare root for a lone --version.
+// Anything else (no command, help, completion, a misspelt name) gets the
+// whole tree. Building all of it costs a process about 5% of `trove
+// --version`, more than most of what a hook's command does.
+func newRootFor(a *app, args []string) *cobra.Command {
+	root := newBareRoot(a)
+	name, only := pickCommand(root, args)
+	if !only || name == "" {
+		root.Version = version()
+	}
+	for _, c := range topCommands() {
+		if !only || c.name == name {
+			root.AddCommand(c.build(a))
+		}
+	}
+	if only {
+		root.CompletionOptions.DisableDefaultCmd = true
+	} else {
+		// cobra adds `completion` at Execute; added now, it behaves too.
+		root.InitDefaultCompletionCmd()
+	}
+	behave(root)
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "fork", "rm", "unlock", "export":
+			c.ValidArgsFunction = completeSessions(a)
+		}
+	}
+	return root
+}
+
+// pickCommand reads args as far as their first word that is no global
+// flag's: the top-level command they run. only says that args need no
+// other part of the tree: name is a command of topCommands, or "" when
+// args ask for nothing but the version.
+func pickCommand(root *cobra.Command, args []string) (name string, only bool) {
+	pf := root.PersistentFlags()
+	askVersion := false
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--version":
+			askVersion = true
+		case strings.HasPrefix(arg, "--") && len(arg) > 2:
+			flag, _, inline := strings.Cut(arg[2:], "=")
+			f := pf.Lookup(flag)
+			if f == nil {
+				return "", false
+			}
+			if !inline && f.NoOptDefVal == "" {
+				i++ // the flag's value
+			}
+		case strings.HasPrefix(arg, "-"):
+			return "", false // shorthands, "-" and "--": cobra's to read
+		default:
+			for _, c := range topCommands() {
+				if c.name == arg {
+					return arg, true
+				}
+			}
+			return "", false
+		}
+	}
+	return "", askVersion
+}
+
+// newBareRoot builds the root command with its global flags and no
+// subcommand.
+func newBareRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "trove",
 		Short:         "Keep what AI coding agents must not lose",
 		Long:          "trove stores conversation trees, content-addressed blobs, workspace checkpoints and run logs\non local disk, in memory, or in S3/GCS/Azure buckets.",
-		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -165,22 +256,6 @@ func newRoot(a *app) *cobra.Command {
 	pf.DurationVar(&a.timeout, "timeout", open.DefaultTimeout, "deadline of each bucket request (and of each chunk of a transfer); 0 for none")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	addCryptFlags(pf, a)
-
-	root.AddCommand(newDemoCmd(a), newFilesCmd(a), newBlobCmd(a), newSessionCmd(a), newCheckpointCmd(a), newRunsCmd(a),
-		newLsCmd(a), newShowCmd(a), newForkCmd(a), newUnlockCmd(a), newRmCmd(a), newGCCmd(a), newFsckCmd(a), newExportCmd(a), newServeCmd(a),
-		newMirrorCmd(a), newImportCmd(a), newWatchCmd(a), newHooksCmd(a))
-	root.AddCommand(newSearchCmd(a), newCatalogCmd(a), newStatsCmd(a))
-	root.AddCommand(newInitCmd(a), newKeyCmd(a))
-	root.AddCommand(newScanCmd(a), newPruneCmd(a), newPinCmd(a), newUnpinCmd(a))
-	// cobra adds `completion` at Execute; added now, it behaves too.
-	root.InitDefaultCompletionCmd()
-	behave(root)
-	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "show", "fork", "rm", "unlock", "export":
-			c.ValidArgsFunction = completeSessions(a)
-		}
-	}
 	return root
 }
 
@@ -191,7 +266,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // run executes the command line with a and returns the process exit code.
 func (a *app) run(ctx context.Context, args []string) int {
-	root := newRoot(a)
+	return a.execute(ctx, newRootFor(a, args), args)
+}
+
+// execute runs args on the command tree root and returns the exit code.
+func (a *app) execute(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if a.ts != nil {
