@@ -109,7 +109,7 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 	trees := newTreeFetch(m.blobs, p.cache.Trees)
 	p.pre.likely(man, p.cache, trees)
 	seen := &seenGitignores{files: map[string][]byte{}}
-	t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true})
+	t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true, lazy: true})
 	if err != nil {
 		return err
 	}
@@ -167,6 +167,11 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 		}
 		return lastSkip
 	})
+	for i := range t.clean {
+		if cd := &t.clean[i]; !skip(cd.dir) {
+			ents = cd.appendEntries(ents)
+		}
+	}
 	if !slices.IsSortedFunc(ents, cmpTreeEntry) {
 		slices.SortFunc(ents, cmpTreeEntry)
 	}

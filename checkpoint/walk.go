@@ -34,6 +34,42 @@ type tree struct {
 	// sorted by name (walkOptions.byDir); n counts them.
 	byDir map[string][]treeEntry
 	n     int
+	// clean holds the directories whose entries are not in entries
+	// (walkOptions.lazy): see cleanDir.
+	clean []cleanDir
+}
+
+// cleanDir is a directory a lazy walk proved as the last tree snapshot
+// stored it, with no subdirectory to visit: its entries are those of its
+// stat cache record (each file's stat equal to the cache's), at kept, or
+// all of them when kept is nil. A plan skips nearly all such directories
+// (their trees are the checkpoint's too); building and copying their
+// entries only to drop them cost a dry run more than they were worth.
+type cleanDir struct {
+	dir  string
+	rec  *statcache.Dir
+	kept []int32
+}
+
+// appendEntries appends cd's entries to out, in name order.
+func (cd *cleanDir) appendEntries(out []treeEntry) []treeEntry {
+	prefix := cd.dir + "/"
+	if cd.dir == "." {
+		prefix = ""
+	}
+	add := func(i int) {
+		out = append(out, treeEntry{path: prefix + cd.rec.Names[i], st: cd.rec.Ents[i].St})
+	}
+	if cd.kept == nil {
+		for i := range cd.rec.Names {
+			add(i)
+		}
+		return out
+	}
+	for _, i := range cd.kept {
+		add(int(i))
+	}
+	return out
 }
 
 // size is how many entries the walk kept.
@@ -108,6 +144,10 @@ type walkOptions struct {
 	// in no array of their own, 0.4 MB of fresh memory for the cpbench
 	// tree, filled after the walk where the snapshot waits.
 	byDir bool
+	// lazy (with dirty and unsorted, without found) leaves the entries of
+	// directories proven unchanged with no subdirectory in tree.clean,
+	// not in tree.entries.
+	lazy bool
 }
 
 func cmpTreeEntry(a, b treeEntry) int { return strings.Compare(a.path, b.path) }
@@ -129,6 +169,9 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	w.t = tree{listings: make(map[string]statcache.Listing, len(cache.Dirs))}
 	if !opt.byDir || opt.unsorted {
 		w.t.entries = make([]treeEntry, 0, cache.Size())
+	}
+	if opt.lazy {
+		w.t.clean = make([]cleanDir, 0, len(cache.Dirs))
 	}
 	w.cond = sync.NewCond(&w.mu)
 	w.queue = []walkJob{{".", rootSt, base}}
@@ -223,6 +266,7 @@ type dirVisit struct {
 	names          []string // the listing, for the stat cache
 	isDirty        bool     // may differ from the last tree snapshot
 	rulesSame      bool     // its .gitignore is the last snapshot's
+	clean          cleanDir // its entries, when left in the cache (rec set; walkOptions.lazy)
 }
 
 // visit reads one directory, from the stat cache's listing when its stat
@@ -290,8 +334,28 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 	// Copied into the walk's queue and tree by record.
 	v.sub, v.ignored = sc.sub[:0], sc.ignored[:0]
 	w.classify(&v, j.dir, ents, sc.paths, rec, known, ig)
+	if w.opt.lazy && w.dirty && !v.isDirty && len(v.sub) == 0 && cached && w.useListings && len(rec.Names) == len(ents) {
+		v.clean = cleanDir{dir: j.dir, rec: rec, kept: keptIndexes(v.entries, sc.paths)}
+	}
 	w.record(j, &v, sc)
 	return nil
+}
+
+// keptIndexes returns the indexes in paths (a directory's listing) of
+// the entries kept, both in the listing's order; nil when all are.
+func keptIndexes(kept []treeEntry, paths []string) []int32 {
+	if len(kept) == len(paths) {
+		return nil
+	}
+	out := make([]int32, 0, len(kept))
+	k := 0
+	for i, p := range paths {
+		if k < len(kept) && kept[k].path == p {
+			out = append(out, int32(i))
+			k++
+		}
+	}
+	return out
 }
 
 // classify sorts dir's entries into v: kept (and directories to visit),
@@ -353,7 +417,11 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 	defer w.mu.Unlock()
 	t := &w.t
 	if w.opt.unsorted {
-		t.entries = append(t.entries, v.entries...)
+		if v.clean.rec != nil {
+			t.clean = append(t.clean, v.clean)
+		} else {
+			t.entries = append(t.entries, v.entries...)
+		}
 		sc.entries = v.entries
 	} else {
 		w.byDir[j.dir] = v.entries
