@@ -18,8 +18,9 @@ import (
 // cannot match: an entry it lets through is checked against its text as
 // before.
 const (
-	pairBits      = 4    // bits a distinct pair; two of them are set
-	maxPairFilter = 1024 // bytes; a longer entry has none, and is always read
+	pairBits      = 6    // bits a distinct pair
+	pairProbes    = 4    // bits set a pair: about 5.6% of absent pairs pass
+	maxPairFilter = 1536 // bytes (2,048 pairs); a longer entry has none, and is always read
 )
 
 // pairHash hashes two adjacent tokens (FNV-1a, 64 bits): a filter is
@@ -80,17 +81,20 @@ func countDistinct(hs []uint64) int {
 	return n
 }
 
-// pairBitsOf are the two bits of a pair's hash in a filter of m bits:
-// its halves modulo m, which SQLite's signed integers compute alike
+// pairProbe is the i-th of a pair's bits before the modulo by the
+// filter's size: its hash's low half plus i times its high half (double
+// hashing), under 2^34, which SQLite's signed integers reduce alike
 // (pairCond).
-func pairBitsOf(h uint64, m uint64) (uint64, uint64) {
-	return (h & 0xffffffff) % m, (h >> 32) % m
+func pairProbe(h uint64, i int) uint64 {
+	return h&0xffffffff + uint64(i)*(h>>32)
 }
 
 func setPair(f []byte, h uint64) {
-	a, b := pairBitsOf(h, uint64(len(f))*8)
-	f[a/8] |= 1 << (a % 8)
-	f[b/8] |= 1 << (b % 8)
+	m := uint64(len(f)) * 8
+	for i := range pairProbes {
+		b := pairProbe(h, i) % m
+		f[b/8] |= 1 << (b % 8)
+	}
 }
 
 // hasPair reports whether f may hold the pair of hash h: false only if
@@ -99,8 +103,13 @@ func hasPair(f []byte, h uint64) bool {
 	if f == nil {
 		return true
 	}
-	a, b := pairBitsOf(h, uint64(len(f))*8)
-	return f[a/8]&(1<<(a%8)) != 0 && f[b/8]&(1<<(b%8)) != 0
+	m := uint64(len(f)) * 8
+	for i := range pairProbes {
+		if b := pairProbe(h, i) % m; f[b/8]&(1<<(b%8)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // phrasePairs are the hashes of the adjacent pairs each phrase that e
@@ -131,7 +140,7 @@ func phrasePairs(e *expr, out [][]uint64) [][]uint64 {
 // filter may hold every pair of needed (hasPair), or it has none. Its
 // parameters are numbered from ?at: the 256 bytes 0..255 (instr of a
 // byte in them is its value plus one: SQLite has no other way to read a
-// byte of a blob as a number), then each pair's halves.
+// byte of a blob as a number), then each pair's probes (pairProbe).
 func pairCond(needed [][]uint64, at int) (string, []any) {
 	bytes256 := make([]byte, 256)
 	for i := range bytes256 {
@@ -141,8 +150,8 @@ func pairCond(needed [][]uint64, at int) (string, []any) {
 	var tests []string
 	for _, hs := range needed {
 		for _, h := range hs {
-			for _, half := range []uint64{h & 0xffffffff, h >> 32} {
-				args = append(args, int64(half))
+			for i := range pairProbes {
+				args = append(args, int64(pairProbe(h, i)))
 				bit := fmt.Sprintf("(?%d %% (length(e.pairs) * 8))", at+len(args)-1)
 				tests = append(tests, fmt.Sprintf("((instr(?%d, substr(e.pairs, %s / 8 + 1, 1)) - 1) >> (%s %% 8)) & 1", at, bit, bit))
 			}

@@ -40,7 +40,7 @@ func TestPairFilter(t *testing.T) {
 			}
 		}
 	}
-	// Four bits a pair, two set: about 15% of absent pairs pass.
+	// Six bits a pair, four set: about 6% of absent pairs pass.
 	if rejected*2 < absent {
 		t.Errorf("the filters passed over %d of %d absent pairs, want most", rejected, absent)
 	}
