@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,7 +89,7 @@ func TestDirListingCache(t *testing.T) {
 	}
 	// The cache survives a new Manager.
 	settle()
-	m.writeCache(ctx, m.cache.Encode())
+	m.writeCache(ctx, func(w io.Writer) error { _, err := w.Write(m.cache.Encode()); return err })
 	m2, err := newManager(st, casBlobs{blobs}, ws)
 	if err != nil {
 		t.Fatal(err)

@@ -460,16 +460,11 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 // checksum, so it is written in place without fsync: a torn or lost copy
 // is detected on load and only costs a rehash.
 //
-// The file is written in parts (see statcache.Cache.EncodeParts), one
-// after the other.
-func (m *Manager) writeCache(ctx context.Context, parts ...[]byte) {
+// encode writes the file in parts (see statcache.Cache.WriteParts).
+func (m *Manager) writeCache(ctx context.Context, encode func(io.Writer) error) {
 	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true})
 	if err == nil {
-		for _, p := range parts {
-			if err == nil {
-				_, err = w.Write(p)
-			}
-		}
+		err = encode(w)
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}

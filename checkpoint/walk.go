@@ -175,7 +175,11 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	}
 	w.cond = sync.NewCond(&w.mu)
 	w.queue = []walkJob{{".", rootSt, base}}
-	w.byDir = map[string][]treeEntry{}
+	if !opt.unsorted {
+		// About the last walk's directories: sized so, the map is not
+		// rehashed (each rehash into fresh memory) as it fills.
+		w.byDir = make(map[string][]treeEntry, len(cache.Dirs))
+	}
 	w.pending = 1
 	var wg sync.WaitGroup
 	for range walkers {

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -259,8 +260,8 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	var wg sync.WaitGroup
 	if save {
 		wg.Go(func() {
-			parts := cache.EncodeParts(<-head)
-			m.writeCache(ctx, parts[:]...)
+			h := <-head
+			m.writeCache(ctx, func(w io.Writer) error { return cache.WriteParts(w, h) })
 		})
 	}
 	defer wg.Wait()

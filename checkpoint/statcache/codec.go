@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"slices"
 	"sync"
@@ -82,47 +83,102 @@ func (c *Cache) EncodeHead() Head {
 // EncodeTail encodes the refs, trees and the last snapshot after head and
 // returns the whole file.
 func (c *Cache) EncodeTail(head Head) []byte {
-	parts := c.EncodeParts(head)
-	return slices.Concat(parts[:]...)
+	var b bytes.Buffer
+	_ = c.WriteParts(&b, head) // a bytes.Buffer takes every write
+	return b.Bytes()
 }
 
-// EncodeParts is EncodeTail in three parts to write one after the other:
-// the magic and the first block's length, the first block (head's own
-// bytes) and the second, so the first block (half the file) is not copied
-// into fresh memory again to be written.
-func (c *Cache) EncodeParts(head Head) [3][]byte {
-	// The exact bound: growing b would copy it, and the garbage of a
-	// snapshot is what its GC cycles cost.
-	size := 3*binary.MaxVarintLen64 + head.refs + len(head.paths)*cacheRefMax +
-		binary.MaxVarintLen64 + len(c.Last.ID) + cacheRefMax + binary.MaxVarintLen64 + crc32.Size
-	for _, t := range c.Trees {
-		size += cacheRefMax + binary.MaxVarintLen64 + len(t) + 1
-	}
+// WriteParts writes the whole file to w: the magic and the first block's
+// length, the first block (head's own bytes), then the second block
+// through a buffer of tailChunk bytes, its CRC-32C summed as it goes.
+// Built whole, the second block was 0.6 MB of fresh memory on the
+// cpbench tree (a page fault every 4 KiB, and its trees copied once more),
+// for one write.
+func (c *Cache) WriteParts(w io.Writer, head Head) error {
 	prefix := binary.AppendUvarint([]byte(cacheMagic), uint64(len(head.block)))
-	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(head.entries))
+	if _, err := w.Write(prefix); err != nil {
+		return err
+	}
+	if _, err := w.Write(head.block); err != nil {
+		return err
+	}
+	t := tailWriter{w: w, b: make([]byte, 0, tailChunk+tailRoom)}
+	t.b = binary.AppendUvarint(t.b, uint64(head.entries))
 	for _, r := range head.recs {
 		for _, e := range r.Ents {
 			if e.n > 0 {
-				b = append(b, c.rawRefs(e)...)
+				t.b = append(t.b, c.rawRefs(e)...)
+				t.spill()
 			}
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(head.paths)))
+	t.b = binary.AppendUvarint(t.b, uint64(len(head.paths)))
 	for _, d := range head.paths {
-		b = appendCacheRef(b, c.TreeOf[d])
+		t.b = appendCacheRef(t.b, c.TreeOf[d])
+		t.spill()
 	}
-	b = binary.AppendUvarint(b, uint64(len(c.Trees)))
-	for r, t := range c.Trees {
-		b = appendCacheRef(b, r)
-		b = binary.AppendUvarint(b, uint64(len(t)))
-		b = append(b, t...)
-		b = wire.AppendBool(b, c.Older[r])
+	t.b = binary.AppendUvarint(t.b, uint64(len(c.Trees)))
+	for r, tree := range c.Trees {
+		t.b = appendCacheRef(t.b, r)
+		t.b = binary.AppendUvarint(t.b, uint64(len(tree)))
+		t.bytes(tree)
+		t.b = wire.AppendBool(t.b, c.Older[r])
+		t.spill()
 	}
-	b = wire.AppendStr(b, c.Last.ID)
-	b = appendCacheRef(b, c.Last.Tree)
-	b = binary.AppendVarint(b, c.Last.Verified)
-	return [3][]byte{prefix, head.block, appendCRC(b)}
+	t.b = wire.AppendStr(t.b, c.Last.ID)
+	t.b = appendCacheRef(t.b, c.Last.Tree)
+	t.b = binary.AppendVarint(t.b, c.Last.Verified)
+	t.flush()
+	t.b = binary.LittleEndian.AppendUint32(t.b, t.crc)
+	_, err := t.w.Write(t.b)
+	return cmp.Or(t.err, err)
+}
+
+// tailChunk is how many bytes of the second block tailWriter holds
+// before it writes them; tailRoom is the most one record adds past it
+// (an entry's three refs, or a tree's ref, length and flag).
+const (
+	tailChunk = 64 << 10
+	tailRoom  = 3*cacheRefMax + binary.MaxVarintLen64 + 1
+)
+
+// tailWriter writes the second block in chunks, summing its CRC-32C.
+type tailWriter struct {
+	w   io.Writer
+	b   []byte
+	crc uint32
+	err error
+}
+
+// spill writes what is held once it reaches tailChunk.
+func (t *tailWriter) spill() {
+	if len(t.b) >= tailChunk {
+		t.flush()
+	}
+}
+
+// flush writes what is held (after the first error, only drops it).
+func (t *tailWriter) flush() {
+	t.crc = crc32.Update(t.crc, castagnoli, t.b)
+	if t.err == nil {
+		_, t.err = t.w.Write(t.b)
+	}
+	t.b = t.b[:0]
+}
+
+// bytes adds p: held when it fits, else written as it is.
+func (t *tailWriter) bytes(p []byte) {
+	if len(t.b)+len(p) > tailChunk {
+		t.flush()
+	}
+	if len(p) <= tailChunk {
+		t.b = append(t.b, p...)
+		return
+	}
+	t.crc = crc32.Update(t.crc, castagnoli, p)
+	if t.err == nil {
+		_, t.err = t.w.Write(p)
+	}
 }
 
 // appendCRC appends the CRC-32C of b.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -359,4 +360,67 @@ func TestEntryFieldsElided(t *testing.T) {
 	if _, ok := readEntry(&wire.Reader{B: []byte{entSet | 0x40}}, &Dir{}); ok {
 		t.Error("unknown flag bit accepted")
 	}
+}
+
+// TestWritePartsInChunks: a cache whose second block spans many of
+// WriteParts's chunks, with a tree bigger than one, reads back whole, and
+// a writer failing midway fails the write.
+func TestWritePartsInChunks(t *testing.T) {
+	c := New()
+	for i := range 3000 {
+		c.Put(fmt.Sprintf("d%d/f%d", i%40, i), Stat{Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1e9, Ino: uint64(i), Dev: 3}, Refs{Ref: sumRef([]byte{byte(i), byte(i >> 8)})}, 99)
+	}
+	big := make([]byte, tailChunk+100)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	trees := map[string][]byte{sumRef(big): big}
+	for i := range 50 {
+		trees[sumRef([]byte{byte(i), 'T'})] = fmt.Appendf(nil, "tree %d", i)
+		c.TreeOf[fmt.Sprintf("d%d", i%40)] = sumRef([]byte{byte(i), 'T'})
+	}
+	c.Trees = trees
+	c.Older[sumRef(big)] = true
+	c.Last = Last{ID: "cp", Tree: sumRef(big), Verified: 42}
+	data := c.Encode()
+	if len(data) < 3*tailChunk {
+		t.Fatalf("the cache is %d bytes, want several chunks", len(data))
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.allEntries()) != 3000 || got.Last != c.Last || !got.Older[sumRef(big)] || len(got.Older) != 1 {
+		t.Fatalf("%d entries, last %+v, older %v", len(got.allEntries()), got.Last, got.Older)
+	}
+	for ref, tree := range trees {
+		if !slices.Equal(got.Trees[ref], tree) {
+			t.Fatalf("tree %s: %d bytes back, want %d", ref, len(got.Trees[ref]), len(tree))
+		}
+	}
+	for p, e := range c.allEntries() {
+		if g, _ := got.Entry(p); g.St != e.St || got.RefsOf(g) != c.RefsOf(e) {
+			t.Fatalf("%s: %+v, want %+v", p, g, e)
+		}
+	}
+	if !maps.Equal(got.TreeOf, c.TreeOf) {
+		t.Fatalf("TreeOf %v, want %v", got.TreeOf, c.TreeOf)
+	}
+	w := &failAfter{n: len(data) / 2}
+	if err := c.WriteParts(w, c.EncodeHead()); !errors.Is(err, errFull) {
+		t.Fatalf("a failing writer: %v", err)
+	}
+}
+
+var errFull = errors.New("writer full")
+
+// failAfter takes n bytes, then fails.
+type failAfter struct{ n int }
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errFull
+	}
+	w.n -= len(p)
+	return len(p), nil
 }
