@@ -1,5 +1,0 @@
-//go:build !race
-
-package runlog_test
-
-const raceEnabled = false
