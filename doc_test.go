@@ -202,12 +202,12 @@ func parseClaim(para string) []string {
 		para = para[:i]
 	}
 	para, _, _ = strings.Cut(para, ";")
-	var items []string
+	items := []string{} // not nil: "Imports: nothing." is a claim
 	for _, part := range strings.Split(para, ",") {
 		for _, item := range strings.Split(part, " and ") {
 			item = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(item), "and "))
 			switch item {
-			case "":
+			case "", "nothing":
 			case "the standard library", "the standard library only":
 				items = append(items, "std")
 			default:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trovekit/trove/backend/mem"
+	"github.com/trovekit/trove/internal/racebuild"
 	"github.com/trovekit/trove/runlog"
 )
 
@@ -31,7 +32,7 @@ var benchEvent = json.RawMessage(`{"type":"text_delta","content":"Here are the f
 // An agent.event append is the hot path of a run: it must stay a handful of
 // allocations (the encoder's own), not grow with the run.
 func TestAppendAllocs(t *testing.T) {
-	if testing.CoverMode() != "" || raceEnabled {
+	if testing.CoverMode() != "" || racebuild.Enabled {
 		t.Skip("coverage and race instrumentation allocate")
 	}
 	ctx := context.Background()

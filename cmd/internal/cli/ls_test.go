@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend/fs"
+	"github.com/trovekit/trove/internal/racebuild"
 	"github.com/trovekit/trove/session"
 )
 
@@ -160,15 +161,25 @@ func TestShowTakesTheAbbreviationLsPrints(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1000 {
 		t.Fatalf("ls --json: %d sessions, %v", len(listed), err)
 	}
-	longest := 0
+	longest, shortest, shown := 0, len(listed[0].ShortID), 0
 	for _, l := range listed {
+		shortest = min(shortest, len(l.ShortID))
+	}
+	for i, l := range listed {
 		longest = max(longest, len(l.ShortID))
+		// Under -race each show costs 60 ms: there, every abbreviation
+		// longer than the shortest (the ones a near neighbour lengthened)
+		// and one in ten of the rest.
+		if racebuild.Enabled && len(l.ShortID) == shortest && i%10 != 0 {
+			continue
+		}
+		shown++
 		code, out, errOut := trove(t, "", "--store", root, "show", l.ShortID)
 		if code != exitOK || !strings.Contains(out, l.FirstMessage) || !strings.Contains(out, l.ID) {
 			t.Fatalf("show %s (%s): %d %s\n%s", l.ShortID, l.ID, code, errOut, out)
 		}
 	}
-	t.Logf("1,000 sessions in a minute: abbreviations of at most %d characters, each opens its session", longest)
+	t.Logf("1,000 sessions in a minute: abbreviations of %d to %d characters; the %d shown open their sessions", shortest, longest, shown)
 }
 
 // TestLsReplaysAnUnchangedListing: `ls` prints the same listing from its
