@@ -67,10 +67,9 @@ type config struct {
 	// tokens a refresh writes, at least, to merge the index (optimize)
 	optimizeAbove  int
 	exitAfterClose bool // WithExitAfterClose
-	// a term's document count counted at most (ranking's IDF): counting
-	// walks the term's list of entries, 8 ms for one in half of them, 2.8
-	// ms for the AND of a phrase's common words up to 20,000, and all
-	// hits of a query share the IDF, so it changes scores, not their order
+	// a word's document count counted at most (ranking's IDF): counting
+	// walks the word's list of entries, 8 ms for one in half of them, and
+	// all hits of a query share the IDF, so it changes scores, not order
 	maxCount int
 }
 

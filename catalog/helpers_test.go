@@ -83,6 +83,19 @@ func openCatalog(t testing.TB, dir string, st backend.Storage) *Catalog {
 	return c
 }
 
+// searchAll runs q and returns its hits in order.
+func searchAll(t testing.TB, c *Catalog, q Query) []Hit {
+	t.Helper()
+	var out []Hit
+	for h, err := range c.Search(context.Background(), q) {
+		if err != nil {
+			t.Fatalf("search %q: %v", q.Text, err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
 // hitKeys runs q and returns its hits as "session/entry", sorted.
 func hitKeys(t testing.TB, c *Catalog, q Query) []string {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,21 +16,13 @@ import (
 // candidates asked for in batches), and all of them are the entries a
 // brute-force scan finds, with and without a filter.
 func TestRankOrder(t *testing.T) {
-	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 34))
 	st := newMem()
 	sessions := randomStore(t, st, r, 60)
 	c := openCatalog(t, t.TempDir(), st)
 	run := func(q Query) []Hit {
 		t.Helper()
-		var out []Hit
-		for h, err := range c.Search(ctx, q) {
-			if err != nil {
-				t.Fatalf("search %q: %v", q.Text, err)
-			}
-			out = append(out, h)
-		}
-		return out
+		return searchAll(t, c, q)
 	}
 	key := func(h Hit) string { return fmt.Sprintf("%s/%s %.6f", h.SessionID, h.EntryID, h.Score) }
 	queries := []string{"a*", "z*", "x*", "e*", "0*"}
@@ -247,7 +240,6 @@ func TestOptimizedAfterBuild(t *testing.T) {
 // term over it scores as if it held the bound (a higher IDF), its hits
 // in the same order; one under it scores as before.
 func TestCountCapped(t *testing.T) {
-	ctx := context.Background()
 	r := rand.New(rand.NewPCG(10, 11))
 	st := newMem()
 	randomStore(t, st, r, 30)
@@ -255,14 +247,7 @@ func TestCountCapped(t *testing.T) {
 	run := func(text string, maxCount int) []Hit {
 		t.Helper()
 		c.cfg.maxCount = maxCount
-		var out []Hit
-		for h, err := range c.Search(ctx, Query{Text: text, Limit: 1 << 30}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, h)
-		}
-		return out
+		return searchAll(t, c, Query{Text: text, Limit: 1 << 30})
 	}
 	key := func(h Hit) string { return h.SessionID + "/" + h.EntryID }
 	full, capped := run("a*", 1<<30), run("a*", 3)
@@ -322,5 +307,104 @@ func TestVacuumedAfterBuild(t *testing.T) {
 		if got, want := hitKeys(t, c, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
 			t.Fatalf("query %q:\n got %q\nwant %q", q, got, want)
 		}
+	}
+}
+
+// TestScoreBM25: each hit's score is BM25 as docs/catalog.md has it,
+// computed here from a scan of the sessions: the sum over the query's
+// terms of log((n-df+0.5)/(df+0.5)+1), a phrase's being the sum of its
+// words' (each word's df its own), times (k1+1)/(1+k1(1-b+b*len/avg)).
+// A phrase's hit scores as its entry does for its words ANDed.
+func TestScoreBM25(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	st := newMem()
+	sessions := randomStore(t, st, r, 50)
+	c := openCatalog(t, t.TempDir(), st)
+	docs := map[string][]string{} // "session/entry" to its tokens
+	ntok := 0
+	for _, s := range sessions {
+		if s.title != "" {
+			docs[s.id+"/"] = Tokens(s.title)
+			ntok += len(docs[s.id+"/"])
+		}
+		for _, l := range s.lines {
+			d, ok := parseEntry(l, nil)
+			if !ok {
+				continue
+			}
+			var toks []string
+			for _, text := range d.texts {
+				toks = append(toks, Tokens(text)...)
+			}
+			docs[s.id+"/"+d.id] = toks
+			ntok += len(toks)
+		}
+	}
+	n := float64(len(docs))
+	avg := float64(ntok) / n
+	idf := func(tok string, prefix bool) float64 {
+		df := 0.0
+		for _, toks := range docs {
+			if slices.ContainsFunc(toks, func(x string) bool { return x == tok || prefix && strings.HasPrefix(x, tok) }) {
+				df++
+			}
+		}
+		return math.Log((n-df+0.5)/(df+0.5) + 1)
+	}
+	search := func(text string) map[string]float64 {
+		t.Helper()
+		out := map[string]float64{}
+		for _, h := range searchAll(t, c, Query{Text: text, Limit: 1 << 30}) {
+			out[h.SessionID+"/"+h.EntryID] = h.Score
+		}
+		return out
+	}
+	queries := []string{`"parse ref"`, `"the the"`, `"alpha beta" gamma`, `"parse_ref go"`, `"hello wor*"`}
+	for range 60 {
+		queries = append(queries, randomQuery(r))
+	}
+	phrases := 0
+	for _, text := range queries {
+		e, err := parseQuery(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, words := 0.0, []string(nil)
+		for _, term := range e.positive(nil) {
+			if term.op != opPhrase {
+				sum += idf(term.toks[0], term.op == opPrefix)
+				continue
+			}
+			for i, tok := range term.toks {
+				if !term.parts[i] {
+					last := i == len(term.toks)-1 && term.prefix
+					sum += idf(tok, last)
+					if last {
+						tok += "*"
+					}
+					words = append(words, tok)
+				}
+			}
+		}
+		hits := search(text)
+		for key, got := range hits {
+			l := float64(len(docs[key]))
+			want := sum * (1.2 + 1) / (1 + 1.2*(1-0.75+0.75*l/avg))
+			if math.Abs(got-want) > 1e-9*want {
+				t.Fatalf("query %q, hit %s: score %v, want %v", text, key, got, want)
+			}
+		}
+		if e.op == opPhrase && len(hits) > 0 {
+			phrases++
+			and := search(strings.Join(words, " "))
+			for key, got := range hits {
+				if math.Abs(got-and[key]) > 1e-9*got {
+					t.Fatalf("phrase %q, hit %s: score %v, its words ANDed %v", text, key, got, and[key])
+				}
+			}
+		}
+	}
+	if phrases < 5 {
+		t.Fatalf("%d phrases with hits; the test wants 5", phrases)
 	}
 }

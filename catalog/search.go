@@ -107,7 +107,10 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if r.limit <= 0 {
 		r.limit = DefaultLimit
 	}
-	r.fetch, r.args = fetchQuery(q, r.terms, phrasePairs(e, nil), c.cfg.maxCount)
+	var counted []string
+	counted, r.termDocs = countedExprs(r.terms)
+	r.ncounted = len(counted)
+	r.fetch, r.args = fetchQuery(q, counted, phrasePairs(e, nil), c.cfg.maxCount)
 	if err := c.collect(ctx, db, r, mb.String()); err != nil {
 		return nil, err
 	}
@@ -157,12 +160,12 @@ const maxBatch = 1024
 // planning, so a LIMIT bound as an argument expired the statement at
 // its first run, a second parse), but those whose pair filter lacks a
 // pair of needed (phrasePairs), with their rows, whether they pass q's
-// filters, and, for the first batch (?3: 1), the entries each of terms
-// matches alone, at most maxCount (ranking's document counts), and the
-// sizes ranking needs. One statement, not one each: in a new process
-// each costs more than what it reads. Its arguments from ?4 on are args,
-// then each term's FTS5 expression, then pairCond's.
-func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (stmt [2]string, args []any) {
+// filters, and, for the first batch (?3: 1), the entries each of the
+// FTS5 expressions counted matches, at most maxCount (ranking's document
+// counts, countedExprs), and the sizes ranking needs. One statement, not
+// one each: in a new process each costs more than what it reads. Its
+// arguments from ?4 on are args, then counted, then pairCond's.
+func fetchQuery(q Query, counted []string, needed [][]uint64, maxCount int) (stmt [2]string, args []any) {
 	var where []string
 	if q.Cwd != "" {
 		where, args = append(where, "f.cwd = ?"), append(args, q.Cwd)
@@ -187,10 +190,8 @@ func fetchQuery(q Query, terms []*expr, needed [][]uint64, maxCount int) (stmt [
 		pass = "coalesce(" + strings.Join(where, " AND ") + ", 0)"
 	}
 	var counts strings.Builder
-	for _, t := range terms {
-		var b strings.Builder
-		t.fts(&b)
-		args = append(args, b.String())
+	for _, x := range counted {
+		args = append(args, x)
 		fmt.Fprintf(&counts, "CASE WHEN ?3 THEN (SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?%d LIMIT %d)) END, ", 3+len(args), maxCount)
 	}
 	pairs, pairArgs := pairCond(needed, 4+len(args))
@@ -219,7 +220,7 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 		pass       bool
 		nent, ntok sql.NullFloat64
 	)
-	counts := make([]sql.NullFloat64, len(r.terms))
+	counts := make([]sql.NullFloat64, r.ncounted)
 	h := &cr.h
 	dest := make([]any, 0, 19+len(counts))
 	dest = append(dest, &cr.id, &cr.file, &h.EntryID, &ts, &h.Role, &tools, &cr.off, &cr.len, &h.Path, &h.SessionID, &h.Cwd, &h.Title,
@@ -241,7 +242,7 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 			for i, d := range counts {
 				docs[i] = d.Float64
 			}
-			r.rk = newRanker(r.terms, docs, nent.Float64, ntok.Float64)
+			r.rk = newRanker(r.termDocs, docs, nent.Float64, ntok.Float64)
 		}
 		n, last = n+1, cr.id
 		if !pass {
@@ -278,6 +279,8 @@ type results struct {
 	exact    bool // FTS5's answer is the answer: no candidate is read back to check
 	e        *expr
 	terms    []*expr
+	termDocs [][]int // the document counts of terms[i]: countedExprs
+	ncounted int
 	rk       *ranker
 	fetch    [2]string // fetchQuery's, either side of the limit
 	args     []any
@@ -336,7 +339,8 @@ func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
 }
 
 // ranker scores hits by BM25 with every term counted once: the sum of
-// the terms' IDF, scaled by the entry's length against the average.
+// the terms' IDF (a phrase's: its words'), scaled by the entry's length
+// against the average.
 type ranker struct {
 	idf, avg float64
 	n        float64 // entries
@@ -347,19 +351,61 @@ const (
 	bm25B  = 0.75
 )
 
-// newRanker makes the ranker of a query's terms, docs[i] entries
-// holding terms[i] (for a phrase, all its tokens), over n entries of
-// ntok tokens in all.
-func newRanker(terms []*expr, docs []float64, n, ntok float64) *ranker {
+// newRanker makes the ranker of a query whose terms' IDFs are those of
+// the document counts docs[termDocs[i]...] (countedExprs), over n
+// entries of ntok tokens in all.
+func newRanker(termDocs [][]int, docs []float64, n, ntok float64) *ranker {
 	avg := 1.0
 	if n > 0 && ntok > 0 {
 		avg = ntok / n
 	}
 	r := &ranker{avg: avg, n: n}
-	for i := range terms {
-		r.idf += math.Log((n-docs[i]+0.5)/(docs[i]+0.5) + 1)
+	for _, ds := range termDocs {
+		for _, d := range ds {
+			r.idf += math.Log((n-docs[d]+0.5)/(docs[d]+0.5) + 1)
+		}
 	}
 	return r
+}
+
+// countedExprs lists the FTS5 expressions whose document counts rank a
+// query, each once, and for each of terms the indexes of its own in
+// that list: a word's or a prefix's expression; a phrase's words' whole
+// forms, one each, as Lucene ranks a phrase (its IDF is the sum of its
+// words'). Not the count of the entries holding all a phrase's words:
+// FTS5 finds those by seeking in the common word's list once for each
+// entry holding the rare one, where a word's own count reads its list
+// in order, and stops at the bound (maxCount).
+func countedExprs(terms []*expr) (exprs []string, termDocs [][]int) {
+	index := map[string]int{}
+	add := func(x string) int {
+		i, ok := index[x]
+		if !ok {
+			i = len(exprs)
+			index[x], exprs = i, append(exprs, x)
+		}
+		return i
+	}
+	termDocs = make([][]int, len(terms))
+	for i, t := range terms {
+		if t.op != opPhrase {
+			var b strings.Builder
+			t.fts(&b)
+			termDocs[i] = []int{add(b.String())}
+			continue
+		}
+		for j, tok := range t.toks {
+			if j < len(t.parts) && t.parts[j] {
+				continue
+			}
+			x := `"` + tok + `"` // as fts writes it: tokens are letters and digits
+			if j == len(t.toks)-1 && t.prefix {
+				x += "*"
+			}
+			termDocs[i] = append(termDocs[i], add(x))
+		}
+	}
+	return exprs, termDocs
 }
 
 // score is the BM25 of an entry of ntok tokens holding each term once.
