@@ -59,8 +59,9 @@ func TestLazyWalkKeepsEntries(t *testing.T) {
 		t.Fatalf("clean directories: %d without lazy, %v with", len(full.clean), clean)
 	}
 	got := lazy.entries
+	var arena []byte
 	for i := range lazy.clean {
-		got = lazy.clean[i].appendEntries(got)
+		got, arena = lazy.clean[i].appendEntries(got, arena)
 	}
 	want := full.entries
 	slices.SortFunc(got, cmpTreeEntry)

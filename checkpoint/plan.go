@@ -167,9 +167,10 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 		}
 		return lastSkip
 	})
+	var arena []byte
 	for i := range t.clean {
 		if cd := &t.clean[i]; !skip(cd.dir) {
-			ents = cd.appendEntries(ents)
+			ents, arena = cd.appendEntries(ents, arena)
 		}
 	}
 	if !slices.IsSortedFunc(ents, cmpTreeEntry) {

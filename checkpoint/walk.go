@@ -51,25 +51,35 @@ type cleanDir struct {
 	kept []int32
 }
 
-// appendEntries appends cd's entries to out, in name order.
-func (cd *cleanDir) appendEntries(out []treeEntry) []treeEntry {
-	prefix := cd.dir + "/"
-	if cd.dir == "." {
-		prefix = ""
-	}
-	add := func(i int) {
-		out = append(out, treeEntry{path: prefix + cd.rec.Names[i], st: cd.rec.Ents[i].St})
-	}
-	if cd.kept == nil {
-		for i := range cd.rec.Names {
-			add(i)
+// appendEntries appends cd's entries to out, in name order, their paths'
+// bytes appended to arena (see relPaths), and returns both.
+func (cd *cleanDir) appendEntries(out []treeEntry, arena []byte) ([]treeEntry, []byte) {
+	names, ents := cd.rec.Names, cd.rec.Ents
+	each := func(yield func(int)) {
+		if cd.kept == nil {
+			for i := range names {
+				yield(i)
+			}
+			return
 		}
-		return out
+		for _, i := range cd.kept {
+			yield(int(i))
+		}
 	}
-	for _, i := range cd.kept {
-		add(int(i))
+	n := 0
+	each(func(i int) { n += len(cd.dir) + 1 + len(names[i]) })
+	if cap(arena)-len(arena) < n {
+		arena = make([]byte, 0, max(n, pathArena))
 	}
-	return out
+	each(func(i int) {
+		at := len(arena)
+		if cd.dir != "." {
+			arena = append(append(arena, cd.dir...), '/')
+		}
+		arena = append(arena, names[i]...)
+		out = append(out, treeEntry{path: unsafe.String(unsafe.SliceData(arena[at:]), len(arena)-at), st: ents[i].St})
+	})
+	return out, arena
 }
 
 // size is how many entries the walk kept.
