@@ -522,7 +522,7 @@ func (x *sessionSuite) crash(t *testing.T) {
 func (x *sessionSuite) tornAtEveryByte(t *testing.T) {
 	data := sessionHeaderLine + sessionMsgLine("a", "", "user", "1") + sessionMsgLine("b", "a", "assistant", "two") + sessionMsgLine("c", "b", "user", "3")
 	st := x.newBackend(t)
-	for n := 0; n <= len(data); n++ {
+	for _, n := range tornCuts(st, data) {
 		prefix := data[:n]
 		x.write(t, st, "p.jsonl", prefix)
 		s, err := tree.Open(sessionCtx, st, "p.jsonl", tree.WithReport(func(tree.Problem) {}))
