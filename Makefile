@@ -45,19 +45,23 @@ unit:
 ## conformance: every suite on every backend, one line per backend and suite
 ## (SeaweedFS plain and encrypted each in a go test process of its own, beside
 ## the others': a suite that bounds what a read allocates counts the whole
-## process, so no two backends share one at once); and
+## process, so no two backends share one at once); azurite, the slowest
+## server (a third of the rest's time), in a process of its own too; and
 ## beside them the append cost on fileblob, the S3 fake and SeaweedFS (grown by
 ## 4 KiB Syncs to 64 MiB: bytes per Sync <= 1.5x those at 1 MiB, folds counted,
 ## read whole in <= 80 calls; TestAppendCostFlat, too slow under -race for `unit`,
 ## which runs it on memblob; ~2.5 min)
-MATRIX_ENGINE := ^TestMatrix$$/^(crypt-)?seaweedfs$$
+MATRIX_AZURE := ^TestMatrix$$/^(crypt-)?azure$$
+MATRIX_APART := ^TestMatrix$$/^(crypt-)?(seaweedfs|azure)$$
 conformance:
 	@tmp=$$(mktemp -d); \
 	TROVE_REQUIRE_ALL=1 TROVE_APPEND_COST=seaweedfs,s3,fileblob $(GO) test -count=1 -timeout 20m -run '^TestAppendCostFlat$$' ./backend/cloud/ >$$tmp/cost 2>&1 & cost=$$!; \
 	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$/^seaweedfs$$' ./conformance/ >$$tmp/engine.json 2>&1 & engine=$$!; \
 	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$/^crypt-seaweedfs$$' ./conformance/ >$$tmp/cengine.json 2>&1 & cengine=$$!; \
-	rc=0; TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$' -skip '$(MATRIX_ENGINE)' ./conformance/ >$$tmp/rest.json 2>&1 || rc=$$?; \
-	wait $$engine || rc=$$?; wait $$cengine || rc=$$?; cat $$tmp/rest.json $$tmp/engine.json $$tmp/cengine.json | $(GO) run ./tools/conftable || rc=$$?; \
+	TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '$(MATRIX_AZURE)' ./conformance/ >$$tmp/azure.json 2>&1 & azure=$$!; \
+	rc=0; TROVE_REQUIRE_ALL=1 $(GO) test -count=1 -timeout 45m -json -run '^TestMatrix$$' -skip '$(MATRIX_APART)' ./conformance/ >$$tmp/rest.json 2>&1 || rc=$$?; \
+	wait $$engine || rc=$$?; wait $$cengine || rc=$$?; wait $$azure || rc=$$?; \
+	cat $$tmp/rest.json $$tmp/engine.json $$tmp/cengine.json $$tmp/azure.json | $(GO) run ./tools/conftable || rc=$$?; \
 	crc=0; wait $$cost || crc=$$?; echo "append cost on seaweedfs, s3 and fileblob:"; cat $$tmp/cost; rm -rf $$tmp; \
 	test $$rc -eq 0 -a $$crc -eq 0
 
