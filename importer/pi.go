@@ -2,7 +2,7 @@ package importer
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -75,9 +75,15 @@ func (p *piParser) line(b []byte) error {
 		return nil
 	}
 	if p.version < 2 {
-		var b [4]byte
-		rand.Read(b[:])
-		v["id"] = hex.EncodeToString(b[:])
+		// Chained from the header's id and the line, so a session read
+		// again (a watcher's restart, an import of the final file) gets
+		// the same ids.
+		prev, _ := p.prev.(string)
+		if prev == "" {
+			prev = p.f.srcID
+		}
+		sum := sha256.Sum256(append([]byte(prev+"\n"), b...))
+		v["id"] = hex.EncodeToString(sum[:4])
 		v["parentId"] = p.prev
 		p.prev = v["id"]
 		delete(v, "firstKeptEntryIndex") // its entry ids are new; keeping an index would lie

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,5 +180,34 @@ func TestImportPiWithoutBlobs(t *testing.T) {
 	}
 	if len(warned) != 1 || !strings.HasPrefix(warned[0], "1 blob refs") {
 		t.Errorf("reasons: %+v", res)
+	}
+}
+
+// A v1 session's entries have no ids: the ids it is given are the same at
+// every import, so a watcher's store and a one-shot import agree.
+func TestImportPiV1IDsStable(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join("testdata", "omp")
+	var ids [2][]string
+	for i := range ids {
+		s, res, _ := importFresh(t, src, importer.Options{From: "omp"})
+		for _, r := range res {
+			if r.Messages != 3 {
+				continue
+			}
+			msgs, err := s.Sessions().LoadMessages(ctx, r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				ids[i] = append(ids[i], m.ID())
+			}
+		}
+	}
+	if len(ids[0]) != 3 || !slices.Equal(ids[0], ids[1]) {
+		t.Errorf("v1 entry ids differ between imports: %v %v", ids[0], ids[1])
+	}
+	if ids[0][0] == ids[0][1] || ids[0][1] == ids[0][2] {
+		t.Errorf("v1 entry ids repeat: %v", ids[0])
 	}
 }
