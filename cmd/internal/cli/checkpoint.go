@@ -166,11 +166,14 @@ func newCheckpointRewindCmd(a *app, with withManager) *cobra.Command {
 				b := a.progress(-1, "rewinding to "+name)
 				res, err := m.Rewind(cmd.Context(), name, dryRun)
 				b.done()
+				if before != "" && errors.Is(err, checkpoint.ErrNotFound) {
+					err = fmt.Errorf("no checkpoint before tool call %s in this workspace (trove checkpoint ls lists them): %w", before, err)
+				}
 				if a.jsonOut && res != nil {
 					if perr := a.printJSON(res); perr != nil {
 						return perr
 					}
-				} else if res != nil {
+				} else if res != nil && err == nil {
 					verb := "rewound to " + name
 					if dryRun {
 						verb = "would rewind to " + name

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,11 +95,10 @@ func newHooksCmd(a *app) *cobra.Command {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
 			defer cancel()
-			in, err := io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+			// Read whole: a Write's tool_input holds the file's content,
+			// which may be any size, and a cut payload takes no checkpoint.
 			var h hookInput
-			if err == nil {
-				err = json.Unmarshal(in, &h)
-			}
+			err := json.NewDecoder(a.stdin).Decode(&h)
 			ag, aerr := agentNamed(args[0])
 			if err == nil {
 				err = aerr

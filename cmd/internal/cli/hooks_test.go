@@ -320,3 +320,39 @@ func TestHooksCodex(t *testing.T) {
 		t.Fatalf("Stop did not import the rollout as %s:\n%s", sid, out)
 	}
 }
+
+// A Write of a file bigger than any cap on the payload still gets its
+// checkpoint, and rewinding before a call no hook saw fails clearly,
+// printing no "rewound".
+func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
+	ws, store := t.TempDir(), filepath.Join(t.TempDir(), "store")
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := json.Marshal(map[string]any{"session_id": "9a1f0c3e-4b2d-4e8f-a6c1-7d5e3b2a1f90", "cwd": ws, "hook_event_name": "PreToolUse",
+		"tool_name": "Write", "tool_use_id": "toolu_big", "an_unknown_field": []int{1, 2},
+		"tool_input": map[string]string{"file_path": filepath.Join(ws, "big.txt"), "content": strings.Repeat("x", 17<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := trove(t, string(in), "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("hook exit %d", code)
+	}
+	_, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
+	var cps []checkpointJSON
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	if len(cps) != 1 || cps[0].ID != "toolu_big" {
+		t.Fatalf("checkpoints after a 17 MiB Write payload: %+v", cps)
+	}
+	code, out, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_never", "--dir", ws)
+	if code != exitFailure || strings.Contains(out, "rewound") || !strings.Contains(errOut, "toolu_never") {
+		t.Fatalf("rewind --before an unknown call: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("a.txt after the failed rewind: %q %v", b, err)
+	}
+}
