@@ -201,6 +201,20 @@ func nameSubagents(c *conversation, tasks map[string]string) {
 	}
 }
 
+// mainSize is the size of the main session file of a subagent file, -1
+// if it has none.
+func mainSize(path string) int64 {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != "subagents" {
+		return -1
+	}
+	fi, err := os.Stat(filepath.Dir(dir) + ".jsonl")
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
 // mainTasks returns the Task calls (prompt -> description) of the main
 // session of a subagent file, read once per import run.
 func mainTasks(path string, cache map[string]map[string]string) map[string]string {

@@ -45,6 +45,8 @@ type Follower struct {
 	live   map[string]*live
 	tasks  map[string]string // the main session's Task calls (a Claude Code subagents/ file)
 	tasksN int               // sidechains known when tasks was read
+	// tasksSize is the main file's size when tasks was read (-1: none).
+	tasksSize int64
 	// resumed: made by Resume, its messages converted for good not kept;
 	// prev: the sessions a Follower of the same source wrote (After).
 	resumed bool
@@ -190,8 +192,9 @@ func (f *Follower) views() ([]view, error) {
 		c.srcID = claudeID(f.path)
 		tasks := p.tasks
 		if len(c.msgs) == 0 {
-			if f.tasks == nil || f.tasksN != len(c.subs) {
+			if f.tasks == nil || f.tasksN != len(c.subs) || f.tasksStale(c) {
 				// A new subagent: its Task call is in the main file by now.
+				f.tasksSize = mainSize(f.path)
 				f.tasks, f.tasksN = mainTasks(f.path, map[string]map[string]string{}), len(c.subs)
 			}
 			tasks = f.tasks
@@ -200,6 +203,30 @@ func (f *Follower) views() ([]view, error) {
 		return f.convViews(r, c, p.frontier(c), nil, p.frontier)
 	}
 	return nil, nil
+}
+
+// Retitle brings the titles of a Claude Code subagent file's sessions up
+// to date with its main file, which the caller saw grow: a subagent
+// whose Task call was not there yet is named once it is.
+func (f *Follower) Retitle(ctx context.Context) error {
+	p, ok := f.parser.(*claudeParser)
+	if !ok || len(p.main.msgs) != 0 || !f.tasksStale(p.main.conversation) {
+		return nil
+	}
+	_, err := f.Feed(ctx, nil)
+	return err
+}
+
+// tasksStale reports whether a subagent of c has no Task description
+// yet and the main file changed since tasks was read: a replay (or a
+// copy) may write the subagent's first line before the main file's call.
+func (f *Follower) tasksStale(c *conversation) bool {
+	for _, sub := range c.subs {
+		if len(sub.msgs) > 0 && f.tasks[firstText(sub.msgs[0].msg)] == "" {
+			return mainSize(f.path) != f.tasksSize
+		}
+	}
+	return false
 }
 
 // convViews are the views of c and its sidechains.
@@ -446,7 +473,9 @@ func (f *Follower) next(ctx context.Context, l *live, r Result, hdr *v3, stable,
 		if err := st.WriteFile(ctx, l.name, append(append(kept, stable...), tent...)); err != nil {
 			return r, fmt.Errorf("follow %s: %w", r.Source, err)
 		}
-		l.recount, l.header = true, h
+		// fed -1: the sidecars follow, even with no new source bytes (a
+		// subagent's title, Retitle).
+		l.recount, l.header, l.fed = true, h, -1
 		l.setBase(nil, append(kept, stable...))
 	}
 	l.header, l.tent = h, tent

@@ -244,3 +244,74 @@ func TestFollowAfterOtherWriters(t *testing.T) {
 		t.Fatalf("a session changed in trove was written to: %+v", rs[0])
 	}
 }
+
+// A subagent's file written before its main file's Task call (a replay of
+// the files side by side, a copy) is titled once the main file has it.
+func TestFollowSubagentBeforeItsTask(t *testing.T) {
+	ctx := context.Background()
+	const rel = "-work-web/7c2d9e41-0a6b-4f3e-9d15-3b8a1c0e5f27"
+	src, dst := filepath.Join("testdata", "claude-sidechain"), t.TempDir()
+	mainData, err := os.ReadFile(filepath.Join(src, rel+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subData, err := os.ReadFile(filepath.Join(src, rel, "subagents", "agent-b81f.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainPath, subPath := filepath.Join(dst, rel+".jsonl"), filepath.Join(dst, rel, "subagents", "agent-b81f.jsonl")
+	if err := os.MkdirAll(filepath.Dir(subPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(mainData, []byte("\n"))
+	if err := os.WriteFile(mainPath, bytes.Join(lines[:2], nil), 0o644); err != nil { // before the Task calls
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(subPath, subData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	liveDir, oneDir := t.TempDir(), t.TempDir()
+	live, err := trove.Open(ctx, liveDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Follow(live, subPath, "claude", subData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Feed(ctx, subData); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mainPath, mainData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Retitle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live.Close()
+	one, err := trove.Open(ctx, oneDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(ctx, one, []string{subPath}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	one.Close()
+	want, got := storeFiles(t, oneDir), storeFiles(t, liveDir)
+	if !strings.Contains(strings.Join(mapValues(want), ""), "subagent: Check the migration") {
+		t.Fatal("the one-shot import did not title the subagent")
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s differs:\nimport: %s\nfollow: %s", name, w, got[name])
+		}
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -306,6 +306,7 @@ func (w *Watcher) process(ctx context.Context, paths []string) {
 		}
 		if changed {
 			w.saved = false
+			w.retitle(ctx, p)
 		}
 		if changed || err != nil {
 			w.log.Debug("trove watch: read", "source", p, "from", s.from, "offset", s.Offset, "size", s.Size)
@@ -321,6 +322,25 @@ func (w *Watcher) process(ctx context.Context, paths []string) {
 		}
 	}
 	w.save()
+}
+
+// retitle tells the Followers of the Claude Code subagent files of the
+// main session file p that it changed: a Task call their titles wait for
+// may be in it now.
+func (w *Watcher) retitle(ctx context.Context, p string) {
+	dir := strings.TrimSuffix(p, ".jsonl") + string(filepath.Separator) + "subagents"
+	for sp, s := range w.sources {
+		if s.f == nil || filepath.Dir(sp) != dir {
+			continue
+		}
+		if err := s.f.Retitle(ctx); err != nil {
+			w.log.Warn("trove watch: cannot retitle", "source", sp, "err", err)
+			continue
+		}
+		if err := w.keepState(s); err != nil {
+			w.log.Warn("trove watch: cannot keep state", "source", sp, "err", err)
+		}
+	}
 }
 
 func (w *Watcher) forget(p string) {
