@@ -31,7 +31,12 @@ func (s *Store) MetadataAppended(ctx context.Context, name string, lines []byte,
 	}
 	update(&m)
 	m.Path = name
-	if err := s.writeMeta(ctx, m, false); err != nil {
+	// Exact only if the sidecar was: a lagging one stays found out.
+	size := int64(0)
+	if m.FileSize > 0 {
+		size = m.FileSize + int64(len(lines))
+	}
+	if err := s.writeMeta(ctx, m, size, false); err != nil {
 		return err
 	}
 	s.forget(ctx, name)

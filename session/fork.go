@@ -111,7 +111,7 @@ func (s *Store) ForkSession(ctx context.Context, ref string, o ForkOptions) (Met
 			meta.count(e)
 		}
 		meta.Model = cmpOr(meta.Model, srcMeta.Model)
-		err = s.writeMeta(ctx, meta, false)
+		err = s.writeMeta(ctx, meta, int64(buf.Len()), false)
 	}
 	if err != nil {
 		// Leave nothing: no half session.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ func (s *Store) open(ctx context.Context, sess *tree.Session, meta Metadata, fre
 	h := newHandle(ctx, s, sess, meta, s.cfg.queue)
 	h.unlock, h.lease, h.prev = wl.unlock, wl.lease, wl.prev
 	if fresh {
-		if err := s.writeMeta(ctx, meta, true); err != nil {
+		if err := s.writeMeta(ctx, meta, fileSize(sess), true); err != nil {
 			h.Close(ctx)
 			return nil, err
 		}
@@ -489,17 +490,28 @@ func (h *Handle) writeTranscript(ctx context.Context, lines []byte) {
 // (the file need not move): dropped, or at Close on a store whose writers
 // keep the index, replaced by finish.
 func (h *Handle) syncMeta(ctx context.Context, closing bool) (Metadata, bool) {
+	// Messages are counted as queued: the file's size (written and
+	// synced, the queue drained before; wmu held) goes with the counts
+	// only while none is queued (a Flush's caller may append meanwhile).
+	size := fileSize(h.sess)
+	h.qmu.Lock()
+	queued := slices.ContainsFunc(h.queue, func(o op) bool { return o.prep != nil })
 	h.mu.Lock()
+	h.qmu.Unlock()
 	if !h.dirty || h.err != nil || h.store == nil {
 		h.mu.Unlock()
 		return Metadata{}, false
 	}
 	h.meta.UpdatedAt = h.store.cfg.now().UTC()
+	h.meta.FileSize = 0
+	if !queued {
+		h.meta.FileSize = size
+	}
 	m := h.meta
 	edited := h.edited
 	h.dirty, h.edited = false, false
 	h.mu.Unlock()
-	if err := h.store.writeMeta(ctx, m, false); err != nil {
+	if err := h.store.writeMeta(ctx, m, m.FileSize, false); err != nil {
 		h.latch(err)
 		return Metadata{}, false
 	}

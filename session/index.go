@@ -212,6 +212,7 @@ func (s *Store) note(ctx context.Context, m Metadata, size int64) error {
 	dir := backend.Dir(m.Path)
 	idx := s.readIndex(ctx, dir)
 	base := backend.Base(m.Path)
+	m.FileSize = size
 	r := &idxRec{base: base, size: size, meta: m}
 	if old := idx.recs[base]; old != nil {
 		r.side = old.side
@@ -289,6 +290,7 @@ func (s *Store) indexFile(ctx context.Context, fi backend.Info, open bool) (*idx
 	if err != nil {
 		return nil, err
 	}
+	m.FileSize = r.size // as a decoded record has it
 	r.meta = m
 	return r, nil
 }
@@ -406,6 +408,7 @@ func decodeIndex(data []byte, idx *dirIndex) error {
 		m.InputTokens, m.OutputTokens, m.TotalTokens = d.int(), d.int(), d.int()
 		m.CostUSD = d.float()
 		m.ExitReason, m.ParentID, m.AgentName, m.FirstMessage = d.str(), d.str(), d.str(), d.str()
+		m.FileSize = r.size
 		if d.err != nil || d.i != len(line) || !validBase(r.base) {
 			return fmt.Errorf("%w: index record %.40q", tree.ErrCorrupt, line)
 		}

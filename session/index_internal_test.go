@@ -34,6 +34,7 @@ func TestIndexRoundTrip(t *testing.T) {
 			MessageCount: r.IntN(1 << 30), TurnCount: r.IntN(100), InputTokens: num(), OutputTokens: num(), TotalTokens: num(),
 			CostUSD: r.Float64() * 100, ExitReason: pick(), ParentID: pick(), AgentName: pick(), FirstMessage: pick(),
 		}}
+		idx.recs[base].meta.FileSize = idx.recs[base].size // a record's metadata counts its file at its size
 	}
 	got := &dirIndex{recs: map[string]*idxRec{}}
 	if err := decodeIndex(encodeIndex(idx), got); err != nil {

@@ -34,6 +34,23 @@ type Metadata struct {
 	ParentID     string    `json:"parent_id,omitempty"` // the session this one was forked from
 	AgentName    string    `json:"agent_name,omitempty"`
 	FirstMessage string    `json:"first_message,omitempty"`
+	// FileSize is the size of the session file the counts are of, set by
+	// the store: in meta.json, the file's size when it was written (0: not
+	// recorded, an older sidecar); the file only grows, or is rewritten to
+	// another size, so while it has this size the counts are current, and
+	// no clock is asked. From List and Metadata: the file as they saw it.
+	FileSize int64 `json:"file_size,omitempty"`
+}
+
+// lags reports whether the file, now size bytes and last changed at mod,
+// may hold entries m does not count. With its size recorded, exactly when
+// the size differs; else when the file's time (the store's clock) is after
+// the sidecar's (the writer's clock), which skew between them misleads.
+func (m *Metadata) lags(size int64, mod time.Time) bool {
+	if m.FileSize > 0 {
+		return size != m.FileSize
+	}
+	return mod.After(m.UpdatedAt)
 }
 
 // count adds one appended entry to the running totals.
@@ -76,11 +93,12 @@ func (m *Metadata) add(role string, u tree.Usage, msg func() json.RawMessage) {
 	m.CostUSD += u.Cost
 }
 
-// fresh recounts m from its file when the file changed after the sidecar
-// was written (a writer killed between its last sync and its next
-// metadata write); the sidecar itself is left for the next writer.
-func (s *Store) fresh(ctx context.Context, m Metadata, fileMod time.Time) Metadata {
-	if !fileMod.After(m.UpdatedAt) {
+// fresh recounts m from its file when the file, now size bytes and last
+// changed at mod, changed after the sidecar was written (a writer killed
+// between its last sync and its next metadata write, or another program
+// appending); the sidecar itself is left for the next writer.
+func (s *Store) fresh(ctx context.Context, m Metadata, size int64, mod time.Time) Metadata {
+	if !m.lags(size, mod) {
 		return m
 	}
 	return s.recounted(ctx, m)
@@ -138,7 +156,12 @@ func (s *Store) readMeta(ctx context.Context, sess *tree.Session) (Metadata, err
 		var m Metadata
 		if jerr := json.Unmarshal(data, &m); jerr == nil && m.ID != "" {
 			m.Path = sess.Name()
-			if fi, err := s.st.Stat(ctx, sess.Name()); err == nil && fi.ModTime.After(m.UpdatedAt) {
+			if size, ok := sess.Size(); ok && m.FileSize > 0 {
+				// Read whole already: its size needs no request.
+				if size != m.FileSize {
+					recount(&m, sess)
+				}
+			} else if fi, err := s.st.Stat(ctx, sess.Name()); err == nil && m.lags(fi.Size, fi.ModTime) {
 				recount(&m, sess)
 			}
 			return m, nil
@@ -175,7 +198,7 @@ func (s *Store) metaOf(ctx context.Context, info Info, open bool) (Metadata, err
 			if open {
 				return s.recounted(ctx, m), nil
 			}
-			return s.fresh(ctx, m, info.Modified), nil
+			return s.fresh(ctx, m, info.Size, info.Modified), nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Metadata{}, err
@@ -212,14 +235,27 @@ func (s *Store) UpdateMetadata(ctx context.Context, ref string, update func(*Met
 	recount(&m, sess)
 	update(&m)
 	m.ID, m.Path = sess.Header().ID, name
-	if err := s.writeMeta(ctx, m, false); err != nil {
+	// The writer lock keeps the file as read.
+	if err := s.writeMeta(ctx, m, fileSize(sess), false); err != nil {
 		return err
 	}
 	s.forget(ctx, name)
 	return nil
 }
 
-func (s *Store) writeMeta(ctx context.Context, m Metadata, fresh bool) error {
+// fileSize is the size of sess's file as read and written through it; 0
+// where that is not known.
+func fileSize(sess *tree.Session) int64 {
+	if size, ok := sess.Size(); ok {
+		return size
+	}
+	return 0
+}
+
+// writeMeta writes m as the sidecar of a file of size bytes (0: not
+// known), which m counts exactly.
+func (s *Store) writeMeta(ctx context.Context, m Metadata, size int64, fresh bool) error {
+	m.FileSize = max(size, 0)
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -248,5 +284,7 @@ func (s *Store) Metadata(ctx context.Context, ref string) (Metadata, error) {
 	if err != nil {
 		return Metadata{}, err
 	}
-	return s.readMeta(ctx, sess)
+	m, err := s.readMeta(ctx, sess)
+	m.FileSize = fileSize(sess)
+	return m, err
 }

@@ -334,12 +334,14 @@ func (s *Store) Load(ctx context.Context, ref string) (*Handle, error) {
 	}
 	side := meta
 	recount(&meta, sess)
+	meta.FileSize = fileSize(sess)
 	h, err := s.open(ctx, sess, meta, false, wl)
-	if err == nil && !sameCounts(side, meta) {
-		// The sidecar lags the file (its writer was killed after a sync)
-		// while its time says it is current, as it does when that
-		// writer's clock ran ahead of the bucket's: a listing would
-		// trust it once Close takes the open marker, so Close writes it.
+	if err == nil && (!sameCounts(side, meta) || side.FileSize > 0 && side.FileSize != fileSize(sess)) {
+		// The sidecar lags the file (its writer was killed after a sync):
+		// a listing would trust it once Close takes the open marker when
+		// its time says it is current (an old sidecar, its writer's clock
+		// ahead of the bucket's), or recount it every time its recorded
+		// size is not the file's, so Close writes it.
 		h.mu.Lock()
 		h.dirty = true
 		h.mu.Unlock()
