@@ -207,14 +207,30 @@ func (f *Follower) views() ([]view, error) {
 
 // Retitle brings the titles of a Claude Code subagent file's sessions up
 // to date with its main file, which the caller saw grow: a subagent
-// whose Task call was not there yet is named once it is.
-func (f *Follower) Retitle(ctx context.Context) error {
+// whose Task call was not there yet is named once it is. It reports
+// whether it looked at the main file again.
+func (f *Follower) Retitle(ctx context.Context) (bool, error) {
 	p, ok := f.parser.(*claudeParser)
 	if !ok || len(p.main.msgs) != 0 || !f.tasksStale(p.main.conversation) {
-		return nil
+		return false, nil
 	}
 	_, err := f.Feed(ctx, nil)
-	return err
+	return true, err
+}
+
+// Untitled reports whether a subagent of f's Claude Code subagent file
+// waits for its Task call's description.
+func (f *Follower) Untitled() bool {
+	p, ok := f.parser.(*claudeParser)
+	if !ok || len(p.main.msgs) != 0 {
+		return false
+	}
+	for _, sub := range p.main.subs {
+		if len(sub.msgs) > 0 && f.tasks[firstText(sub.msgs[0].msg)] == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // tasksStale reports whether a subagent of c has no Task description

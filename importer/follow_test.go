@@ -285,8 +285,14 @@ func TestFollowSubagentBeforeItsTask(t *testing.T) {
 	if err := os.WriteFile(mainPath, mainData, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Retitle(ctx); err != nil {
-		t.Fatal(err)
+	if !f.Untitled() {
+		t.Fatal("the subagent is titled before its Task call is written")
+	}
+	if did, err := f.Retitle(ctx); !did || err != nil || f.Untitled() {
+		t.Fatalf("Retitle: %v %v; untitled after: %v", did, err, f.Untitled())
+	}
+	if did, err := f.Retitle(ctx); did || err != nil {
+		t.Fatalf("Retitle of a titled subagent: %v %v", did, err)
 	}
 	live.Close()
 	one, err := trove.Open(ctx, oneDir)

@@ -38,9 +38,10 @@ type source struct {
 	Tail   string    `json:"tail"` // sha256 of the markLen bytes before Offset
 	Gone   string    `json:"gone,omitempty"`
 
-	f    *importer.Follower
-	prev *importer.Follower // one that failed: what it wrote is known
-	from int64              // where the last look read from; -1: it did not
+	f      *importer.Follower
+	prev   *importer.Follower // one that failed: what it wrote is known
+	from   int64              // where the last look read from; -1: it did not
+	titled bool               // no subagent of it waits for a title (retitle)
 }
 
 func mark(b []byte) string {

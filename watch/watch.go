@@ -330,15 +330,32 @@ func (w *Watcher) process(ctx context.Context, paths []string) {
 func (w *Watcher) retitle(ctx context.Context, p string) {
 	dir := strings.TrimSuffix(p, ".jsonl") + string(filepath.Separator) + "subagents"
 	for sp, s := range w.sources {
-		if s.f == nil || filepath.Dir(sp) != dir {
+		if filepath.Dir(sp) != dir || s.Gone != "" {
 			continue
 		}
-		if err := s.f.Retitle(ctx); err != nil {
+		if s.f == nil {
+			// Let go of (idle, or before a restart): its kept state says
+			// whether it waits for a title, once.
+			if s.titled || s.Offset == 0 {
+				continue
+			}
+			s.titled = true
+			f, err := w.resume(ctx, s)
+			if err != nil || f == nil {
+				continue // read whole at its next change
+			}
+			s.f = f
+		}
+		did, err := s.f.Retitle(ctx)
+		if err != nil {
 			w.log.Warn("trove watch: cannot retitle", "source", sp, "err", err)
 			continue
 		}
-		if err := w.keepState(s); err != nil {
-			w.log.Warn("trove watch: cannot keep state", "source", sp, "err", err)
+		s.titled = !s.f.Untitled()
+		if did {
+			if err := w.keepState(s); err != nil {
+				w.log.Warn("trove watch: cannot keep state", "source", sp, "err", err)
+			}
 		}
 	}
 }

@@ -411,24 +411,31 @@ func reference(t *testing.T, paths ...string) string {
 
 // A subagent's file written whole before its main file (a replay of the
 // files side by side) gets its title from the main file's Task call once
-// that is written, as a one-shot import of both titles it.
+// that is written, as a one-shot import of both titles it; also with the
+// watcher restarted in between.
 func TestWatchSubagentBeforeMain(t *testing.T) {
-	h := newHarness(t)
-	const rel = "-work-web/7c2d9e41-0a6b-4f3e-9d15-3b8a1c0e5f27"
-	from := filepath.Join(recordings, "claude-sidechain")
-	main, sub := filepath.Join(h.dir, "claude", rel+".jsonl"), filepath.Join(h.dir, "claude", rel, "subagents", "agent-b81f.jsonl")
-	if err := os.MkdirAll(filepath.Dir(sub), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	h.start()
-	for _, p := range []string{sub, main} {
-		rel, _ := filepath.Rel(filepath.Join(h.dir, "claude"), p)
-		data, err := os.ReadFile(filepath.Join(from, rel))
-		if err != nil {
+	for _, restart := range []bool{false, true} {
+		h := newHarness(t)
+		const rel = "-work-web/7c2d9e41-0a6b-4f3e-9d15-3b8a1c0e5f27"
+		from := filepath.Join(recordings, "claude-sidechain")
+		main, sub := filepath.Join(h.dir, "claude", rel+".jsonl"), filepath.Join(h.dir, "claude", rel, "subagents", "agent-b81f.jsonl")
+		if err := os.MkdirAll(filepath.Dir(sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		h.write(p, data)
+		h.start()
+		for _, p := range []string{sub, main} {
+			rel, _ := filepath.Rel(filepath.Join(h.dir, "claude"), p)
+			data, err := os.ReadFile(filepath.Join(from, rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.write(p, data)
+			if restart && p == sub {
+				h.stop()
+				h.start()
+			}
+		}
+		h.stop()
+		compareSessions(t, reference(t, main, sub), h.store, 3)
 	}
-	h.stop()
-	compareSessions(t, reference(t, main, sub), h.store, 3)
 }
