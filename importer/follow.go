@@ -88,6 +88,11 @@ func Follow(st *trove.Store, path, format string, head []byte) (*Follower, error
 	format, _ = CanonicalFormat(format)
 	if format == "" || format == "auto" {
 		format = detect(head)
+		// A header alone is pi's and agent JSONL's alike: the lines after
+		// it tell them apart.
+		if format == "pi" && bytes.Count(bytes.TrimSpace(head), []byte("\n")) == 0 {
+			return nil, fmt.Errorf("follow %s: only a header yet: %w", path, ErrUnknownSource)
+		}
 	}
 	f := &Follower{st: st, path: path, format: format, hash: sha256.New(), live: map[string]*live{}}
 	switch format {

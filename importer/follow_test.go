@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ func sourcesUnder(t *testing.T, dirs ...string) []string {
 func TestFollowEqualsImport(t *testing.T) {
 	ctx := context.Background()
 	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/agent-jsonl",
-		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions"}
+		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions", "testdata/heldout/agent-jsonl"}
 	for _, run := range []struct {
 		step   int
 		resume bool
@@ -320,4 +321,29 @@ func mapValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// An agent JSONL file first seen with its header alone is not taken for
+// pi's (their headers look alike): Follow waits for a line that tells.
+func TestFollowAutoWaitsPastHeader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "20261120-143012-a3f7c901.jsonl")
+	data := []byte(`{"type":"session","id":"a3f7c901-5b2e-4d1c-9f0a-1e2d3c4b5a69","version":1,"timestamp":"2026-11-20T14:30:12.000Z","cwd":"/p"}` + "\n" +
+		`{"type":"message","id":"d4e5f6a7","parent_id":null,"timestamp":"2026-11-20T14:30:13.000Z","role":"user","message":{"role":"user","content":[{"type":"text","text":"List the files"}],"timestamp":1763649013000}}` + "\n")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := trove.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	header := data[:bytes.IndexByte(data, '\n')+1]
+	if _, err := Follow(st, path, "auto", header); !errors.Is(err, ErrUnknownSource) {
+		t.Fatalf("Follow of a header alone: %v, want ErrUnknownSource", err)
+	}
+	f, err := Follow(st, path, "auto", data)
+	if err != nil || f.Format() != "agent-jsonl" {
+		t.Fatalf("Follow of a header and a line: %v, format %q", err, f.Format())
+	}
 }

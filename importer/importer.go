@@ -413,7 +413,7 @@ func detect(data []byte) string {
 	pi := false
 	for i := 0; i < 20 && sc.Scan(); i++ {
 		var probe struct {
-			ParentID  *string         `json:"parent_id"`
+			ParentID  json.RawMessage `json:"parent_id"` // null (a root) names agent JSONL too
 			Type      string          `json:"type"`
 			UUID      string          `json:"uuid"`
 			SessionID string          `json:"sessionId"`
