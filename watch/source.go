@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/importer"
+	"github.com/trovekit/trove/session/tree"
 )
 
 // File is what the watcher reads a source through.
@@ -148,8 +149,14 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	res, err := s.f.Feed(ctx, data)
 	if err != nil {
 		// Parse state may be partial: read the file again at the next
-		// look, whether or not it changes by then.
-		s.prev, s.f, s.Offset, s.Mod = s.f, nil, 0, time.Time{}
+		// look; for lines trove cannot convert, once the file changes
+		// (not at every rescan, an unchanged broken file read over and
+		// over), else whether or not it does (a lock a hook's import
+		// held, a store that failed).
+		s.prev, s.f, s.Offset = s.f, nil, 0
+		if !errors.Is(err, tree.ErrInvalid) && !errors.Is(err, importer.ErrNoSessionID) {
+			s.Mod = time.Time{}
+		}
 		w.dropState(s.Path)
 		return true, fmt.Errorf("watch %s: %w", s.Path, err)
 	}

@@ -439,3 +439,52 @@ func TestWatchSubagentBeforeMain(t *testing.T) {
 		compareSessions(t, reference(t, main, sub), h.store, 3)
 	}
 }
+
+// A source with a line trove cannot convert is read again when it
+// changes, not at every look at an unchanged file (an attribute change,
+// a rescan): a broken file would be read whole over and over.
+func TestWatchBrokenSourceWaitsForChange(t *testing.T) {
+	var read atomic.Int64 // of the broken file
+	h := newHarness(t, WithOpen(func(p string) (File, error) {
+		f, err := os.Open(p)
+		if err != nil || !strings.HasSuffix(p, "_a.jsonl") {
+			return f, err
+		}
+		return countingFile{f, &read}, nil
+	}))
+	dir := filepath.Join(h.dir, "pi", "sessions", "--p--")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "2026-11-20T09-00-00-000Z_a.jsonl")
+	bad := `{"type":"session","version":3,"id":"0b7e2c44-1f3a-4d5e-8c6b-9a0d1e2f3a4c","timestamp":"2026-11-20T09:00:00.000Z","cwd":"/p"}` + "\n" +
+		`{"type":"message","id":"aa000001","parentId":null,"timestamp":"2026-11-20T09:00:01Z","message":{"role":"user","content":"hi","timestamp":1}}` + "\n"
+	h.start()
+	if err := os.WriteFile(broken, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.wait(broken, func(e Event) bool { return e.Offset == 0 && e.Size == int64(len(bad)) }); e.Err == nil {
+		t.Fatalf("no error for a line without milliseconds: %+v", e)
+	}
+	read.Store(0)
+	if err := os.Chmod(broken, 0o640); err != nil { // a notification, no change
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(recordings, "heldout/pi/sessions/--home-dev-web--/2026-11-21T12-00-00-000Z_6c2f8d3e-9b0a-4c4d-8e3f-2a1b7c6d5e4f.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "2026-11-21T12-00-00-000Z_b.jsonl")
+	h.write(other, good) // read after the broken file's look
+	if n := read.Load(); n != 0 {
+		t.Fatalf("the unchanged broken file was read again: %d bytes", n)
+	}
+	// Changed, it is read again.
+	more := `{"type":"message","id":"aa000002","parentId":"aa000001","timestamp":"2026-11-20T09:00:02.000Z","message":{"role":"user","content":"again","timestamp":2}}` + "\n"
+	if err := os.WriteFile(broken, []byte(bad+more), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.wait(broken, func(e Event) bool { return e.Size == int64(len(bad+more)) }); e.Err == nil || e.From != 0 {
+		t.Fatalf("the changed broken file: %+v", e)
+	}
+}
