@@ -210,6 +210,11 @@ func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 		return err
 	}
 	defer m.Close()
+	// A payload delivered again (the hooks installed twice, a retry) may
+	// come after the tool ran: the first checkpoint is the one before it.
+	if _, err := m.LoadHeader(ctx, h.ToolUseID); err == nil {
+		return nil
+	}
 	opts := []checkpoint.CreateOption{checkpoint.WithNote(toolNote(h)), checkpoint.WithMessage(h.ToolUseID)}
 	if h.SessionID != "" {
 		opts = append(opts, checkpoint.WithSession(importer.SessionID(ag.format, h.SessionID)))

@@ -322,7 +322,7 @@ func TestHooksCodex(t *testing.T) {
 }
 
 // A Write of a file bigger than any cap on the payload still gets its
-// checkpoint, and rewinding before a call no hook saw fails clearly,
+// checkpoint, delivered twice it keeps the first, and rewinding before a call no hook saw fails clearly,
 // printing no "rewound".
 func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
@@ -347,6 +347,20 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	}
 	if len(cps) != 1 || cps[0].ID != "toolu_big" {
 		t.Fatalf("checkpoints after a 17 MiB Write payload: %+v", cps)
+	}
+	// The same payload again after the tool ran keeps the checkpoint
+	// taken before it.
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("changed by the tool\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := trove(t, string(in), "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("hook exit %d", code)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_big", "--dir", ws); code != 0 {
+		t.Fatalf("rewind: %s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("a.txt rewound before a call whose hook ran twice: %q %v", b, err)
 	}
 	code, out, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_never", "--dir", ws)
 	if code != exitFailure || strings.Contains(out, "rewound") || !strings.Contains(errOut, "toolu_never") {
