@@ -42,6 +42,20 @@ type withManager = func(cmd *cobra.Command, fn func(*checkpoint.Manager) error) 
 // checkpointWith returns what runs fn on a manager for the workspace
 // *dir (of the session *sessionRef, when set), closed after: flags are read
 // when it runs.
+// workspaceDir is dir made absolute, its links resolved: checkpoints are
+// kept by the workspace's path, a hook is given the agent's physical cwd
+// and a shell's cwd may name the same directory through a link.
+func workspaceDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
+}
+
 func checkpointWith(a *app, dir, sessionRef *string) withManager {
 	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
@@ -49,7 +63,7 @@ func checkpointWith(a *app, dir, sessionRef *string) withManager {
 		if err != nil {
 			return err
 		}
-		abs, err := filepath.Abs(*dir)
+		abs, err := workspaceDir(*dir)
 		if err != nil {
 			return err
 		}

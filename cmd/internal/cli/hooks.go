@@ -198,6 +198,10 @@ func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return fmt.Errorf("no workspace: cwd %q: %w", dir, fs.ErrInvalid)
 	}
+	dir, err := workspaceDir(dir)
+	if err != nil {
+		return err
+	}
 	if err := checkpoint.ValidID(h.ToolUseID); err != nil {
 		return err
 	}

@@ -370,3 +370,35 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 		t.Fatalf("a.txt after the failed rewind: %q %v", b, err)
 	}
 }
+
+// A hook given the workspace through a link (or its physical path, as an
+// agent's cwd is, while the user's shell names it through a link) keeps
+// checkpoints the other path finds.
+func TestHooksWorkspaceThroughLink(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
+	base, store := t.TempDir(), filepath.Join(t.TempDir(), "store")
+	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a.txt"), []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session_id":"s","cwd":"` + real + `","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"a.txt"},"tool_use_id":"toolu_link"}`
+	if code, _, _ := trove(t, in, "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("hook exit %d", code)
+	}
+	if err := os.WriteFile(filepath.Join(real, "a.txt"), []byte("after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_link", "--dir", link); code != 0 {
+		t.Fatalf("rewind through the link: %s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(real, "a.txt")); err != nil || string(b) != "before\n" {
+		t.Fatalf("a.txt after the rewind: %q %v", b, err)
+	}
+}
