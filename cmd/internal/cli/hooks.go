@@ -202,6 +202,11 @@ func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 	if err != nil {
 		return err
 	}
+	if h.ToolUseID == "" {
+		// A payload without the call's id (an older agent) still gets its
+		// checkpoint, named by the time: rewind takes it by name.
+		h.ToolUseID = "pre-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	}
 	if err := checkpoint.ValidID(h.ToolUseID); err != nil {
 		return err
 	}

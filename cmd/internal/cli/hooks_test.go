@@ -362,6 +362,25 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "kept\n" {
 		t.Fatalf("a.txt rewound before a call whose hook ran twice: %q %v", b, err)
 	}
+	// A payload without a tool_use_id still gets a checkpoint.
+	noID := `{"session_id":"s","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm a.txt"}}`
+	if code, _, _ := trove(t, noID, "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("hook exit %d", code)
+	}
+	_, out, _ = trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
+	cps = nil
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, c := range cps {
+		if strings.HasPrefix(c.ID, "pre-") && c.Note == "Bash: rm a.txt" {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Fatalf("checkpoints after a payload without tool_use_id: %+v", cps)
+	}
 	code, out, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_never", "--dir", ws)
 	if code != exitFailure || strings.Contains(out, "rewound") || !strings.Contains(errOut, "toolu_never") {
 		t.Fatalf("rewind --before an unknown call: exit %d, stdout %q, stderr %q", code, out, errOut)
