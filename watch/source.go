@@ -134,7 +134,9 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	data = data[:i+1]
 	if s.f == nil {
 		if s.f, err = importer.Follow(w.st, s.Path, s.Format, data); err != nil {
-			if errors.Is(err, importer.ErrUnknownSource) && len(data) < 64<<10 {
+			// Detection reads up to 20 lines: fewer (a big first line, a
+			// file-history snapshot) do not make a source unknown yet.
+			if errors.Is(err, importer.ErrUnknownSource) && (len(data) < 64<<10 || bytes.Count(data, []byte("\n")) < 20) {
 				return true, nil // not enough lines yet to tell
 			}
 			s.Gone = err.Error()

@@ -28,6 +28,7 @@ type harness struct {
 	events chan Event
 	stop   func()
 	opts   []Option
+	auto   bool // one root, of any format
 }
 
 func newHarness(t *testing.T, opts ...Option) *harness {
@@ -42,6 +43,9 @@ func newHarness(t *testing.T, opts ...Option) *harness {
 }
 
 func (h *harness) roots() []Root {
+	if h.auto {
+		return []Root{{Path: filepath.Join(h.dir, "auto"), Format: "auto"}}
+	}
 	return []Root{{Path: filepath.Join(h.dir, "claude"), Format: "claude"}, {Path: filepath.Join(h.dir, "codex"), Format: "codex"},
 		{Path: filepath.Join(h.dir, "pi"), Format: "pi"}}
 }
@@ -487,4 +491,33 @@ func TestWatchBrokenSourceWaitsForChange(t *testing.T) {
 	if e := h.wait(broken, func(e Event) bool { return e.Size == int64(len(bad+more)) }); e.Err == nil || e.From != 0 {
 		t.Fatalf("the changed broken file: %+v", e)
 	}
+}
+
+// A source watched with format auto whose first lines are too few to tell
+// its format, however big, waits for more rather than being given up.
+func TestWatchAutoWaitsForLines(t *testing.T) {
+	h := newHarness(t)
+	h.auto = true
+	dir := filepath.Join(h.dir, "auto", "-work-app")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	from := filepath.Join(recordings, "claude", "-work-app", "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(from))
+	// A line that names no format, bigger than 64 KiB.
+	big := `{"type":"file-history-snapshot","messageId":"m0","snapshot":{"note":"` + strings.Repeat("x", 70<<10) + `"}}` + "\n"
+	h.start()
+	if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.wait(path, func(e Event) bool { return e.Size == int64(len(big)) }); e.Err != nil {
+		t.Fatalf("a first line that names no format: %v", e.Err)
+	}
+	h.write(path, data)
+	h.stop()
+	compareSessions(t, reference(t, path), h.store, 1)
 }
