@@ -57,7 +57,11 @@ func newHooksCmd(a *app) *cobra.Command {
 			}
 			command := shellQuote(exe)
 			if a.storeURL != "" {
-				command += " --store " + shellQuote(a.storeURL)
+				store, err := absStore(a.storeURL)
+				if err != nil {
+					return err
+				}
+				command += " --store " + shellQuote(store)
 			}
 			return a.editSettings(ag, path, command+ag.marker(), "installed trove's hooks in")
 		},
@@ -149,6 +153,15 @@ func (a *app) editSettings(ag agent, path, command, did string) error {
 	}
 	a.printf("%s %s\n", did, path)
 	return nil
+}
+
+// absStore is a store URL that names the same store from any directory:
+// a hook runs in the agent's cwd, not where it was installed.
+func absStore(u string) (string, error) {
+	if strings.Contains(u, ":") && !filepath.IsAbs(u) && filepath.VolumeName(u) == "" {
+		return u, nil // a URL (file:///abs, mem://, s3://...)
+	}
+	return filepath.Abs(u)
 }
 
 // hookInput is what Claude Code and Codex give a hook on stdin (the

@@ -421,3 +421,38 @@ func TestHooksWorkspaceThroughLink(t *testing.T) {
 		t.Fatalf("a.txt after the rewind: %q %v", b, err)
 	}
 }
+
+// A store named by a relative path at install is named absolutely in the
+// entries: the agent runs them in its own cwd. URLs stay as given.
+func TestHooksInstallStorePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	path := filepath.Join(dir, ".claude", "settings.json")
+	abs, err := filepath.Abs(filepath.Join("rel", "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for store, want := range map[string]string{"rel/store": abs, "mem://": "mem://"} {
+		if code, _, errOut := trove(t, "", "--store", store, "hooks", "install", "claude", "--project"); code != 0 {
+			t.Fatalf("install: %d %s", code, errOut)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []claudeHook `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if pre := s.Hooks["PreToolUse"]; len(pre) != 1 || !strings.Contains(pre[0].Hooks[0].Command, " --store "+shellQuote(want)+" ") {
+			t.Errorf("--store %s: entries %s", store, data)
+		}
+		if code, _, errOut := trove(t, "", "hooks", "uninstall", "claude", "--project"); code != 0 {
+			t.Fatalf("uninstall: %d %s", code, errOut)
+		}
+	}
+}
