@@ -94,7 +94,11 @@ func (a *app) installWatch(args []string, write bool) error {
 	}
 	argv := []string{exe}
 	if a.storeURL != "" {
-		argv = append(argv, "--store", a.storeURL)
+		store, err := absStore(a.storeURL)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, "--store", store)
 	}
 	argv = append(argv, "watch")
 	for _, p := range args {

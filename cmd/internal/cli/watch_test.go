@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,15 @@ func TestWatchServiceDefinitions(t *testing.T) {
 	code, out, _ := trove(t, "", "watch", "--install")
 	if code != 0 || !strings.Contains(out, "install with:") {
 		t.Fatalf("watch --install: %d\n%s", code, out)
+	}
+	// A relative store is named absolutely: the service runs elsewhere.
+	t.Chdir(t.TempDir())
+	abs, err := filepath.Abs("rel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := trove(t, "", "--store", "rel", "watch", "--install"); code != 0 || !strings.Contains(out, abs) {
+		t.Fatalf("watch --install of --store rel: %d\n%s", code, out)
 	}
 	if code, _, _ := trove(t, "", "watch", "--write"); code != exitUsage {
 		t.Fatalf("--write without --install: exit %d", code)
