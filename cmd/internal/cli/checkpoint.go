@@ -42,6 +42,28 @@ type withManager = func(cmd *cobra.Command, fn func(*checkpoint.Manager) error) 
 // checkpointWith returns what runs fn on a manager for the workspace
 // *dir (of the session *sessionRef, when set), closed after: flags are read
 // when it runs.
+// checkpointAbove is the nearest directory above dir holding checkpoint
+// id, "" if none does: a hook checkpoints the project's root
+// (CLAUDE_PROJECT_DIR) while its user may be in a subdirectory.
+func (a *app) checkpointAbove(ctx context.Context, dir, id string) string {
+	st, err := a.store(ctx)
+	if err != nil {
+		return ""
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if m, err := checkpoint.OpenDir(ctx, st, d); err == nil {
+			_, err = m.LoadHeader(ctx, id)
+			m.Close()
+			if err == nil {
+				return d
+			}
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}
+
 // workspaceDir is dir made absolute, its links resolved: checkpoints are
 // kept by the workspace's path, a hook is given the agent's physical cwd
 // and a shell's cwd may name the same directory through a link.
@@ -181,7 +203,12 @@ func newCheckpointRewindCmd(a *app, with withManager) *cobra.Command {
 				res, err := m.Rewind(cmd.Context(), name, dryRun)
 				b.done()
 				if before != "" && errors.Is(err, checkpoint.ErrNotFound) {
-					err = fmt.Errorf("no checkpoint before tool call %s in this workspace (trove checkpoint ls lists them): %w", before, err)
+					ws, _ := workspaceDir(cmd.Flag("dir").Value.String())
+					hint := "trove checkpoint ls lists them"
+					if dir := a.checkpointAbove(cmd.Context(), ws, before); dir != "" {
+						hint = "it is one of " + dir + ": add --dir " + shellQuote(dir)
+					}
+					err = fmt.Errorf("no checkpoint before tool call %s in %s (%s): %w", before, ws, hint, err)
 				}
 				if a.jsonOut && res != nil {
 					if perr := a.printJSON(res); perr != nil {

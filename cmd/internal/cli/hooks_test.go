@@ -420,6 +420,15 @@ func TestHooksWorkspaceThroughLink(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(real, "a.txt")); err != nil || string(b) != "before\n" {
 		t.Fatalf("a.txt after the rewind: %q %v", b, err)
 	}
+	// From a subdirectory: the error names the workspace that has it.
+	sub := filepath.Join(real, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_link", "--dir", sub)
+	if code != exitFailure || !strings.Contains(errOut, "--dir "+shellQuote(real)) {
+		t.Fatalf("rewind --before from a subdirectory: exit %d, %s", code, errOut)
+	}
 }
 
 // A store named by a relative path at install is named absolutely in the
