@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/trovekit/trove/importer"
 )
@@ -100,6 +101,10 @@ func (w *Watcher) readState(path string) (*sourceState, error) {
 	return &ss, nil
 }
 
+// staleTemp is the age past which a state's temporary file is a dead
+// watcher's: a live one renames it within its write and sync.
+const staleTemp = time.Hour
+
 // loadStates takes each kept state's offsets over the state file's: a
 // state is written after each read, the state file after each pass.
 func (w *Watcher) loadStates() {
@@ -108,8 +113,17 @@ func (w *Watcher) loadStates() {
 		return
 	}
 	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(w.stateDir(), e.Name()))
-		if err != nil || strings.HasPrefix(e.Name(), ".tmp-") {
+		name := filepath.Join(w.stateDir(), e.Name())
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			// A watcher killed between creating and renaming it. One
+			// younger than staleTemp may be another watcher's, at work.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleTemp {
+				os.Remove(name)
+			}
+			continue
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
 			continue
 		}
 		var ss struct {

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -520,4 +521,33 @@ func TestWatchAutoWaitsForLines(t *testing.T) {
 	h.write(path, data)
 	h.stop()
 	compareSessions(t, reference(t, path), h.store, 1)
+}
+
+// A state's temporary file left by a watcher killed before its rename is
+// removed at the next start once it is old; a young one, which may be
+// another watcher's at work, is left.
+func TestStaleStateTempsRemoved(t *testing.T) {
+	h := newHarness(t)
+	dir := strings.TrimSuffix(h.state, ".json") + ".sources"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old, young := filepath.Join(dir, ".tmp-dead"), filepath.Join(dir, ".tmp-live")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte(`{"source":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then := time.Now().Add(-2 * staleTemp)
+	if err := os.Chtimes(old, then, then); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.stop()
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dead watcher's temporary state file is still there: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temporary state file was removed: %v", err)
+	}
 }
