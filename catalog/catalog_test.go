@@ -106,14 +106,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 		st := newMem()
 		sessions := randomStore(t, st, r, 40)
 		c := openCatalog(t, t.TempDir(), st)
-		for range 60 {
-			q := randomQuery(r)
-			got := hitKeys(t, c, Query{Text: q})
-			want := bruteForce(t, sessions, q, nil)
-			if !slices.Equal(got, want) {
-				t.Fatalf("seed %d, query %q:\n got %q\nwant %q", seed, q, got, want)
-			}
-		}
+		agreesWithBruteForce(t, c, sessions, r, 60, fmt.Sprintf("seed %d", seed))
 		// Filters: role and tool.
 		got := hitKeys(t, c, Query{Text: "hello OR parse", Role: RoleTool, Tool: "bash"})
 		want := bruteForce(t, sessions, "hello OR parse", func(d doc) bool { return d.role == RoleTool && slices.Contains(d.tools, "bash") })

@@ -96,6 +96,18 @@ func searchAll(t testing.TB, c *Catalog, q Query) []Hit {
 	return out
 }
 
+// agreesWithBruteForce runs n random queries on c and fails at the first
+// whose hits are not those of a scan of sessions; what says when.
+func agreesWithBruteForce(t *testing.T, c *Catalog, sessions []*fakeSession, r *rand.Rand, n int, what string) {
+	t.Helper()
+	for range n {
+		q := randomQuery(r)
+		if got, want := hitKeys(t, c, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
+			t.Fatalf("%s, query %q:\n got %q\nwant %q", what, q, got, want)
+		}
+	}
+}
+
 // hitKeys runs q and returns its hits as "session/entry", sorted.
 func hitKeys(t testing.TB, c *Catalog, q Query) []string {
 	t.Helper()

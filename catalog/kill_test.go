@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"slices"
 	"syscall"
 	"testing"
 
@@ -70,14 +69,7 @@ func TestKilledWriter(t *testing.T) {
 		cmd.Wait()
 	}
 	c := openCatalog(t, dir, st)
-	for range 30 {
-		q := randomQuery(r)
-		got := hitKeys(t, c, Query{Text: q})
-		want := bruteForce(t, sessions, q, nil)
-		if !slices.Equal(got, want) {
-			t.Fatalf("query %q after kills:\n got %q\nwant %q", q, got, want)
-		}
-	}
+	agreesWithBruteForce(t, c, sessions, r, 30, "after kills")
 }
 
 // killedChild builds the catalog in dir of the store at root, three files

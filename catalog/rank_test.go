@@ -228,12 +228,7 @@ func TestOptimizedAfterBuild(t *testing.T) {
 	if n := segments(merged); n != 2 {
 		t.Errorf("after a small refresh: %d segments, want 2", n)
 	}
-	for range 30 {
-		q := randomQuery(r)
-		if got, want := hitKeys(t, merged, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
-			t.Fatalf("query %q:\n got %q\nwant %q", q, got, want)
-		}
-	}
+	agreesWithBruteForce(t, merged, sessions, r, 30, "after a small refresh")
 }
 
 // TestCountCapped: a term's document count is counted up to a bound: a
@@ -302,12 +297,7 @@ func TestVacuumedAfterBuild(t *testing.T) {
 	if len(pages) < 2 || !slices.IsSorted(pages) {
 		t.Errorf("after a build: the entries' leaf pages in key order are %v, want ascending", pages)
 	}
-	for range 20 {
-		q := randomQuery(r)
-		if got, want := hitKeys(t, c, Query{Text: q}), bruteForce(t, sessions, q, nil); !slices.Equal(got, want) {
-			t.Fatalf("query %q:\n got %q\nwant %q", q, got, want)
-		}
-	}
+	agreesWithBruteForce(t, c, sessions, r, 20, "after a vacuumed build")
 }
 
 // TestScoreBM25: each hit's score is BM25 as docs/catalog.md has it,
