@@ -156,10 +156,11 @@ func (a *app) editSettings(ag agent, path, command, did string) error {
 }
 
 // absStore is a store URL that names the same store from any directory:
-// a hook runs in the agent's cwd, not where it was installed.
+// a hook runs in the agent's cwd, not where it was installed. What is a
+// URL is open.URL's rule ("://"): anything else it opens as a path.
 func absStore(u string) (string, error) {
-	if strings.Contains(u, ":") && !filepath.IsAbs(u) && filepath.VolumeName(u) == "" {
-		return u, nil // a URL (file:///abs, mem://, s3://...)
+	if strings.Contains(u, "://") {
+		return u, nil // file:///abs, mem://, s3://...
 	}
 	return filepath.Abs(u)
 }

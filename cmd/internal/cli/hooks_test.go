@@ -441,7 +441,12 @@ func TestHooksInstallStorePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for store, want := range map[string]string{"rel/store": abs, "mem://": "mem://"} {
+	// A colon without "//" is a path to the store opener, so here too.
+	colon, err := filepath.Abs("rel:store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for store, want := range map[string]string{"rel/store": abs, "rel:store": colon, "mem://": "mem://"} {
 		if code, _, errOut := trove(t, "", "--store", store, "hooks", "install", "claude", "--project"); code != 0 {
 			t.Fatalf("install: %d %s", code, errOut)
 		}
