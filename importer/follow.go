@@ -230,7 +230,12 @@ func (f *Follower) Untitled() bool {
 	if !ok || len(p.main.msgs) != 0 {
 		return false
 	}
-	for _, sub := range p.main.subs {
+	return f.untitled(p.main.conversation)
+}
+
+// untitled reports whether a subagent of c has no Task description yet.
+func (f *Follower) untitled(c *conversation) bool {
+	for _, sub := range c.subs {
 		if len(sub.msgs) > 0 && f.tasks[firstText(sub.msgs[0].msg)] == "" {
 			return true
 		}
@@ -242,12 +247,7 @@ func (f *Follower) Untitled() bool {
 // yet and the main file changed since tasks was read: a replay (or a
 // copy) may write the subagent's first line before the main file's call.
 func (f *Follower) tasksStale(c *conversation) bool {
-	for _, sub := range c.subs {
-		if len(sub.msgs) > 0 && f.tasks[firstText(sub.msgs[0].msg)] == "" {
-			return mainSize(f.path) != f.tasksSize
-		}
-	}
-	return false
+	return f.untitled(c) && mainSize(f.path) != f.tasksSize
 }
 
 // convViews are the views of c and its sidechains.
