@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -182,12 +183,37 @@ func (c *Catalog) dsn(mapped bool) string {
 // sqlOpen opens a handle on the database, reading it through a mapping
 // of its file when mapped (dsn).
 func (c *Catalog) sqlOpen(mapped bool) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", c.dsn(mapped))
+	d, err := catalogDriver()
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	return db, nil
+	return sql.OpenDB(connector{d: d, dsn: c.dsn(mapped)}), nil
 }
+
+// catalogDriver is the SQLite driver of the catalog's connections:
+// modernc's, with the catalog's SQL function (pairsFunc) registered on
+// it alone, not on the driver every user of the package shares. Made
+// once: what a driver registers lives as long as the process.
+var catalogDriver = sync.OnceValues(func() (*sqlite.Driver, error) {
+	d := &sqlite.Driver{}
+	err := d.RegisterFunction(pairsFuncName, &sqlite.FunctionImpl{NArgs: 2, Deterministic: true, Scalar: pairsFunc, VolatileArgs: true})
+	return d, err
+})
+
+// connector opens connections to dsn through d.
+type connector struct {
+	d   *sqlite.Driver
+	dsn string
+}
+
+func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.d.Open(c.dsn)
+}
+
+func (c connector) Driver() driver.Driver { return c.d }
 
 // open opens the database and brings it to schemaVersion, starting afresh
 // when it is damaged.

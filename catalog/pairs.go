@@ -2,9 +2,12 @@ package catalog
 
 import (
 	"bytes"
+	"database/sql/driver"
+	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
+
+	"modernc.org/sqlite"
 )
 
 // An entry's pair filter is a Bloom filter of the adjacent pairs of its
@@ -83,8 +86,7 @@ func countDistinct(hs []uint64) int {
 
 // pairProbe is the i-th of a pair's bits before the modulo by the
 // filter's size: its hash's low half plus i times its high half (double
-// hashing), under 2^34, which SQLite's signed integers reduce alike
-// (pairCond).
+// hashing).
 func pairProbe(h uint64, i int) uint64 {
 	return h&0xffffffff + uint64(i)*(h>>32)
 }
@@ -137,28 +139,47 @@ func phrasePairs(e *expr, out [][]uint64) [][]uint64 {
 }
 
 // pairCond is an SQL condition on the entries row e: true when its
-// filter may hold every pair of needed (hasPair), or it has none. Its
-// parameters are numbered from ?at: the 256 bytes 0..255 (instr of a
-// byte in them is its value plus one: SQLite has no other way to read a
-// byte of a blob as a number), then each pair's probes (pairProbe).
+// filter may hold every pair of needed (hasPair), or it has none. It
+// calls the catalog's own SQL function (pairsFunc) with the pairs'
+// hashes as one argument, ?at: a test written in SQL (each probe a byte
+// found by instr in a blob of the 256 bytes, shifted and masked) took
+// 0.2 ms to prepare and 0.1 ms to first run in a new process.
 func pairCond(needed [][]uint64, at int) (string, []any) {
-	bytes256 := make([]byte, 256)
-	for i := range bytes256 {
-		bytes256[i] = byte(i)
-	}
-	args := []any{bytes256}
-	var tests []string
-	for _, hs := range needed {
-		for _, h := range hs {
-			for i := range pairProbes {
-				args = append(args, int64(pairProbe(h, i)))
-				bit := fmt.Sprintf("(?%d %% (length(e.pairs) * 8))", at+len(args)-1)
-				tests = append(tests, fmt.Sprintf("((instr(?%d, substr(e.pairs, %s / 8 + 1, 1)) - 1) >> (%s %% 8)) & 1", at, bit, bit))
-			}
+	var hs []byte
+	for _, n := range needed {
+		for _, h := range n {
+			hs = binary.LittleEndian.AppendUint64(hs, h)
 		}
 	}
-	if len(tests) == 0 {
+	if len(hs) == 0 {
 		return "1", nil
 	}
-	return "(e.pairs IS NULL OR " + strings.Join(tests, " AND ") + ")", args
+	return fmt.Sprintf("%s(e.pairs, ?%d)", pairsFuncName, at), []any{hs}
+}
+
+// pairsFuncName is the SQL function pairsFunc is registered as on the
+// catalog's connections (catalogDriver).
+const pairsFuncName = "trove_pairs"
+
+// pairsFunc is trove_pairs(filter, hashes): 1 when the filter (a blob,
+// or NULL: none) may hold every pair whose hash is in hashes (a blob of
+// little-endian uint64s), else 0.
+func pairsFunc(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	hs, ok := args[1].([]byte)
+	if !ok || len(hs)%8 != 0 {
+		return nil, fmt.Errorf("%s: hashes must be a blob of uint64s", pairsFuncName)
+	}
+	f, ok := args[0].([]byte)
+	if !ok && args[0] != nil {
+		return nil, fmt.Errorf("%s: the filter must be a blob", pairsFuncName)
+	}
+	if len(f) == 0 {
+		return int64(1), nil // no filter (NULL; none is empty): may hold anything
+	}
+	for ; len(hs) > 0; hs = hs[8:] {
+		if !hasPair(f, binary.LittleEndian.Uint64(hs)) {
+			return int64(0), nil
+		}
+	}
+	return int64(1), nil
 }

@@ -156,3 +156,28 @@ func TestPairCondAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestPairsFuncArgs: the SQL function behind pairCond answers 1 for an
+// entry without a filter (NULL or empty) and fails, without a panic, on
+// arguments of the wrong kind.
+func TestPairsFuncArgs(t *testing.T) {
+	ctx := context.Background()
+	c := openCatalog(t, t.TempDir(), newMem())
+	db, err := c.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := make([]byte, 8)
+	for _, f := range [][]byte{nil, {}} {
+		var got int
+		if err := db.QueryRowContext(ctx, "SELECT "+pairsFuncName+"(?, ?)", f, hash).Scan(&got); err != nil || got != 1 {
+			t.Errorf("filter %v: %d, %v; want 1", f, got, err)
+		}
+	}
+	for _, args := range [][]any{{[]byte{0xff}, "text"}, {[]byte{0xff}, make([]byte, 7)}, {"text", hash}, {int64(3), hash}} {
+		var got int
+		if err := db.QueryRowContext(ctx, "SELECT "+pairsFuncName+"(?, ?)", args...).Scan(&got); err == nil {
+			t.Errorf("%v: %d, want an error", args, got)
+		}
+	}
+}
