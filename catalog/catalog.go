@@ -254,7 +254,7 @@ func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 	// prepares its PRAGMA again inside, a parse each in a new process;
 	// the rest comes from the file's header.
 	var version int64
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	if err := db.QueryRowContext(reading(ctx), "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	h, err := readHeader(c.path)

@@ -280,7 +280,7 @@ func racyWindow(t time.Time) time.Duration {
 }
 
 func loadDirs(ctx context.Context, db *sql.DB) (map[string]dirState, error) {
-	rows, err := db.QueryContext(ctx, "SELECT name, mtime, open FROM dirs")
+	rows, err := db.QueryContext(reading(ctx), "SELECT name, mtime, open FROM dirs")
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -335,7 +335,7 @@ func loadStates(ctx context.Context, db *sql.DB, every bool, dirs, paths []strin
 	out := map[string]fileState{}
 	const cols = "SELECT id, path, size, mtime, tail, skip FROM files"
 	read := func(query string, args ...any) error {
-		rows, err := db.QueryContext(ctx, query, args...)
+		rows, err := db.QueryContext(reading(ctx), query, args...)
 		return eachRow(rows, err, func(rows *sql.Rows) error {
 			var s fileState
 			var path string

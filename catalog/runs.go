@@ -84,7 +84,7 @@ func runsOpen(ctx context.Context, db *sql.DB, l *listing) error {
 		return nil
 	}
 	open := map[string][]string{}
-	rows, err := db.QueryContext(ctx, openRunsQuery)
+	rows, err := db.QueryContext(reading(ctx), openRunsQuery)
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}

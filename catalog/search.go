@@ -230,6 +230,9 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 	}
 	dest = append(dest, &nent, &ntok)
 	for !r.done() && rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return n, last, err
+		}
 		h.Time, h.Tools = time.Time{}, nil
 		if err := rows.Scan(dest...); err != nil {
 			return n, last, fmt.Errorf("catalog: %w", err)
