@@ -3,9 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 )
@@ -30,10 +28,52 @@ func normalize(v any) (any, error) {
 	return snake(tree), nil
 }
 
-// rfc3339 is compiled at first use, not at every start of trove.
-var rfc3339 = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
-})
+// looksRFC3339 says whether s has the shape of an RFC 3339 time, what the
+// regexp `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`
+// matches. Checked by hand: compiling that regexp cost each --json
+// process about 35 µs of CPU, more than all the checks it made.
+func looksRFC3339(s string) bool {
+	const head = "dddd-dd-ddTdd:dd:dd"
+	if len(s) <= len(head) || !fits(head, s[:len(head)]) {
+		return false
+	}
+	rest := s[len(head):]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	switch {
+	case rest == "Z":
+		return true
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-'):
+		return fits("dd:dd", rest[1:])
+	}
+	return false
+}
+
+// fits says whether s has the shape of pattern, where 'd' stands for an
+// ASCII digit and every other byte for itself.
+func fits(pattern, s string) bool {
+	if len(s) != len(pattern) {
+		return false
+	}
+	for i := range len(pattern) {
+		if pattern[i] == 'd' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
 
 func snake(v any) any {
 	switch x := v.(type) {
@@ -49,7 +89,7 @@ func snake(v any) any {
 		}
 		return x
 	case string:
-		if rfc3339().MatchString(x) {
+		if looksRFC3339(x) {
 			if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
 				return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 			}

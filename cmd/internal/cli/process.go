@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"syscall"
+	"time"
 
 	"github.com/trovekit/trove/backend/open"
 )
@@ -39,10 +40,34 @@ func Main(opts ...Option) {
 		}
 	}
 	quietGC(64 << 20)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := (&app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, exits: true}).run(ctx, os.Args[1:])
-	stop()
-	os.Exit(code)
+	ctx, _ := cancelOnSignal(signalDelay)
+	os.Exit((&app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, exits: true}).run(ctx, os.Args[1:]))
+}
+
+// signalDelay is how long a command runs before SIGINT and SIGTERM cancel
+// its context instead of ending the process. Catching them costs a
+// process about 0.3 ms of CPU (os/signal starts two threads), a tenth of
+// what a hook's command does beyond its stat pass; a command that is done
+// sooner ends on them as it would during the runtime's start, which every
+// write to a store survives (temporary files, flock, SQLite's WAL).
+// serve and watch catch them from their start.
+const signalDelay = 50 * time.Millisecond
+
+// cancelOnSignal returns a context that SIGINT and SIGTERM cancel once
+// delay has passed, and a channel closed when they do. Nothing stops the
+// catching: Main exits after its command (signal.Stop would first wait
+// for the runtime's signal thread, 0.1 ms).
+func cancelOnSignal(delay time.Duration) (context.Context, <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan struct{})
+	time.AfterFunc(delay, func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+		close(caught)
+		<-c
+		cancel()
+	})
+	return ctx, caught
 }
 
 // quietGC lets a short process run without collecting garbage until its

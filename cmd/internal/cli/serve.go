@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +34,10 @@ on (or localhost, 127.0.0.1 and [::1] with its port) get 421, so a web page
 that rebinds its DNS name to this machine reads nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			// Ctrl-C stops the server cleanly from its first moment, not
+			// only after Main's signalDelay.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return usageErr("serve --addr %s: %v", addr, err)
