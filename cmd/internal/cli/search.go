@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 				hits = append(hits, h)
 			}
 			if !a.jsonOut {
-				a.printHits(hits)
+				a.printHits(out, hits)
 			}
 			return out.Flush()
 		},
@@ -125,9 +126,9 @@ func hitJSON(h catalog.Hit) searchJSON {
 	return j
 }
 
-// printHits prints hits for people: the session's shortest unique id, the
-// entry, when and who, then the snippet.
-func (a *app) printHits(hits []catalog.Hit) {
+// printHits prints hits for people to w: the session's shortest unique
+// id, the entry, when and who, then the snippet.
+func (a *app) printHits(w io.Writer, hits []catalog.Hit) {
 	if len(hits) == 0 {
 		fmt.Fprintln(a.stderr, "no matches")
 		return
@@ -153,6 +154,6 @@ func (a *app) printHits(hits []catalog.Hit) {
 		if len(h.Tools) > 0 {
 			who += " " + strings.Join(h.Tools, ",")
 		}
-		a.printf("%s %s  %s  %s  %s\n    %s\n", short[i], entry, when, who, strings.Join(strings.Fields(h.Title), " "), h.Snippet)
+		fmt.Fprintf(w, "%s %s  %s  %s  %s\n    %s\n", short[i], entry, when, who, strings.Join(strings.Fields(h.Title), " "), h.Snippet)
 	}
 }
