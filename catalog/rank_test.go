@@ -398,3 +398,34 @@ func TestScoreBM25(t *testing.T) {
 		t.Fatalf("%d phrases with hits; the test wants 5", phrases)
 	}
 }
+
+// TestNoScores: a query that asks for no scores has the same hits in
+// the same order, each scored 0.
+func TestNoScores(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	st := newMem()
+	randomStore(t, st, r, 30)
+	c := openCatalog(t, t.TempDir(), st)
+	key := func(h Hit) string { return h.SessionID + "/" + h.EntryID }
+	nonEmpty := 0
+	for range 40 {
+		q := Query{Text: randomQuery(r), Limit: 1 << 30}
+		scored := searchAll(t, c, q)
+		q.NoScores = true
+		plain := searchAll(t, c, q)
+		if !slices.Equal(mapKeys(scored, key), mapKeys(plain, key)) {
+			t.Fatalf("query %q: hits\n %q scored\n %q without scores", q.Text, mapKeys(scored, key), mapKeys(plain, key))
+		}
+		for i, h := range plain {
+			if h.Score != 0 || scored[i].Score <= 0 {
+				t.Fatalf("query %q, hit %d: score %v without scores, %v with", q.Text, i, h.Score, scored[i].Score)
+			}
+		}
+		if len(plain) > 0 {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < 10 {
+		t.Fatalf("%d of 40 queries had hits; the test wants more", nonEmpty)
+	}
+}

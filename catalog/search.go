@@ -25,6 +25,11 @@ type Query struct {
 	Tool    string    // entries calling this tool, or its results
 	Limit   int       // at most this many hits; 0 for 20
 	Refresh bool      // read again files changed in place (Refresh all)
+	// NoScores leaves each hit's Score 0, for a caller that shows none:
+	// the hits and their order are the same, and the entries each term
+	// matches (ranking's document counts) are not counted, 0.2 ms a word
+	// in a new process.
+	NoScores bool
 }
 
 // Hit is one matching entry, best first.
@@ -108,7 +113,9 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 		r.limit = DefaultLimit
 	}
 	var counted []string
-	counted, r.termDocs = countedExprs(r.terms)
+	if !q.NoScores {
+		counted, r.termDocs = countedExprs(r.terms)
+	}
 	r.ncounted = len(counted)
 	r.fetch, r.args = fetchQuery(q, counted, phrasePairs(e, nil), c.cfg.maxCount)
 	if err := c.collect(ctx, db, r, mb.String()); err != nil {

@@ -57,6 +57,7 @@ cas/ref.go is the phrase "cas ref go". Matches are marked «so» in snippets.`,
 				return usageErr("--limit %d: want 0 (the default, %d) or more", q.Limit, catalog.DefaultLimit)
 			}
 			q.Text = strings.Join(args, " ")
+			q.NoScores = !a.jsonOut // people are shown no scores
 			if since != "" {
 				t, _, err := parseSince(since, time.Now())
 				if err != nil {
