@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sync"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/backend/stage"
 )
 
@@ -95,9 +98,10 @@ func (w *packWriter) addBlock(s *Store, bl block, rec []byte) {
 
 // flush writes the pack, and only once the pack is durable its index: an
 // index never names bytes that are not there. A crash in between leaves a
-// pack without an index, which no reader sees and GC removes. Where the
-// storage stages files (stage.Stager), both are written and synced at
-// once, then put at their names in that order.
+// pack without an index, which no reader sees and GC removes. The index is
+// written and synced under a temporary name while the pack is written
+// (where the storage stages files, stage.Stager), and put at its name once
+// the pack is durable.
 func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	if len(w.entries) == 0 {
 		return nil
@@ -107,22 +111,17 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 		w.entries[i].packID = id
 	}
 	idx := encodeIndex(int64(len(w.buf)), w.entries, w.cold)
-	var pack stage.Staged
 	var perr error
 	var wg sync.WaitGroup
-	wg.Go(func() { pack, perr = stage.Stage(ctx, s.st, s.packName(id), w.buf) })
+	wg.Go(func() { perr = s.putPack(ctx, s.packName(id), w.buf) })
 	index, err := stage.Stage(ctx, s.st, s.indexName(id), idx)
 	wg.Wait()
 	if err = cmp.Or(perr, err); err == nil {
-		if err = pack.Commit(ctx); err == nil {
-			err = index.Commit(ctx)
-		}
+		err = index.Commit(ctx)
 	}
 	if err != nil {
-		for _, st := range []stage.Staged{pack, index} {
-			if st != nil {
-				st.Abort()
-			}
+		if index != nil {
+			index.Abort()
 		}
 		return err
 	}
@@ -131,6 +130,37 @@ func (w *packWriter) flush(ctx context.Context, s *Store) error {
 	// WriteFile is done with the bytes (the conformance suite checks it).
 	w.release(s)
 	return nil
+}
+
+// putPack writes a pack durably. Where appends are native (a local disk),
+// it is written in place, its bytes and its directory entry synced at
+// once, with no temporary name and no rename whose directory must be
+// synced again before the index: a pack no index names is read by no one,
+// and GC removes it (a torn one a crash left with it) once past the grace.
+// Elsewhere it is written whole, atomically.
+func (s *Store) putPack(ctx context.Context, name string, data []byte) error {
+	if !s.st.Capabilities().NativeAppend {
+		return s.st.WriteFile(ctx, name, data)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := s.st.OpenWriter(ctx, name, backend.WriterOptions{Exclusive: true, Fresh: true})
+	if err != nil {
+		return err
+	}
+	if _, err = w.Write(data); err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if uerr := s.st.Unlink(ctx, name); uerr != nil && !errors.Is(uerr, fs.ErrNotExist) {
+			s.cfg.log.Warn("cas: a pack not written is left for GC", "name", name, "err", uerr)
+		}
+	}
+	return err
 }
 
 // packBufCap holds a pack of DefaultPackSize and the record that ends it.

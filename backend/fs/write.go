@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	iofs "io/fs"
 	"math/rand/v2"
 	"os"
+	"sync"
 
 	"github.com/spf13/afero"
 	"github.com/trovekit/trove/backend"
@@ -339,16 +341,23 @@ func (w *writer) Write(p []byte) (int, error) {
 	return n, classify(err)
 }
 
+// Sync syncs the file and, the first time, its new directory entry, both
+// at once: neither needs the other first, and concurrent fsyncs share a
+// journal commit (a pack written in place waits for both before its
+// index, see cas).
 func (w *writer) Sync() error {
-	if err := w.f.Sync(); err != nil {
+	if !w.created || w.dirSynced {
+		return classify(w.f.Sync())
+	}
+	var derr error
+	var wg sync.WaitGroup
+	wg.Go(func() { derr = w.s.syncDir(backend.Dir(w.name)) })
+	err := w.f.Sync()
+	wg.Wait()
+	if err = cmp.Or(err, derr); err != nil {
 		return classify(err)
 	}
-	if w.created && !w.dirSynced {
-		if err := w.s.syncDir(backend.Dir(w.name)); err != nil {
-			return classify(err)
-		}
-		w.dirSynced = true
-	}
+	w.dirSynced = true
 	return nil
 }
 
