@@ -264,8 +264,8 @@ func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 	if !h.wal {
 		// A new file (or one another program took out of WAL mode): the
 		// mode is kept in the file, for every later connection.
-		if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
-			return fmt.Errorf("catalog: %w", err)
+		if err := setWAL(ctx, db, h.fileSize == 0); err != nil {
+			return err
 		}
 	}
 	// A truncated file: its header promises pages it lacks (the WAL may
@@ -320,6 +320,36 @@ func (c *Catalog) migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	return tx.Commit()
+}
+
+// pageSize is the page size of a new catalog file. A query seeks a
+// b-tree for each candidate's rows, and in a new process each page it
+// touches first through the mapping is a page fault: with 4 KiB pages
+// the entries table's interior pages are 47 scattered among its 17,000
+// leaves, a fault for most seeks; with 16 KiB pages they are four. On
+// the 10,000-session store, 50 two-word phrases: -0.25 to -0.47 ms
+// wall, -0.34 to -0.36 ms CPU a query; 8 KiB took less off, 32 KiB a
+// little more, for twice the bytes each write of a page costs.
+const pageSize = 16384
+
+// setWAL puts the database in WAL mode, a new (empty) file with pages of
+// pageSize: the size is fixed when the first page is written, and WAL
+// mode writes it.
+func setWAL(ctx context.Context, db *sql.DB, empty bool) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer conn.Close()
+	if empty {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size=%d", pageSize)); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }
 
 // The schema (docs/catalog.md). fts is contentless: the text lives in the

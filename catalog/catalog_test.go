@@ -463,3 +463,36 @@ func TestExitAfterClose(t *testing.T) {
 		t.Errorf("next catalog: answers %q, brute force %q", got, brute)
 	}
 }
+
+// TestPageSize: a new catalog has pages of pageSize, in WAL mode; one
+// an older version made with SQLite's default pages is used as it is.
+func TestPageSize(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	st := newMem()
+	sessions := randomStore(t, st, r, 10)
+	c := openCatalog(t, t.TempDir(), st)
+	if got := queryInt(t, c, "PRAGMA page_size"); got != pageSize {
+		t.Errorf("a new catalog's page size is %d, want %d", got, pageSize)
+	}
+	agreesWithBruteForce(t, c, sessions, r, 10, "a new catalog")
+
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA page_size=4096; PRAGMA journal_mode=WAL"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	old := openCatalog(t, dir, st)
+	if got := queryInt(t, old, "PRAGMA page_size"); got != 4096 {
+		t.Errorf("an older catalog's page size is %d, want it kept at 4096", got)
+	}
+	agreesWithBruteForce(t, old, sessions, r, 10, "an older catalog")
+	var mode string
+	h, _ := old.handle()
+	if err := h.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q, %v; want wal", mode, err)
+	}
+}

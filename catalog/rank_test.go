@@ -271,9 +271,9 @@ func TestVacuumedAfterBuild(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(12, 13))
 	st := newMem()
-	sessions := randomStore(t, st, r, 40)
+	sessions := randomStore(t, st, r, 160) // entries on several pages of pageSize
 	c := openCatalog(t, t.TempDir(), st)
-	c.cfg.batchLen = 4 // a segment every four files, rank keys out of order across them
+	c.cfg.batchLen = 16 // a segment every 16 files, rank keys out of order across them
 	c.cfg.optimizeAbove = 1
 	if err := c.Refresh(ctx, false); err != nil {
 		t.Fatal(err)
