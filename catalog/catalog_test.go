@@ -42,6 +42,55 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// TestWordShortcuts: the byte-wise cut of text into words and the
+// shortcut for plain words give what the definitions give (a word is a
+// maximal run of runes wordRune takes; appendCompound is the general
+// cut of a word into tokens), on random text of ASCII, other scripts
+// and invalid UTF-8.
+func TestWordShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	pieces := []string{"a", "z", "q", "0", "9", "_", "A", "Z", "é", "É", "ß", "日", "\xff", "\xc3", " ", ".", "/", "-", "\n", "٣", "\u00a0"}
+	plain := 0
+	for range 5000 {
+		var b strings.Builder
+		for range r.IntN(24) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		text := b.String()
+		var got, want []string
+		eachWord(text, func(w string, at span) bool {
+			if text[at.start:at.end] != w {
+				t.Fatalf("%q: word %q at %v", text, w, at)
+			}
+			got = append(got, w)
+			return true
+		})
+		start := -1
+		for i, c := range text + "." {
+			switch in := wordRune(c); {
+			case in && start < 0:
+				start = i
+			case !in && start >= 0:
+				want, start = append(want, text[start:i]), -1
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: words %q, want %q", text, got, want)
+		}
+		for _, w := range got {
+			if plainWord(w) {
+				plain++
+			}
+			if len(w) <= maxWord && string(appendWord(nil, w)) != string(appendCompound(nil, w)) {
+				t.Fatalf("appendWord(%q) = %q, the general cut %q", w, appendWord(nil, w), appendCompound(nil, w))
+			}
+		}
+	}
+	if plain < 500 {
+		t.Fatalf("%d plain words; the test wants more", plain)
+	}
+}
+
 // bruteForce is the reference: every entry of the sessions, its text
 // tokenized as documented, matched against the query by expr.match.
 func bruteForce(t *testing.T, sessions []*fakeSession, q string, filter func(doc) bool) []string {

@@ -26,7 +26,7 @@ const maxWord = 80
 // characters as token characters.
 func wordRune(r rune) bool {
 	if r < utf8.RuneSelf { // ASCII: no table searches
-		return r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+		return asciiWordByte(byte(r))
 	}
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
@@ -40,26 +40,37 @@ func words(text string, f func(w string, at span)) {
 }
 
 // eachWord calls f for each word of text, with its place, until f
-// returns false.
+// returns false. ASCII bytes are classed without decoding a rune: most
+// text is ASCII, and a query cuts each candidate's text into words.
 func eachWord(text string, f func(w string, at span) bool) {
 	start := -1
-	for i, r := range text {
-		if wordRune(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
+	for i := 0; i < len(text); {
+		in, n := asciiWordByte(text[i]), 1
+		if text[i] >= utf8.RuneSelf {
+			var r rune
+			r, n = utf8.DecodeRuneInString(text[i:])
+			in = wordRune(r)
 		}
-		if start >= 0 {
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
 			if !f(text[start:i], span{start, i}) {
 				return
 			}
 			start = -1
 		}
+		i += n
 	}
 	if start >= 0 {
 		f(text[start:], span{start, len(text)})
 	}
+}
+
+// asciiWordByte reports whether the ASCII byte c belongs to a word
+// (wordRune).
+func asciiWordByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // appendWord appends the tokens of one word to b, each after a space: its
@@ -69,6 +80,28 @@ func appendWord(b []byte, w string) []byte {
 	if len(w) > maxWord {
 		return b
 	}
+	if plainWord(w) {
+		return append(append(b, ' '), w...) // its own whole form, one part
+	}
+	return appendCompound(b, w)
+}
+
+// plainWord reports whether w is lower-case ASCII letters and digits,
+// most words of most text: its whole form is itself and it has no parts.
+func plainWord(w string) bool {
+	if w == "" {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendCompound is appendWord for any word of at most maxWord bytes.
+func appendCompound(b []byte, w string) []byte {
 	mark := len(b)
 	b = appendLower(append(b, ' '), w)
 	if len(b) == mark+1 {
