@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -9,23 +8,37 @@ import (
 )
 
 // normalize turns any value into the one naming scheme of trove's --json
-// output: object keys in snake_case and times as RFC 3339 UTC with
-// milliseconds, whatever the Go types behind it say (struct field names,
-// camelCase tags, nanosecond times). Stored formats trove passes through
-// (session messages, pi session v3 contexts) are not normalized: callers insert
-// them as json.RawMessage after this.
-func normalize(v any) (any, error) {
+// output: object keys in snake_case (and sorted) and times as RFC 3339 UTC
+// with milliseconds, whatever the Go types behind it say (struct field
+// names, camelCase tags, nanosecond times). Stored formats trove passes
+// through (session messages, pi session v3 contexts) are not normalized:
+// callers insert them as json.RawMessage after this. It returns compact
+// JSON.
+func normalize(v any) (json.RawMessage, error) {
+	return marshalNormal(v, "")
+}
+
+// marshalNormal is normalize with each level of the output indented by
+// indent ("": compact), as json.Encoder's SetIndent("", indent) writes it.
+func marshalNormal(v any, indent string) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return nil, err
+	// Room for the indentation, untouched (and so free) when not used.
+	return normalJSON(make([]byte, 0, 2*len(b)+64), b, indent)
+}
+
+// normalTime is s in UTC with milliseconds when s is an RFC 3339 time.
+func normalTime(s string) (string, bool) {
+	if !looksRFC3339(s) {
+		return "", false
 	}
-	return snake(tree), nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return "", false
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00"), true
 }
 
 // looksRFC3339 says whether s has the shape of an RFC 3339 time, what the
@@ -73,29 +86,6 @@ func fits(pattern, s string) bool {
 		}
 	}
 	return true
-}
-
-func snake(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, val := range x {
-			out[snakeKey(k)] = snake(val)
-		}
-		return out
-	case []any:
-		for i := range x {
-			x[i] = snake(x[i])
-		}
-		return x
-	case string:
-		if looksRFC3339(x) {
-			if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
-				return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-			}
-		}
-	}
-	return v
 }
 
 // snakeKey maps ModTime, modTime and mod_time to mod_time, and IsDir to

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"time"
 
@@ -20,11 +19,12 @@ type itemJSON struct {
 
 // printLine writes v as one compact JSON line (for streams of objects).
 func (a *app) printLine(v any) error {
-	n, err := normalize(v)
+	b, err := normalize(v)
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(a.stdout).Encode(n)
+	_, err = a.stdout.Write(append(b, '\n'))
+	return err
 }
 
 func newPruneCmd(a *app) *cobra.Command {

@@ -117,11 +117,12 @@ func (a *app) storeName() string {
 // printJSON writes v as --json output, in its one naming scheme (see
 // normalize).
 func (a *app) printJSON(v any) error {
-	n, err := normalize(v)
+	b, err := marshalNormal(v, "  ")
 	if err != nil {
 		return err
 	}
-	return a.printRawJSON(n)
+	_, err = a.stdout.Write(append(b, '\n'))
+	return err
 }
 
 // printRawJSON writes v as it marshals.
