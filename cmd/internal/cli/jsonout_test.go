@@ -140,6 +140,7 @@ func TestNormalJSONAsMaps(t *testing.T) {
 		"2026-11-29T05:02:03-07:30", "2026-11-29T05:02:03.Z", "plain", 12, nil, []any{}, map[string]any{},
 		map[string]any{"HTTPServer": 1, "httpServer2": 2, "x_y": map[string]any{"ID": []any{map[string]any{}}}},
 		json.RawMessage(`[{"b":1,"a":{"d":[],"c":{}}}]`),
+		json.RawMessage(` { "k" : "a\/b\u00e9" , "n" : 1.0E+2, "t": "2026-11-29T05:02:03\u002b01:00", "u": "\ud800" } `),
 	} {
 		checkNormal(t, v)
 	}
