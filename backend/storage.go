@@ -101,6 +101,14 @@ type WriterOptions struct {
 	Fresh bool
 	// Truncate starts from an empty file instead of appending.
 	Truncate bool
+	// Overwrite, with Truncate, writes over the old bytes from the start
+	// and cuts the file at what was written at Sync and Close, instead of
+	// emptying it at open: a reader may see new bytes before old ones
+	// until then. For a file rewritten whole and often (a cache with a
+	// checksum): a local disk then reuses its blocks, where ext4 writes a
+	// file emptied at open out at its close, delaying the fsyncs of other
+	// files. A store that cannot empties it at open.
+	Overwrite bool
 }
 
 // Writer appends to one file. Bytes written become visible to new readers at

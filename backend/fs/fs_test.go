@@ -398,6 +398,37 @@ func TestWriter(t *testing.T) {
 		if in, err := s.Stat(ctx, "a/empty"); err != nil || in.Size != 0 {
 			t.Errorf("open and close: %+v, %v", in, err)
 		}
+
+		// Overwrite writes over the old bytes and cuts the file at what
+		// was written, shorter or longer than before, and makes a new one.
+		over := backend.WriterOptions{Truncate: true, Overwrite: true}
+		mustWrite(t, s, "a/cache", "0123456789")
+		for _, c := range []struct{ parts []string }{{[]string{"ab", "c"}}, {[]string{"0123456789", "abcdef"}}, {nil}} {
+			w = open("a/cache", over)
+			for _, p := range c.parts {
+				if _, err := w.Write([]byte(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := mustRead(t, s, "a/cache"), strings.Join(c.parts, ""); got != want {
+				t.Errorf("overwritten with %q, synced: %q", want, got)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := mustRead(t, s, "a/cache"), strings.Join(c.parts, ""); got != want {
+				t.Errorf("overwritten with %q: %q", want, got)
+			}
+		}
+		w = open("a/newcache", over)
+		w.Write([]byte("new"))
+		w.Close()
+		if got := mustRead(t, s, "a/newcache"); got != "new" {
+			t.Errorf("overwrite of a missing file: %q", got)
+		}
 	})
 }
 

@@ -283,7 +283,7 @@ func (s *fsDriver) OpenWriter(_ context.Context, name string, opt backend.Writer
 		}
 		return nil, classify(err)
 	}
-	return &writer{s: s, name: name, f: f, created: created}, nil
+	return &writer{s: s, name: name, f: f, created: created, over: opt.Truncate && opt.Overwrite && !opt.Exclusive}, nil
 }
 
 // openAppend opens or creates name and says whether it created it, which
@@ -293,7 +293,10 @@ func (s *fsDriver) OpenWriter(_ context.Context, name string, opt backend.Writer
 // we retry as existing.
 func (s *fsDriver) openAppend(name string, opt backend.WriterOptions) (afero.File, bool, error) {
 	flag := os.O_WRONLY | os.O_APPEND
-	if opt.Truncate && !opt.Exclusive {
+	switch {
+	case opt.Truncate && opt.Overwrite && !opt.Exclusive:
+		flag = os.O_WRONLY // written from the start, cut at Sync and Close
+	case opt.Truncate && !opt.Exclusive:
 		flag |= os.O_TRUNC
 	}
 	for range 4 {
@@ -322,11 +325,18 @@ type writer struct {
 	f         afero.File
 	created   bool // the directory entry still needs an fsync
 	dirSynced bool
+	over      bool  // Overwrite: writes from offset 0, cut at off
+	off       int64 // bytes written, with over
 }
 
 func (w *writer) Write(p []byte) (int, error) {
 	var n int
 	var err error
+	if w.over {
+		n, err = w.f.WriteAt(p, w.off)
+		w.off += int64(n)
+		return n, classify(err)
+	}
 	if w.s.os {
 		n, err = w.f.Write(p)
 	} else {
@@ -346,6 +356,9 @@ func (w *writer) Write(p []byte) (int, error) {
 // journal commit (a pack written in place waits for both before its
 // index, see cas).
 func (w *writer) Sync() error {
+	if err := w.cut(); err != nil {
+		return err
+	}
 	if !w.created || w.dirSynced {
 		return classify(w.f.Sync())
 	}
@@ -361,7 +374,18 @@ func (w *writer) Sync() error {
 	return nil
 }
 
-func (w *writer) Close() error { return classify(w.f.Close()) }
+func (w *writer) Close() error {
+	err := w.cut()
+	return cmp.Or(err, classify(w.f.Close()))
+}
+
+// cut drops the old bytes past those an Overwrite writer wrote.
+func (w *writer) cut() error {
+	if !w.over {
+		return nil
+	}
+	return classify(w.f.Truncate(w.off))
+}
 
 // Rename moves the file from to to, replacing to atomically, and makes the
 // move durable. Directories are not renamed (ErrIsDir): the contract moves

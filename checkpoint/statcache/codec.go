@@ -95,6 +95,16 @@ func (c *Cache) EncodeTail(head Head) []byte {
 // cpbench tree (a page fault every 4 KiB, and its trees copied once more),
 // for one write.
 func (c *Cache) WriteParts(w io.Writer, head Head) error {
+	return c.WritePartsAfter(w, head, nil)
+}
+
+// WritePartsAfter is WriteParts that, when ready is not nil, writes the
+// first block and the entries' refs, then calls ready before the rest:
+// until it returns, the directories' trees, the trees and the last
+// snapshot (TreeOf, Trees, Older, Last) may still change. A snapshot
+// writes most of the file so while it finishes them. An error from ready
+// stops the write there.
+func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) error {
 	prefix := binary.AppendUvarint([]byte(cacheMagic), uint64(len(head.block)))
 	if _, err := w.Write(prefix); err != nil {
 		return err
@@ -110,6 +120,12 @@ func (c *Cache) WriteParts(w io.Writer, head Head) error {
 				t.b = append(t.b, c.rawRefs(e)...)
 				t.spill()
 			}
+		}
+	}
+	if ready != nil {
+		t.flush()
+		if err := cmp.Or(t.err, ready()); err != nil {
+			return err
 		}
 	}
 	t.b = binary.AppendUvarint(t.b, uint64(len(head.paths)))

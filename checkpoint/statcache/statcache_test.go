@@ -1,6 +1,7 @@
 package statcache
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -423,4 +424,44 @@ func (w *failAfter) Write(p []byte) (int, error) {
 	}
 	w.n -= len(p)
 	return len(p), nil
+}
+
+// TestWritePartsAfter: the directories and the entries' refs are written
+// before ready is called, the trees and the last snapshot as they are
+// when it returns; an error from it stops the write.
+func TestWritePartsAfter(t *testing.T) {
+	c := New()
+	for i := range 200 {
+		c.Put(fmt.Sprintf("d%d/f%d", i%8, i), Stat{Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1e9, Ino: uint64(i), Dev: 3}, Refs{Ref: sumRef([]byte{byte(i)})}, 99)
+	}
+	head := c.EncodeHead()
+	var b bytes.Buffer
+	tree := []byte("tree of d1")
+	err := c.WritePartsAfter(&b, head, func() error {
+		if b.Len() < len(head.block) {
+			t.Errorf("%d bytes written before ready, want the first block's %d and more", b.Len(), len(head.block))
+		}
+		c.TreeOf["d1"] = sumRef(tree)
+		c.Trees = map[string][]byte{sumRef(tree): tree}
+		c.Last = Last{ID: "cp", Tree: sumRef(tree), Verified: 7}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.allEntries()) != 200 || got.Last != c.Last || got.TreeOf["d1"] != sumRef(tree) || !slices.Equal(got.Trees[sumRef(tree)], tree) {
+		t.Fatalf("%d entries, last %+v, TreeOf %v, trees %v", len(got.allEntries()), got.Last, got.TreeOf, got.Trees)
+	}
+	stop := errors.New("trees not built")
+	b.Reset()
+	if err := c.WritePartsAfter(&b, head, func() error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("ready failing: %v", err)
+	}
+	if _, err := Decode(b.Bytes()); err == nil {
+		t.Error("a write stopped by ready decodes")
+	}
 }
