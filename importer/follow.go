@@ -146,7 +146,11 @@ func (f *Follower) Feed(ctx context.Context, lines []byte) ([]Result, error) {
 		return nil, fmt.Errorf("follow %s: a torn line: %w", f.path, fs.ErrInvalid)
 	}
 	f.hash.Write(lines)
+	first := f.size == 0
 	f.size += int64(len(lines))
+	if first {
+		lines = bytes.TrimPrefix(lines, bom) // as eachLine drops it
+	}
 	for len(lines) > 0 {
 		i := bytes.IndexByte(lines, '\n')
 		line := bytes.TrimSuffix(lines[:i], []byte("\r"))

@@ -36,6 +36,21 @@ func storeFiles(t *testing.T, root string) map[string]string {
 	return out
 }
 
+// importedFiles are the files of the store at dir after a one-shot import
+// of src into it.
+func importedFiles(t *testing.T, dir string, src ...string) map[string]string {
+	t.Helper()
+	st, err := trove.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := Import(context.Background(), st, src, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return storeFiles(t, dir)
+}
+
 func sourcesUnder(t *testing.T, dirs ...string) []string {
 	t.Helper()
 	var files []string
@@ -57,7 +72,8 @@ func sourcesUnder(t *testing.T, dirs ...string) []string {
 func TestFollowEqualsImport(t *testing.T) {
 	ctx := context.Background()
 	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/agent-jsonl",
-		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions", "testdata/heldout/agent-jsonl"}
+		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions", "testdata/heldout/agent-jsonl",
+		"testdata/bom-crlf"}
 	for _, run := range []struct {
 		step   int
 		resume bool
@@ -296,15 +312,7 @@ func TestFollowSubagentBeforeItsTask(t *testing.T) {
 		t.Fatalf("Retitle of a titled subagent: %v %v", did, err)
 	}
 	live.Close()
-	one, err := trove.Open(ctx, oneDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Import(ctx, one, []string{subPath}, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	one.Close()
-	want, got := storeFiles(t, oneDir), storeFiles(t, liveDir)
+	want, got := importedFiles(t, oneDir, subPath), storeFiles(t, liveDir)
 	if !strings.Contains(strings.Join(mapValues(want), ""), "subagent: Check the migration") {
 		t.Fatal("the one-shot import did not title the subagent")
 	}

@@ -282,7 +282,7 @@ func unchanged(ctx context.Context, st *trove.Store, k *SessionIndex, src source
 	case "claude":
 		id = src.id("claude", claudeID(src.path))
 	case "codex", "pi", "omp", "agent-jsonl":
-		line, _, _ := bytes.Cut(src.data, []byte("\n"))
+		line, _, _ := bytes.Cut(bytes.TrimPrefix(src.data, bom), []byte("\n"))
 		var first struct {
 			ID      string `json:"id"`
 			Payload struct {
@@ -392,9 +392,14 @@ func idFrom(h []byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// eachLine calls fn with each line of data, without its end.
+// bom is the UTF-8 byte order mark some editors and Windows tools put
+// before a file's first line: not part of the JSON that follows it.
+var bom = []byte("\xef\xbb\xbf")
+
+// eachLine calls fn with each line of data, without its end (nor a byte
+// order mark before the first).
 func eachLine(data []byte, fn func([]byte) error) error {
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(data, bom)))
 	sc.Buffer(nil, 256<<20)
 	for sc.Scan() {
 		if err := fn(sc.Bytes()); err != nil {
@@ -408,7 +413,7 @@ func eachLine(data []byte, fn func([]byte) error) error {
 }
 
 func detect(data []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(data, bom)))
 	sc.Buffer(nil, 64<<20)
 	pi := false
 	for i := 0; i < 20 && sc.Scan(); i++ {
