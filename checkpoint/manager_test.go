@@ -298,3 +298,38 @@ func TestNonUTF8SymlinkTargetSkipped(t *testing.T) {
 		t.Fatal("Create recorded a symlink target JSON cannot hold")
 	}
 }
+
+// The walk checks each name in a valid directory, not each path again:
+// a name a manifest cannot hold is skipped at any depth, and a drive
+// letter only counts at the root.
+func TestBadNamesSkippedAtAnyDepth(t *testing.T) {
+	m, dir := newDirManager(t)
+	for _, p := range []string{"a\\b", "d/e/x\\y", "d/e/ok", "d/c:x", "é/\xffz"} {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(p), 0o644); err != nil {
+			t.Skip("cannot make such a name here:", err)
+		}
+	}
+	man, err := m.CreateTree(context.Background(), "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skipped []string
+	for _, s := range man.Skipped {
+		if s.Reason == "name" {
+			skipped = append(skipped, s.Path)
+		}
+	}
+	slices.Sort(skipped)
+	if want := []string{"a\\b", "d/e/x\\y", "é/\uFFFDz"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %q, want %q", skipped, want)
+	}
+	for _, p := range []string{"d/e/ok", "d/c:x"} {
+		if man.Find(p) == nil {
+			t.Errorf("%s not kept", p)
+		}
+	}
+}

@@ -405,7 +405,8 @@ func (w *walker) classify(v *dirVisit, dir string, ents []dirEntry, paths []stri
 			v.ignored = append(v.ignored, rel)
 			continue
 		}
-		if err := manifest.ValidPath(rel); err != nil {
+		// dir is valid (its parent's walk checked it): its names are left.
+		if err := validIn(dir, rel, e.name); err != nil {
 			v.isDirty = true
 			v.skipped = append(v.skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "name"})
 			v.ignored = append(v.ignored, rel)
@@ -485,6 +486,15 @@ func (w *walker) result() tree {
 }
 
 func cmpDirEntry(a, b dirEntry) int { return strings.Compare(a.name, b.name) }
+
+// validIn is manifest.ValidPath(rel) for rel, name's path in dir, a
+// directory whose own path is valid.
+func validIn(dir, rel, name string) error {
+	if dir == "." {
+		return manifest.ValidPath(rel)
+	}
+	return manifest.ValidName(name)
+}
 
 // relPaths appends the workspace paths of dir's entries to out, their bytes
 // appended to arena, and returns both: a walk makes a path per entry, and

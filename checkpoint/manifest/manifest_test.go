@@ -181,5 +181,15 @@ func TestPlainRelAgrees(t *testing.T) {
 		if (ValidPath(p) == nil) != (full(p) == nil) {
 			t.Errorf("ValidPath(%q) = %v", p, ValidPath(p))
 		}
+		// A name below a valid directory is valid as that path is; a
+		// name never holds a slash.
+		for _, dir := range []string{"d", "ac:", "a/b"} {
+			if got, want := ValidName(p) == nil, full(dir+"/"+p) == nil && !strings.Contains(p, "/"); got != want {
+				t.Errorf("ValidName(%q) = %v, ValidPath(%q) accepts: %v", p, ValidName(p), dir+"/"+p, want)
+			}
+		}
+	}
+	if err := ValidName(".."); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("ValidName(\"..\") = %v, want ErrUnsafePath", err)
 	}
 }

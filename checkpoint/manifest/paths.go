@@ -42,6 +42,36 @@ func ValidPath(p string) error {
 	return nil
 }
 
+// ValidName reports why name cannot be one element of a workspace path,
+// or nil: below a directory whose path ValidPath accepts, dir+"/"+name is
+// valid exactly when name is. A walk checks each name so, not each path
+// again from its root.
+func ValidName(name string) error {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '\\' || c == '/' {
+			return validNameSlow(name)
+		}
+	}
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is not a name", ErrUnsafePath, name)
+	}
+	return nil
+}
+
+func validNameSlow(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not UTF-8", ErrUnsafePath, name)
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("%w: %q holds a NUL byte", ErrUnsafePath, name)
+	case strings.ContainsRune(name, '\\'):
+		return fmt.Errorf("%w: %q holds a backslash", ErrUnsafePath, name)
+	case strings.ContainsRune(name, '/'):
+		return fmt.Errorf("%w: %q holds a slash", ErrUnsafePath, name)
+	}
+	return nil
+}
+
 // plainRel is a fast yes for the common path: printable ASCII with no
 // backslash, elements neither empty nor "." nor "..", no drive letter.
 // Anything else takes ValidPath's full checks.
