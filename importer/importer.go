@@ -108,6 +108,17 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 	return out, errors.Join(errs...)
 }
 
+// WalkRoot is dir as filepath.WalkDir should be given it: WalkDir does
+// not follow a root that is a symbolic link (a dotfiles setup's
+// ~/.claude/projects), so one is given with a trailing separator, which
+// has the system resolve it. The paths WalkDir passes on stay under dir.
+func WalkRoot(dir string) string {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return dir + string(filepath.Separator)
+	}
+	return dir
+}
+
 // sourceFiles lists the session files under p and the blobs/ directories
 // of pi roots, at p or below it.
 func sourceFiles(p string) (files, blobDirs []string, err error) {
@@ -118,7 +129,7 @@ func sourceFiles(p string) (files, blobDirs []string, err error) {
 	if !fi.IsDir() {
 		return []string{p}, nil, nil
 	}
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(WalkRoot(p), func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err

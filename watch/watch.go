@@ -245,10 +245,13 @@ func (w *Watcher) watch(dir string) {
 // walk adds watches on the directories under root and calls fn with each
 // source file (and blob) under it.
 func (w *Watcher) walk(root, format string, fn func(string)) {
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	start := importer.WalkRoot(root)
+	filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return nil // gone, or not there yet: a later scan looks again
+		case p == start && d.IsDir():
+			w.watch(root)
 		case d.IsDir():
 			w.watch(p)
 		case strings.HasSuffix(p, ".jsonl") || filepath.Base(filepath.Dir(p)) == "blobs":

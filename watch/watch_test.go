@@ -551,3 +551,37 @@ func TestStaleStateTempsRemoved(t *testing.T) {
 		t.Errorf("a young temporary state file was removed: %v", err)
 	}
 }
+
+// A root that is a symbolic link (a dotfiles setup's ~/.claude/projects)
+// is followed: a session there before the watcher starts and one in a
+// project directory made after are imported as a one-shot import of the
+// root (which follows it too) imports them.
+func TestWatchSymlinkedRoot(t *testing.T) {
+	h := newHarness(t)
+	real := filepath.Join(t.TempDir(), "projects")
+	if err := os.MkdirAll(filepath.Join(real, "-work-app"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(h.dir, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	const first, second = "-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl", "-home-dev-shop/3f8e2b1a-9c4d-4e7f-b2a6-5d1c0e9f8a7b.jsonl"
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := os.WriteFile(filepath.Join(real, first), read(filepath.Join(recordings, "claude", first)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.wait(filepath.Join(h.dir, "claude", first), func(e Event) bool { return e.Err == nil && e.Offset > 0 })
+	if err := os.MkdirAll(filepath.Join(h.dir, "claude", filepath.Dir(second)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.write(filepath.Join(h.dir, "claude", second), read(filepath.Join(recordings, "heldout", "claude", second)))
+	h.stop()
+	compareSessions(t, reference(t, filepath.Join(h.dir, "claude")), h.store, 6)
+}
