@@ -418,8 +418,8 @@ func testOpenWriterAppend(t *testing.T, nb newStorage) {
 	})
 }
 
-// testOpenWriterModes checks Truncate and Exclusive, alone and together, and
-// exclusive creators racing.
+// testOpenWriterModes checks Truncate (with Overwrite too) and Exclusive,
+// alone and together, and exclusive creators racing.
 func testOpenWriterModes(t *testing.T, nb newStorage) {
 	t.Run("truncate", func(t *testing.T) {
 		s := nb(t)
@@ -442,6 +442,26 @@ func testOpenWriterModes(t *testing.T, nb newStorage) {
 		mustWriteTo(t, w, []byte("new"))
 		mustClose(t, w)
 		wantContent(t, s, "f", []byte("new"))
+	})
+	t.Run("truncate-overwrite", func(t *testing.T) {
+		// Written over the old bytes or after emptying them, the file
+		// holds what was written once closed, shorter or longer.
+		over := backend.WriterOptions{Truncate: true, Overwrite: true}
+		s := nb(t)
+		mustWrite(t, s, "f", []byte("abcdef"))
+		w := openWriter(t, s, "f", over)
+		mustWriteTo(t, w, []byte("x"))
+		mustWriteTo(t, w, []byte("y"))
+		mustClose(t, w)
+		wantContent(t, s, "f", []byte("xy"))
+		w = openWriter(t, s, "f", over)
+		mustWriteTo(t, w, []byte("0123456789"))
+		mustClose(t, w)
+		wantContent(t, s, "f", []byte("0123456789"))
+		w = openWriter(t, s, "g", over)
+		mustWriteTo(t, w, []byte("new"))
+		mustClose(t, w)
+		wantContent(t, s, "g", []byte("new"))
 	})
 	t.Run("exclusive/new", func(t *testing.T) {
 		s := nb(t)
