@@ -177,6 +177,31 @@ type hookInput struct {
 	ToolUseID      string          `json:"tool_use_id"`
 }
 
+// UnmarshalJSON reads each field leniently: a field of another type than
+// trove expects (a number for tool_use_id, null for session_id: a newer
+// or odd agent) is read as its JSON number's text, or empty, rather than
+// failing the payload and losing the checkpoint the tool call is owed.
+func (h *hookInput) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	str := func(key string) string {
+		var s string
+		var n json.Number
+		switch raw := m[key]; {
+		case json.Unmarshal(raw, &s) == nil:
+			return s
+		case json.Unmarshal(raw, &n) == nil:
+			return n.String()
+		}
+		return ""
+	}
+	*h = hookInput{SessionID: str("session_id"), TranscriptPath: str("transcript_path"), Cwd: str("cwd"),
+		Event: str("hook_event_name"), ToolName: str("tool_name"), ToolInput: m["tool_input"], ToolUseID: str("tool_use_id")}
+	return nil
+}
+
 func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 	switch h.Event {
 	case "PreToolUse":
@@ -253,12 +278,18 @@ func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 // was about to change.
 func toolNote(h hookInput) string {
 	var in struct {
-		Command      string `json:"command"`
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
+		Command      json.RawMessage `json:"command"`
+		FilePath     string          `json:"file_path"`
+		NotebookPath string          `json:"notebook_path"`
 	}
 	json.Unmarshal(h.ToolInput, &in)
-	what := in.Command + in.FilePath + in.NotebookPath
+	var command string
+	if json.Unmarshal(in.Command, &command) != nil {
+		var argv []string // Codex's shell call: ["bash", "-lc", "..."]
+		json.Unmarshal(in.Command, &argv)
+		command = strings.Join(argv, " ")
+	}
+	what := command + in.FilePath + in.NotebookPath
 	what, _, _ = strings.Cut(what, "\n")
 	if len(what) > 100 {
 		what = what[:100] + "..."

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,11 +302,7 @@ func TestHooksCodex(t *testing.T) {
 		}
 	}
 	os.RemoveAll(filepath.Join(ws, "gen"))
-	_, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
-	var cps []checkpointJSON
-	if err := json.Unmarshal([]byte(out), &cps); err != nil {
-		t.Fatal(err)
-	}
+	cps := hookCheckpoints(t, store, ws)
 	sid := importer.SessionID("codex", "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b")
 	if len(cps) != 1 || cps[0].ID != "call_7Gx2KqLmNpRsTuVw" || cps[0].Note != "Bash: rm -rf gen" || cps[0].Session != sid {
 		t.Fatalf("checkpoints: %+v", cps)
@@ -340,11 +337,7 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	if code, _, _ := trove(t, string(in), "--store", store, "hooks", "run", "claude"); code != 0 {
 		t.Fatalf("hook exit %d", code)
 	}
-	_, out, _ := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
-	var cps []checkpointJSON
-	if err := json.Unmarshal([]byte(out), &cps); err != nil {
-		t.Fatal(err)
-	}
+	cps := hookCheckpoints(t, store, ws)
 	if len(cps) != 1 || cps[0].ID != "toolu_big" {
 		t.Fatalf("checkpoints after a 17 MiB Write payload: %+v", cps)
 	}
@@ -367,11 +360,7 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	if code, _, _ := trove(t, noID, "--store", store, "hooks", "run", "claude"); code != 0 {
 		t.Fatalf("hook exit %d", code)
 	}
-	_, out, _ = trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
-	cps = nil
-	if err := json.Unmarshal([]byte(out), &cps); err != nil {
-		t.Fatal(err)
-	}
+	cps = hookCheckpoints(t, store, ws)
 	found := 0
 	for _, c := range cps {
 		if strings.HasPrefix(c.ID, "pre-") && c.Note == "Bash: rm a.txt" {
@@ -380,6 +369,18 @@ func TestHooksHugePayloadAndUnknownCall(t *testing.T) {
 	}
 	if found != 1 {
 		t.Fatalf("checkpoints after a payload without tool_use_id: %+v", cps)
+	}
+	// Fields of other types than expected are read, not the payload
+	// refused: a numeric tool_use_id names its checkpoint, a null
+	// session_id is none, Codex's argv command is noted joined.
+	odd := `{"session_id":null,"cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":4711,` +
+		`"tool_input":{"command":["bash","-lc","rm -rf src"]},"transcript_path":{"x":1}}`
+	if code, _, _ := trove(t, odd, "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("hook exit %d", code)
+	}
+	cps = hookCheckpoints(t, store, ws)
+	if i := slices.IndexFunc(cps, func(c checkpointJSON) bool { return c.ID == "4711" }); i < 0 || cps[i].Note != "Bash: bash -lc rm -rf src" {
+		t.Fatalf("checkpoints after a payload with odd field types: %+v", cps)
 	}
 	code, out, errOut := trove(t, "", "--store", store, "checkpoint", "rewind", "--before", "toolu_never", "--dir", ws)
 	if code != exitFailure || strings.Contains(out, "rewound") || !strings.Contains(errOut, "toolu_never") {
@@ -469,4 +470,15 @@ func TestHooksInstallStorePath(t *testing.T) {
 			t.Fatalf("uninstall: %d %s", code, errOut)
 		}
 	}
+}
+
+// hookCheckpoints are the checkpoints of workspace ws in store.
+func hookCheckpoints(t *testing.T, store, ws string) []checkpointJSON {
+	t.Helper()
+	_, out, errOut := trove(t, "", "--store", store, "--json", "checkpoint", "ls", "--dir", ws)
+	var cps []checkpointJSON
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatalf("checkpoint ls: %v\n%s", err, errOut)
+	}
+	return cps
 }
