@@ -137,6 +137,9 @@ func (f *Follower) Format() string { return f.format }
 // Size is how many bytes of the source were fed.
 func (f *Follower) Size() int64 { return f.size }
 
+// Sum is the SHA-256 of the bytes of the source fed.
+func (f *Follower) Sum() []byte { return f.hash.Sum(nil) }
+
 // Feed parses lines (whole lines, each ending in a newline, as appended to
 // the source after what was fed before) and brings the sessions they make
 // up to date in the store. A session changed in trove since this import

@@ -106,6 +106,9 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	if err != nil {
 		return false, err
 	}
+	// An append changes the size: the same size at a new time is an edit
+	// in place (or a touch), which the marks at the ends may not see.
+	inPlace := ok && fi.Size() == s.Size && s.Offset > 0
 	if fi.Size() < s.Offset || !ok {
 		*s = source{Path: s.Path, Format: s.Format} // rewritten: start again
 	}
@@ -116,6 +119,17 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	if s.f == nil && s.Offset > 0 {
 		if s.f, err = w.resume(ctx, s); err != nil {
 			return false, err
+		}
+	}
+	if inPlace && s.f != nil {
+		// Read whole this once to tell (else an append after the edit
+		// would be read on top of bytes that are no longer there).
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, s.Offset)); err != nil {
+			return false, err
+		}
+		if !bytes.Equal(h.Sum(nil), s.f.Sum()) {
+			*s = source{Path: s.Path, Format: s.Format, Size: fi.Size(), Mod: fi.ModTime()}
 		}
 	}
 	from := s.Offset

@@ -585,3 +585,48 @@ func TestWatchSymlinkedRoot(t *testing.T) {
 	h.stop()
 	compareSessions(t, reference(t, filepath.Join(h.dir, "claude")), h.store, 6)
 }
+
+// A source edited in place, its size unchanged (so the marks at its ends
+// may not tell), and appended to after: the edit is seen, the source read
+// again whole, and the store ends as a one-shot import of the file.
+func TestWatchEditInPlace(t *testing.T) {
+	h := newHarness(t)
+	const rel = "-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl"
+	data, err := os.ReadFile(filepath.Join(recordings, "claude", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.dir, "claude", rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	last := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	h.start()
+	h.write(path, data[:last])
+	// In the middle: after the first 512 bytes, before the last 512 read.
+	edited := bytes.Replace(data[:last], []byte(`"make it hello"`), []byte(`"make it HELLO"`), 1)
+	if i := bytes.Index(edited, []byte("HELLO")); i < 512 || i > last-512 {
+		t.Fatalf("the edit is at %d of %d", i, last)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(edited, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A clock's tick may be coarser than the test's pace: the edit's time
+	// is made later than the append's.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, time.Time{}, fi.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(path, func(e Event) bool { return e.From == 0 && e.Offset == int64(last) })
+	h.write(path, data[last:])
+	h.stop()
+	compareSessions(t, reference(t, path), h.store, 4)
+}
