@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"iter"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -360,9 +361,17 @@ func sortRecs(recs []byte) []byte {
 }
 
 // readIdxCache reads the cache; nil when there is none or it is damaged.
+// On a local disk it is mapped, not read (backend.Mapper): a process
+// searches a few records of it, and reading the whole file into fresh
+// memory cost a page fault every 4 KiB (137 of a dry run's 1,930 on the
+// cpbench store, the cache growing with the history). The cache is only
+// ever replaced by a rename (WriteFile) or removed, never written in
+// place, so the mapping stays whole; it is released once the table is
+// garbage (the table's records are its bytes, and nothing keeps a slice
+// of them past the table).
 func (s *Store) readIdxCache(ctx context.Context) *idxTable {
 	name := s.idxCacheName()
-	data, err := s.st.ReadFile(ctx, name)
+	data, release, err := backend.MapFile(ctx, s.st, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -372,8 +381,10 @@ func (s *Store) readIdxCache(ctx context.Context) *idxTable {
 	}
 	t, err := decodeIdxCache(data)
 	if err != nil {
+		_ = release()
 		s.cfg.log.Warn("cas: index cache damaged, reading the indexes", "name", name, "err", err)
 		return nil
 	}
+	runtime.AddCleanup(t, func(release func() error) { _ = release() }, release)
 	return t
 }

@@ -8,6 +8,9 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -410,4 +413,76 @@ func countFiles(t *testing.T, st backend.Storage, dir string) int {
 		}
 	}
 	return n
+}
+
+// On a local disk the cache is mapped, not read: a reader finds every
+// blob through it while other stores replace it, and a damaged one,
+// refused and released, costs only the index reads.
+func TestIndexCacheMapped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := fs.NewOS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := packs(t, w, 40, 3, "mapped")
+	r, err := cas.Open(ctx, st) // writes the cache
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAll(t, r, blobs)
+	r, err = cas.Open(ctx, st) // maps it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "blobs", "index.cache")
+	if m, err := os.ReadFile("/proc/self/maps"); err == nil && !strings.Contains(string(m), cache) {
+		t.Error("the index cache is not mapped")
+	}
+	// Another process writes packs and replaces the cache meanwhile.
+	w2, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := packs(t, w2, 10, 3, "more")
+	if _, err := cas.Open(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	w3, err := cas.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAll(t, w3, more)
+	hasAll(t, r, blobs)
+	runtime.GC() // the tables no one holds are released
+
+	b, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(cache+".new", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cache+".new", cache); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	d, err := cas.Open(ctx, st, cas.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAll(t, d, blobs)
+	hasAll(t, d, more)
+	if !strings.Contains(logs.String(), "index cache damaged") {
+		t.Errorf("a damaged cache taken without a word: %q", logs.String())
+	}
 }
