@@ -7,6 +7,6 @@
 // across runs, so a watcher killed and started again goes on from where
 // it stopped (docs/live-capture.md).
 //
-// Imports: trove, importer, session/tree, fsnotify and the standard
-// library.
+// Imports: trove, importer, session/tree, fsnotify, gofrs/flock and the
+// standard library.
 package watch

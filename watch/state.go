@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/trovekit/trove/importer"
 )
 
@@ -176,4 +177,21 @@ func (w *Watcher) resume(ctx context.Context, s *source) (*importer.Follower, er
 	}
 	f.UseIndex(w.index)
 	return f, nil
+}
+
+// lockState takes the lock beside the state file at path, for as long as
+// the watcher runs; the system drops it if the process dies.
+func lockState(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	fl := flock.New(path + ".lock")
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("watch: lock %s: %w", fl.Path(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w (%s)", ErrRunning, path)
+	}
+	return func() { fl.Unlock() }, nil
 }

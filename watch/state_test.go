@@ -2,9 +2,14 @@ package watch
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/trovekit/trove"
 )
 
 // copyTree copies the files under from to to, replacing what is there.
@@ -76,4 +81,29 @@ func TestWatchResumesAfterCrash(t *testing.T) {
 		h.stop()
 		compareSessions(t, reference(t, path), h.store, 2)
 	}
+}
+
+// A second watcher with the state file of one running refuses to start;
+// once the first has stopped, another runs.
+func TestWatchStateFileInUse(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	// Read by the first, which holds the lock from before its first scan.
+	path := filepath.Join(h.dir, "claude", "-work", "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.write(path, []byte(`{"type":"summary","summary":"s","leafUuid":"a"}`+"\n"))
+	st, err := trove.Open(context.Background(), h.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	second := New(st, h.roots(), WithStateFile(h.state), WithRescan(0), WithLogger(slog.New(slog.DiscardHandler)))
+	if err := second.Run(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("a second watcher on the same state file: %v, want ErrRunning", err)
+	}
+	h.stop()
+	h.start()
+	h.stop()
 }

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -116,9 +117,24 @@ func New(st *trove.Store, roots []Root, opts ...Option) *Watcher {
 		index: importer.NewSessionIndex(st)}
 }
 
+// ErrRunning is returned by Run when another watcher runs with the same
+// state file.
+var ErrRunning = errors.New("watch: another watcher runs with this state file")
+
 // Run imports everything under the roots, then follows them until ctx is
-// done. It returns nil when ctx is cancelled.
+// done. It returns nil when ctx is cancelled, and an error wrapping
+// ErrRunning at once if another watcher (in this process or another)
+// runs with the same state file: two would take turns at each session's
+// lock, each losing turn costing a whole read of the source, and remove
+// each other's temporary state files.
 func (w *Watcher) Run(ctx context.Context) error {
+	if w.stateFile != "" {
+		unlock, err := lockState(w.stateFile)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
