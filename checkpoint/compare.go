@@ -90,6 +90,8 @@ type loader struct {
 	// diffs keeps the line counters' memory between the files a plan
 	// compares (see linediff.Scratch).
 	diffs sync.Pool
+	// wsBufs keeps the buffers of workspace files compared (see release).
+	wsBufs sync.Pool
 }
 
 // resolve fills in a workspace file's digest: from the stat cache when the
@@ -142,11 +144,21 @@ const diffMax = 8 << 20
 
 func big(p *pstate) bool { return p.kind == TypeFile && p.size > diffMax }
 
+// wsBufMin is the least a workspace file's buffer is made with.
+const wsBufMin = 256 << 10
+
 // release drops loaded content once its line counts are known: a rewind
-// streams what it writes, so memory stays bounded whatever the files.
-func release(ps ...*pstate) {
+// streams what it writes, so memory stays bounded whatever the files. A
+// workspace file's buffer is read into again (nothing keeps its bytes:
+// they are hashed and counted, no more): in a process that collects no
+// garbage, each file read into fresh memory was a page fault every 4 KiB.
+func (l *loader) release(ps ...*pstate) {
 	for _, p := range ps {
 		if p.data != nil {
+			if p.ws {
+				b := p.data[:0]
+				l.wsBufs.Put(&b)
+			}
 			p.data, p.loaded = nil, false
 		}
 	}
@@ -183,7 +195,15 @@ func (l *loader) load(ctx context.Context, path string, p *pstate) error {
 	var data []byte
 	var err error
 	if p.ws {
-		data, err = l.m.ws.readFile(path, -1, nil)
+		var buf []byte
+		if bp, ok := l.wsBufs.Get().(*[]byte); ok {
+			buf = *bp
+		}
+		if int64(cap(buf)) <= p.size {
+			// Room for the next files too: pages never written cost nothing.
+			buf = make([]byte, 0, max(p.size+1, wsBufMin))
+		}
+		data, err = l.m.ws.readFile(path, -1, buf)
 	} else if pre, ok := l.pre.content(p.digest); ok {
 		data = pre
 	} else {
@@ -250,7 +270,7 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 			}
 			c.del, c.ins, c.binary = sc.Stats(a.data, b.data)
 			l.diffs.Put(sc)
-			release(a, b)
+			l.release(a, b)
 			return c, nil
 		}
 		return &change{path: path, a: a, b: b}, nil
@@ -273,7 +293,7 @@ func (l *loader) compare(ctx context.Context, path string, a, b *pstate) (*chang
 		if err := l.load(ctx, path, p); err != nil {
 			return nil, err
 		}
-		defer release(p)
+		defer l.release(p)
 		if linediff.IsBinary(p.data) {
 			c.binary = true
 		} else if p == a {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,6 +332,53 @@ func TestBadNamesSkippedAtAnyDepth(t *testing.T) {
 	for _, p := range []string{"d/e/ok", "d/c:x"} {
 		if man.Find(p) == nil {
 			t.Errorf("%s not kept", p)
+		}
+	}
+}
+
+// The compare reads workspace files into buffers it reuses: files of
+// every size, in any order, still count their own lines and no other's.
+func TestDiffReusesBuffersExactly(t *testing.T) {
+	ctx := context.Background()
+	m, dir := newDirManager(t)
+	lines := []int{5000, 3, 40000, 1, 700, 12, 9000, 0, 60}
+	for i, n := range lines {
+		body := strings.Repeat(fmt.Sprintf("line of file %d\n", i), n)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.CreateTree(ctx, "cp"); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range lines {
+		// i+1 lines more, the first line changed when there is one.
+		body := strings.Repeat("added\n", i+1) + strings.Repeat(fmt.Sprintf("line of file %d\n", i), max(n-1, 0))
+		if n > 0 {
+			body = "changed\n" + body
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := m.Diff(ctx, "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != len(lines) {
+		t.Fatalf("%d files changed, want %d: %+v", len(d.Files), len(lines), d.Files)
+	}
+	for _, f := range d.Files {
+		i, err := strconv.Atoi(strings.TrimPrefix(f.Path, "f"))
+		if err != nil || i >= len(lines) {
+			t.Fatalf("changed: %q", f.Path)
+		}
+		wantIns, wantDel := i+1, 0
+		if lines[i] > 0 {
+			wantIns, wantDel = i+2, 1
+		}
+		if f.Insertions != wantIns || f.Deletions != wantDel {
+			t.Errorf("%s: +%d -%d, want +%d -%d", f.Path, f.Insertions, f.Deletions, wantIns, wantDel)
 		}
 	}
 }
