@@ -62,3 +62,35 @@ func TestImportBOMAndCRLF(t *testing.T) {
 		t.Errorf("BOM and CRLF made %d files, the plain ones %d", len(got), len(want))
 	}
 }
+
+// WalkRoot has WalkDir follow a root linked to a directory, and leaves a
+// link to a file (walked as itself) and a plain directory as they are.
+func TestWalkRoot(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(file, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{dir, "dirlink"}, {file, "filelink.jsonl"}} {
+		if err := os.Symlink(l[0], filepath.Join(dir, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sep := string(filepath.Separator)
+	for in, want := range map[string]string{dir: dir, filepath.Join(dir, "dirlink"): filepath.Join(dir, "dirlink") + sep,
+		filepath.Join(dir, "filelink.jsonl"): filepath.Join(dir, "filelink.jsonl"), filepath.Join(dir, "none"): filepath.Join(dir, "none")} {
+		if got := WalkRoot(in); got != want {
+			t.Errorf("WalkRoot(%s) = %s, want %s", in, got, want)
+		}
+	}
+	var walked []string
+	filepath.WalkDir(WalkRoot(filepath.Join(dir, "dirlink")), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			walked = append(walked, p)
+		}
+		return err
+	})
+	if len(walked) != 3 || !strings.HasPrefix(walked[0], filepath.Join(dir, "dirlink")+sep) {
+		t.Errorf("walked through the link: %v", walked)
+	}
+}

@@ -113,10 +113,13 @@ func Import(ctx context.Context, st *trove.Store, paths []string, o Options) ([]
 // ~/.claude/projects), so one is given with a trailing separator, which
 // has the system resolve it. The paths WalkDir passes on stay under dir.
 func WalkRoot(dir string) string {
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return dir
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return dir + string(filepath.Separator)
 	}
-	return dir
+	return dir // a link to a file: WalkDir calls back with it alone
 }
 
 // sourceFiles lists the session files under p and the blobs/ directories
