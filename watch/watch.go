@@ -128,13 +128,11 @@ var ErrRunning = errors.New("watch: another watcher runs with this state file")
 // lock, each losing turn costing a whole read of the source, and remove
 // each other's temporary state files.
 func (w *Watcher) Run(ctx context.Context) error {
-	if w.stateFile != "" {
-		unlock, err := lockState(w.stateFile)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	unlock, err := w.begin()
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -181,6 +179,39 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.scan(ctx)
 		}
 	}
+}
+
+// Once reads the sources under the roots as Run's first scan does, from
+// where the state file says the last run stopped, and returns: a hook
+// importing a transcript that grew reads only the new bytes. It returns
+// an error wrapping ErrRunning if a watcher runs with the state file
+// (that one reads the sources), else the sources' errors.
+func (w *Watcher) Once(ctx context.Context) error {
+	unlock, err := w.begin()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var errs []error
+	on := w.onEvent
+	w.onEvent = func(e Event) {
+		errs = append(errs, e.Err)
+		if on != nil {
+			on(e)
+		}
+	}
+	w.load()
+	w.scan(ctx)
+	w.save()
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// begin takes the state file's lock, if there is a state file.
+func (w *Watcher) begin() (unlock func(), err error) {
+	if w.stateFile == "" {
+		return func() {}, nil
+	}
+	return lockState(w.stateFile)
 }
 
 // notified records what an event touched, reporting whether a source
@@ -246,9 +277,9 @@ func (w *Watcher) walkRoots(fn func(string)) {
 	}
 }
 
-// watch adds a watch on dir, once.
+// watch adds a watch on dir, once (none for Once).
 func (w *Watcher) watch(dir string) {
-	if w.watched[dir] {
+	if w.watched[dir] || w.fsw == nil {
 		return
 	}
 	if err := w.fsw.Add(dir); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trovekit/trove/checkpoint"
 	"github.com/trovekit/trove/importer"
+	"github.com/trovekit/trove/watch"
 )
 
 func newHooksCmd(a *app) *cobra.Command {
@@ -217,10 +218,26 @@ func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 		if err != nil {
 			return err
 		}
-		paths := []string{h.TranscriptPath}
-		if sub := strings.TrimSuffix(h.TranscriptPath, ".jsonl") + "/subagents"; isDir(sub) {
+		path, err := filepath.Abs(h.TranscriptPath)
+		if err != nil {
+			return err
+		}
+		paths := []string{path}
+		if sub := strings.TrimSuffix(path, ".jsonl") + "/subagents"; isDir(sub) {
 			paths = append(paths, sub)
 		}
+		// As trove watch reads them, with its state: a transcript that
+		// grew since costs its new bytes, not a parse of the whole file
+		// at every turn.
+		var roots []watch.Root
+		for _, p := range paths {
+			roots = append(roots, watch.Root{Path: p, Format: ag.format})
+		}
+		err = watch.New(ts, roots, watch.WithStateFile(a.watchState()), watch.WithLogger(a.log)).Once(ctx)
+		if !errors.Is(err, watch.ErrRunning) {
+			return err
+		}
+		// A watcher runs, but may follow other roots.
 		_, err = importer.Import(ctx, ts, paths, importer.Options{From: ag.format})
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -481,4 +482,43 @@ func hookCheckpoints(t *testing.T, store, ws string) []checkpointJSON {
 		t.Fatalf("checkpoint ls: %v\n%s", err, errOut)
 	}
 	return cps
+}
+
+// A Stop hook reads a transcript as trove watch does, with its state: a
+// transcript grown by a line since the last Stop costs that line, and the
+// store ends as a one-shot import of the file makes it.
+func TestHooksStopReadsNewBytes(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	store, dir := filepath.Join(t.TempDir(), "store"), t.TempDir()
+	data, err := os.ReadFile("../../../importer/testdata/claude/-work-app/5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90.jsonl")
+	half := bytes.IndexByte(data[len(data)/2:], '\n') + len(data)/2 + 1
+	stop := `{"session_id":"5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90","transcript_path":"` + path + `","cwd":"/work/app","hook_event_name":"Stop"}`
+	for _, at := range []struct{ from, size int }{{0, half}, {half, len(data)}} {
+		if err := os.WriteFile(path, data[:at.size], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := trove(t, stop, "--log-level", "debug", "--store", store, "hooks", "run", "claude")
+		read := `msg="trove watch: read" source=` + path + " from=" + strconv.Itoa(at.from) + " offset=" + strconv.Itoa(at.size)
+		if code != 0 || !strings.Contains(errOut, read) {
+			t.Fatalf("Stop with the transcript at %d bytes: exit %d, want %q in\n%s", at.size, code, read, errOut)
+		}
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	if code, out, errOut := trove(t, "", "--store", ref, "import", path); code != 0 {
+		t.Fatalf("import: %s%s", out, errOut)
+	}
+	want, got := sessionFiles(t, ref), sessionFiles(t, store)
+	if len(want) < 4 || len(got) != len(want) {
+		t.Fatalf("%d session files after the hooks, %d after an import", len(got), len(want))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s differs:\nimport: %.1000s\nhooks:  %.1000s", name, w, got[name])
+		}
+	}
 }
