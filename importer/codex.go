@@ -106,10 +106,23 @@ func (p *codexParser) line(b []byte) error {
 		return nil
 	}
 	var it codexItem
-	if json.Unmarshal(l.Payload, &it) != nil {
-		return nil
-	}
 	ts := millis(l.Timestamp)
+	switch {
+	case l.Payload != nil:
+		if json.Unmarshal(l.Payload, &it) != nil {
+			return nil
+		}
+	case json.Unmarshal(b, &it) != nil:
+		return nil
+	case l.Type == "" && it.ID != "" && l.Timestamp != "" && c.srcID == "":
+		// A rollout of Codex before session_meta (mid-2025): the
+		// session's {id, timestamp, instructions, git} first, ...
+		l.Type = "session_meta"
+	case l.Type != "":
+		// ... then the items bare, without times, between
+		// {"record_type": "state"} lines.
+		l.Type, ts = "response_item", c.created
+	}
 	switch l.Type {
 	case "session_meta":
 		if c.cwd == "" {

@@ -47,3 +47,26 @@ func TestImportCodex(t *testing.T) {
 	}
 	reimportAddsNothing(t, s, src, before)
 }
+
+// A rollout of Codex from before session_meta (mid-2025: the session's
+// {id, timestamp, instructions, git} first, then bare items between
+// {"record_type":"state"} lines) imports, found by its format, with its
+// turns; a second import adds nothing. TestFollowEqualsImport follows it.
+func TestImportCodexLegacy(t *testing.T) {
+	src := filepath.Join("testdata", "codex-legacy")
+	s, res, before := importFresh(t, src, importer.Options{})
+	if len(res) != 1 || !res[0].Imported || res[0].Format != "codex" || res[0].Messages != 3 ||
+		res[0].SessionID != importer.SessionID("codex", "5973b6c0-94b8-487b-a530-2aeb6098ae0e") {
+		t.Fatalf("results: %+v", res)
+	}
+	got, all := sessionPath(t, s, res[0].SessionID)
+	if got != "user assistant toolResult" {
+		t.Errorf("roles %s", got)
+	}
+	for _, want := range []string{"old format question", "old format answer", `"name":"shell"`, `"toolName":"shell"`, `"timestamp":"2025-07-01T10:00:00.000Z"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the session lacks %s", want)
+		}
+	}
+	reimportAddsNothing(t, s, src, before)
+}

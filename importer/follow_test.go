@@ -73,7 +73,7 @@ func TestFollowEqualsImport(t *testing.T) {
 	ctx := context.Background()
 	dirs := []string{"testdata/claude", "testdata/claude-sidechain", "testdata/codex", "testdata/agent-jsonl",
 		"testdata/heldout/claude", "testdata/heldout/codex", "testdata/heldout/pi/sessions", "testdata/heldout/agent-jsonl",
-		"testdata/bom-crlf"}
+		"testdata/bom-crlf", "testdata/codex-legacy"}
 	for _, run := range []struct {
 		step   int
 		resume bool

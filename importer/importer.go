@@ -309,7 +309,9 @@ func unchanged(ctx context.Context, st *trove.Store, k *SessionIndex, src source
 		kind, srcID := src.format, first.ID
 		switch src.format {
 		case "codex":
-			srcID = first.Payload.ID
+			if first.Payload.ID != "" || first.ID == "" {
+				srcID = first.Payload.ID
+			} // else the first line of a rollout from before session_meta
 		case "omp":
 			kind = "pi"
 		}
@@ -437,6 +439,7 @@ func detect(data []byte) string {
 			UUID      string          `json:"uuid"`
 			SessionID string          `json:"sessionId"`
 			Payload   json.RawMessage `json:"payload"`
+			Record    string          `json:"record_type"` // Codex's before session_meta
 		}
 		if json.Unmarshal(sc.Bytes(), &probe) != nil {
 			continue
@@ -444,7 +447,7 @@ func detect(data []byte) string {
 		switch {
 		case probe.UUID != "" || probe.SessionID != "":
 			return "claude"
-		case probe.Type == "session_meta" || probe.Payload != nil:
+		case probe.Type == "session_meta" || probe.Payload != nil || probe.Record != "":
 			return "codex"
 		case probe.ParentID != nil:
 			return "agent-jsonl"

@@ -222,7 +222,7 @@ func TestImportMixedTree(t *testing.T) {
 		}
 		formats[r.Format]++
 	}
-	if formats["blobs"] != 2 || formats["claude"] != 8 || formats["codex"] != 4 || formats["pi"] != 4 || formats["agent-jsonl"] != 3 {
+	if formats["blobs"] != 2 || formats["claude"] != 8 || formats["codex"] != 5 || formats["pi"] != 4 || formats["agent-jsonl"] != 3 {
 		t.Errorf("formats %v", formats)
 	}
 	if rep, err := s.Check(context.Background()); err != nil || len(rep.Problems) != 0 {
