@@ -179,19 +179,42 @@ func (w *Watcher) resume(ctx context.Context, s *source) (*importer.Follower, er
 	return f, nil
 }
 
-// lockState takes the lock beside the state file at path, for as long as
-// the watcher runs; the system drops it if the process dies.
-func lockState(path string) (unlock func(), err error) {
+// lockState takes the lock beside the state file at path, held while
+// its sources are read: by Run for as long as it runs, by Once for its
+// pass. Run (run) first takes a second lock held only by watchers, so a
+// second watcher fails at once while one starting during a hook's pass
+// waits for it; Once fails at once while anyone holds the first. The
+// system drops both if the process dies.
+func lockState(ctx context.Context, path string, run bool) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
-	fl := flock.New(path + ".lock")
-	ok, err := fl.TryLock()
+	try := func(name string) (*flock.Flock, error) {
+		fl := flock.New(name)
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("watch: lock %s: %w", name, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w (%s)", ErrRunning, path)
+		}
+		return fl, nil
+	}
+	if !run {
+		fl, err := try(path + ".lock")
+		if err != nil {
+			return nil, err
+		}
+		return func() { fl.Unlock() }, nil
+	}
+	watcher, err := try(path + ".run.lock")
 	if err != nil {
+		return nil, err
+	}
+	fl := flock.New(path + ".lock")
+	if _, err := fl.TryLockContext(ctx, 50*time.Millisecond); err != nil {
+		watcher.Unlock()
 		return nil, fmt.Errorf("watch: lock %s: %w", fl.Path(), err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w (%s)", ErrRunning, path)
-	}
-	return func() { fl.Unlock() }, nil
+	return func() { fl.Unlock(); watcher.Unlock() }, nil
 }

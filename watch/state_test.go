@@ -83,8 +83,9 @@ func TestWatchResumesAfterCrash(t *testing.T) {
 	}
 }
 
-// A second watcher with the state file of one running refuses to start;
-// once the first has stopped, another runs.
+// A second watcher with the state file of one running refuses to start,
+// and so does a pass of Once; a watcher started during a pass of Once
+// waits for its end and runs.
 func TestWatchStateFileInUse(t *testing.T) {
 	h := newHarness(t)
 	h.start()
@@ -103,7 +104,17 @@ func TestWatchStateFileInUse(t *testing.T) {
 	if err := second.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("a second watcher on the same state file: %v, want ErrRunning", err)
 	}
+	if err := second.Once(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Once while a watcher runs: %v, want ErrRunning", err)
+	}
 	h.stop()
+	// A watcher started during a pass of Once waits for it, then runs.
+	unlock, err := lockState(context.Background(), h.state, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.start()
+	unlock()
+	h.write(path, []byte(`{"type":"summary","summary":"t","leafUuid":"a"}`+"\n"))
 	h.stop()
 }

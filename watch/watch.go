@@ -126,10 +126,14 @@ var ErrRunning = errors.New("watch: another watcher runs with this state file")
 // ErrRunning at once if another watcher (in this process or another)
 // runs with the same state file: two would take turns at each session's
 // lock, each losing turn costing a whole read of the source, and remove
-// each other's temporary state files.
+// each other's temporary state files. One started during a pass of Once
+// (a hook's) waits for it to end.
 func (w *Watcher) Run(ctx context.Context) error {
-	unlock, err := w.begin()
+	unlock, err := w.begin(ctx, true)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while a hook's pass held the state
+		}
 		return err
 	}
 	defer unlock()
@@ -187,7 +191,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 // an error wrapping ErrRunning if a watcher runs with the state file
 // (that one reads the sources), else the sources' errors.
 func (w *Watcher) Once(ctx context.Context) error {
-	unlock, err := w.begin()
+	unlock, err := w.begin(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -207,11 +211,11 @@ func (w *Watcher) Once(ctx context.Context) error {
 }
 
 // begin takes the state file's lock, if there is a state file.
-func (w *Watcher) begin() (unlock func(), err error) {
+func (w *Watcher) begin(ctx context.Context, run bool) (unlock func(), err error) {
 	if w.stateFile == "" {
 		return func() {}, nil
 	}
-	return lockState(w.stateFile)
+	return lockState(ctx, w.stateFile, run)
 }
 
 // notified records what an event touched, reporting whether a source
