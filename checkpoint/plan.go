@@ -109,7 +109,7 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 	trees := newTreeFetch(m.blobs, p.cache.Trees)
 	p.pre.likely(man, p.cache, trees)
 	seen := &seenGitignores{files: map[string][]byte{}}
-	t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true, lazy: true})
+	t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true, lazy: true, noListings: true})
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 				return err
 			}
 		}
-		if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), walkOptions{}); err != nil {
+		if t, err = m.walkTree(ctx, baseIgnorer(man), m.manifestGitignore(man), walkOptions{noListings: true}); err != nil {
 			return err
 		}
 	}

@@ -95,7 +95,8 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 	}
 	// Asked for every directory the walk read (sameGitignores, and the
 	// plan for each directory's entries): sized so, the map never grows.
-	under := make(map[string]bool, len(t.listings))
+	_, nread := t.dirsRead()
+	under := make(map[string]bool, nread)
 	skip = func(dir string) bool {
 		if dir == "." {
 			return skipped["."]

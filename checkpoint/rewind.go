@@ -226,7 +226,8 @@ func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 // checkpoint's .gitignore there changes nothing.
 func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, seen map[string][]byte) (bool, error) {
 	man := Manifest{Files: files}
-	for dir := range t.listings {
+	dirs, _ := t.dirsRead()
+	for dir := range dirs {
 		if skip(dir) {
 			continue
 		}
