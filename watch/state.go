@@ -212,6 +212,9 @@ func lockState(ctx context.Context, path string, run bool) (unlock func(), err e
 		return nil, err
 	}
 	fl := flock.New(path + ".lock")
+	if ok, err := fl.TryLock(); err == nil && ok {
+		return func() { fl.Unlock(); watcher.Unlock() }, nil
+	}
 	if _, err := fl.TryLockContext(ctx, 50*time.Millisecond); err != nil {
 		watcher.Unlock()
 		return nil, fmt.Errorf("watch: lock %s: %w", fl.Path(), err)
