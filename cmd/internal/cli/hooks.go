@@ -222,6 +222,9 @@ func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 		if err != nil {
 			return err
 		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("transcript: %w", err) // Once would find nothing to read, and say nothing
+		}
 		paths := []string{path}
 		if sub := strings.TrimSuffix(path, ".jsonl") + "/subagents"; isDir(sub) {
 			paths = append(paths, sub)

@@ -508,6 +508,14 @@ func TestHooksStopReadsNewBytes(t *testing.T) {
 			t.Fatalf("Stop with the transcript at %d bytes: exit %d, want %q in\n%s", at.size, code, read, errOut)
 		}
 	}
+	// A transcript that is not there is a failure the log shows.
+	gone := strings.Replace(stop, path, filepath.Join(dir, "gone.jsonl"), 1)
+	if code, _, _ := trove(t, gone, "--store", store, "hooks", "run", "claude"); code != 0 {
+		t.Fatalf("Stop of a missing transcript: exit %d", code)
+	}
+	if _, out, _ := trove(t, "", "--store", store, "hooks", "status"); !strings.Contains(out, "gone.jsonl: no such file") {
+		t.Errorf("hooks status after a Stop of a missing transcript:\n%s", out)
+	}
 	ref := filepath.Join(t.TempDir(), "ref")
 	if code, out, errOut := trove(t, "", "--store", ref, "import", path); code != 0 {
 		t.Fatalf("import: %s%s", out, errOut)
