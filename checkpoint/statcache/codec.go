@@ -22,7 +22,8 @@ import (
 // cache). A snapshot encodes the first (the directories, final once its
 // files are stored) while it builds its trees, and writes the second
 // (trees and the last snapshot) after; a reader decodes the two at once.
-// Each block ends with the CRC-32C of its bytes. The first holds the
+// Each block ends with the CRC-32C of its bytes (the second's started from
+// the first's: headSum). The first holds the
 // directories: path, stat and verified time at fixed width, whether
 // listed, and the names, each with a flags byte (an entry follows; its
 // ctime is its mtime; its device, or its verified time, is its
@@ -112,7 +113,7 @@ func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) erro
 	if _, err := w.Write(head.block); err != nil {
 		return err
 	}
-	t := tailWriter{w: w, b: make([]byte, 0, tailChunk+tailRoom)}
+	t := tailWriter{w: w, b: make([]byte, 0, tailChunk+tailRoom), crc: headSum(head.block)}
 	t.b = binary.AppendUvarint(t.b, uint64(head.entries))
 	for _, r := range head.recs {
 		for _, e := range r.Ents {
@@ -195,6 +196,18 @@ func (t *tailWriter) bytes(p []byte) {
 	if t.err == nil {
 		_, t.err = t.w.Write(p)
 	}
+}
+
+// headSum is the CRC-32C that ends the first block: the second block's
+// CRC starts from it. Two processes snapshotting one workspace at once
+// write the file over each other; a first block of one and a second of the
+// other, each whole, would otherwise both check, and pair the one's
+// entries (in its map order) with the other's refs.
+func headSum(block []byte) uint32 {
+	if len(block) < 4 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(block[len(block)-4:])
 }
 
 // appendCRC appends the CRC-32C of b.
@@ -291,7 +304,7 @@ func Decode(data []byte) (*Cache, error) {
 	wg.Go(func() {
 		c.Dirs, c.TreeOf, c.count, errD = decodeDirs(head, refs)
 	})
-	err := c.decodeTail(tail, refs)
+	err := c.decodeTail(tail, headSum(head), refs)
 	wg.Wait()
 	if err = cmp.Or(err, errD); err != nil {
 		return nil, err
@@ -300,12 +313,16 @@ func Decode(data []byte) (*Cache, error) {
 }
 
 // checkCRC checks the CRC-32C that ends raw and returns what it covers.
-func checkCRC(raw []byte) ([]byte, error) {
+func checkCRC(raw []byte) ([]byte, error) { return checkCRCFrom(raw, 0) }
+
+// checkCRCFrom checks the CRC-32C, started from seed, that ends raw and
+// returns what it covers.
+func checkCRCFrom(raw []byte, seed uint32) ([]byte, error) {
 	if len(raw) < 4 {
 		return nil, ErrDamaged
 	}
 	raw, sum := raw[:len(raw)-4], binary.LittleEndian.Uint32(raw[len(raw)-4:])
-	if crc32.Checksum(raw, castagnoli) != sum {
+	if crc32.Update(seed, castagnoli, raw) != sum {
 		return nil, fmt.Errorf("%w: checksum", ErrDamaged)
 	}
 	return raw, nil
@@ -404,8 +421,8 @@ type refSpan struct {
 // decodeTail parses the second block: it hands the entries' refs and the
 // directories' tree refs to refs (always once, nil on failure), for the
 // first block's decoding, then reads the trees and the last snapshot.
-func (c *Cache) decodeTail(block []byte, refs chan<- *tailRefs) error {
-	raw, err := checkCRC(block)
+func (c *Cache) decodeTail(block []byte, seed uint32, refs chan<- *tailRefs) error {
+	raw, err := checkCRCFrom(block, seed)
 	if err != nil {
 		refs <- nil
 		return err

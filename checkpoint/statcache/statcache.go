@@ -116,7 +116,7 @@ func (c *Cache) RefsOf(e Entry) Refs {
 }
 
 // cacheMagic starts the file (see Encode for the rest).
-const cacheMagic = cacheFamily + "14\n"
+const cacheMagic = cacheFamily + "15\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (ErrVersion).

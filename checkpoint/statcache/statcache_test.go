@@ -3,6 +3,7 @@ package statcache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -463,5 +464,38 @@ func TestWritePartsAfter(t *testing.T) {
 	}
 	if _, err := Decode(b.Bytes()); err == nil {
 		t.Error("a write stopped by ready decodes")
+	}
+}
+
+// Two snapshots writing the cache over each other can leave one's first
+// block with the other's second, each whole: Decode must refuse that,
+// not pair the first's entries with the second's refs.
+func TestSplicedBlocksDamaged(t *testing.T) {
+	encode := func(salt byte) []byte {
+		c := New()
+		for i := range 50 {
+			c.Put(fmt.Sprintf("d%d/f", i), Stat{Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1e9, Ino: uint64(i) + uint64(salt), Dev: 3}, Refs{Ref: sumRef([]byte{byte(i), salt})}, 99)
+		}
+		return c.Encode()
+	}
+	a, b := encode(1), encode(2)
+	split := func(data []byte) (head, tail []byte) {
+		n, k := binary.Uvarint(data[len(cacheMagic):])
+		at := len(cacheMagic) + k + int(n)
+		return data[:at], data[at:]
+	}
+	ha, _ := split(a)
+	hb, tb := split(b)
+	if len(ha) != len(hb) {
+		t.Fatalf("first blocks of %d and %d bytes: the splice needs equal ones", len(ha), len(hb))
+	}
+	for _, data := range [][]byte{a, b} {
+		if _, err := Decode(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spliced := append(slices.Clone(ha), tb...)
+	if _, err := Decode(spliced); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a first block of one cache with the second of another: %v, want ErrDamaged", err)
 	}
 }
