@@ -196,14 +196,15 @@ func TestCheckpointAdmin(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"first", "second"} {
+	// Taken in an order their names do not sort in: ls lists them as taken.
+	for _, name := range []string{"second", "first"} {
 		if code, _, errOut := trove(t, "", "--store", store, "checkpoint", "create", "--dir", ws, name); code != exitOK {
 			t.Fatal(errOut)
 		}
 	}
 	code, out, _ := trove(t, "", "--store", store, "checkpoint", "ls", "--dir", ws)
-	if code != exitOK || !strings.Contains(out, "first") || !strings.Contains(out, "second") {
-		t.Fatalf("checkpoint ls: %d %s", code, out)
+	if code != exitOK || !strings.Contains(out, "first") || strings.Index(out, "second") > strings.Index(out, "first") {
+		t.Fatalf("checkpoint ls, oldest first: %d %s", code, out)
 	}
 	code, out, _ = trove(t, "", "--store", store, "checkpoint", "show", "--dir", ws, "first")
 	if code != exitOK || !strings.Contains(out, "a.txt") {

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -362,6 +364,11 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, fu
 					}
 					out = append(out, c)
 				}
+				// Oldest first: hooks name checkpoints after tool_use_ids,
+				// whose order says nothing of when they were taken.
+				slices.SortStableFunc(out, func(x, y checkpointJSON) int {
+					return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID))
+				})
 				if a.jsonOut {
 					return a.printJSON(out)
 				}
