@@ -69,7 +69,9 @@ type MirrorReport struct {
 // before the blobs it refers to. MirrorProgress sees the files of a group
 // in the order their copies end.
 // Writer locks, leases, open markers, puts in progress (blobs/tmp) and the
-// lock of the blob store's pack merges (blobs/autopack.lock) are not copied: they belong to live processes; nor are the listing index
+// lock of the blob store's pack merges (blobs/autopack.lock) and a stat
+// cache's writers' lock (checkpoints/.../statcache.bin.lock) are not
+// copied: they belong to live processes; nor are the listing index
 // (sessions/.index) and the pack index cache (blobs/index.cache), caches of
 // the source's file times.
 //
@@ -190,14 +192,16 @@ func (rep *MirrorReport) note(act MirrorAction, done, total int, progress func(M
 }
 
 // skipMirror says what belongs to the source's live processes (writer
-// locks, leases, open markers, puts in progress, the pack merges' lock) or is a cache of the
+// locks, leases, open markers, puts in progress, the pack merges' lock, a
+// stat cache's writers' lock) or is a cache of the
 // source's own file times (the listing index, the pack index cache), which
 // the destination builds for itself.
 func skipMirror(name string) bool {
 	b := backend.Base(name)
 	return b == "writer.lock" || strings.HasPrefix(b, "writer.lease") || strings.HasSuffix(b, session.OpenSuffix) ||
 		strings.HasPrefix(name, "blobs/tmp/") || strings.HasPrefix(name, session.IndexDir+"/") ||
-		name == "blobs/index.cache" || name == "blobs/autopack.lock"
+		name == "blobs/index.cache" || name == "blobs/autopack.lock" ||
+		isCheckpointFile(name) && strings.HasSuffix(b, ".lock") // a stat cache writers' lock
 }
 
 // mirrorRank orders blob objects and packs before pack indexes (a reader

@@ -143,13 +143,14 @@ func checkMirror(t *testing.T, st backend.Storage, id string, img []byte) {
 }
 
 // Pack indexes land after their packs, and staging objects, writer locks,
-// open markers, the listing index, the pack index cache and the pack
-// merges' lock are left behind.
+// open markers, the listing index, the pack index cache, the pack
+// merges' lock and a stat cache's writers' lock are left behind.
 func TestMirrorOrderAndSkips(t *testing.T) {
 	ctx := context.Background()
 	src, dst := mem.New(), mem.New()
 	for _, n := range []string{"sessions/--a--/x.jsonl", "blobs/index/p1", "blobs/packs/p1/p1", "blobs/tmp/123", "blobs/sha256/ab/abcd",
-		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease", "sessions/--a--/x.open", "sessions/.index/--a--", "blobs/index.cache", "blobs/autopack.lock"} {
+		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease", "sessions/--a--/x.open", "sessions/.index/--a--", "blobs/index.cache", "blobs/autopack.lock",
+		"checkpoints/--w--/statcache.bin.lock"} {
 		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
 			t.Fatal(err)
 		}

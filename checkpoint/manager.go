@@ -443,6 +443,11 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 		m.cache = statcache.New()
 	default:
 		c, err := statcache.Decode(data)
+		if errors.Is(err, statcache.ErrDamaged) {
+			// Most likely read while another snapshot wrote it: read it
+			// again once that writer is done.
+			c, err = m.rereadCache(ctx, err)
+		}
 		switch {
 		case errors.Is(err, statcache.ErrVersion):
 			m.cfg.log.Info("checkpoint: stat cache written by another version of trove, rebuilding", "name", m.cfg.cacheName)
@@ -456,6 +461,28 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 	return m.cache
 }
 
+// cacheLockName is the lock writers of the stat cache take (writeCache).
+func (m *Manager) cacheLockName() string { return m.cfg.cacheName + ".lock" }
+
+// rereadCache reads the stat cache again under its writers' lock, after a
+// read found it damaged (first): a read that overlapped a writer sees
+// parts of two copies. Without locks, or when the lock cannot be had
+// soon, first stands.
+func (m *Manager) rereadCache(ctx context.Context, first error) (*statcache.Cache, error) {
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	u, err := m.store.Lock(lctx, m.cacheLockName(), true)
+	if err != nil {
+		return nil, first
+	}
+	defer u.Unlock()
+	data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
+	if err != nil {
+		return nil, first
+	}
+	return statcache.Decode(data)
+}
+
 // writeCache writes the stat cache. It is advisory and carries its own
 // checksum, so it is written in place without fsync: a torn or lost copy
 // is detected on load and only costs a rehash. It is written over the
@@ -464,7 +491,23 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 // written beside waited for its 1.1 MB (cpbench tree).
 //
 // encode writes the file in parts (see statcache.Cache.WriteParts).
+//
+// Snapshots of one workspace at once (parallel tool calls, each with its
+// hook) take turns by cacheLock: a second writer leaves the file to the
+// first (whose cache is as new), instead of writing over it at the same
+// time and leaving a damaged copy that makes the next snapshot rehash the
+// whole tree.
 func (m *Manager) writeCache(ctx context.Context, encode func(io.Writer) error) {
+	u, err := m.store.Lock(ctx, m.cacheLockName(), false)
+	switch {
+	case errors.Is(err, backend.ErrLocked):
+		m.cfg.log.Debug("checkpoint: stat cache left to the snapshot writing it", "name", m.cfg.cacheName)
+		return
+	case err == nil:
+		defer u.Unlock()
+	case !errors.Is(err, backend.ErrNotSupported):
+		m.cfg.log.Debug("checkpoint: stat cache written without its lock", "name", m.cfg.cacheName, "err", err)
+	}
 	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true, Overwrite: true})
 	if err == nil {
 		err = encode(w)
