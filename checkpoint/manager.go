@@ -493,10 +493,10 @@ func (m *Manager) rereadCache(ctx context.Context, first error) (*statcache.Cach
 // encode writes the file in parts (see statcache.Cache.WriteParts).
 //
 // Snapshots of one workspace at once (parallel tool calls, each with its
-// hook) take turns by cacheLock: a second writer leaves the file to the
-// first (whose cache is as new), instead of writing over it at the same
-// time and leaving a damaged copy that makes the next snapshot rehash the
-// whole tree.
+// hook) take turns at cacheLockName: a second writer leaves the file to
+// the first (whose cache serves as well: an entry it lacks costs a hash),
+// instead of writing over it at the same time and leaving a damaged copy
+// that makes the next snapshot rehash the whole tree.
 func (m *Manager) writeCache(ctx context.Context, encode func(io.Writer) error) {
 	u, err := m.store.Lock(ctx, m.cacheLockName(), false)
 	switch {
