@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"github.com/trovekit/trove/internal/jsonscan"
 )
 
 // normalJSON appends to dst the output src of json.Marshal in the naming
@@ -42,11 +44,7 @@ func (w *jsonRewriter) errorf(what string) error {
 	return fmt.Errorf("normalize JSON: %s at byte %d: %w", what, w.pos, fs.ErrInvalid)
 }
 
-func (w *jsonRewriter) skipSpace() {
-	for w.pos < len(w.src) && strings.IndexByte(" \t\r\n", w.src[w.pos]) >= 0 {
-		w.pos++
-	}
-}
+func (w *jsonRewriter) skipSpace() { w.pos = jsonscan.SkipWS(w.src, w.pos) }
 
 // at says whether the next byte, after space, is c.
 func (w *jsonRewriter) at(c byte) bool {
@@ -262,12 +260,11 @@ func (w *jsonRewriter) skipValue() error {
 	return err
 }
 
-// literal reads a number, true, false or null.
+// literal reads a number, true, false or null: what jsonscan.SkipValue
+// passes over to the next delimiter.
 func (w *jsonRewriter) literal() ([]byte, error) {
 	start := w.pos
-	for w.pos < len(w.src) && strings.IndexByte(",]} \t\r\n", w.src[w.pos]) < 0 {
-		w.pos++
-	}
+	w.pos = jsonscan.SkipValue(w.src, start)
 	if w.pos == start {
 		return nil, w.errorf("no value")
 	}
