@@ -3,13 +3,19 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"errors"
+	iofs "io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/afero"
 
+	"github.com/trovekit/trove/backend/fs"
 	"github.com/trovekit/trove/backend/intercept"
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
@@ -82,5 +88,108 @@ func TestStatCacheWritersTakeTurns(t *testing.T) {
 	}
 	if n := <-dirs; n == 0 || strings.Contains(logs.String(), "damaged") {
 		t.Fatalf("the reader took the copy it read mid-write for damage (%d directories): %s", n, logs.String())
+	}
+}
+
+// A writer replaces the stat cache, never writes over it: a reader that
+// has the old file mapped (WithMappedStatCache) keeps its bytes, and one
+// that finds no file while the writer holds the lock waits for the new.
+func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := fs.NewOS(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ws := filepath.Join(dir, "ws")
+	write := func(files map[string]string) {
+		t.Helper()
+		old := time.Now().Add(-time.Hour)
+		for p, c := range files {
+			full := filepath.Join(ws, p)
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(full, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	open := func() *Manager {
+		t.Helper()
+		m, err := OpenDir(ctx, st, ws, WithMappedStatCache())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	write(map[string]string{"b/one.txt": "1\n", "b/two.txt": "2\n", "c/three.txt": "3\n"})
+	if _, err := open().CreateTree(ctx, "first"); err != nil {
+		t.Fatal(err)
+	}
+	reader := open()
+	names := map[string][]string{}
+	for d, r := range reader.loadCache(ctx).Dirs {
+		names[d] = slices.Clone(r.Names)
+	}
+	// Names that sort first move every byte of the file after them.
+	write(map[string]string{"a/aa.txt": "x\n", "a/ab.txt": "y\n", "aa/z.txt": "z\n"})
+	if _, err := open().CreateTree(ctx, "second"); err != nil {
+		t.Fatal(err)
+	}
+	for d, r := range reader.loadCache(ctx).Dirs {
+		if !slices.Equal(r.Names, names[d]) {
+			t.Fatalf("the mapped cache changed under its reader: %q lists %q, was %q", d, r.Names, names[d])
+		}
+	}
+	if res, err := reader.Diff(ctx, "first"); err != nil || len(res.Files) != 3 {
+		t.Fatalf("Diff on the cache mapped before the second snapshot = %+v, %v; want the 3 files added", res, err)
+	}
+
+	// Between a writer's unlink and its new file there is none.
+	name := reader.cfg.cacheName
+	good, err := st.ReadFile(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.Lock(ctx, reader.cacheLockName(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Unlink(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	missed := make(chan struct{}, 1)
+	watched := intercept.New(st, func(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
+		err := next(ctx)
+		if c.Op == "ReadFile" && c.Name == name && errors.Is(err, iofs.ErrNotExist) {
+			select {
+			case missed <- struct{}{}:
+			default:
+			}
+		}
+		return err
+	})
+	late, err := OpenDir(ctx, watched, ws, WithMappedStatCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	dirs := make(chan int, 1)
+	go func() { dirs <- len(late.loadCache(ctx).Dirs) }()
+	<-missed
+	if err := st.WriteFile(ctx, name, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-dirs; n == 0 {
+		t.Fatal("a reader that found no stat cache while its writer held the lock went on without one")
 	}
 }

@@ -91,7 +91,8 @@ func checkpointWith(a *app, dir, sessionRef *string) withManager {
 		if err != nil {
 			return err
 		}
-		opts := []checkpoint.Option{checkpoint.WithLogger(a.log)}
+		// One command, then the process ends: see WithMappedStatCache.
+		opts := []checkpoint.Option{checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache()}
 		if *sessionRef != "" {
 			s, err := a.sessionStore(ctx)
 			if err != nil {

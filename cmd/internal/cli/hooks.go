@@ -273,7 +273,7 @@ func (a *app) hookCheckpoint(ctx context.Context, ag agent, h hookInput) error {
 	if err != nil {
 		return err
 	}
-	m, err := checkpoint.OpenDir(ctx, st, dir, checkpoint.WithLogger(a.log))
+	m, err := checkpoint.OpenDir(ctx, st, dir, checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache())
 	if err != nil {
 		return err
 	}
