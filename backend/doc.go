@@ -1,7 +1,7 @@
 // Package backend defines Storage, the one narrow interface every layer of
 // trove is written against, with its errors, path rules and capabilities,
 // and the optional fast paths a store may have (WriteOnce, WholeFile,
-// Compacter). Stores are backend/fs, backend/mem,
+// Compacter, Mapper, RangeReader). Stores are backend/fs, backend/mem,
 // backend/cloud and backend/crypt, opened from a URL by backend/open; a
 // backend author implements backend/driver, and decorators are written on
 // backend/intercept (backend/sub, logging, retry, spy, faulty).

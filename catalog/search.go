@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trovekit/trove/backend"
 	"github.com/trovekit/trove/internal/jsonscan"
 )
 
@@ -521,12 +523,7 @@ func (b *branches) leaf(id string) string {
 // entryTexts reads an entry (a session's title: its header; a run's
 // record) back from its file: the texts the catalog indexed of it.
 func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int64) []string {
-	rc, err := c.st.OpenRange(ctx, h.Path, off, n)
-	if err != nil {
-		return nil
-	}
-	line, err := readSized(rc, sc.line[:0], n)
-	rc.Close()
+	line, err := readLine(ctx, c.st, sc.line, h.Path, off, n)
 	if err != nil {
 		return nil
 	}
@@ -552,6 +549,28 @@ func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int
 	}
 	c.resolve(ctx, &d)
 	return d.texts
+}
+
+// readLine reads the n bytes of name at off into b: through the
+// storage's one positioned read (backend.ReadRange) for a line of up to
+// a MiB, else through a reader, b grown as bytes come (n is the
+// catalog's word, and a damaged catalog's may be anything). A file that
+// ends first gives fewer bytes.
+func readLine(ctx context.Context, st backend.Storage, b []byte, name string, off, n int64) ([]byte, error) {
+	if n >= 0 && n <= 1<<20 {
+		b = slices.Grow(b[:0], int(n))[:n]
+		k, err := backend.ReadRange(ctx, st, name, off, b)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return b[:k], nil
+	}
+	rc, err := st.OpenRange(ctx, name, off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return readSized(rc, b, n)
 }
 
 // readSized reads r to its end into b, grown first for n bytes (up to a
