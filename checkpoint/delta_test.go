@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/trovekit/trove/checkpoint/treeobj"
@@ -158,4 +159,46 @@ type captureBatch struct {
 func (c *captureBatch) put(_ context.Context, data []byte) (string, error) {
 	c.got(data)
 	return sumRef(data), nil
+}
+
+// BenchmarkEncodeDelta times the delta of a 25 KB source file after the
+// edit cpbench makes (a line replaced, two inserted, one appended).
+func BenchmarkEncodeDelta(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := sourceText(rng, 25000)
+	mid := len(base) / 2
+	target := slices.Concat(base[:mid/2], []byte("inserted one\ninserted two\n"), base[mid/2:mid], []byte("// changed\n"), base[mid+40:], []byte("// appended\n"))
+	var sp slotPool
+	b.SetBytes(int64(len(target)))
+	for b.Loop() {
+		sp.encodeDelta(base, target)
+	}
+}
+
+// The hash of each block must be what rolling the hash byte by byte
+// gives, or matches after the first would never be found.
+func TestHashBlockRolls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	b := sourceText(rng, 4096)
+	h := hashBlock(b)
+	for j := 0; j+deltaBlock < len(b); j++ {
+		h = (h-uint64(b[j])*rollOut)*rollMul + uint64(b[j+deltaBlock])
+		if want := hashBlock(b[j+1:]); h != want {
+			t.Fatalf("at %d: rolled %x, hashed %x", j+1, h, want)
+		}
+	}
+}
+
+func TestCommonPrefix(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		n    int
+	}{
+		{"", "", 0}, {"a", "", 0}, {"abc", "abd", 2}, {"abcdefghij", "abcdefghij", 10},
+		{"abcdefghijk", "abcdefghiXk", 9}, {"abcdefgh", "abcdefghij", 8}, {"0123456789abcdefXY", "0123456789abcdefXZ", 17},
+	} {
+		if got := commonPrefix([]byte(c.a), []byte(c.b)); got != c.n {
+			t.Errorf("commonPrefix(%q, %q) = %d, want %d", c.a, c.b, got, c.n)
+		}
+	}
 }
