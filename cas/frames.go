@@ -135,7 +135,7 @@ func (s *Store) decodeFrames(rec []byte, h header, from, to int64) (cachedBlock,
 	}
 	whole := i == 0 && j == len(spans)-1
 	alone := i == j && spans[i].at == from && spans[i].size == to-from
-	return cachedBlock{data: out, at: spans[i].at, full: whole, alone: alone}, true, nil
+	return cachedBlock{data: out, at: spans[i].at, full: whole, alone: alone, frames: true}, true, nil
 }
 
 // appendFrames appends blobs (their bytes back to back in buf, of sizes)

@@ -71,8 +71,8 @@ func blobPerFrame(block []entry, spans []frameSpan) map[int]entry {
 }
 
 // A Batch's block is frames of blockFrameMin or more that end at blob
-// ends; reading a blob decodes its frame only, and a second blob outside it
-// the whole block.
+// ends; reading a blob decodes its frame only, and a blob of another
+// frame that frame only, kept beside the first.
 func TestBlockFrames(t *testing.T) {
 	ctx := t.Context()
 	s, blobs, refs := blockStore(t)
@@ -95,15 +95,19 @@ func TestBlockFrames(t *testing.T) {
 	if got, err := s.Get(ctx, mid.ref); err != nil || !bytes.Equal(got, blob(mid)) {
 		t.Fatalf("Get of a blob of frame 1 = %v", err)
 	}
-	c := s.blocks.get(blockKey{mid.packID, mid.off})
+	c := s.blocks.first(blockKey{mid.packID, mid.off})
 	if c.full || c.at != spans[1].at || int64(len(c.data)) != spans[1].size {
 		t.Fatalf("decoded %d bytes from %d (full %v), want frame 1: %d bytes from %d", len(c.data), c.at, c.full, spans[1].size, spans[1].at)
 	}
 	if got, err := s.Get(ctx, other.ref); err != nil || !bytes.Equal(got, blob(other)) {
 		t.Fatalf("Get of a blob of frame 2 = %v", err)
 	}
-	if c := s.blocks.get(blockKey{mid.packID, mid.off}); !c.full || c.at != 0 || int64(len(c.data)) != spans[len(spans)-1].at+spans[len(spans)-1].size {
-		t.Fatalf("after a second frame, %d bytes from %d decoded (full %v), not all", len(c.data), c.at, c.full)
+	kept := s.blocks.kept(blockKey{mid.packID, mid.off})
+	if len(kept) != 2 || kept[1].full || kept[1].at != spans[2].at || int64(len(kept[1].data)) != spans[2].size {
+		t.Fatalf("after a blob of frame 2, kept %d parts, want frames 1 and 2", len(kept))
+	}
+	if got, err := s.Get(ctx, mid.ref); err != nil || !bytes.Equal(got, blob(mid)) || len(s.blocks.kept(blockKey{mid.packID, mid.off})) != 2 {
+		t.Fatalf("Get of the blob of frame 1 again = %v, or the frames kept changed", err)
 	}
 
 	// A record of one frame (as trove wrote blocks before) reads the same.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -178,9 +179,20 @@ type blockCache struct {
 // 128 of a batch's.
 const blockCacheBytes = 8 << 20
 
+// cacheSlot is what is kept of one block: all of it, its start, or the
+// frames read so far (each a part of its own).
 type cacheSlot struct {
-	b    cachedBlock
-	used uint64 // tick of the last get or put
+	parts []cachedBlock
+	used  uint64 // tick of the last get or put
+}
+
+// size is the decoded bytes the slot keeps.
+func (sl *cacheSlot) size() int {
+	n := 0
+	for _, p := range sl.parts {
+		n += len(p.data)
+	}
+	return n
 }
 
 // cachedBlock is a decoded block, or the part of it from at: its start
@@ -191,6 +203,9 @@ type cachedBlock struct {
 	full bool  // data is the whole block: a blob outside is corruption
 	// alone: data is a frame of one blob (decodeFrames), decoded for it.
 	alone bool
+	// frames: data is the frames of a blob (decodeFrames), not the
+	// block's start.
+	frames bool
 }
 
 // holds reports whether the blob of e is in c.
@@ -203,20 +218,28 @@ type blockKey struct {
 	off  int64
 }
 
-func (c *blockCache) get(k blockKey) cachedBlock {
+// get returns what is kept of block k that holds e's blob (ok), and
+// whether anything of the block is kept (some).
+func (c *blockCache) get(k blockKey, e entry) (b cachedBlock, ok, some bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sl, ok := c.m[k]
-	if !ok {
-		return cachedBlock{}
+	sl, found := c.m[k]
+	if !found {
+		return cachedBlock{}, false, false
 	}
 	c.tick++
 	sl.used = c.tick
-	return sl.b
+	for _, p := range sl.parts {
+		if p.full || p.holds(e) {
+			return p, true, true
+		}
+	}
+	return cachedBlock{}, false, true
 }
 
-// put keeps data for k (replacing what was kept of that block) and drops
-// the least recently used blocks past the budget, never the one just put.
+// put keeps data of block k: all of it or its start replaces what was
+// kept, a frame is kept beside the others. It drops the least recently
+// used blocks past the budget, never the one just put.
 func (c *blockCache) put(k blockKey, data cachedBlock) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -224,13 +247,21 @@ func (c *blockCache) put(k blockKey, data cachedBlock) {
 		c.m = make(map[blockKey]*cacheSlot)
 	}
 	c.tick++
-	if sl, ok := c.m[k]; ok {
-		c.bytes += len(data.data) - len(sl.b.data)
-		sl.b, sl.used = data, c.tick
-	} else {
-		c.m[k] = &cacheSlot{b: data, used: c.tick}
-		c.bytes += len(data.data)
+	sl, ok := c.m[k]
+	if !ok {
+		sl = &cacheSlot{}
+		c.m[k] = sl
 	}
+	c.bytes -= sl.size()
+	if !data.frames || data.full {
+		sl.parts = append(sl.parts[:0], data)
+	} else {
+		// A frame read twice at once is kept once.
+		sl.parts = slices.DeleteFunc(sl.parts, func(p cachedBlock) bool { return p.at == data.at })
+		sl.parts = append(sl.parts, data)
+	}
+	c.bytes += sl.size()
+	sl.used = c.tick
 	for c.bytes > blockCacheBytes && len(c.m) > 1 {
 		var oldest blockKey
 		var at uint64 = math.MaxUint64
@@ -239,7 +270,7 @@ func (c *blockCache) put(k blockKey, data cachedBlock) {
 				oldest, at = key, sl.used
 			}
 		}
-		c.bytes -= len(c.m[oldest].b.data)
+		c.bytes -= c.m[oldest].size()
 		delete(c.m, oldest)
 	}
 }
@@ -254,8 +285,8 @@ func (c *blockCache) len() int {
 // openBlockMember opens a blob of a block record, through the cache.
 func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	k := blockKey{e.packID, e.off}
-	c := s.blocks.get(k)
-	if c.full || c.holds(e) {
+	c, ok, some := s.blocks.get(k, e)
+	if ok {
 		return blockObject(c, e)
 	}
 	// The record is only read to be decoded: one buffer of the process
@@ -267,9 +298,7 @@ func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 		s.putBlockBuf(buf)
 		return object{}, err
 	}
-	// A second blob outside what was decoded: blobs read in order would
-	// decode frames (or the start) again each, so all of it.
-	c, err = s.decodeMember(rec, e, c.data != nil)
+	c, err = s.decodeMember(rec, e, some)
 	s.putBlockBuf(buf)
 	if err != nil {
 		return object{}, err
@@ -285,16 +314,25 @@ func (s *Store) openBlockMember(ctx context.Context, e entry) (object, error) {
 	return blockObject(c, e)
 }
 
-// decodeMember decodes of a block record what holds e's blob: its frames,
-// the start of a single frame up to its end, or with all the whole block.
-func (s *Store) decodeMember(rec []byte, e entry, all bool) (cachedBlock, error) {
+// decodeMember decodes of a block record what holds e's blob: its frame,
+// else the start of its single frame up to the blob's end, or, again
+// (something of the block was decoded before), all of it: blobs read in
+// order would decode the start again each. A frame is decoded alone
+// however many of the block's were before: the trees a plan reads are a
+// few hundred bytes each, scattered over a snapshot's blocks, and
+// decoding each whole block for its second tree was most of the zstd
+// work of a dry run (some 330 KB for 25 trees on the cpbench tree).
+func (s *Store) decodeMember(rec []byte, e entry, again bool) (cachedBlock, error) {
 	end := e.inner + e.size
-	if all {
-		end = -1
-	} else if h, err := parseBlockHeader(rec); err != nil {
+	h, err := parseBlockHeader(rec)
+	if err != nil {
 		return cachedBlock{}, err
-	} else if c, ok, err := s.decodeFrames(rec, h, e.inner, end); ok || err != nil {
+	}
+	if c, ok, err := s.decodeFrames(rec, h, e.inner, end); ok || err != nil {
 		return c, err
+	}
+	if again {
+		end = -1
 	}
 	block, full, err := s.decodeBlockTo(rec, end)
 	return cachedBlock{data: block, full: full}, err

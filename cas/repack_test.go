@@ -368,13 +368,13 @@ func TestColdBlockPrefix(t *testing.T) {
 		}
 	}
 	get(first)
-	if c := s.blocks.get(blockKey{first.packID, first.off}); c.full || int64(len(c.data)) >= last.inner {
+	if c := s.blocks.first(blockKey{first.packID, first.off}); c.full || int64(len(c.data)) >= last.inner {
 		t.Fatalf("the first blob decoded %d bytes of its block, full %v", len(c.data), c.full)
 	}
 	// A second blob past the decoded start decodes the rest: blobs read in
 	// order must not decode the start again each.
 	get(mid)
-	if c := s.blocks.get(blockKey{first.packID, first.off}); !c.full {
+	if c := s.blocks.first(blockKey{first.packID, first.off}); !c.full {
 		t.Fatalf("after a second blob, %d bytes of the block decoded, not all", len(c.data))
 	}
 	if err := s.st.Unlink(ctx, s.packName(first.packID)); err != nil {
