@@ -192,4 +192,21 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 	if n := <-dirs; n == 0 {
 		t.Fatal("a reader that found no stat cache while its writer held the lock went on without one")
 	}
+
+	// A mapped copy that does not decode is dropped, and read again once.
+	if err := st.WriteFile(ctx, name, good[:len(good)-9]); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cut, err := OpenDir(ctx, st, ws, WithMappedStatCache(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Close()
+	if n := len(cut.loadCache(ctx).Dirs); n != 0 || !strings.Contains(logs.String(), "damaged") {
+		t.Fatalf("a cut stat cache gave %d directories, logged %q", n, logs.String())
+	}
+	if res, err := cut.Diff(ctx, "second"); err != nil || len(res.Files) != 0 {
+		t.Fatalf("Diff without a stat cache = %+v, %v; want no change", res, err)
+	}
 }

@@ -108,9 +108,9 @@ func WithStatCache(name string) Option {
 // store can (a local disk), instead of read into a buffer: for a process
 // that ends soon after its command, as the command line's do. Reading the
 // 1 MB cache of a 6,640-file tree into fresh memory was a tenth of a dry
-// run's CPU. The mapping is never released (the cache's names are shared
-// by the walks and results built from it), so a long-lived process that
-// opens managers again and again should not ask for it. Writers never
+// run's CPU. A mapping that decoded is never released (the cache's names
+// are shared by the walks and results built from it), so a long-lived
+// process that opens managers again and again should not ask for it. Writers never
 // change a cache file in place (see writeCache): a mapping keeps the
 // bytes it was made with.
 func WithMappedStatCache() Option {
@@ -448,11 +448,11 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 	defer func() {
 		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", len(m.cache.Dirs), "trees", len(m.cache.Trees), "took", time.Since(t0))
 	}()
-	data, err := m.readCacheFile(ctx)
+	data, release, err := m.readCacheFile(ctx)
 	if errors.Is(err, fs.ErrNotExist) && m.cacheBeingWritten(ctx) {
 		// A writer replaces the file: between its unlink and its
 		// create there is none.
-		data, err = m.rereadCacheFile(ctx)
+		data, release, err = m.rereadCacheFile(ctx)
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -461,7 +461,7 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 		m.cfg.log.Warn("checkpoint: stat cache unreadable, rehashing", "name", m.cfg.cacheName, "err", err)
 		m.cache = statcache.New()
 	default:
-		c, err := statcache.Decode(data)
+		c, err := decodeCache(data, release)
 		if errors.Is(err, statcache.ErrDamaged) {
 			// Most likely read while another snapshot wrote it: read it
 			// again once that writer is done.
@@ -483,15 +483,25 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 // cacheLockName is the lock writers of the stat cache take (writeCache).
 func (m *Manager) cacheLockName() string { return m.cfg.cacheName + ".lock" }
 
-// readCacheFile returns the stat cache's bytes: mapped with
-// WithMappedStatCache where the store can, else read.
-func (m *Manager) readCacheFile(ctx context.Context) ([]byte, error) {
+// readCacheFile returns the stat cache's bytes, mapped with
+// WithMappedStatCache where the store can, else read, and what unmaps
+// them: only for a copy that did not decode (see WithMappedStatCache).
+func (m *Manager) readCacheFile(ctx context.Context) ([]byte, func() error, error) {
 	if !m.cfg.mapCache {
-		return m.store.ReadFile(ctx, m.cfg.cacheName)
+		data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
+		return data, func() error { return nil }, err
 	}
-	// Never released: see WithMappedStatCache.
-	data, _, err := backend.MapFile(ctx, m.store, m.cfg.cacheName)
-	return data, err
+	return backend.MapFile(ctx, m.store, m.cfg.cacheName)
+}
+
+// decodeCache decodes the stat cache's bytes; nothing is kept of a copy
+// that does not decode, so its mapping goes.
+func decodeCache(data []byte, release func() error) (*statcache.Cache, error) {
+	c, err := statcache.Decode(data)
+	if err != nil {
+		_ = release()
+	}
+	return c, err
 }
 
 // cacheBeingWritten reports whether a writer holds the stat cache's lock
@@ -511,12 +521,12 @@ func (m *Manager) cacheBeingWritten(ctx context.Context) bool {
 // lock, once the writer holding it is done: a read that overlapped a
 // write found parts of two copies, or none. Without locks, or when the
 // lock cannot be had soon, it fails.
-func (m *Manager) rereadCacheFile(ctx context.Context) ([]byte, error) {
+func (m *Manager) rereadCacheFile(ctx context.Context) ([]byte, func() error, error) {
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	u, err := m.store.Lock(lctx, m.cacheLockName(), true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer u.Unlock()
 	return m.readCacheFile(ctx)
@@ -526,11 +536,11 @@ func (m *Manager) rereadCacheFile(ctx context.Context) ([]byte, error) {
 // read found it damaged (first). Without locks, or when the lock cannot
 // be had soon, first stands.
 func (m *Manager) rereadCache(ctx context.Context, first error) (*statcache.Cache, error) {
-	data, err := m.rereadCacheFile(ctx)
+	data, release, err := m.rereadCacheFile(ctx)
 	if err != nil {
 		return nil, first
 	}
-	return statcache.Decode(data)
+	return decodeCache(data, release)
 }
 
 // writeCache writes the stat cache. It is advisory and carries its own
