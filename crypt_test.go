@@ -198,7 +198,7 @@ func TestEncryptedStoreByteFlips(t *testing.T) {
 // does when they are stale: Check has nothing to report.
 func derived(name string) bool {
 	b := backend.Base(name)
-	return strings.HasPrefix(name, session.IndexDir+"/") || name == "blobs/index.cache" || b == "statcache.bin" || b == "writer.lock"
+	return strings.HasPrefix(name, session.IndexDir+"/") || name == "blobs/index.cache" || b == "stat.cache" || b == "writer.lock"
 }
 
 // openRaw opens the directory of a store as a plain store and reads every

@@ -70,7 +70,7 @@ type MirrorReport struct {
 // in the order their copies end.
 // Writer locks, leases, open markers, puts in progress (blobs/tmp) and the
 // lock of the blob store's pack merges (blobs/autopack.lock) and a stat
-// cache's writers' lock (checkpoints/.../statcache.bin.lock) are not
+// cache's writers' lock (checkpoints/.../stat.cache.lock) are not
 // copied: they belong to live processes; nor are the listing index
 // (sessions/.index) and the pack index cache (blobs/index.cache), caches of
 // the source's file times.

@@ -150,7 +150,7 @@ func TestMirrorOrderAndSkips(t *testing.T) {
 	src, dst := mem.New(), mem.New()
 	for _, n := range []string{"sessions/--a--/x.jsonl", "blobs/index/p1", "blobs/packs/p1/p1", "blobs/tmp/123", "blobs/sha256/ab/abcd",
 		"sessions/--a--/x/writer.lock", "sessions/--a--/x/writer.lease", "sessions/--a--/x.open", "sessions/.index/--a--", "blobs/index.cache", "blobs/autopack.lock",
-		"checkpoints/--w--/statcache.bin.lock"} {
+		"checkpoints/--w--/stat.cache.lock"} {
 		if err := src.WriteFile(ctx, n, []byte(n)); err != nil {
 			t.Fatal(err)
 		}

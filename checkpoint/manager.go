@@ -92,7 +92,7 @@ func WithDir(dir string) Option {
 }
 
 // WithStatCache sets the store path of the stat cache; the default is
-// "statcache.bin" in the manifest directory. Several managers of one
+// "stat.cache" in the manifest directory. Several managers of one
 // workspace may share one.
 func WithStatCache(name string) Option {
 	return func(c *config) {
@@ -213,7 +213,10 @@ func newManager(store backend.Storage, blobs blobStore, ws Workspace, opts ...Op
 		cfg.dir = "checkpoints/" + key
 	}
 	if cfg.cacheName == "" {
-		cfg.cacheName = cfg.dir + "/statcache.bin"
+		// Not "statcache.bin": versions before WithMappedStatCache write
+		// that file in place, which a mapped reader must never meet (a
+		// cut file faults it). Theirs is left to them.
+		cfg.cacheName = cfg.dir + "/stat.cache"
 	}
 	return &Manager{store: store, blobs: blobs, ws: ws, cfg: cfg}, nil
 }
