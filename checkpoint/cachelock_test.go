@@ -78,7 +78,7 @@ func TestStatCacheWritersTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := make(chan int, 1)
-	go func() { dirs <- len(third.loadCache(ctx).Dirs) }()
+	go func() { dirs <- third.loadCache(ctx).NumDirs() }()
 	<-read
 	if err := e.st.WriteFile(ctx, name, good); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 	}
 	reader := open()
 	names := map[string][]string{}
-	for d, r := range reader.loadCache(ctx).Dirs {
+	for d, r := range fullCache(reader.loadCache(ctx)).Dirs {
 		names[d] = slices.Clone(r.Names)
 	}
 	// Names that sort first move every byte of the file after them.
@@ -142,7 +142,7 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 	if _, err := open().CreateTree(ctx, "second"); err != nil {
 		t.Fatal(err)
 	}
-	for d, r := range reader.loadCache(ctx).Dirs {
+	for d, r := range fullCache(reader.loadCache(ctx)).Dirs {
 		if !slices.Equal(r.Names, names[d]) {
 			t.Fatalf("the mapped cache changed under its reader: %q lists %q, was %q", d, r.Names, names[d])
 		}
@@ -181,7 +181,7 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 	}
 	defer late.Close()
 	dirs := make(chan int, 1)
-	go func() { dirs <- len(late.loadCache(ctx).Dirs) }()
+	go func() { dirs <- late.loadCache(ctx).NumDirs() }()
 	<-missed
 	if err := st.WriteFile(ctx, name, good); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cut.Close()
-	if n := len(cut.loadCache(ctx).Dirs); n != 0 || !strings.Contains(logs.String(), "damaged") {
+	if n := cut.loadCache(ctx).NumDirs(); n != 0 || !strings.Contains(logs.String(), "damaged") {
 		t.Fatalf("a cut stat cache gave %d directories, logged %q", n, logs.String())
 	}
 	if res, err := cut.Diff(ctx, "second"); err != nil || len(res.Files) != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trovekit/trove/backend/mem"
 	"github.com/trovekit/trove/cas"
+	"github.com/trovekit/trove/checkpoint/statcache"
 )
 
 // countingWS records what a Workspace is asked to do.
@@ -166,4 +167,10 @@ func (e *memEnv) digestOf(man *Manifest, p string) string {
 func (c *countingWS) readDir(dir string) ([]dirEntry, error) {
 	c.note(&c.dirReads, dir)
 	return c.Workspace.readDir(dir)
+}
+
+// fullCache is c with its maps filled in (statcache.Cache.Full).
+func fullCache(c *statcache.Cache) *statcache.Cache {
+	c.Full()
+	return c
 }

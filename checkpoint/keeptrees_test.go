@@ -55,7 +55,7 @@ func TestKeepReusedTrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := m.cache
+		c := fullCache(m.cache)
 		refs := map[string]bool{}
 		for _, r := range man.TreeRefs() {
 			refs[r] = true
@@ -86,7 +86,7 @@ func TestKeepReusedTrees(t *testing.T) {
 		}
 		prev = refs
 	}
-	treeOf := func() map[string]string { return maps.Clone(m.cache.TreeOf) }
+	treeOf := func() map[string]string { return maps.Clone(fullCache(m.cache).TreeOf) }
 	snap("one")
 	ofOne := treeOf()
 	write("a/b/y.txt", "changed", old.Add(time.Minute))

@@ -238,10 +238,10 @@ func (m *Manager) Load(ctx context.Context, id string) (*Manifest, error) {
 // loadCached is Load taking the trees the stat cache holds from cache,
 // under m.mu.
 func (m *Manager) loadCached(ctx context.Context, id string) (*Manifest, error) {
-	return m.load(ctx, id, m.loadCache(ctx).Trees)
+	return m.load(ctx, id, m.loadCache(ctx).Tree)
 }
 
-func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) (*Manifest, error) {
+func (m *Manager) load(ctx context.Context, id string, known treeSource) (*Manifest, error) {
 	man, err := m.loadHeader(ctx, id)
 	if err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func (m *Manager) load(ctx context.Context, id string, known map[string][]byte) 
 
 // loadBody fills in the entries of a manifest loadHeader read (from its
 // trees, version 2) and validates it.
-func (m *Manager) loadBody(ctx context.Context, man *Manifest, known map[string][]byte) error {
+func (m *Manager) loadBody(ctx context.Context, man *Manifest, known treeSource) error {
 	t0 := time.Now()
 	if man.Version == ManifestVersion {
 		var err error
@@ -287,8 +287,8 @@ func (m *Manager) loadForPlan(ctx context.Context, id string) (*Manifest, func()
 	if man.ID != id {
 		return nil, nil, fmt.Errorf("checkpoint %q: %w: manifest names checkpoint %q", id, ErrCorrupt, manifest.Clip(man.ID))
 	}
-	known := m.loadCache(ctx).Trees
-	if last := m.cache.Last.Tree; last != "" && m.cache.TreeOf["."] == last && man.Kind == KindTree && man.Version == ManifestVersion {
+	known := m.loadCache(ctx).Tree
+	if last := m.cache.Last.Tree; last != "" && m.cache.TreeRef(".") == last && man.Kind == KindTree && man.Version == ManifestVersion {
 		// The plan will most likely need only the trees that differ from
 		// the last snapshot's (see changedEntries): all are loaded only
 		// when asked.
@@ -449,7 +449,7 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 	}
 	t0 := time.Now()
 	defer func() {
-		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", len(m.cache.Dirs), "trees", len(m.cache.Trees), "took", time.Since(t0))
+		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", m.cache.NumDirs(), "took", time.Since(t0))
 	}()
 	data, release, err := m.readCacheFile(ctx)
 	if errors.Is(err, fs.ErrNotExist) && m.cacheBeingWritten(ctx) {

@@ -109,7 +109,7 @@ func TestCtimeCatchesRestoredMtime(t *testing.T) {
 	if _, err := m.CreateTree(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range m.cache.Dirs {
+	for _, r := range fullCache(m.cache).Dirs {
 		for i := range r.Ents {
 			r.Ents[i].Verified += int64(time.Hour)
 		}

@@ -106,7 +106,7 @@ func (m *Manager) pairTree(ctx context.Context, p *plan, man *Manifest, loaded f
 	// The walk takes the workspace's .gitignore files; it is redone
 	// with the checkpoint's own when one differs (the rules a
 	// snapshot used decide what counts as created since).
-	trees := newTreeFetch(m.blobs, p.cache.Trees)
+	trees := newTreeFetch(m.blobs, p.cache.Tree)
 	p.pre.likely(man, p.cache, trees)
 	seen := &seenGitignores{files: map[string][]byte{}}
 	t, err := m.walkTree(ctx, baseIgnorer(man), seen.record(m.workspaceGitignore), walkOptions{dirty: true, unsorted: true, lazy: true, noListings: true})

@@ -25,13 +25,13 @@ import (
 // or its trees are gone): the caller loads every entry.
 func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, trees *treeFetch) (files []Entry, skip func(dir string) bool, ok bool, err error) {
 	cache := m.loadCache(ctx)
-	if last := cache.Last.Tree; last == "" || cache.TreeOf["."] != last || t.dirty == nil || man.Version != ManifestVersion {
+	if last := cache.Last.Tree; last == "" || cache.TreeRef(".") != last || t.dirty == nil || man.Version != ManifestVersion {
 		return nil, nil, false, nil
 	}
 	skipped := map[string]bool{}
 	var visit func(dir, ref string, depth int) error
 	visit = func(dir, ref string, depth int) error {
-		if ref == cache.TreeOf[dir] && t.same(dir) {
+		if ref == cache.TreeRef(dir) && t.same(dir) {
 			skipped[dir] = true
 			return nil
 		}
@@ -122,7 +122,7 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 // concurrent use.
 type treeFetch struct {
 	blobs blobStore
-	known map[string][]byte // the stat cache's trees, read only
+	known treeSource // the stat cache's trees
 	mu    sync.Mutex
 	got   map[string]*fetched
 }
@@ -134,12 +134,12 @@ type fetched struct {
 	err  error
 }
 
-func newTreeFetch(blobs blobStore, known map[string][]byte) *treeFetch {
+func newTreeFetch(blobs blobStore, known treeSource) *treeFetch {
 	return &treeFetch{blobs: blobs, known: known, got: map[string]*fetched{}}
 }
 
 func (f *treeFetch) get(ctx context.Context, ref string) ([]byte, error) {
-	if data, ok := f.known[ref]; ok {
+	if data, ok := f.known.get(ref); ok {
 		return data, nil
 	}
 	f.mu.Lock()

@@ -54,7 +54,7 @@ func dirManager(t *testing.T, files map[string]string) (*Manager, string) {
 func settle(m *Manager) {
 	const d = int64(2 * time.Hour)
 	m.loadCache(context.Background())
-	for _, r := range m.cache.Dirs {
+	for _, r := range fullCache(m.cache).Dirs {
 		r.Verified += d
 		for i := range r.Ents {
 			r.Ents[i].Verified += d
@@ -98,7 +98,7 @@ func TestPlanReadsOnlyChangedTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, skip, ok, err := m.changedEntries(ctx, man, &walked, newTreeFetch(m.blobs, m.cache.Trees))
+	files, skip, ok, err := m.changedEntries(ctx, man, &walked, newTreeFetch(m.blobs, m.cache.Tree))
 	if err != nil || !ok {
 		t.Fatalf("changedEntries: %v, %v", ok, err)
 	}
@@ -404,7 +404,7 @@ func TestPlanReadsTreesOnce(t *testing.T) {
 	ctx := context.Background()
 	m := oneThenTwo(t, map[string]string{"a/x.txt": "x\n"})
 	// As after many snapshots: the cache holds only the last one's trees.
-	for ref := range m.cache.Older {
+	for ref := range fullCache(m.cache).Older {
 		delete(m.cache.Trees, ref)
 	}
 	cb := &countingBlobs{blobStore: m.blobs, gets: map[string]int{}}

@@ -214,14 +214,14 @@ const likelyMax = 64
 // fsyncs overlap the walk. The plan decides; apply takes only what it would
 // write, at the checkpoint's content.
 func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFetch) {
-	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.Last.Tree == "" || cache.TreeOf["."] != cache.Last.Tree {
+	if w == nil || man.Kind != KindTree || man.Version != ManifestVersion || cache.Last.Tree == "" || cache.TreeRef(".") != cache.Last.Tree {
 		return
 	}
 	w.looking.Go(func() {
 		n := 0
 		var visit func(dir, ref string, depth int)
 		visit = func(dir, ref string, depth int) {
-			if ref == cache.TreeOf[dir] || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
+			if ref == cache.TreeRef(dir) || depth > treeMaxDepth || n >= likelyMax || w.ctx.Err() != nil {
 				return
 			}
 			data, err := trees.get(w.ctx, ref)

@@ -175,11 +175,22 @@ func below(path, dir string) bool {
 	return len(path) > len(dir) && path[len(dir)] == '/' && path[:len(dir)] == dir
 }
 
+// treeSource finds a tree object by ref without reading cas (the stat
+// cache's Tree), or nil.
+type treeSource func(ref string) ([]byte, bool)
+
+func (s treeSource) get(ref string) ([]byte, bool) {
+	if s == nil {
+		return nil, false
+	}
+	return s(ref)
+}
+
 // loadTrees reads the tree objects below root and returns their entries
 // (sorted by path) and the refs of the trees read. A subtree stored once
 // but used twice is read once. A tree found in known (the stat cache's,
 // may be nil) is not read from cas.
-func loadTrees(ctx context.Context, blobs blobStore, root string, known map[string][]byte) ([]Entry, []string, error) {
+func loadTrees(ctx context.Context, blobs blobStore, root string, known treeSource) ([]Entry, []string, error) {
 	type decodedTree struct {
 		kids []treeobj.Child
 		n    int // entries at and below it, -1 until counted
@@ -205,7 +216,7 @@ func loadTrees(ctx context.Context, blobs blobStore, root string, known map[stri
 		}
 		// The stat cache's trees were hashed when they were stored and
 		// the cache's checksum catches damage since.
-		data, ok := known[ref]
+		data, ok := known.get(ref)
 		if !ok {
 			var err error
 			if data, err = blobs.get(ctx, ref); err != nil {

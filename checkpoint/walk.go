@@ -203,22 +203,22 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	// every file in it vouched for by the last tree snapshot.
 	w.dirty = opt.dirty && w.useListings && cache.Last.Tree != ""
 	if opt.noListings {
-		w.t.read = make(map[string]struct{}, len(cache.Dirs))
+		w.t.read = make(map[string]struct{}, cache.NumDirs())
 	} else {
-		w.t.listings = make(map[string]statcache.Listing, len(cache.Dirs))
+		w.t.listings = make(map[string]statcache.Listing, cache.NumDirs())
 	}
 	if !opt.byDir || opt.unsorted {
 		w.t.entries = make([]treeEntry, 0, cache.Size())
 	}
 	if opt.lazy {
-		w.t.clean = make([]cleanDir, 0, len(cache.Dirs))
+		w.t.clean = make([]cleanDir, 0, cache.NumDirs())
 	}
 	w.cond = sync.NewCond(&w.mu)
 	w.queue = []walkJob{{".", rootSt, base}}
 	if !opt.unsorted {
 		// About the last walk's directories: sized so, the map is not
 		// rehashed (each rehash into fresh memory) as it fills.
-		w.byDir = make(map[string][]treeEntry, len(cache.Dirs))
+		w.byDir = make(map[string][]treeEntry, cache.NumDirs())
 	}
 	w.pending = 1
 	var wg sync.WaitGroup

@@ -57,6 +57,7 @@ func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser
 	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
 		return nil
 	}
+	m.cache.Full() // see writeManifest
 	r := &reuser{t: t, treeOf: m.cache.TreeOf, changed: make(map[string]bool, len(t.rulesChanged))}
 	for _, d := range t.rulesChanged {
 		r.changed[d] = true
@@ -176,6 +177,8 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 	keep, save, start, ru := w.keep, w.save, w.start, w.ru
 	t0 := time.Now()
 	cache := m.loadCache(ctx)
+	// Its maps, which a snapshot reads and replaces.
+	cache.Full()
 	// A tree per directory, about as many as the last snapshot had: sized
 	// so, the maps are not rehashed as they fill (a rehash moves every
 	// entry, into fresh memory).

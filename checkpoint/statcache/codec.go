@@ -4,64 +4,114 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"slices"
-	"sync"
 
 	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint/internal/wire"
 )
 
 // The cache is written as two blocks: magic, uvarint length of the first,
-// the first, the second, both raw: S2 shrank the first by a third but
-// decoding it, and the varints it held, was a tenth of a dry run's work
-// after process start, on its critical path (the walk waits for the
-// cache). A snapshot encodes the first (the directories, final once its
-// files are stored) while it builds its trees, and writes the second
-// (trees and the last snapshot) after; a reader decodes the two at once.
-// Each block ends with the CRC-32C of its bytes (the second's started from
-// the first's: headSum). The first holds the
-// directories: path, stat and verified time at fixed width, whether
-// listed, and the names, each with a flags byte (an entry follows; its
-// ctime is its mtime; its device, or its verified time, is its
-// directory's) and the entry's stat and verified time at fixed width,
-// little-endian, leaving out what the flags say, without its refs. The
-// second holds the number of entries and their refs in the order of the
-// first, the number of directories and their tree refs (treeOf) in the
-// order of the first (which the first's decoder reads, while the trees
-// are read), the trees, and the last snapshot.
+// the first, the second, both raw (decoding was on a dry run's critical
+// path: the walk waits for the cache), each ending with the CRC-32C of its
+// bytes (the second's started from the first's: headSum). A snapshot
+// encodes the first (the directories, final once its files are stored)
+// while it builds its trees, and writes the second (the directories'
+// trees, the trees and the last snapshot) after.
+//
+// A reader checks both checksums and decodes a directory's record only
+// when it is asked for (see lazy): a dry run's walk starts at once and
+// decodes each record as it reaches it, on its own goroutines, and only
+// the few trees and directory trees a plan looks up are ever turned into
+// strings. So both blocks have tables to find things by: the first holds
+// the number of directories, of names, and the size of a hash table
+// (a power of two), then each record's offset (uint32, in record order),
+// the table (uint32 slots: record index + 1, 0 empty; FNV-1a of the
+// path, linear probing), then the records: path, stat and verified time
+// at fixed width, whether listed, and the names, each with a flags byte
+// (an entry follows; its ctime is its mtime; its device, or its verified
+// time, is its directory's) and the entry's stat and verified time at
+// fixed width, little-endian, leaving out what the flags say, then its
+// refs (ref, base, delta as appendCacheRef writes them). The second holds
+// the last snapshot, the number of directories and each one's tree ref at
+// fixed width (refSize) in record order, then the number of trees, the
+// size of their hash table and the table (uint32 slots: offset + 1 of the
+// tree's record; the first four bytes of the digest as the hash), then
+// the trees: binary ref (algorithm and digest), length, bytes, older.
 
 // Encode writes the whole cache.
 func (c *Cache) Encode() []byte { return c.EncodeTail(c.EncodeHead()) }
 
 // Head is the first block and the order it holds the directories in.
 type Head struct {
-	block   []byte
-	paths   []string
-	recs    []*Dir
-	refs    int // bytes of the entries' refs
-	entries int
+	block []byte
+	paths []string
+}
+
+// tableSize is the slots of a hash table of n keys: a power of two, at
+// least twice n.
+func tableSize(n int) int {
+	ts := 1
+	for ts < 2*n {
+		ts <<= 1
+	}
+	return ts
+}
+
+// pathHash is FNV-1a of a directory's path, the first block's table's hash.
+func pathHash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// putSlot sets v in the first free slot of table (a power of two of
+// uint32 slots) from hash h on.
+func putSlot(table []byte, h uint32, v uint32) {
+	mask := uint32(len(table)/4 - 1)
+	for p := h & mask; ; p = (p + 1) & mask {
+		if binary.LittleEndian.Uint32(table[4*p:]) == 0 {
+			binary.LittleEndian.PutUint32(table[4*p:], v)
+			return
+		}
+	}
 }
 
 // EncodeHead encodes the directories.
 func (c *Cache) EncodeHead() Head {
-	h := Head{paths: make([]string, 0, len(c.Dirs)), recs: make([]*Dir, 0, len(c.Dirs))}
-	size := binary.MaxVarintLen64 + crc32.Size
+	c.Full()
+	nd := len(c.Dirs)
+	h := Head{paths: make([]string, 0, nd)}
+	names := 0
+	size := 3*binary.MaxVarintLen64 + crc32.Size
 	for d, r := range c.Dirs {
 		size += 2*binary.MaxVarintLen64 + len(d) + statSize + 9
-		for _, n := range r.Names {
-			size += binary.MaxVarintLen64 + len(n) + 1 + entryMax
+		names += len(r.Names)
+		for i, n := range r.Names {
+			size += binary.MaxVarintLen64 + len(n) + 1 + entryMax + int(r.Ents[i].n)
 		}
 	}
+	ts := tableSize(nd)
+	size += 4*nd + 4*ts
 	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(c.Dirs)))
-	// In map order: nothing needs them sorted.
+	b = binary.AppendUvarint(b, uint64(nd))
+	b = binary.AppendUvarint(b, uint64(names))
+	b = binary.AppendUvarint(b, uint64(ts))
+	at := len(b)
+	b = b[:at+4*nd+4*ts]
+	clear(b[at:])
+	offs, table := b[at:at+4*nd], b[at+4*nd:]
+	recs := len(b)
+	// In map order: the table finds them.
 	for d, r := range c.Dirs {
+		i := len(h.paths)
 		h.paths = append(h.paths, d)
-		h.recs = append(h.recs, r)
+		binary.LittleEndian.PutUint32(offs[4*i:], uint32(len(b)-recs))
+		putSlot(table, pathHash(d), uint32(i+1))
 		b = wire.AppendStr(b, d)
 		b = appendStat(b, r.St)
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.Verified))
@@ -72,8 +122,7 @@ func (c *Cache) EncodeHead() Head {
 			e := r.Ents[i]
 			b = appendEntry(b, e, r)
 			if e.n > 0 {
-				h.refs += int(e.n)
-				h.entries++
+				b = append(b, c.rawRefs(e)...)
 			}
 		}
 	}
@@ -81,8 +130,8 @@ func (c *Cache) EncodeHead() Head {
 	return h
 }
 
-// EncodeTail encodes the refs, trees and the last snapshot after head and
-// returns the whole file.
+// EncodeTail encodes the directories' trees, the trees and the last
+// snapshot after head and returns the whole file.
 func (c *Cache) EncodeTail(head Head) []byte {
 	var b bytes.Buffer
 	_ = c.WriteParts(&b, head) // a bytes.Buffer takes every write
@@ -100,11 +149,10 @@ func (c *Cache) WriteParts(w io.Writer, head Head) error {
 }
 
 // WritePartsAfter is WriteParts that, when ready is not nil, writes the
-// first block and the entries' refs, then calls ready before the rest:
-// until it returns, the directories' trees, the trees and the last
-// snapshot (TreeOf, Trees, Older, Last) may still change. A snapshot
-// writes most of the file so while it finishes them. An error from ready
-// stops the write there.
+// first block, then calls ready before the rest: until it returns, the
+// directories' trees, the trees and the last snapshot (TreeOf, Trees,
+// Older, Last) may still change. A snapshot writes the first block so
+// while it finishes them. An error from ready stops the write there.
 func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) error {
 	prefix := binary.AppendUvarint([]byte(cacheMagic), uint64(len(head.block)))
 	if _, err := w.Write(prefix); err != nil {
@@ -113,42 +161,67 @@ func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) erro
 	if _, err := w.Write(head.block); err != nil {
 		return err
 	}
-	t := tailWriter{w: w, b: make([]byte, 0, tailChunk+tailRoom), crc: headSum(head.block)}
-	t.b = binary.AppendUvarint(t.b, uint64(head.entries))
-	for _, r := range head.recs {
-		for _, e := range r.Ents {
-			if e.n > 0 {
-				t.b = append(t.b, c.rawRefs(e)...)
-				t.spill()
-			}
-		}
-	}
 	if ready != nil {
-		t.flush()
-		if err := cmp.Or(t.err, ready()); err != nil {
+		if err := ready(); err != nil {
 			return err
 		}
 	}
-	t.b = binary.AppendUvarint(t.b, uint64(len(head.paths)))
-	for _, d := range head.paths {
-		t.b = appendCacheRef(t.b, c.TreeOf[d])
-		t.spill()
-	}
-	t.b = binary.AppendUvarint(t.b, uint64(len(c.Trees)))
-	for r, tree := range c.Trees {
-		t.b = appendCacheRef(t.b, r)
-		t.b = binary.AppendUvarint(t.b, uint64(len(tree)))
-		t.bytes(tree)
-		t.b = wire.AppendBool(t.b, c.Older[r])
-		t.spill()
-	}
+	t := tailWriter{w: w, b: make([]byte, 0, tailChunk+tailRoom), crc: headSum(head.block)}
 	t.b = wire.AppendStr(t.b, c.Last.ID)
 	t.b = appendCacheRef(t.b, c.Last.Tree)
 	t.b = binary.AppendVarint(t.b, c.Last.Verified)
+	t.b = binary.AppendUvarint(t.b, uint64(len(head.paths)))
+	for _, d := range head.paths {
+		t.b = appendFixedRef(t.b, c.TreeOf[d])
+		t.spill()
+	}
+	// The trees' table first: their offsets, from their sizes.
+	type treeRec struct {
+		ref  string
+		bin  []byte
+		data []byte
+	}
+	recs := make([]treeRec, 0, len(c.Trees))
+	var bins []byte
+	for r, tree := range c.Trees {
+		at := len(bins)
+		var err error
+		if bins, err = wire.AppendRef(bins, r); err != nil || len(bins)-at != refSize-1 {
+			bins = bins[:at] // not a ref: dropped, it only costs a read
+			continue
+		}
+		recs = append(recs, treeRec{r, bins[at:len(bins):len(bins)], tree})
+	}
+	ts := tableSize(len(recs))
+	table := make([]byte, 4*ts)
+	off := 0
+	for _, r := range recs {
+		putSlot(table, binary.LittleEndian.Uint32(r.bin[1:]), uint32(off+1))
+		off += len(r.bin) + uvarintLen(len(r.data)) + len(r.data) + 1
+	}
+	t.b = binary.AppendUvarint(t.b, uint64(len(recs)))
+	t.b = binary.AppendUvarint(t.b, uint64(ts))
+	t.bytes(table)
+	for _, r := range recs {
+		t.b = append(t.b, r.bin...)
+		t.b = binary.AppendUvarint(t.b, uint64(len(r.data)))
+		t.bytes(r.data)
+		t.b = wire.AppendBool(t.b, c.Older[r.ref])
+		t.spill()
+	}
 	t.flush()
 	t.b = binary.LittleEndian.AppendUint32(t.b, t.crc)
 	_, err := t.w.Write(t.b)
 	return cmp.Or(t.err, err)
+}
+
+// uvarintLen is how many bytes binary.AppendUvarint writes for n.
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
 }
 
 // tailChunk is how many bytes of the second block tailWriter holds
@@ -275,204 +348,6 @@ func skipCacheRef(r *wire.Reader) bool {
 	}
 	r.B = r.B[n:]
 	return set
-}
-
-// Decode parses what Encode wrote; another version's cache is
-// ErrVersion, anything else ErrDamaged. The cache keeps slices of
-// data's second block: the caller must never write data again.
-// The two blocks are decoded at once: the cache is read before a walk can
-// start.
-func Decode(data []byte) (*Cache, error) {
-	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
-		if bytes.HasPrefix(data, []byte(cacheFamily)) {
-			return nil, ErrVersion
-		}
-		return nil, ErrDamaged
-	}
-	rest := data[len(cacheMagic):]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)-k) {
-		return nil, ErrDamaged
-	}
-	head, tail := rest[k:k+int(n)], rest[k+int(n):]
-	c := &Cache{Older: make(map[string]bool)}
-	var (
-		wg   sync.WaitGroup
-		errD error
-		refs = make(chan *tailRefs, 1) // nil on failure
-	)
-	wg.Go(func() {
-		c.Dirs, c.TreeOf, c.count, errD = decodeDirs(head, refs)
-	})
-	err := c.decodeTail(tail, headSum(head), refs)
-	wg.Wait()
-	if err = cmp.Or(err, errD); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// checkCRC checks the CRC-32C that ends raw and returns what it covers.
-func checkCRC(raw []byte) ([]byte, error) { return checkCRCFrom(raw, 0) }
-
-// checkCRCFrom checks the CRC-32C, started from seed, that ends raw and
-// returns what it covers.
-func checkCRCFrom(raw []byte, seed uint32) ([]byte, error) {
-	if len(raw) < 4 {
-		return nil, ErrDamaged
-	}
-	raw, sum := raw[:len(raw)-4], binary.LittleEndian.Uint32(raw[len(raw)-4:])
-	if crc32.Update(seed, castagnoli, raw) != sum {
-		return nil, fmt.Errorf("%w: checksum", ErrDamaged)
-	}
-	return raw, nil
-}
-
-// decodeDirs parses the first block, once the entries' refs (as the second
-// holds them) come from refs, returning the records, the directories' tree
-// refs (which the second holds in the order of the first) and how many
-// names the records hold. The names and entries of all records share two
-// arrays, each record's clipped to its own.
-func decodeDirs(block []byte, refs <-chan *tailRefs) (map[string]*Dir, map[string]string, int, error) {
-	raw, err := checkCRC(block)
-	tr := <-refs
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	if tr == nil {
-		return nil, nil, 0, ErrDamaged
-	}
-	rs := tr.spans
-	r := wire.NewReader(raw)
-	nd := r.Uvarint()
-	// A record takes 55 bytes at least (path length, stat, verified,
-	// listed, names): more than the block holds is damage, not an
-	// allocation to make.
-	if nd > uint64(len(r.B))/(statSize+11) || nd != tr.dirs {
-		return nil, nil, 0, ErrDamaged
-	}
-	dirs := make(map[string]*Dir, nd)
-	// The refs of the trees share one buffer.
-	trees := &wire.Reader{B: tr.treeOf, Arena: make([]byte, 0, (int(nd)+1)*wire.RefLen)}
-	treeOf := make(map[string]string, nd)
-	recs := make([]Dir, nd)
-	names := make([]string, 0, len(rs)+int(nd))
-	ents := make([]Entry, 0, len(rs)+int(nd))
-	k := 0 // the next ref
-	for i := range recs {
-		d := r.Str()
-		if ref := cacheRef(trees); ref != "" {
-			treeOf[d] = ref
-		}
-		rec := &recs[i]
-		fx := fixed(r, statSize+9)
-		if fx == nil {
-			return nil, nil, 0, ErrDamaged
-		}
-		rec.St = readStat(fx)
-		rec.Verified = int64(binary.LittleEndian.Uint64(fx[statSize:]))
-		rec.Listed = fx[statSize+8] != 0
-		nn := r.Uvarint()
-		if r.Err != nil || nn > uint64(len(r.B))/2 || fx[statSize+8] > 1 {
-			return nil, nil, 0, ErrDamaged
-		}
-		n0 := len(names)
-		for j := uint64(0); j < nn; j++ {
-			names = append(names, r.Str())
-			e, ok := readEntry(r, rec)
-			if !ok {
-				return nil, nil, 0, ErrDamaged
-			}
-			if e.n > 0 {
-				if k >= len(rs) {
-					return nil, nil, 0, ErrDamaged
-				}
-				e.off, e.n = rs[k].off, rs[k].n
-				k++
-			}
-			ents = append(ents, e)
-		}
-		rec.Names, rec.Ents = names[n0:len(names):len(names)], ents[n0:len(ents):len(ents)]
-		if r.Err != nil || !slices.IsSorted(rec.Names) {
-			return nil, nil, 0, ErrDamaged
-		}
-		dirs[d] = rec
-	}
-	if r.Err != nil || len(r.B) != 0 || k != len(rs) || trees.Err != nil || len(trees.B) != 0 {
-		return nil, nil, 0, ErrDamaged
-	}
-	return dirs, treeOf, len(names), nil
-}
-
-// tailRefs is what the first block's decoding needs of the second: where
-// the entries' refs are, and the directories' tree refs.
-type tailRefs struct {
-	spans  []refSpan
-	treeOf []byte // a cacheRef per directory, in the first block's order
-	dirs   uint64 // how many
-}
-
-// refSpan is where an entry's refs are in the second block (n 0: none).
-type refSpan struct {
-	off uint32
-	n   uint16
-}
-
-// decodeTail parses the second block: it hands the entries' refs and the
-// directories' tree refs to refs (always once, nil on failure), for the
-// first block's decoding, then reads the trees and the last snapshot.
-func (c *Cache) decodeTail(block []byte, seed uint32, refs chan<- *tailRefs) error {
-	raw, err := checkCRCFrom(block, seed)
-	if err != nil {
-		refs <- nil
-		return err
-	}
-	c.read = raw
-	r := wire.NewReader(raw)
-	ne := r.Uvarint()
-	if ne > uint64(len(r.B)) {
-		refs <- nil
-		return ErrDamaged
-	}
-	rs := make([]refSpan, ne)
-	for i := range rs {
-		at := len(raw) - len(r.B)
-		ref, base, delta := skipCacheRef(r), skipCacheRef(r), skipCacheRef(r)
-		// The checksum guards against damage; refs are checked again where
-		// a manifest is loaded.
-		if r.Err == nil && ref && delta == base {
-			rs[i] = refSpan{uint32(at), uint16(len(raw) - len(r.B) - at)}
-		}
-	}
-	nd := r.Uvarint()
-	at := len(r.B)
-	for range min(nd, uint64(len(r.B))) {
-		skipCacheRef(r)
-	}
-	if r.Err != nil || nd > uint64(at) {
-		refs <- nil
-		return ErrDamaged
-	}
-	refs <- &tailRefs{spans: rs, treeOf: raw[len(raw)-at : len(raw)-len(r.B)], dirs: nd}
-	nt := r.Uvarint()
-	if nt > uint64(len(r.B)) {
-		return ErrDamaged
-	}
-	// The trees' refs share one buffer, the directories' another.
-	r.Arena = make([]byte, 0, (int(nt)+1)*wire.RefLen)
-	c.Trees = make(map[string][]byte, nt)
-	for i := uint64(0); i < nt && r.Err == nil; i++ {
-		ref := cacheRef(r)
-		c.Trees[ref] = r.Bytes()
-		if r.Bool() {
-			c.Older[ref] = true
-		}
-	}
-	c.Last = Last{ID: r.Str(), Tree: cacheRef(r), Verified: r.Varint()}
-	if r.Err != nil || len(r.B) != 0 {
-		return ErrDamaged
-	}
-	return nil
 }
 
 // statSize is the bytes of a Stat at fixed width: mode, then size,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovekit/trove/checkpoint/internal/wire"
@@ -15,6 +17,12 @@ import (
 // entry by its position in the listing (no map of every path to build at
 // load or to look up per file), and anyone else by the directory's record
 // and a binary search of its names.
+//
+// A decoded cache is lazy: its records, trees and directories' trees are
+// read from the file as they are asked for (Listing, Slot, Entry, TreeRef,
+// Tree, which work either way), and Dirs, TreeOf, Trees and Older are
+// nil until Full fills them. Code that changes the cache or reads those
+// fields calls Full first (Put, Relist and the encoders do).
 type Cache struct {
 	Dirs map[string]*Dir
 	// count is how many names Dirs held when read or relisted.
@@ -39,6 +47,10 @@ type Cache struct {
 	// where its own are, so it has no pointer: the thousands of them cost
 	// the GC nothing to scan, nor a write barrier to fill.
 	read, added []byte
+	// lz is the file the cache was decoded from (nil for New's).
+	lz     *lazy
+	full   atomic.Bool // the maps hold everything (see Full)
+	fullMu sync.Mutex
 }
 
 // Last is the tree snapshot the cache was last written by (see Cache.Last).
@@ -116,7 +128,7 @@ func (c *Cache) RefsOf(e Entry) Refs {
 }
 
 // cacheMagic starts the file (see Encode for the rest).
-const cacheMagic = cacheFamily + "15\n"
+const cacheMagic = cacheFamily + "16\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (ErrVersion).
@@ -140,13 +152,56 @@ const (
 )
 
 func New() *Cache {
-	return &Cache{Dirs: make(map[string]*Dir), Trees: make(map[string][]byte), Older: make(map[string]bool), TreeOf: make(map[string]string)}
+	c := &Cache{Dirs: make(map[string]*Dir), Trees: make(map[string][]byte), Older: make(map[string]bool), TreeOf: make(map[string]string)}
+	c.full.Store(true)
+	return c
+}
+
+// dir returns dir's record, or nil. Safe for concurrent use.
+func (c *Cache) dir(dir string) *Dir {
+	if c.full.Load() {
+		return c.Dirs[dir]
+	}
+	if i := c.lz.find(dir); i >= 0 {
+		return c.lz.dir(i)
+	}
+	return nil
+}
+
+// NumDirs is about how many directories the cache holds: a walk's size.
+func (c *Cache) NumDirs() int {
+	if c.full.Load() {
+		return len(c.Dirs)
+	}
+	return c.lz.nd
+}
+
+// TreeRef returns the ref of dir's tree object in the last tree snapshot
+// (see TreeOf), or "".
+func (c *Cache) TreeRef(dir string) string {
+	if c.full.Load() {
+		return c.TreeOf[dir]
+	}
+	if i := c.lz.find(dir); i >= 0 {
+		return c.lz.treeRef(i)
+	}
+	return ""
+}
+
+// Tree returns the tree object of ref, when the cache holds it (see
+// Trees).
+func (c *Cache) Tree(ref string) ([]byte, bool) {
+	if c.full.Load() {
+		b, ok := c.Trees[ref]
+		return b, ok
+	}
+	return c.lz.tree(ref)
 }
 
 // Listing returns dir's record, if any, and whether st Proves its names
 // current.
 func (c *Cache) Listing(dir string, st Stat, window time.Duration) (*Dir, bool) {
-	r := c.Dirs[dir]
+	r := c.dir(dir)
 	if r == nil || !r.Listed || r.St != st || racy(Entry{St: r.St, Verified: r.Verified}, window) {
 		return r, false
 	}
@@ -230,6 +285,7 @@ func racy(e Entry, window time.Duration) bool {
 
 // Put records path's stat and content (refs).
 func (c *Cache) Put(path string, st Stat, refs Refs, verified int64) {
+	c.Full()
 	off := len(c.added)
 	c.added = appendCacheRef(appendCacheRef(appendCacheRef(c.added, refs.Ref), refs.Base), refs.Delta)
 	ce := Entry{St: st, Verified: verified, off: uint32(off) | refsAdded, n: uint16(len(c.added) - off)}
@@ -259,6 +315,7 @@ const addedMax = 1 << 20
 // CompactAdded copies the refs entries still use out of added, when it has
 // grown past addedMax; nothing may read the cache meanwhile.
 func (c *Cache) CompactAdded() {
+	c.Full()
 	if len(c.added) <= addedMax {
 		return
 	}
@@ -284,6 +341,7 @@ func (c *Cache) CompactAdded() {
 // building them afresh put the whole cache into new memory, on the path a
 // snapshot waits for.
 func (c *Cache) Relist(listings map[string]Listing, verified int64) {
+	c.Full()
 	n, fresh, known := 0, 0, 0
 	for d, l := range listings {
 		n += len(l.Names)
@@ -340,7 +398,7 @@ type Cursor struct {
 func (k *Cursor) Slot(c *Cache, path string) *Entry {
 	dir, name := splitPath(path)
 	if k.rec == nil || dir != k.dir {
-		k.dir, k.rec = dir, c.Dirs[dir]
+		k.dir, k.rec = dir, c.dir(dir)
 	}
 	if i := k.rec.Find(name); i >= 0 && k.rec.Ents[i].n > 0 {
 		return &k.rec.Ents[i]

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"maps"
 	"slices"
@@ -124,6 +125,7 @@ func TestCompactAdded(t *testing.T) {
 
 // allEntries returns every entry by path.
 func (c *Cache) allEntries() map[string]Entry {
+	c.Full()
 	out := map[string]Entry{}
 	for d, r := range c.Dirs {
 		for i, e := range r.Ents {
@@ -167,7 +169,7 @@ func TestPutUnlists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := got.Dirs["d"]
+	r := got.dir("d")
 	if r.Listed || !slices.Equal(r.Names, []string{"a", "b", "c"}) {
 		t.Fatalf("read back: listed %v, names %v", r.Listed, r.Names)
 	}
@@ -252,26 +254,53 @@ func TestRelistSameNames(t *testing.T) {
 	}
 }
 
-// Records whose names are out of order, or that hold more entries than
-// the refs written, are damage.
-func TestDecodeDirsChecks(t *testing.T) {
+// reCRC sets the checksums of data, a cache whose first block was
+// changed in place, as a writer would have.
+func reCRC(data []byte) []byte {
+	data = slices.Clone(data)
+	n, k := binary.Uvarint(data[len(cacheMagic):])
+	h0 := len(cacheMagic) + k
+	head, tail := data[h0:h0+int(n)], data[h0+int(n):]
+	binary.LittleEndian.PutUint32(head[len(head)-4:], crc32.Checksum(head[:len(head)-4], castagnoli))
+	binary.LittleEndian.PutUint32(tail[len(tail)-4:], crc32.Update(headSum(head), castagnoli, tail[:len(tail)-4]))
+	return data
+}
+
+// A record whose names are out of order, or whose entry is malformed,
+// though the checksums pass (a bug, not the disk), reads as missing: its
+// directory is walked and hashed again, the others' records still serve.
+func TestDamagedRecordMissing(t *testing.T) {
 	c := New()
-	c.Put("d/a", Stat{Size: 1}, Refs{Ref: sumRef([]byte("a"))}, 1)
+	c.Put("d/alpha", Stat{Size: 1}, Refs{Ref: sumRef([]byte("alpha"))}, 1)
 	c.Put("d/b", Stat{Size: 2}, Refs{Ref: sumRef([]byte("b"))}, 1)
-	if _, err := Decode(c.Encode()); err != nil {
-		t.Fatal(err)
-	}
+	c.Put("e/c", Stat{Size: 3}, Refs{Ref: sumRef([]byte("c"))}, 1)
+	data := c.Encode()
 	r := c.Dirs["d"]
 	r.Names[0], r.Names[1] = r.Names[1], r.Names[0]
-	if _, err := Decode(c.Encode()); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("unsorted Names: %v", err)
-	}
+	unsorted := c.Encode()
 	r.Names[0], r.Names[1] = r.Names[1], r.Names[0]
-	// Two entries in the first block, the refs of one in the second.
-	head := c.EncodeHead()
-	r.Ents[1].n = 0
-	if _, err := Decode(c.EncodeTail(head)); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("refs of fewer entries than the directories hold: %v", err)
+	// The flags byte of d/alpha's entry made invalid.
+	at := bytes.Index(data, []byte("\x05alpha"))
+	if at < 0 {
+		t.Fatal("entry d/a not found in the file")
+	}
+	badFlags := slices.Clone(data)
+	badFlags[at+6] = 0x80
+	for name, data := range map[string][]byte{"unsorted names": unsorted, "bad flags": reCRC(badFlags)} {
+		got, err := Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := got.Entry("d/alpha"); ok {
+			t.Errorf("%s: d/alpha found", name)
+		}
+		if _, ok := got.Entry("e/c"); !ok {
+			t.Errorf("%s: e/c, in a sound record, not found", name)
+		}
+		got.Full()
+		if _, ok := got.Dirs["d"]; ok || got.Dirs["e"] == nil {
+			t.Errorf("%s: records after Full: %v", name, got.Dirs)
+		}
 	}
 }
 
@@ -293,6 +322,15 @@ func FuzzDecodeStatCache(f *testing.F) {
 			}
 			return
 		}
+		// Lazily, then whole.
+		for _, p := range []string{"d0/f0", "d1/f1", "x"} {
+			if e, ok := got.Entry(p); ok {
+				got.RefsOf(e)
+			}
+		}
+		got.TreeRef("d0")
+		got.Tree(sumRef([]byte{0}))
+		got.Full()
 		for d, r := range got.Dirs {
 			if len(r.Names) != len(r.Ents) {
 				t.Fatalf("%s: %d names, %d entries", d, len(r.Names), len(r.Ents))
@@ -347,7 +385,7 @@ func TestEntryFieldsElided(t *testing.T) {
 	if _, ok := got.Entry("d/none"); ok {
 		t.Error("a name without an entry read back with one")
 	}
-	if r := got.Dirs["d"]; r.St != dirSt || r.Verified != 99 || !r.Listed {
+	if r := got.dir("d"); r.St != dirSt || r.Verified != 99 || !r.Listed {
 		t.Errorf("directory record %+v", r)
 	}
 	// The same snapshot's entry with the directory's device and its mtime
@@ -391,6 +429,24 @@ func TestWritePartsInChunks(t *testing.T) {
 	got, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Found lazily, before Full.
+	for ref, tree := range trees {
+		if b, ok := got.Tree(ref); !ok || !slices.Equal(b, tree) {
+			t.Fatalf("tree %s: %d bytes found (%v), want %d", ref, len(b), ok, len(tree))
+		}
+	}
+	if _, ok := got.Tree(sumRef([]byte("none"))); ok {
+		t.Fatal("a tree the cache does not hold found")
+	}
+	for i := range 41 {
+		d := fmt.Sprintf("d%d", i)
+		if ref := got.TreeRef(d); ref != c.TreeOf[d] {
+			t.Fatalf("%s: tree %q, want %q", d, ref, c.TreeOf[d])
+		}
+	}
+	if got.NumDirs() != len(c.Dirs) {
+		t.Fatalf("%d directories, want %d", got.NumDirs(), len(c.Dirs))
 	}
 	if len(got.allEntries()) != 3000 || got.Last != c.Last || !got.Older[sumRef(big)] || len(got.Older) != 1 {
 		t.Fatalf("%d entries, last %+v, older %v", len(got.allEntries()), got.Last, got.Older)
@@ -497,5 +553,45 @@ func TestSplicedBlocksDamaged(t *testing.T) {
 	spliced := append(slices.Clone(ha), tb...)
 	if _, err := Decode(spliced); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("a first block of one cache with the second of another: %v, want ErrDamaged", err)
+	}
+}
+
+// Any byte of a cache changed, its checksums set again (damage the CRC
+// cannot see), never panics a lookup, Full or a write: what decodes is
+// looked up, what does not reads as missing.
+func TestRechecksummedDamageNoPanic(t *testing.T) {
+	c := New()
+	for i := range 12 {
+		c.Put(fmt.Sprintf("d%d/f%d", i%3, i), Stat{Mode: 0o644, Size: int64(i), Mtime: 1e9, Ino: uint64(i)}, Refs{Ref: sumRef([]byte{byte(i)})}, 99)
+	}
+	tree := []byte("tree")
+	c.TreeOf["d1"], c.Trees[sumRef(tree)] = sumRef(tree), tree
+	c.Last = Last{ID: "cp", Tree: sumRef(tree), Verified: 99}
+	data := c.Encode()
+	_, k := binary.Uvarint(data[len(cacheMagic):])
+	for i := len(cacheMagic) + k; i < len(data)-4; i++ {
+		for _, x := range []byte{1, 0x80, 0xff} {
+			bad := slices.Clone(data)
+			bad[i] ^= x
+			got, err := Decode(reCRC(bad))
+			if err != nil {
+				if !errors.Is(err, ErrDamaged) {
+					t.Fatalf("byte %d: %v does not wrap ErrDamaged", i, err)
+				}
+				continue
+			}
+			for j := range 12 {
+				if e, ok := got.Entry(fmt.Sprintf("d%d/f%d", j%3, j)); ok {
+					got.RefsOf(e)
+				}
+			}
+			got.Listing("d0", Stat{}, 0)
+			got.TreeRef("d1")
+			got.Tree(sumRef(tree))
+			got.Full()
+			if _, err := Decode(got.Encode()); err != nil {
+				t.Fatalf("byte %d: written again: %v", i, err)
+			}
+		}
 	}
 }
