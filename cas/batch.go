@@ -34,6 +34,7 @@ type Batch struct {
 
 	mu      sync.Mutex
 	indexed bool         // the index cache has been refreshed for dedup
+	gen     uint64       // idx.begun when the batch was made
 	pack    packWriter   // the pack being filled
 	pending map[Ref]bool // in pack or block, not yet written
 	err     error        // latched: a failed pack write fails the batch
@@ -230,7 +231,7 @@ func (s *Store) packID() string {
 
 // NewBatch starts a batch. It does no I/O.
 func (s *Store) NewBatch() *Batch {
-	b := &Batch{s: s, pending: map[Ref]bool{}}
+	b := &Batch{s: s, pending: map[Ref]bool{}, gen: s.idx.begun.Load()}
 	b.encoded.L = &b.mu
 	return b
 }
@@ -349,9 +350,11 @@ func (b *Batch) add(ctx context.Context, ref Ref, data []byte) error {
 		return nil
 	}
 	if !indexed {
-		// One refresh per batch; after it, dedup asks the cache and the
-		// loose object only, not the index directory for every blob.
-		if err := s.refresh(ctx); err != nil {
+		// One refresh per batch, or none when one begun since the batch
+		// was made has loaded the index; after it, dedup asks the cache
+		// and the loose object only, not the index directory for every
+		// blob.
+		if err := s.refreshSince(ctx, b.gen); err != nil {
 			return refErr("put", ref, err)
 		}
 		b.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trovekit/trove/backend"
@@ -15,6 +16,11 @@ import (
 // rarely; a miss re-lists the index directory and loads what is new.
 type index struct {
 	refreshMu sync.Mutex // one refresh at a time
+	// begun counts the refreshes begun; refreshed is the number of the
+	// last one that listed the index directory and loaded it, under
+	// refreshMu (see Store.refreshSince).
+	begun     atomic.Uint64
+	refreshed uint64
 
 	mu     sync.RWMutex
 	loaded bool
@@ -174,6 +180,28 @@ func (s *Store) refresh(ctx context.Context) error {
 	x := &s.idx
 	x.refreshMu.Lock()
 	defer x.refreshMu.Unlock()
+	return s.refreshLocked(ctx)
+}
+
+// refreshSince refreshes the cache unless a refresh begun after gen (a
+// value of idx.begun) has done so already, or is doing it: a batch made
+// before a process loads its indexes (a snapshot loads them while it
+// walks) lists the index directory once, not a second time for its
+// first blob.
+func (s *Store) refreshSince(ctx context.Context, gen uint64) error {
+	x := &s.idx
+	x.refreshMu.Lock()
+	defer x.refreshMu.Unlock()
+	if x.refreshed > gen {
+		return nil
+	}
+	return s.refreshLocked(ctx)
+}
+
+// refreshLocked is refresh, under idx.refreshMu.
+func (s *Store) refreshLocked(ctx context.Context) error {
+	x := &s.idx
+	gen := x.begun.Add(1)
 
 	listed := map[string]backend.Info{}
 	for fi, err := range s.st.List(ctx, s.indexDir()) {
@@ -293,6 +321,7 @@ func (s *Store) refresh(ctx context.Context) error {
 		}
 	}
 	x.loaded = true
+	x.refreshed = gen
 	// The cache is written again once it saves less than it could: enough
 	// indexes were read one by one, or it names packs gone since.
 	stale := 0

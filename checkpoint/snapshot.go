@@ -165,6 +165,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// The batch before the indexes load: it takes their loading for its
+	// own refresh (cas.Batch), not listing them again for its first blob.
+	batch := m.blobs.newBatch()
 	defer m.warmBlobs(ctx, true)()
 	start := m.cfg.now()
 	man := m.newManifest(id, KindTree, cc, start)
@@ -180,7 +183,6 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		limit = -1
 	}
 
-	batch := m.blobs.newBatch()
 	pf := m.newPrefetcher(ctx, batch, limit)
 	tree, err := m.walkTree(ctx, baseIgnorer(man), m.workspaceGitignore, walkOptions{dirty: true, found: pf.found, byDir: true})
 	if err != nil {
