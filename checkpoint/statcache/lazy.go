@@ -44,11 +44,11 @@ type lazy struct {
 	nt     int
 	// slots hold the records decoded so far (badDir: damaged).
 	slots []atomic.Pointer[Dir]
-	// Records, names and entries are cut from shared arrays, as a decode
-	// of the whole file did: one allocation each, not one per directory.
+	// Records and names are cut from shared arrays, as a decode of the
+	// whole file did: one allocation each, not one per directory. The
+	// entries are the file's bytes (see entrySize).
 	dirs                []Dir
 	names               []string
-	ents                []Entry
 	nextDir, nextName   atomic.Int64
 	dirsFull, namesFull atomic.Bool
 }
@@ -70,12 +70,14 @@ func Decode(data []byte) (*Cache, error) {
 		}
 		return nil, ErrDamaged
 	}
-	rest := data[len(cacheMagic):]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)-k) {
+	if len(data) < headAt {
 		return nil, ErrDamaged
 	}
-	head, tail := rest[k:k+int(n)], rest[k+int(n):]
+	n := binary.LittleEndian.Uint64(data[len(cacheMagic):])
+	if n > uint64(len(data)-headAt) {
+		return nil, ErrDamaged
+	}
+	head, tail := data[headAt:headAt+int(n)], data[headAt+int(n):]
 	hraw, err := checkCRC(head)
 	if err != nil {
 		return nil, err
@@ -123,7 +125,6 @@ func readHead(raw []byte) (*lazy, int, error) {
 	lz.slots = make([]atomic.Pointer[Dir], nd)
 	lz.dirs = make([]Dir, nd)
 	lz.names = make([]string, names)
-	lz.ents = make([]Entry, names)
 	return lz, int(names), nil
 }
 
@@ -208,39 +209,51 @@ func (lz *lazy) decode(i int) *Dir {
 	r := &rd
 	fx := fixed(r, statSize+9)
 	nn := r.Uvarint()
-	if r.Err != nil || nn > uint64(len(r.B))/2 || fx[statSize+8] > 1 {
+	if r.Err != nil || nn > uint64(len(r.B))/(entrySize+1) || fx[statSize+8] > 1 {
 		return nil
 	}
 	rec := lz.newDir()
 	rec.St = readStat(fx)
 	rec.Verified = int64(binary.LittleEndian.Uint64(fx[statSize:]))
 	rec.Listed = fx[statSize+8] != 0
-	rec.Names, rec.Ents = lz.alloc(int(nn))
+	rec.Names = lz.alloc(int(nn))
 	for j := range rec.Names {
 		rec.Names[j] = r.Str()
-		e, ok := readEntry(r, rec)
-		if !ok {
-			return nil
-		}
-		if e.n > 0 {
-			at := len(lz.head) - len(r.B)
-			ref, base, delta := skipCacheRef(r), skipCacheRef(r), skipCacheRef(r)
-			if r.Err != nil {
-				return nil
-			}
-			// The checksum guards against damage; refs are checked again
-			// where a manifest is loaded.
-			e.n = 0
-			if ref && delta == base {
-				e.off, e.n = uint32(at), uint16(len(lz.head)-len(r.B)-at)
-			}
-		}
-		rec.Ents[j] = e
 	}
+	fixed(r, (8-(headAt+len(lz.head)-len(r.B))%8)%8)
+	eb := fixed(r, entrySize*int(nn))
 	if r.Err != nil || !slices.IsSorted(rec.Names) {
 		return nil
 	}
+	if nn > 0 && entryMapped && uintptr(unsafe.Pointer(&eb[0]))%8 == 0 {
+		rec.Ents = unsafe.Slice((*Entry)(unsafe.Pointer(&eb[0])), nn)
+	} else {
+		rec.Ents = make([]Entry, nn)
+		for j := range rec.Ents {
+			rec.Ents[j] = readEntryFixed(eb[entrySize*j:])
+		}
+	}
+	for _, e := range rec.Ents {
+		if e.n > 0 && !lz.validRefs(e) {
+			return nil
+		}
+	}
 	return rec
+}
+
+// validRefs reports whether e's refs are in the first block, as
+// appendCacheRef wrote them: a ref, and a base and delta both set or
+// neither. The checksum guards against damage; refs are checked again
+// where a manifest is loaded.
+func (lz *lazy) validRefs(e Entry) bool {
+	end := uint64(e.off) + uint64(e.n)
+	if end > uint64(len(lz.head)) {
+		return false
+	}
+	b := unsafe.Slice(unsafe.StringData(lz.head), len(lz.head))
+	r := &wire.Reader{B: b[e.off:end]}
+	ref, base, delta := skipCacheRef(r), skipCacheRef(r), skipCacheRef(r)
+	return r.Err == nil && len(r.B) == 0 && ref && delta == base
 }
 
 // newDir returns a record from the shared array, or a new one.
@@ -254,18 +267,17 @@ func (lz *lazy) newDir() *Dir {
 	return new(Dir)
 }
 
-// alloc returns n names and entries from the shared arrays, each clipped
-// to its own, or new ones.
-func (lz *lazy) alloc(n int) ([]string, []Entry) {
+// alloc returns n names from the shared array, clipped to their own, or
+// new ones.
+func (lz *lazy) alloc(n int) []string {
 	if !lz.namesFull.Load() {
 		end := lz.nextName.Add(int64(n))
 		if end <= int64(len(lz.names)) {
-			at := int(end) - n
-			return lz.names[at:end:end], lz.ents[at:end:end]
+			return lz.names[int(end)-n : end : end]
 		}
 		lz.namesFull.Store(true)
 	}
-	return make([]string, n), make([]Entry, n)
+	return make([]string, n)
 }
 
 // treeRef returns the tree ref of record i's directory, "" for none.
@@ -328,13 +340,22 @@ func (c *Cache) Full() {
 	dirs := make(map[string]*Dir, lz.nd)
 	treeOf := make(map[string]string, lz.nd)
 	arena := make([]byte, 0, (lz.nd+1)*wire.RefLen)
+	// Copies, their entries in memory of their own: those of the records
+	// may be the file's (read only), and a walk may still read them.
+	recs := make([]Dir, lz.nd)
+	ents := make([]Entry, 0, len(lz.names)+lz.nd)
 	for i := range lz.nd {
 		d := lz.dir(i)
 		if d == nil {
 			continue
 		}
 		path, _, _ := lz.pathAt(i) // read by dir already
-		dirs[path] = d
+		rec := &recs[i]
+		*rec = *d
+		at := len(ents)
+		ents = append(ents, d.Ents...)
+		rec.Ents = ents[at:len(ents):len(ents)]
+		dirs[path] = rec
 		tr := &wire.Reader{B: lz.treeOf[refSize*i : refSize*(i+1)], Arena: arena}
 		if ref := cacheRef(tr); ref != "" {
 			treeOf[path] = ref

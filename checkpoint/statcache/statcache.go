@@ -128,7 +128,7 @@ func (c *Cache) RefsOf(e Entry) Refs {
 }
 
 // cacheMagic starts the file (see Encode for the rest).
-const cacheMagic = cacheFamily + "16\n"
+const cacheMagic = cacheFamily + "17\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (ErrVersion).
@@ -220,7 +220,8 @@ func splitPath(p string) (dir, name string) {
 	return p[:i], p[i+1:]
 }
 
-// Slot returns the entry of path, to read or update in place, or nil.
+// Slot returns the entry of path, to update in place, or nil. It makes
+// the cache Full: a lazy record's entries may be the file's bytes.
 func (c *Cache) Slot(path string) *Entry {
 	var k Cursor
 	return k.Slot(c, path)
@@ -237,10 +238,12 @@ func (c *Cache) PrevRefs(path string) *Refs {
 	return &refs
 }
 
-// Entry returns the entry of path.
+// Entry returns the entry of path. Safe for concurrent use.
 func (c *Cache) Entry(path string) (Entry, bool) {
-	if e := c.Slot(path); e != nil {
-		return *e, true
+	dir, name := splitPath(path)
+	r := c.dir(dir)
+	if i := r.Find(name); i >= 0 && r.Ents[i].n > 0 {
+		return r.Ents[i], true
 	}
 	return Entry{}, false
 }
@@ -396,6 +399,7 @@ type Cursor struct {
 
 // Slot is Cache.Slot.
 func (k *Cursor) Slot(c *Cache, path string) *Entry {
+	c.Full()
 	dir, name := splitPath(path)
 	if k.rec == nil || dir != k.dir {
 		k.dir, k.rec = dir, c.dir(dir)
