@@ -136,7 +136,7 @@ func (m *Manager) createLocked(ctx context.Context, id string, clean []string, c
 		sts = append(sts, st)
 	}
 	batch := m.blobs.newBatch()
-	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano(), nil); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, -1, start.UnixNano(), nil, m.lastKept(ctx)); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -190,7 +190,9 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
-	ru := m.newReuser(ctx, man, &tree)
+	last := m.keptHeader(ctx)
+	lastKept := last != nil
+	ru := m.newReuser(man, &tree, last)
 	m.cfg.log.Debug("checkpoint: walked", "id", id, "entries", tree.size(), "took", time.Since(start))
 	m.removeStaleTemps(tree.temps)
 	man.Skipped = tree.skipped
@@ -236,7 +238,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	// entries are listed (1.2 ms on the cpbench tree): it was waited for
 	// first, 0.3-1.7 ms after the walk.
 	prefetched := pf.wait()
-	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano(), prefetched); err != nil {
+	if err := m.storeFiles(ctx, batch, man, files, sts, limit, start.UnixNano(), prefetched, lastKept); err != nil {
 		batch.discard()
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
@@ -250,7 +252,7 @@ func (m *Manager) CreateTree(ctx context.Context, id string, opts ...CreateOptio
 	}
 	man.Files = kept
 	sortSkipped(man.Skipped)
-	if err := m.writeManifest(ctx, batch, man, manifestWrite{keep: true, save: true, start: start.UnixNano(), ru: ru, listings: tree.listings}); err != nil {
+	if err := m.writeManifest(ctx, batch, man, manifestWrite{keep: true, save: true, start: start.UnixNano(), ru: ru, listings: tree.listings, kept: &lastKept}); err != nil {
 		return man, err
 	}
 	m.autoPack(ctx)

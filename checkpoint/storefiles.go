@@ -14,10 +14,10 @@ import (
 // putting it into batch (flushed by writeManifest), with a few workers
 // reading and storing at once. A file gone since its lstat, or grown past limit, is marked absent
 // (Create) or dropped by the caller (CreateTree). Files in pre (stored while
-// the walk went on) with the same stat are not read again.
-func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched) error {
+// the walk went on) with the same stat are not read again. kept is
+// lastKept.
+func (m *Manager) storeFiles(ctx context.Context, batch blobBatch, man *Manifest, idx []int, sts []fileStat, limit int64, start int64, pre map[string]prefetched, kept bool) error {
 	cache := m.loadCache(ctx)
-	kept := m.lastKept(ctx)
 	// The stat cache proves most files of a snapshot after a few edits
 	// (5,000 lookups and digests on the cpbench tree, where the snapshot
 	// waits): two goroutines take a half each, in path order.

@@ -47,13 +47,12 @@ type reuser struct {
 }
 
 // newReuser returns nil when nothing can be reused: no last snapshot whose
-// manifest is kept (GC keeps the trees it names only then), or one taken
-// with other options.
-func (m *Manager) newReuser(ctx context.Context, man *Manifest, t *tree) *reuser {
+// manifest is kept (last, keptHeader's; GC keeps the trees it names only
+// then), or one taken with other options.
+func (m *Manager) newReuser(man *Manifest, t *tree, last *Manifest) *reuser {
 	if t.dirty == nil {
 		return nil
 	}
-	last := m.keptHeader(ctx)
 	if last == nil || last.MaxFileSize != man.MaxFileSize || !slices.Equal(last.DefaultIgnore, man.DefaultIgnore) || !slices.Equal(last.Ignore, man.Ignore) {
 		return nil
 	}
@@ -164,6 +163,9 @@ type manifestWrite struct {
 	// built: on the cpbench tree that took half a millisecond the
 	// snapshot waited for.
 	listings map[string]statcache.Listing
+	// kept is lastKept, when the caller knows it: a tree snapshot reads
+	// the last one's manifest once, not at each of three steps.
+	kept *bool
 }
 
 // writeManifest stores the tree objects of man through batch, flushes it
@@ -229,7 +231,12 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 		// pack and its fsyncs even when their content is stored already.
 		man.Version = manifestV1
 	} else {
-		sink := knownTrees{blobBatch: batch, m: m, known: cache.Trees, older: cache.Older, kept: m.lastKept(ctx)}
+		lastKept := w.kept
+		if lastKept == nil {
+			k := m.lastKept(ctx)
+			lastKept = &k
+		}
+		sink := knownTrees{blobBatch: batch, m: m, known: cache.Trees, older: cache.Older, kept: *lastKept}
 		hooks := treeHooks{built: func(dir, ref string) { treeOf[dir] = ref; built++ }}
 		if ru != nil {
 			hooks.reuse, hooks.reused = ru.reuse, ru.reused
