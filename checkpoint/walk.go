@@ -374,12 +374,21 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 	} else {
 		v.entries = make([]treeEntry, 0, len(ents))
 	}
+	arena, mark := unsafe.SliceData(sc.arena), len(sc.arena)
 	sc.paths, sc.arena = relPaths(sc.paths[:0], sc.arena, j.dir, ents)
 	// Copied into the walk's queue and tree by record.
 	v.sub, v.ignored = sc.sub[:0], sc.ignored[:0]
 	w.classify(&v, j.dir, ents, sc.paths, rec, known, ig)
 	if w.opt.lazy && w.dirty && !v.isDirty && len(v.sub) == 0 && cached && w.useListings && len(rec.Names) == len(ents) {
 		v.clean = cleanDir{dir: j.dir, rec: rec, kept: keptIndexes(v.entries, sc.paths)}
+		if len(v.ignored) == 0 && len(v.temps) == 0 && len(v.skipped) == 0 {
+			// No path of this directory outlives the visit (a plan puts
+			// those it needs back from the record): their bytes are free.
+			if unsafe.SliceData(sc.arena) != arena {
+				mark = 0
+			}
+			sc.arena = sc.arena[:mark]
+		}
 	}
 	w.record(j, &v, sc)
 	return nil
