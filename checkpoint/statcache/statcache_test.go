@@ -14,6 +14,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // sumRef is the ref of data as cas writes it (sha256).
@@ -587,6 +588,37 @@ func TestRechecksummedDamageNoPanic(t *testing.T) {
 			if _, err := Decode(got.Encode()); err != nil {
 				t.Fatalf("byte %d: written again: %v", i, err)
 			}
+		}
+	}
+}
+
+// A cache whose bytes are not 8-byte aligned in memory (read into a
+// buffer at an odd place) has its entries copied, not read in place, and
+// reads back the same.
+func TestMisalignedEntriesCopied(t *testing.T) {
+	c := New()
+	for i := range 40 {
+		c.Put(fmt.Sprintf("d%d/f%d", i%4, i), Stat{Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1e9, Ctime: 5, Ino: uint64(i), Dev: 3}, Refs{Ref: sumRef([]byte{byte(i)})}, 99)
+	}
+	data := c.Encode()
+	buf := make([]byte, len(data)+1)
+	odd := buf[1:]
+	copy(odd, data)
+	for _, in := range [][]byte{data, odd} {
+		got, err := Decode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range c.allEntries() {
+			e, ok := got.Entry(p)
+			if !ok || e.St != want.St || e.Verified != want.Verified || got.RefsOf(e) != c.RefsOf(want) {
+				t.Fatalf("%s: %+v %v, want %+v", p, e, ok, want)
+			}
+		}
+		r := got.dir("d1")
+		inPlace := uintptr(unsafe.Pointer(&r.Ents[0])) >= uintptr(unsafe.Pointer(&in[0])) && uintptr(unsafe.Pointer(&r.Ents[0])) < uintptr(unsafe.Pointer(&in[0]))+uintptr(len(in))
+		if want := entryMapped && &in[0] == &data[0]; inPlace != want {
+			t.Errorf("entries read in place: %v, want %v", inPlace, want)
 		}
 	}
 }
