@@ -383,6 +383,9 @@ func cacheRef(r *wire.Reader) string {
 // skipCacheRef passes over what cacheRef reads, reporting whether a ref
 // is set.
 func skipCacheRef(r *wire.Reader) bool {
+	// A walk checks three per entry, 20,000 on the cpbench tree: the
+	// algorithm's name was formatted for each (for an unknown one, by
+	// fmt), a tenth of decoding a record.
 	if r.Err != nil || len(r.B) == 0 {
 		r.Err = ErrDamaged
 		return false
@@ -391,7 +394,7 @@ func skipCacheRef(r *wire.Reader) bool {
 	n := 1
 	if set {
 		n += 33
-		if len(r.B) < n || len("blob:")+len(cas.Algorithm(r.B[1]).String())+1+64 > wire.RefLen {
+		if len(r.B) < n || !refAlgo[r.B[1]] {
 			r.Err = ErrDamaged
 			return false
 		}
@@ -403,6 +406,14 @@ func skipCacheRef(r *wire.Reader) bool {
 	r.B = r.B[n:]
 	return set
 }
+
+// refAlgo tells the algorithm bytes whose refs Reader.Ref can spell.
+var refAlgo = func() (ok [256]bool) {
+	for a := range ok {
+		ok[a] = len("blob:")+len(cas.Algorithm(a).String())+1+64 <= wire.RefLen
+	}
+	return ok
+}()
 
 // statSize is the bytes of a Stat at fixed width: mode, then size,
 // mtime, ctime, inode and device.

@@ -154,20 +154,21 @@ func slot(table []byte, p uint32) uint32 {
 	return binary.LittleEndian.Uint32(table[4*(p&uint32(len(table)/4-1)):])
 }
 
-// find returns the index of dir's record, or -1.
-func (lz *lazy) find(dir string) int {
+// find returns the index of dir's record, or -1, and a reader at the rest
+// of the record.
+func (lz *lazy) find(dir string) (int, wire.Reader) {
 	h := pathHash(dir)
 	for p := range uint32(len(lz.table) / 4) {
 		v := slot(lz.table, h+p)
 		if v == 0 || int(v) > lz.nd {
-			return -1
+			break
 		}
 		i := int(v - 1)
-		if path, _, ok := lz.pathAt(i); ok && path == dir {
-			return i
+		if path, r, ok := lz.pathAt(i); ok && path == dir {
+			return i, r
 		}
 	}
-	return -1
+	return -1, wire.Reader{}
 }
 
 // pathAt returns record i's path and a reader at the rest of it.
@@ -185,9 +186,15 @@ func (lz *lazy) pathAt(i int) (string, wire.Reader, bool) {
 // dir returns record i, decoding it on first use; nil when damaged. Safe
 // for concurrent use: two decoding one record keep the first's.
 func (lz *lazy) dir(i int) *Dir {
+	return lz.dirFrom(i, wire.Reader{})
+}
+
+// dirFrom is dir, with r at the rest of the record after its path when
+// the caller has read that (find), else empty.
+func (lz *lazy) dirFrom(i int, r wire.Reader) *Dir {
 	d := lz.slots[i].Load()
 	if d == nil {
-		if d = lz.decode(i); d == nil {
+		if d = lz.decode(i, r); d == nil {
 			d = &badDir
 		}
 		if !lz.slots[i].CompareAndSwap(nil, d) {
@@ -200,11 +207,14 @@ func (lz *lazy) dir(i int) *Dir {
 	return d
 }
 
-// decode decodes record i, or returns nil when it is damaged.
-func (lz *lazy) decode(i int) *Dir {
-	_, rd, ok := lz.pathAt(i)
-	if !ok {
-		return nil
+// decode decodes record i, rd at its rest after its path if not empty,
+// or returns nil when it is damaged.
+func (lz *lazy) decode(i int, rd wire.Reader) *Dir {
+	if rd.B == nil {
+		var ok bool
+		if _, rd, ok = lz.pathAt(i); !ok {
+			return nil
+		}
 	}
 	r := &rd
 	fx := fixed(r, statSize+9)

@@ -162,8 +162,8 @@ func (c *Cache) dir(dir string) *Dir {
 	if c.full.Load() {
 		return c.Dirs[dir]
 	}
-	if i := c.lz.find(dir); i >= 0 {
-		return c.lz.dir(i)
+	if i, r := c.lz.find(dir); i >= 0 {
+		return c.lz.dirFrom(i, r)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (c *Cache) TreeRef(dir string) string {
 	if c.full.Load() {
 		return c.TreeOf[dir]
 	}
-	if i := c.lz.find(dir); i >= 0 {
+	if i, _ := c.lz.find(dir); i >= 0 {
 		return c.lz.treeRef(i)
 	}
 	return ""
