@@ -337,14 +337,6 @@ func headSum(block []byte) uint32 {
 	return binary.LittleEndian.Uint32(block[len(block)-4:])
 }
 
-// appendCRC appends the CRC-32C of b.
-func appendCRC(b []byte) []byte { return appendCRCFrom(b, 0) }
-
-// appendCRCFrom appends the CRC-32C of b[from:].
-func appendCRCFrom(b []byte, from int) []byte {
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[from:], castagnoli))
-}
-
 // castagnoli is the CRC-32C table (hardware on amd64 and arm64). The cache
 // only needs damage detected: a wrong entry costs a rehash at most, and
 // whoever can write the store can write manifests too.
