@@ -6,7 +6,6 @@ import (
 	"errors"
 	iofs "io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,16 +106,7 @@ func TestStatCacheReplacedUnderMappedReader(t *testing.T) {
 		t.Helper()
 		old := time.Now().Add(-time.Hour)
 		for p, c := range files {
-			full := filepath.Join(ws, p)
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chtimes(full, old, old); err != nil {
-				t.Fatal(err)
-			}
+			writeAged(t, ws, p, []byte(c), old)
 		}
 	}
 	open := func() *Manager {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -173,4 +175,20 @@ func (c *countingWS) readDir(dir string) ([]dirEntry, error) {
 func fullCache(c *statcache.Cache) *statcache.Cache {
 	c.Full()
 	return c
+}
+
+// writeAged writes content to root/p on the OS, making its parents, with
+// both times set to at: a file as old as a checkout's, never racy.
+func writeAged(tb testing.TB, root, p string, content []byte, at time.Time) {
+	tb.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(full, content, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chtimes(full, at, at); err != nil {
+		tb.Fatal(err)
+	}
 }

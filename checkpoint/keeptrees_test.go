@@ -21,18 +21,7 @@ func TestKeepReusedTrees(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour)
-	write := func(p, content string, mtime time.Time) {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(full, mtime, mtime); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, content string, mtime time.Time) { writeAged(t, dir, p, []byte(content), mtime) }
 	for _, p := range []string{"a/x.txt", "a/b/y.txt", "c/z.txt", "d/e/w.txt"} {
 		write(p, p, old)
 	}
