@@ -310,12 +310,16 @@ func (m *Manager) removeStaleTemps(temps []treeEntry) {
 // checkpoint reads), up to a quarter of the new ones' bytes: first those of
 // the snapshot before (after a rewind, the versions it restored), then
 // older ones.
+// olderBudget is the bytes of older trees the cache keeps beside a
+// snapshot's trees of size bytes (keepTrees, keepReused).
+func olderBudget(size int) int { return max(64<<10, size/4) }
+
 func keepTrees(cur, old map[string][]byte, older map[string]bool) map[string][]byte {
 	var size int
 	for _, b := range cur {
 		size += len(b)
 	}
-	budget := max(64<<10, size/4)
+	budget := olderBudget(size)
 	kept := make(map[string]bool)
 	for _, pass := range []bool{false, true} {
 		for ref, b := range old {
@@ -423,7 +427,7 @@ func (m *Manager) keepReused(man *Manifest, s snapshotTrees) {
 			trees[ref] = b
 		}
 	}
-	budget := max(64<<10, size/4)
+	budget := olderBudget(size)
 	clear(older)
 	for _, refs := range others {
 		for _, ref := range refs {
