@@ -203,6 +203,18 @@ func (w *prewriter) take(path string) (string, bool) {
 	return tmp, ok
 }
 
+// changedSince reports whether the workspace file at path is no longer
+// the one whose stat the last tree snapshot recorded (st): changed since,
+// by an edit or by a rewind that put another checkpoint's content back.
+// Its content is then anyone's guess, and as likely the checkpoint's as
+// not (after a rewind to it, it is): loading it ahead would often be a
+// blob decoded and verified for nothing, where the plan loads only what
+// it compares. A file gone since is not changed: a rewind recreates it.
+func (w *prewriter) changedSince(path string, st fileStat) bool {
+	now, err := w.m.ws.lstat(path)
+	return err == nil && now != st
+}
+
 // likelyMax bounds the files a rewind writes before its plan says so.
 const likelyMax = 64
 
@@ -242,7 +254,9 @@ func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFet
 				}
 				p := prefix + k.Name
 				if e := k.Entry; e != nil && e.Exists && e.EffectiveType() == TypeFile && n < likelyMax {
-					if ce, ok := cache.Entry(p); !ok || !cache.ByLast(ce) || cache.RefsOf(ce).Ref != e.Digest {
+					ce, ok := cache.Entry(p)
+					last := ok && cache.ByLast(ce)
+					if (!last || cache.RefsOf(ce).Ref != e.Digest) && !(last && w.changedSince(p, ce.St)) {
 						n++
 						want := stateOf(e)
 						w.load(&change{path: p, b: &want})
