@@ -89,6 +89,10 @@ func (s *Scratch) Stats(a, b []byte) (del, ins int, binary bool) {
 	if bytes.Equal(a, b) {
 		return 0, 0, false
 	}
+	// The lines both files share at either end are never split: an edit
+	// changes a few lines of a file, and splitting all of it was most of
+	// the work.
+	a, b = trimBytes(a, b)
 	// The lines share a's and b's bytes, which nothing writes meanwhile, and
 	// none outlives the call (release drops them from s): a copy of two
 	// whole files per changed file was most of what a checkpoint plan
@@ -97,20 +101,77 @@ func (s *Scratch) Stats(a, b []byte) (del, ins int, binary bool) {
 	s.lb = appendLines(s.lb[:0], unsafe.String(unsafe.SliceData(b), len(b)))
 	defer s.release()
 	_, la, lb := trim(s.la, s.lb)
-	if len(la) == 0 || len(lb) == 0 {
-		return len(la), len(lb), false
-	}
-	if s.ids == nil {
-		s.ids = make(map[string]int32, len(la)+len(lb))
-	}
-	s.ia, s.ib = s.intern(s.ia[:0], la), s.intern(s.ib[:0], lb)
-	s.v = slices.Grow(s.v[:0], 2*(len(la)+len(lb))+3)
-	d, _, ok := myers(s.ia, s.ib, Budget, false, s.v[:cap(s.v)])
-	if !ok {
-		return len(la), len(lb), false
-	}
 	n, m := len(la), len(lb)
+	if n == 0 || m == 0 {
+		return n, m, false
+	}
+	s.v = slices.Grow(s.v[:0], 2*(n+m)+3)
+	// A few changed lines take a few rounds, comparing the lines as they
+	// are: numbering every line first (a map of them all) cost more than
+	// the rounds. Past quickWork steps a line, the lines are numbered and
+	// the diff starts again, with the whole budget: the same numbers.
+	quick := min(Budget, quickWork*(n+m))
+	d, _, ok := myers(la, lb, quick, false, s.v[:cap(s.v)])
+	if !ok && quick < Budget {
+		if s.ids == nil {
+			s.ids = make(map[string]int32, n+m)
+		}
+		s.ia, s.ib = s.intern(s.ia[:0], la), s.intern(s.ib[:0], lb)
+		d, _, ok = myers(s.ia, s.ib, Budget, false, s.v[:cap(s.v)])
+	}
+	if !ok {
+		return n, m, false
+	}
 	return (d + n - m) / 2, (d - n + m) / 2, false
+}
+
+// quickWork is the work a line of both sides may cost a diff of the lines
+// as they are, before they are numbered.
+const quickWork = 16
+
+// trimBytes takes off the whole lines a and b share at their start and at
+// their end, as trim does once they are split (it may leave some of the
+// end's for trim).
+func trimBytes(a, b []byte) ([]byte, []byte) {
+	i := commonPrefix(a, b)
+	// The lines before the one that differs; at the end of either, its
+	// last line differs from the other's too (shorter, or without "\n").
+	p := bytes.LastIndexByte(a[:i], '\n') + 1
+	a, b = a[p:], b[p:]
+	j := commonSuffix(a, b)
+	// The lines that start after a "\n" of the bytes both end with.
+	if k := bytes.IndexByte(a[len(a)-j:], '\n'); k >= 0 {
+		tail := j - k - 1
+		a, b = a[:len(a)-tail], b[:len(b)-tail]
+	}
+	return a, b
+}
+
+// chunk is how many bytes commonPrefix and commonSuffix compare at once.
+const chunk = 64
+
+// commonPrefix is the length of the bytes a and b start with alike.
+func commonPrefix(a, b []byte) int {
+	i, n := 0, min(len(a), len(b))
+	for i+chunk <= n && bytes.Equal(a[i:i+chunk], b[i:i+chunk]) {
+		i += chunk
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// commonSuffix is the length of the bytes a and b end with alike.
+func commonSuffix(a, b []byte) int {
+	j, n := 0, min(len(a), len(b))
+	for j+chunk <= n && bytes.Equal(a[len(a)-j-chunk:len(a)-j], b[len(b)-j-chunk:len(b)-j]) {
+		j += chunk
+	}
+	for j < n && a[len(a)-1-j] == b[len(b)-1-j] {
+		j++
+	}
+	return j
 }
 
 // intern appends the numbers of lines to out, numbering lines not seen
@@ -208,7 +269,7 @@ func trim(a, b []string) (int, []string, []string) {
 //
 // v, when long enough, is the memory of the furthest x of each diagonal,
 // whatever it holds.
-func myers(a, b []int32, budget int, keep bool, v []int32) (d int, trace [][]int32, ok bool) {
+func myers[T comparable](a, b []T, budget int, keep bool, v []int32) (d int, trace [][]int32, ok bool) {
 	n, m := len(a), len(b)
 	maxD := n + m
 	off := maxD + 1

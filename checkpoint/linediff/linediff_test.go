@@ -212,17 +212,66 @@ func TestScratchReuse(t *testing.T) {
 		if !ok {
 			t.Fatalf("pair %d: Lines gave up", i)
 		}
-		var wd, wi int
-		for _, l := range lines {
-			switch l.Op {
-			case Delete:
-				wd++
-			case Insert:
-				wi++
-			}
-		}
+		wd, wi := counts(lines)
 		if del != wd || ins != wi {
 			t.Fatalf("pair %d (%d lines): Stats -%d +%d, Lines -%d +%d", i, n, del, ins, wd, wi)
 		}
 	}
+}
+
+// TestStatsAsLines: Stats, which leaves the lines both files share at
+// either end unsplit and diffs the rest before numbering its lines,
+// counts what Lines does (both ends trimmed as lines, lines numbered):
+// edits at either end, files without a last "\n", one file the start or
+// end of the other, lines that end alike, and diffs long enough to be
+// numbered after all.
+func TestStatsAsLines(t *testing.T) {
+	pairs := [][2]string{
+		{"a\nb\nc\n", "x\nb\nc\n"},
+		{"a\nb\nc\n", "a\nb\nx\n"},
+		{"a\nb\nc", "a\nb\nc\n"},
+		{"a\nb\nc\n", "a\nb\nc"},
+		{"a\nb\n", "a\nb\nc\n"},
+		{"b\nc\n", "a\nb\nc\n"},
+		{"a\nb", "a\nbc"},
+		{"ab\nc\n", "b\nc\n"},
+		{"x\nab\n", "x\nb\n"},
+		{"a\nb\nb\n", "a\nb\n"},
+		{"\n\n\n", "\n\n"},
+		{"a", "b"},
+		{"a\n", ""},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200 {
+		a := randomLines(rng, rng.IntN(120))
+		pairs = append(pairs, [2]string{a, mutate(rng, a)}, [2]string{a, strings.TrimSuffix(mutate(rng, a), "\n")})
+	}
+	for range 5 {
+		// Unrelated files: past the diff of the lines as they are.
+		pairs = append(pairs, [2]string{randomLines(rng, 400), randomLines(rng, 400)})
+	}
+	var s Scratch
+	for _, p := range pairs {
+		lines, ok := Lines(p[0], p[1], 1<<40)
+		if !ok {
+			t.Fatalf("Lines(%q, %q) gave up", p[0], p[1])
+		}
+		wd, wi := counts(lines)
+		if del, ins, _ := s.Stats([]byte(p[0]), []byte(p[1])); del != wd || ins != wi {
+			t.Errorf("Stats(%q, %q) = -%d +%d, Lines -%d +%d", p[0], p[1], del, ins, wd, wi)
+		}
+	}
+}
+
+// counts is how many lines a script deletes and inserts.
+func counts(lines []Line) (del, ins int) {
+	for _, l := range lines {
+		switch l.Op {
+		case Delete:
+			del++
+		case Insert:
+			ins++
+		}
+	}
+	return del, ins
 }
