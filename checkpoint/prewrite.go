@@ -152,6 +152,18 @@ func (w *prewriter) content(digest string) ([]byte, bool) {
 	return a.data, a.err == nil
 }
 
+// holds reports whether likely loads (or loaded) the content of digest,
+// not taken yet: content would return it.
+func (w *prewriter) holds(digest string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.ahead[digest]
+	return ok
+}
+
 // settle waits for likely's search, which reads the stat cache: the plan
 // calls it before it returns, so the cache can change after. The content
 // it loaded and the compare did not take is dropped.
