@@ -403,3 +403,47 @@ func TestRewindUsesCheckpointGitignore(t *testing.T) {
 		t.Errorf("second rewind changed %v", res.FilesChanged)
 	}
 }
+
+// The checkpoint's rules decide what was created since also where only
+// one side has a .gitignore: one deleted since (what it ignored stays)
+// or one created since (what it ignores goes, as created since).
+func TestRewindGitignoreOnOneSide(t *testing.T) {
+	t.Run("deleted since", func(t *testing.T) {
+		e := newFormatEnv(t)
+		e.write("a/.gitignore", "*.log\n", 0o644)
+		e.write("a/x.go", "x\n", 0o644)
+		e.write("b/y.go", "y\n", 0o644)
+		e.create("cp")
+		if err := os.Remove(filepath.Join(e.dir, "a/.gitignore")); err != nil {
+			t.Fatal(err)
+		}
+		e.write("a/new.log", "n\n", 0o644)
+		e.checkRewind("cp", []string{"a/.gitignore"}, "a/new.log", "")
+	})
+	t.Run("created since", func(t *testing.T) {
+		e := newFormatEnv(t)
+		e.write("a/x.go", "x\n", 0o644)
+		e.write("b/y.go", "y\n", 0o644)
+		e.create("cp")
+		e.write("b/.gitignore", "*.go\n", 0o644)
+		e.write("b/z.go", "z\n", 0o644)
+		e.checkRewind("cp", []string{"b/.gitignore", "b/z.go"}, "", "b/z.go")
+	})
+}
+
+// checkRewind dry-runs a rewind to id, expecting changed, then rewinds,
+// expecting kept still there and gone removed (either may be "").
+func (e *formatEnv) checkRewind(id string, changed []string, kept, gone string) {
+	e.t.Helper()
+	res, err := e.m.Rewind(e.ctx, id, true)
+	if err != nil || !slices.Equal(res.FilesChanged, changed) {
+		e.t.Fatalf("dry run: FilesChanged %v, %v; want %v", res.FilesChanged, err, changed)
+	}
+	e.rewind(id)
+	if _, err := os.Stat(filepath.Join(e.dir, kept)); kept != "" && err != nil {
+		e.t.Errorf("%s, ignored by the checkpoint's rules, was removed: %v", kept, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, gone)); gone != "" && !os.IsNotExist(err) {
+		e.t.Errorf("%s, created since under the checkpoint's rules, is still there", gone)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/trovekit/trove/checkpoint/manifest"
@@ -93,24 +92,19 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 	if err := pm.Validate(man.ID); err != nil {
 		return nil, nil, false, fmt.Errorf("checkpoint %q: %w", man.ID, err)
 	}
-	// Asked for every directory the walk read (sameGitignores, and the
-	// plan for each directory's entries): sized so, the map never grows.
-	_, nread := t.dirsRead()
-	under := make(map[string]bool, nread)
+	// Asked for about every directory the walk read: each is looked up
+	// with its parents, top down, among the few skipped (most are below a
+	// skipped one near the top), with no memory kept for each.
 	skip = func(dir string) bool {
-		if dir == "." {
+		if skipped["."] || dir == "." {
 			return skipped["."]
 		}
-		if s, ok := under[dir]; ok {
-			return s
+		for i := range len(dir) + 1 {
+			if (i == len(dir) || dir[i] == '/') && skipped[dir[:i]] {
+				return true
+			}
 		}
-		parent := "." // path.Dir of a clean path
-		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
-			parent = dir[:i]
-		}
-		s := skipped[dir] || skip(parent)
-		under[dir] = s
-		return s
+		return false
 	}
 	return files, skip, true, nil
 }

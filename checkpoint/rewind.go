@@ -225,10 +225,20 @@ func (s *seenGitignores) record(gi gitignoreFunc) gitignoreFunc {
 // did not read was ignored by rules that were the same, or is gone: the
 // checkpoint's .gitignore there changes nothing.
 func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, seen map[string][]byte) (bool, error) {
+	// Only a directory with a .gitignore on either side can differ: those
+	// are asked about, not every directory the walk read.
+	dirs := make([]string, 0, len(seen)+4)
+	for dir := range seen {
+		dirs = append(dirs, dir)
+	}
+	for i := range files {
+		if dir, ok := gitignoreDir(files[i].Path); ok {
+			dirs = append(dirs, dir)
+		}
+	}
 	man := Manifest{Files: files}
-	dirs, _ := t.dirsRead()
-	for dir := range dirs {
-		if skip(dir) {
+	for _, dir := range dirs {
+		if !t.wasRead(dir) || skip(dir) {
 			continue
 		}
 		name := ".gitignore"
@@ -253,6 +263,18 @@ func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, 
 		}
 	}
 	return true, nil
+}
+
+// gitignoreDir returns the directory of p when p names a .gitignore file.
+func gitignoreDir(p string) (string, bool) {
+	const name = ".gitignore"
+	switch {
+	case p == name:
+		return ".", true
+	case strings.HasSuffix(p, "/"+name):
+		return p[:len(p)-len(name)-1], true
+	}
+	return "", false
 }
 
 // apply carries out a plan. Before each change it checks again, with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -120,15 +119,6 @@ func (t *tree) wasRead(dir string) bool {
 	}
 	_, ok := t.listings[dir]
 	return ok
-}
-
-// dirsRead returns every directory the walk read, in any order, and how
-// many.
-func (t *tree) dirsRead() (iter.Seq[string], int) {
-	if t.read != nil {
-		return maps.Keys(t.read), len(t.read)
-	}
-	return maps.Keys(t.listings), len(t.listings)
 }
 
 type treeEntry struct {
