@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func crashCreate(t *testing.T, k int, done bool, before, after map[string]string
 	var mu sync.Mutex
 	changes, crashed := 0, false
 	dying := intercept.New(e.st, func(ctx context.Context, c *intercept.Call, next func(context.Context) error) error {
-		if c.Name == cacheName {
+		if c.Name == cacheName || c.Name == first.sideName() {
 			return next(ctx) // written whole: the worst case below
 		}
 		switch c.Op {
@@ -157,14 +158,23 @@ func crashCreate(t *testing.T, k int, done bool, before, after map[string]string
 		t.Fatalf("crash at change %d (done %v): create reported success", k, done)
 	}
 	// The worst case for dedup: the stat cache the crashed process wrote
-	// (unsynced) survives, whatever else did not.
-	cache, err := e.st.ReadFile(ctx, cacheName)
-	if err != nil {
-		t.Fatal(err)
+	// (unsynced; whole or its sidecar) survives, whatever else did not.
+	kept := map[string][]byte{}
+	for _, name := range []string{cacheName, first.sideName()} {
+		if data, err := e.st.ReadFile(ctx, name); err == nil {
+			kept[name] = data
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := kept[cacheName]; !ok {
+		t.Fatal("no stat cache")
 	}
 	e.st.Crash()
-	if err := e.st.WriteFile(ctx, cacheName, cache); err != nil {
-		t.Fatal(err)
+	for name, data := range kept {
+		if err := e.st.WriteFile(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	e.clk.set(t0.Add(2 * time.Minute))

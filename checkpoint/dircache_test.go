@@ -89,7 +89,7 @@ func TestDirListingCache(t *testing.T) {
 	}
 	// The cache survives a new Manager.
 	settle()
-	m.writeCache(ctx, func(w io.Writer) error { _, err := w.Write(m.cache.Encode()); return err })
+	_ = m.writeCache(ctx, false, func(w io.Writer) error { _, err := w.Write(m.cache.Encode()); return err })
 	m2, err := newManager(st, casBlobs{blobs}, ws)
 	if err != nil {
 		t.Fatal(err)

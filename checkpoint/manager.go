@@ -451,7 +451,7 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 	defer func() {
 		m.cfg.log.Debug("checkpoint: stat cache loaded", "directories", m.cache.NumDirs(), "took", time.Since(t0))
 	}()
-	data, release, err := m.readCacheFile(ctx)
+	data, release, err := m.readCacheFile(ctx, m.cfg.cacheName)
 	if errors.Is(err, fs.ErrNotExist) && m.cacheBeingWritten(ctx) {
 		// A writer replaces the file: between its unlink and its
 		// create there is none.
@@ -477,10 +477,33 @@ func (m *Manager) loadCache(ctx context.Context) *statcache.Cache {
 		case err != nil:
 			m.cfg.log.Warn("checkpoint: stat cache damaged, rehashing", "name", m.cfg.cacheName, "err", err)
 			c = statcache.New()
+		default:
+			m.overlayCache(ctx, c)
 		}
 		m.cache = c
 	}
 	return m.cache
+}
+
+// sideName is the stat cache's sidecar (statcache.Cache.Overlay).
+func (m *Manager) sideName() string { return m.cfg.cacheName + ".side" }
+
+// overlayCache reads the sidecar, if any, over c. One of another base
+// (written before the cache was written whole, or read as a writer
+// replaced them) or damaged is left: c is then as the base has it, older
+// but as true.
+func (m *Manager) overlayCache(ctx context.Context, c *statcache.Cache) {
+	data, release, err := m.readCacheFile(ctx, m.sideName())
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			m.cfg.log.Debug("checkpoint: stat cache sidecar unreadable", "name", m.sideName(), "err", err)
+		}
+		return
+	}
+	if err := c.Overlay(data); err != nil {
+		_ = release()
+		m.cfg.log.Debug("checkpoint: stat cache sidecar left", "name", m.sideName(), "err", err)
+	}
 }
 
 // cacheLockName is the lock writers of the stat cache take (writeCache).
@@ -489,12 +512,12 @@ func (m *Manager) cacheLockName() string { return m.cfg.cacheName + ".lock" }
 // readCacheFile returns the stat cache's bytes, mapped with
 // WithMappedStatCache where the store can, else read, and what unmaps
 // them: only for a copy that did not decode (see WithMappedStatCache).
-func (m *Manager) readCacheFile(ctx context.Context) ([]byte, func() error, error) {
+func (m *Manager) readCacheFile(ctx context.Context, name string) ([]byte, func() error, error) {
 	if !m.cfg.mapCache {
-		data, err := m.store.ReadFile(ctx, m.cfg.cacheName)
+		data, err := m.store.ReadFile(ctx, name)
 		return data, func() error { return nil }, err
 	}
-	return backend.MapFile(ctx, m.store, m.cfg.cacheName)
+	return backend.MapFile(ctx, m.store, name)
 }
 
 // decodeCache decodes the stat cache's bytes; nothing is kept of a copy
@@ -532,7 +555,7 @@ func (m *Manager) rereadCacheFile(ctx context.Context) ([]byte, func() error, er
 		return nil, nil, err
 	}
 	defer u.Unlock()
-	return m.readCacheFile(ctx)
+	return m.readCacheFile(ctx, m.cfg.cacheName)
 }
 
 // rereadCache reads the stat cache again under its writers' lock, after a
@@ -560,27 +583,38 @@ func (m *Manager) rereadCache(ctx context.Context, first error) (*statcache.Cach
 // the first (whose cache serves as well: an entry it lacks costs a hash),
 // instead of writing over it at the same time and leaving a damaged copy
 // that makes the next snapshot rehash the whole tree.
-func (m *Manager) writeCache(ctx context.Context, encode func(io.Writer) error) {
+//
+// With side, encode writes the sidecar (statcache.Cache.Overlay), which
+// is replaced the same way; else the cache, and a sidecar of the one
+// before is removed first.
+func (m *Manager) writeCache(ctx context.Context, side bool, encode func(io.Writer) error) error {
 	u, err := m.store.Lock(ctx, m.cacheLockName(), false)
 	switch {
 	case errors.Is(err, backend.ErrLocked):
 		m.cfg.log.Debug("checkpoint: stat cache left to the snapshot writing it", "name", m.cfg.cacheName)
-		return
+		return err
 	case err == nil:
 		defer u.Unlock()
 	case !errors.Is(err, backend.ErrNotSupported):
 		m.cfg.log.Debug("checkpoint: stat cache written without its lock", "name", m.cfg.cacheName, "err", err)
+	}
+	names := []string{m.sideName(), m.cfg.cacheName}
+	if side {
+		names = names[:1]
 	}
 	// A new file, not the old one written over: a reader may have the
 	// old one mapped (WithMappedStatCache), and it keeps those bytes.
 	// Unlinked, not renamed over: ext4 writes a file renamed over another
 	// out at once, which the snapshot's fsyncs would wait for. A reader
 	// that finds no file meanwhile waits for the lock (loadCache).
-	if err := m.store.Unlink(ctx, m.cfg.cacheName); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		m.cfg.log.Warn("checkpoint: stat cache not saved", "name", m.cfg.cacheName, "err", err)
-		return
+	for _, name := range names {
+		if err := m.store.Unlink(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.cfg.log.Warn("checkpoint: stat cache not saved", "name", name, "err", err)
+			return err
+		}
 	}
-	w, err := m.store.OpenWriter(ctx, m.cfg.cacheName, backend.WriterOptions{Truncate: true, Overwrite: true})
+	name := names[len(names)-1]
+	w, err := m.store.OpenWriter(ctx, name, backend.WriterOptions{Truncate: true, Overwrite: true})
 	if err == nil {
 		err = encode(w)
 		if cerr := w.Close(); err == nil {
@@ -588,6 +622,7 @@ func (m *Manager) writeCache(ctx context.Context, encode func(io.Writer) error) 
 		}
 	}
 	if err != nil {
-		m.cfg.log.Warn("checkpoint: stat cache not saved", "name", m.cfg.cacheName, "err", err)
+		m.cfg.log.Warn("checkpoint: stat cache not saved", "name", name, "err", err)
 	}
+	return err
 }

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// TestIncrementalReadsOnlyChanged: the second snapshot of a tree reads only
-// the files whose stat changed.
-func TestIncrementalReadsOnlyChanged(t *testing.T) {
+// fiftyFiles writes 50 files in 5 directories, an hour old, and
+// snapshots them as "one".
+func fiftyFiles(t *testing.T) *memEnv {
+	t.Helper()
 	e := newMemEnv(t)
 	old := t0.Add(-time.Hour)
 	for i := range 50 {
@@ -18,6 +19,13 @@ func TestIncrementalReadsOnlyChanged(t *testing.T) {
 	if _, err := e.m.CreateTree(e.ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// TestIncrementalReadsOnlyChanged: the second snapshot of a tree reads only
+// the files whose stat changed.
+func TestIncrementalReadsOnlyChanged(t *testing.T) {
+	e := fiftyFiles(t)
 	if len(e.ws.reads) != 50 {
 		t.Fatalf("first snapshot read %d files, want 50", len(e.ws.reads))
 	}
@@ -156,5 +164,72 @@ func TestDamagedCacheOnlyCostsTime(t *testing.T) {
 	}
 	if e.digestOf(man, "a.txt") != sumRef([]byte("b")) {
 		t.Fatal("with a damaged cache the file must be re-hashed")
+	}
+}
+
+// TestSidecarSnapshots: a snapshot after a few edits writes the stat
+// cache's sidecar, not the cache; a fresh Manager reads both and its
+// snapshot of the same tree reads no file and makes the same tree, and
+// a directory removed since the cache was written stays removed.
+func TestSidecarSnapshots(t *testing.T) {
+	e := fiftyFiles(t)
+	whole, err := e.m.store.ReadFile(e.ctx, e.m.cfg.cacheName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(at time.Duration) *Manager {
+		t.Helper()
+		m, err := newManager(e.m.store, e.m.blobs, e.ws, WithClock(e.clk.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clk.set(t0.Add(at))
+		e.ws.reset()
+		return m
+	}
+	e.write("d1/f1.txt", "edited\n", t0.Add(30*time.Second))
+	two, err := fresh(time.Minute).CreateTree(e.ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.store.Stat(e.ctx, e.m.sideName()); err != nil {
+		t.Fatalf("no sidecar: %v", err)
+	}
+	if now, _ := e.m.store.ReadFile(e.ctx, e.m.cfg.cacheName); !slices.Equal(now, whole) {
+		t.Fatal("the cache was written again")
+	}
+	m := fresh(2 * time.Minute)
+	c := m.loadCache(e.ctx)
+	if ce, ok := c.Entry("d1/f1.txt"); c.Last.ID != "two" || !ok || !c.ByLast(ce) || ce.St.Mtime != t0.Add(30*time.Second).UnixNano() {
+		t.Fatalf("over the sidecar: last %q, d1/f1.txt %+v %v by last %v", c.Last.ID, ce, ok, c.ByLast(ce))
+	}
+	three, err := m.CreateTree(e.ctx, "three")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.ws.reads) != 0 || three.Tree != two.Tree {
+		t.Fatalf("over the sidecar: read %v, tree %s, want none and %s", e.ws.reads, three.Tree, two.Tree)
+	}
+	for i := 4; i < 50; i += 5 {
+		if err := e.fs.Remove(fmt.Sprintf("/ws/d4/f%d.txt", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.fs.Remove("/ws/d4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh(3*time.Minute).CreateTree(e.ctx, "four"); err != nil {
+		t.Fatal(err)
+	}
+	m = fresh(4 * time.Minute)
+	five, err := m.CreateTree(e.ctx, "five")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.ws.reads) != 0 || five.Find("d4/f4.txt") != nil {
+		t.Fatalf("after a removal: read %v", e.ws.reads)
+	}
+	if _, ok := m.cache.Entry("d4/f4.txt"); ok || m.cache.TreeRef("d4") != "" {
+		t.Fatal("the removed directory is in the cache")
 	}
 }

@@ -168,7 +168,7 @@ func (k *cacheCheck) run(ctx context.Context, idx []int) (out cacheChecked) {
 			// The stat proves the content, not that its blobs are still
 			// stored: a GC after the checkpoints holding them were deleted
 			// removes them. A missing one is read and stored again.
-			ok := k.kept && ce.Verified == k.cache.Last.Verified
+			ok := k.kept && k.cache.ByLastAt(ce.Verified)
 			if !ok {
 				k.mu.Lock()
 				var err error

@@ -329,7 +329,7 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 		}
 		return err
 	}
-	known := rec != nil && rec.Listed && rec.Verified == w.cache.Last.Verified
+	known := rec != nil && rec.Listed && w.cache.ByLastAt(rec.Verified)
 	var v dirVisit
 	v.isDirty = w.dirty && !(cached && known)
 	// Whether the .gitignore here is the last snapshot's: the same

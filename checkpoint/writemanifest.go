@@ -208,13 +208,33 @@ func (m *Manager) writeManifest(ctx context.Context, batch blobBatch, man *Manif
 				cache.Relist(w.listings, start)
 			}
 			cache.CompactAdded()
+			whole := func(h statcache.Head) {
+				err := m.writeCache(ctx, false, func(w io.Writer) error {
+					return cache.WritePartsAfter(w, h, func() error { <-treesReady; return nil })
+				})
+				if err == nil {
+					cache.ForgetBase()
+				}
+			}
+			// Little changed since the cache was last written whole: a
+			// sidecar of what did, written once the trees are ready.
+			if side, ok := cache.PlanSide(m.cfg.racy); ok {
+				if <-treesPut != nil {
+					return
+				}
+				<-treesReady
+				if cache.FinishSide(&side) {
+					_ = m.writeCache(ctx, true, side.Write)
+				} else {
+					whole(cache.EncodeHead())
+				}
+				return
+			}
 			h := cache.EncodeHead()
 			if <-treesPut != nil {
 				return // the old cache stays as it was
 			}
-			m.writeCache(ctx, func(w io.Writer) error {
-				return cache.WritePartsAfter(w, h, func() error { <-treesReady; return nil })
-			})
+			whole(h)
 		})
 	} else if w.listings != nil {
 		cache.Relist(w.listings, start)

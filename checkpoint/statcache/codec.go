@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"unsafe"
 
 	"github.com/trovekit/trove/cas"
@@ -32,15 +33,17 @@ import (
 // (a power of two), then each record's offset (uint32, in record order),
 // the table (uint32 slots: record index + 1, 0 empty; FNV-1a of the
 // path, linear probing), then the records: path, stat and verified time
-// at fixed width, whether listed, the names, zeros up to a multiple of 8
-// in the file, an entry per name (entrySize bytes, zeros for none), then
-// the entries' refs (ref, base, delta as appendCacheRef writes them). The
-// second holds the last snapshot, the number of directories and each
-// one's tree ref at fixed width (refSize) in record order, then the
-// number of trees, the size of their hash table and the table (uint32
-// slots: offset + 1 of the tree's record; the first four bytes of the
-// digest as the hash), then the trees: binary ref (algorithm and digest),
-// length, bytes, older.
+// at fixed width, whether listed (recRemoved in a sidecar), the names,
+// zeros up to a multiple of 8 in the file, an entry per name (entrySize
+// bytes, zeros for none), then the entries' refs (ref, base, delta as
+// appendCacheRef writes them). The second holds the last snapshot, the
+// file's nonce, the base a sidecar is of (fileID; zeros for a cache), the
+// alias times (Cache.alias), the number of directories and each one's
+// tree ref at fixed width (refSize) in record order, then the number of
+// trees, the size of their hash table and the table (uint32 slots:
+// offset + 1 of the tree's record; the first four bytes of the digest as
+// the hash), then the trees: binary ref (algorithm and digest), length,
+// bytes, flag (treeCurrent, treeOlder, treeGone in a sidecar).
 
 // Encode writes the whole cache.
 func (c *Cache) Encode() []byte { return c.EncodeTail(c.EncodeHead()) }
@@ -143,7 +146,12 @@ func (c *Cache) appendRecord(b []byte, d string, r *Dir, pos int) []byte {
 	b = wire.AppendStr(b, d)
 	b = appendStat(b, r.St)
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.Verified))
-	b = wire.AppendBool(b, r.Listed)
+	switch {
+	case r.removed:
+		b = append(b, recRemoved)
+	default:
+		b = wire.AppendBool(b, r.Listed)
+	}
 	b = binary.AppendUvarint(b, uint64(len(r.Names)))
 	for _, n := range r.Names {
 		b = wire.AppendStr(b, n)
@@ -224,6 +232,12 @@ func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) erro
 	t.b = wire.AppendStr(t.b, c.Last.ID)
 	t.b = appendCacheRef(t.b, c.Last.Tree)
 	t.b = binary.AppendVarint(t.b, c.Last.Verified)
+	t.b = binary.LittleEndian.AppendUint64(t.b, rand.Uint64()) // this file's nonce (fileID)
+	t.b = c.over.append(t.b)
+	t.b = binary.AppendUvarint(t.b, uint64(len(c.alias)))
+	for _, v := range c.alias {
+		t.b = binary.AppendVarint(t.b, v)
+	}
 	t.b = binary.AppendUvarint(t.b, uint64(len(head.paths)))
 	for _, d := range head.paths {
 		t.b = appendFixedRef(t.b, c.TreeOf[d])
@@ -260,7 +274,14 @@ func (c *Cache) WritePartsAfter(w io.Writer, head Head, ready func() error) erro
 		t.b = append(t.b, r.bin...)
 		t.b = binary.AppendUvarint(t.b, uint64(len(r.data)))
 		t.bytes(r.data)
-		t.b = wire.AppendBool(t.b, c.Older[r.ref])
+		switch {
+		case c.gone[r.ref]:
+			t.b = append(t.b, treeGone)
+		case c.Older[r.ref]:
+			t.b = append(t.b, treeOlder)
+		default:
+			t.b = append(t.b, treeCurrent)
+		}
 		t.spill()
 	}
 	t.flush()

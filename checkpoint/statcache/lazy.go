@@ -42,6 +42,9 @@ type lazy struct {
 	ttable []byte // the trees' hash table
 	trees  []byte // the trees' records
 	nt     int
+	// offBits is set in the refs' offset of every entry decoded
+	// (refsSide for a sidecar's: its entries are copied, never mapped).
+	offBits uint32
 	// slots hold the records decoded so far (badDir: damaged).
 	slots []atomic.Pointer[Dir]
 	// Records and names are cut from shared arrays, as a decode of the
@@ -64,43 +67,74 @@ var badDir Dir
 // asked for, and a damaged one reads as missing. The cache keeps slices
 // of data: the caller must never write data again.
 func Decode(data []byte) (*Cache, error) {
+	c, tl, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if tl.over != (fileID{}) {
+		return nil, ErrDamaged // a sidecar, not a cache
+	}
+	c.base, c.alias = tl.self, tl.alias
+	c.baseAlias = append(slices.Clip(tl.alias), c.Last.Verified)
+	return c, nil
+}
+
+// tailInfo is what the second block says of its file besides the last
+// snapshot (see fileID, Cache.alias).
+type tailInfo struct {
+	self, over fileID
+	alias      []int64
+}
+
+// decode is Decode of a cache or a sidecar.
+func decode(data []byte) (*Cache, tailInfo, error) {
+	c, tl, err := decodeFile(data)
+	if err == nil {
+		tl.self.size = uint64(len(data))
+		tl.self.sum = binary.LittleEndian.Uint32(data[len(data)-4:])
+	}
+	return c, tl, err
+}
+
+func decodeFile(data []byte) (*Cache, tailInfo, error) {
+	var tl tailInfo
 	if !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		if bytes.HasPrefix(data, []byte(cacheFamily)) {
-			return nil, ErrVersion
+			return nil, tl, ErrVersion
 		}
-		return nil, ErrDamaged
+		return nil, tl, ErrDamaged
 	}
 	if len(data) < headAt {
-		return nil, ErrDamaged
+		return nil, tl, ErrDamaged
 	}
 	n := binary.LittleEndian.Uint64(data[len(cacheMagic):])
 	if n > uint64(len(data)-headAt) {
-		return nil, ErrDamaged
+		return nil, tl, ErrDamaged
 	}
 	head, tail := data[headAt:headAt+int(n)], data[headAt+int(n):]
 	hraw, err := checkCRC(head)
 	if err != nil {
-		return nil, err
+		return nil, tl, err
 	}
 	traw, err := checkCRCFrom(tail, headSum(head))
 	if err != nil {
-		return nil, err
+		return nil, tl, err
 	}
 	// An entry's refs are an offset into the first block, with
 	// refsAdded's bit clear.
-	if len(hraw) >= refsAdded {
-		return nil, ErrDamaged
+	if len(hraw) >= refsSide {
+		return nil, tl, ErrDamaged
 	}
 	c := &Cache{read: hraw}
 	lz, names, err := readHead(hraw)
 	if err != nil {
-		return nil, err
+		return nil, tl, err
 	}
-	if c.Last, err = lz.readTail(traw); err != nil {
-		return nil, err
+	if c.Last, tl, err = lz.readTail(traw); err != nil {
+		return nil, tl, err
 	}
 	c.lz, c.count = lz, names
-	return c, nil
+	return c, tl, nil
 }
 
 // readHead reads the first block's counts and tables.
@@ -130,23 +164,35 @@ func readHead(raw []byte) (*lazy, int, error) {
 
 // readTail reads the second block: the last snapshot, then where the
 // directories' trees, the trees' table and the trees are.
-func (lz *lazy) readTail(raw []byte) (Last, error) {
+func (lz *lazy) readTail(raw []byte) (Last, tailInfo, error) {
+	var tl tailInfo
 	r := wire.NewReader(raw)
 	last := Last{ID: r.Str(), Tree: cacheRef(r), Verified: r.Varint()}
+	if n := fixed(r, 8); n != nil {
+		tl.self.nonce = binary.LittleEndian.Uint64(n)
+	}
+	tl.over = readFileID(r)
+	na := r.Uvarint()
+	if r.Err != nil || na > uint64(len(r.B)) {
+		return Last{}, tl, ErrDamaged
+	}
+	for range na {
+		tl.alias = append(tl.alias, r.Varint())
+	}
 	if nd := r.Uvarint(); r.Err != nil || nd != uint64(lz.nd) || nd > uint64(len(r.B))/refSize {
-		return Last{}, ErrDamaged
+		return Last{}, tl, ErrDamaged
 	}
 	lz.treeOf = fixed(r, refSize*lz.nd)
 	nt, ts := r.Uvarint(), r.Uvarint()
 	if r.Err != nil || ts == 0 || ts&(ts-1) != 0 || ts < nt || ts > uint64(len(r.B))/4 {
-		return Last{}, ErrDamaged
+		return Last{}, tl, ErrDamaged
 	}
 	lz.ttable = fixed(r, 4*int(ts))
 	lz.trees, lz.nt = r.B, int(nt)
 	if r.Err != nil || nt > uint64(len(lz.trees))/refSize {
-		return Last{}, ErrDamaged
+		return Last{}, tl, ErrDamaged
 	}
-	return last, nil
+	return last, tl, nil
 }
 
 // slot returns the uint32 in slot p of table (a power of two of them).
@@ -219,13 +265,14 @@ func (lz *lazy) decode(i int, rd wire.Reader) *Dir {
 	r := &rd
 	fx := fixed(r, statSize+9)
 	nn := r.Uvarint()
-	if r.Err != nil || nn > uint64(len(r.B))/(entrySize+1) || fx[statSize+8] > 1 {
+	if r.Err != nil || nn > uint64(len(r.B))/(entrySize+1) || fx[statSize+8] > 1 && (fx[statSize+8] != recRemoved || lz.offBits == 0 || nn != 0) {
 		return nil
 	}
 	rec := lz.newDir()
 	rec.St = readStat(fx)
 	rec.Verified = int64(binary.LittleEndian.Uint64(fx[statSize:]))
-	rec.Listed = fx[statSize+8] != 0
+	rec.Listed = fx[statSize+8] == 1
+	rec.removed = fx[statSize+8] == recRemoved
 	rec.Names = lz.alloc(int(nn))
 	for j := range rec.Names {
 		rec.Names[j] = r.Str()
@@ -235,7 +282,7 @@ func (lz *lazy) decode(i int, rd wire.Reader) *Dir {
 	if r.Err != nil || !slices.IsSorted(rec.Names) {
 		return nil
 	}
-	if nn > 0 && entryMapped && uintptr(unsafe.Pointer(&eb[0]))%8 == 0 {
+	if nn > 0 && entryMapped && lz.offBits == 0 && uintptr(unsafe.Pointer(&eb[0]))%8 == 0 {
 		rec.Ents = unsafe.Slice((*Entry)(unsafe.Pointer(&eb[0])), nn)
 	} else {
 		rec.Ents = make([]Entry, nn)
@@ -243,9 +290,12 @@ func (lz *lazy) decode(i int, rd wire.Reader) *Dir {
 			rec.Ents[j] = readEntryFixed(eb[entrySize*j:])
 		}
 	}
-	for _, e := range rec.Ents {
+	for j, e := range rec.Ents {
 		if e.n > 0 && !lz.validRefs(e) {
 			return nil
+		}
+		if e.n > 0 && lz.offBits != 0 { // then a copy: a mapping is read only
+			rec.Ents[j].off |= lz.offBits
 		}
 	}
 	return rec
@@ -296,40 +346,61 @@ func (lz *lazy) treeRef(i int) string {
 	return cacheRef(r)
 }
 
-// tree returns the tree object of ref, if the second block holds it.
-func (lz *lazy) tree(ref string) ([]byte, bool) {
+// A tree's flag: the last snapshot's, an older one's, or (in a sidecar)
+// one its base holds that the cache no longer does.
+const (
+	treeCurrent = 0
+	treeOlder   = 1
+	treeGone    = 2
+)
+
+// tree returns the tree object of ref and its flag, if the second block
+// holds it.
+func (lz *lazy) tree(ref string) ([]byte, byte, bool) {
 	algo, d, ok := wire.FastRef(ref)
 	if !ok {
-		return nil, false
+		return nil, 0, false
 	}
 	h := binary.LittleEndian.Uint32(d[:])
 	for p := range uint32(len(lz.ttable) / 4) {
 		v := slot(lz.ttable, h+p)
 		if v == 0 || uint64(v)-1+refSize > uint64(len(lz.trees)) {
-			return nil, false
+			return nil, 0, false
 		}
 		rec := lz.trees[v-1:]
 		if rec[0] == byte(algo) && bytes.Equal(rec[1:refSize-1], d[:]) {
 			r := &wire.Reader{B: rec[refSize-1:]}
 			data := r.Bytes()
-			return data, r.Err == nil
+			flag := lz.treeFlag(r)
+			return data, flag, r.Err == nil
 		}
 	}
-	return nil, false
+	return nil, 0, false
+}
+
+// treeFlag reads a tree's flag: treeGone only in a sidecar.
+func (lz *lazy) treeFlag(r *wire.Reader) byte {
+	if r.Err != nil || len(r.B) == 0 || r.B[0] > treeGone || r.B[0] == treeGone && lz.offBits == 0 {
+		r.Err = ErrDamaged
+		return 0
+	}
+	f := r.B[0]
+	r.B = r.B[1:]
+	return f
 }
 
 // eachTree calls fn with every tree of the second block, in its order,
 // until one is damaged.
-func (lz *lazy) eachTree(fn func(ref string, data []byte, older bool)) {
+func (lz *lazy) eachTree(fn func(ref string, data []byte, flag byte)) {
 	r := &wire.Reader{B: lz.trees, Arena: make([]byte, 0, (lz.nt+1)*wire.RefLen)}
 	for range lz.nt {
 		ref := r.Ref()
 		data := r.Bytes()
-		older := r.Bool()
+		flag := lz.treeFlag(r)
 		if r.Err != nil {
 			return
 		}
-		fn(ref, data, older)
+		fn(ref, data, flag)
 	}
 }
 
@@ -349,6 +420,19 @@ func (c *Cache) Full() {
 	lz := c.lz
 	dirs := make(map[string]*Dir, lz.nd)
 	treeOf := make(map[string]string, lz.nd)
+	trees := make(map[string][]byte, lz.nt)
+	older := make(map[string]bool)
+	for _, lz := range []*lazy{lz, c.side} {
+		if lz != nil {
+			lz.fill(dirs, treeOf, trees, older)
+		}
+	}
+	c.Dirs, c.TreeOf, c.Trees, c.Older = dirs, treeOf, trees, older
+	c.full.Store(true)
+}
+
+// fill adds lz's records and trees to the maps, over those there.
+func (lz *lazy) fill(dirs map[string]*Dir, treeOf map[string]string, trees map[string][]byte, older map[string]bool) {
 	arena := make([]byte, 0, (lz.nd+1)*wire.RefLen)
 	// Copies, their entries in memory of their own: those of the records
 	// may be the file's (read only), and a walk may still read them.
@@ -360,6 +444,11 @@ func (c *Cache) Full() {
 			continue
 		}
 		path, _, _ := lz.pathAt(i) // read by dir already
+		if d.removed {
+			delete(dirs, path)
+			delete(treeOf, path)
+			continue
+		}
 		rec := &recs[i]
 		*rec = *d
 		at := len(ents)
@@ -369,19 +458,24 @@ func (c *Cache) Full() {
 		tr := &wire.Reader{B: lz.treeOf[refSize*i : refSize*(i+1)], Arena: arena}
 		if ref := cacheRef(tr); ref != "" {
 			treeOf[path] = ref
+		} else {
+			delete(treeOf, path)
 		}
 		arena = tr.Arena
 	}
-	trees := make(map[string][]byte, lz.nt)
-	older := make(map[string]bool)
-	lz.eachTree(func(ref string, data []byte, old bool) {
-		trees[ref] = data
-		if old {
+	lz.eachTree(func(ref string, data []byte, flag byte) {
+		switch flag {
+		case treeGone:
+			delete(trees, ref)
+			delete(older, ref)
+		case treeOlder:
+			trees[ref] = data
 			older[ref] = true
+		default:
+			trees[ref] = data
+			delete(older, ref)
 		}
 	})
-	c.Dirs, c.TreeOf, c.Trees, c.Older = dirs, treeOf, trees, older
-	c.full.Store(true)
 }
 
 // checkCRC checks the CRC-32C that ends raw and returns what it covers.

@@ -33,6 +33,9 @@ type Cache struct {
 	Trees map[string][]byte
 	// Older marks the trees of Trees kept from snapshots before the last.
 	Older map[string]bool
+	// gone holds, for a sidecar's encoding, the trees its base holds
+	// that the cache no longer does.
+	gone map[string]bool
 	// TreeOf is the ref of the tree object of each directory of the last
 	// tree snapshot that has one (git's cache-tree): a directory proven
 	// unchanged since (see ByLast) has that tree again.
@@ -47,10 +50,25 @@ type Cache struct {
 	// where its own are, so it has no pointer: the thousands of them cost
 	// the GC nothing to scan, nor a write barrier to fill.
 	read, added []byte
-	// lz is the file the cache was decoded from (nil for New's).
-	lz     *lazy
-	full   atomic.Bool // the maps hold everything (see Full)
-	fullMu sync.Mutex
+	// lz is the file the cache was decoded from (nil for New's), and
+	// side the sidecar read over it (nil for none; see Overlay), whose
+	// entries' refs are in sideRead.
+	lz, side *lazy
+	sideRead []byte
+	// base is lz's file, which a sidecar names (see Overlay), and over
+	// what a sidecar encoding of this cache names: zero for a whole
+	// cache.
+	base, over fileID
+	// alias holds Verified times besides Last.Verified that mean the
+	// last tree snapshot verified an entry (see ByLastAt), and baseAlias
+	// those of the base's records as read (alias and Last.Verified then):
+	// a snapshot that finds a base record unchanged leaves it as it is
+	// instead of writing it again with its own time (see EncodeSide).
+	alias, baseAlias []int64
+	// relisted is the verified time of the last Relist, 0 for none.
+	relisted int64
+	full     atomic.Bool // the maps hold everything (see Full)
+	fullMu   sync.Mutex
 }
 
 // Last is the tree snapshot the cache was last written by (see Cache.Last).
@@ -71,6 +89,9 @@ type Dir struct {
 	Listed   bool
 	Names    []string // sorted
 	Ents     []Entry  // Ents[i] is Names[i]'s entry; n 0 for none
+	// removed marks a sidecar's record of a directory the base holds
+	// and the cache no longer does.
+	removed bool
 }
 
 // Seek moves at, an index into r's Names, forward to name's place and
@@ -105,8 +126,12 @@ type Entry struct {
 	n   uint16 // 0: no entry
 }
 
-// refsAdded marks an offset into Cache.added.
-const refsAdded = 1 << 31
+// refsAdded marks an offset into Cache.added, refsSide one into
+// Cache.sideRead.
+const (
+	refsAdded = 1 << 31
+	refsSide  = 1 << 30
+)
 
 // Refs is an entry's content: ref, and how it is stored when as a
 // delta (base, delta; see Entry).
@@ -114,9 +139,13 @@ type Refs struct{ Ref, Base, Delta string }
 
 // rawRefs returns the bytes of e's refs, as the file holds them.
 func (c *Cache) rawRefs(e Entry) []byte {
-	if e.off&refsAdded != 0 {
+	switch {
+	case e.off&refsAdded != 0:
 		off := e.off &^ refsAdded
 		return c.added[off : off+uint32(e.n)]
+	case e.off&refsSide != 0:
+		off := e.off &^ refsSide
+		return c.sideRead[off : off+uint32(e.n)]
 	}
 	return c.read[e.off : e.off+uint32(e.n)]
 }
@@ -128,7 +157,7 @@ func (c *Cache) RefsOf(e Entry) Refs {
 }
 
 // cacheMagic starts the file (see Encode for the rest).
-const cacheMagic = cacheFamily + "17\n"
+const cacheMagic = cacheFamily + "18\n"
 
 // cacheFamily starts every version's cache: one another version of trove
 // wrote is not damage, only rebuilt (ErrVersion).
@@ -162,6 +191,14 @@ func (c *Cache) dir(dir string) *Dir {
 	if c.full.Load() {
 		return c.Dirs[dir]
 	}
+	if c.side != nil {
+		if i, r := c.side.find(dir); i >= 0 {
+			if d := c.side.dirFrom(i, r); d != nil && !d.removed {
+				return d
+			}
+			return nil
+		}
+	}
 	if i, r := c.lz.find(dir); i >= 0 {
 		return c.lz.dirFrom(i, r)
 	}
@@ -182,6 +219,11 @@ func (c *Cache) TreeRef(dir string) string {
 	if c.full.Load() {
 		return c.TreeOf[dir]
 	}
+	if c.side != nil {
+		if i, _ := c.side.find(dir); i >= 0 {
+			return c.side.treeRef(i) // "" for a removed one
+		}
+	}
 	if i, _ := c.lz.find(dir); i >= 0 {
 		return c.lz.treeRef(i)
 	}
@@ -195,7 +237,13 @@ func (c *Cache) Tree(ref string) ([]byte, bool) {
 		b, ok := c.Trees[ref]
 		return b, ok
 	}
-	return c.lz.tree(ref)
+	if c.side != nil {
+		if b, flag, ok := c.side.tree(ref); ok {
+			return b, flag != treeGone
+		}
+	}
+	b, _, ok := c.lz.tree(ref)
+	return b, ok
 }
 
 // Listing returns dir's record, if any, and whether st Proves its names
@@ -268,7 +316,14 @@ func Proves(e Entry, st Stat, window time.Duration) bool {
 // that proves its content (see Proves), the file is the one that snapshot
 // stored, not one a files checkpoint put since.
 func (c *Cache) ByLast(e Entry) bool {
-	return c.Last.Tree != "" && e.Verified == c.Last.Verified
+	return c.Last.Tree != "" && c.ByLastAt(e.Verified)
+}
+
+// ByLastAt reports whether an entry or a directory's record verified at
+// v was verified by the last tree snapshot: v is its start, or one of the
+// earlier starts a sidecar says its base's records count as (Overlay).
+func (c *Cache) ByLastAt(v int64) bool {
+	return v == c.Last.Verified || slices.Contains(c.alias, v)
 }
 
 // racy is the racy-git rule: a file whose mtime (or ctime) is not clearly
@@ -345,6 +400,9 @@ func (c *Cache) CompactAdded() {
 // snapshot waits for.
 func (c *Cache) Relist(listings map[string]Listing, verified int64) {
 	c.Full()
+	// Every entry left is verified at verified, by the snapshot about to
+	// be the last.
+	c.relisted, c.alias = verified, nil
 	n, fresh, known := 0, 0, 0
 	for d, l := range listings {
 		n += len(l.Names)
