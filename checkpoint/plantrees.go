@@ -44,7 +44,7 @@ func (m *Manager) changedEntries(ctx context.Context, man *Manifest, t *tree, tr
 		if err != nil {
 			return fmt.Errorf("%w: tree %s of %q: %w", ErrCorrupt, ref, dir, err)
 		}
-		kids, err := treeobj.Decode(data)
+		kids, err := trees.decode(ref, data)
 		if err != nil {
 			return fmt.Errorf("tree %s of %q: %w", ref, dir, err)
 		}
@@ -119,6 +119,13 @@ type treeFetch struct {
 	known treeSource // the stat cache's trees
 	mu    sync.Mutex
 	got   map[string]*fetched
+	kids  map[string]decodedTree // see decode
+}
+
+// decodedTree is what treeobj.Decode made of a tree.
+type decodedTree struct {
+	kids []treeobj.Child
+	err  error
 }
 
 // fetched is one read: done is closed once data or err is set.
@@ -129,7 +136,23 @@ type fetched struct {
 }
 
 func newTreeFetch(blobs blobStore, known treeSource) *treeFetch {
-	return &treeFetch{blobs: blobs, known: known, got: map[string]*fetched{}}
+	return &treeFetch{blobs: blobs, known: known, got: map[string]*fetched{}, kids: map[string]decodedTree{}}
+}
+
+// decode is treeobj.Decode of data, tree ref's bytes (see get), once per
+// plan: likely and changedEntries go through the same trees. The children
+// are shared: neither changes them.
+func (f *treeFetch) decode(ref string, data []byte) ([]treeobj.Child, error) {
+	f.mu.Lock()
+	d, ok := f.kids[ref]
+	f.mu.Unlock()
+	if !ok {
+		d.kids, d.err = treeobj.Decode(data)
+		f.mu.Lock()
+		f.kids[ref] = d
+		f.mu.Unlock()
+	}
+	return d.kids, d.err
 }
 
 func (f *treeFetch) get(ctx context.Context, ref string) ([]byte, error) {

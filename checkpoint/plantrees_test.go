@@ -426,3 +426,26 @@ func TestPlanReadsTreesOnce(t *testing.T) {
 		t.Errorf("%d refs read, want 4", trees)
 	}
 }
+
+// A plan decodes each tree once (likely and changedEntries go through the
+// same ones): a tree's children, or its damage, come back for its ref.
+func TestTreeFetchDecodesOnce(t *testing.T) {
+	f := newTreeFetch(nil, nil)
+	tree, err := treeobj.AppendChild(append([]byte(treeobj.Magic), 1), "a.txt", &Entry{Exists: true, Digest: "blob:sha256:" + strings.Repeat("0", 64), Size: 1, Mode: 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := f.decode("tree-a", tree)
+	if err != nil || len(first) != 1 || first[0].Name != "a.txt" {
+		t.Fatalf("decode = %+v, %v; want a.txt", first, err)
+	}
+	again, err := f.decode("tree-a", nil)
+	if err != nil || len(again) != 1 || &again[0] != &first[0] {
+		t.Fatalf("decode again = %+v, %v; want the children decoded first", again, err)
+	}
+	for range 2 {
+		if _, err := f.decode("tree-bad", []byte("not a tree")); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decode of damage: %v, want ErrCorrupt", err)
+		}
+	}
+}

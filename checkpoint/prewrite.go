@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/trovekit/trove/checkpoint/statcache"
-	"github.com/trovekit/trove/checkpoint/treeobj"
 )
 
 // A rewind is bound by the fsync of every file it writes. A prewriter
@@ -223,8 +223,14 @@ func (w *prewriter) take(path string) (string, bool) {
 // blob decoded and verified for nothing, where the plan loads only what
 // it compares. A file gone since is not changed: a rewind recreates it.
 func (w *prewriter) changedSince(path string, st fileStat) bool {
-	now, err := w.m.ws.lstat(path)
-	return err == nil && now != st
+	// One stat by path, as the walk's (lstat through the workspace's
+	// root opens each parent in turn): a guess needs no more.
+	dir, name := ".", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		dir, name = path[:i], path[i+1:]
+	}
+	ents, err := w.m.ws.statNames(dir, []string{name}, nil)
+	return err == nil && len(ents) == 1 && ents[0].st != st
 }
 
 // likelyMax bounds the files a rewind writes before its plan says so.
@@ -252,7 +258,7 @@ func (w *prewriter) likely(man *Manifest, cache *statcache.Cache, trees *treeFet
 			if err != nil {
 				return // the plan reports it
 			}
-			kids, err := treeobj.Decode(data)
+			kids, err := trees.decode(ref, data)
 			if err != nil {
 				return
 			}

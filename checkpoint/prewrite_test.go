@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +147,35 @@ func TestRacyFileComparedWithContentLoadedAhead(t *testing.T) {
 	for _, p := range []string{"same.txt", "other.txt", "mode.txt"} {
 		if got := e.read(p); got != p+" zero\n" {
 			t.Errorf("%s = %q after the rewind", p, got)
+		}
+	}
+}
+
+// changedSince on a directory workspace (one stat by path from its root):
+// a file as stated is not changed, one with another stat is, one gone is
+// not (a rewind recreates it), at the root or below.
+func TestChangedSinceOnDir(t *testing.T) {
+	m, root := newDirManager(t)
+	ws := m.ws
+	w := newPrewriter(t.Context(), m, true)
+	for _, p := range []string{"top.txt", "sub/dir/x.txt"} {
+		writeAged(t, root, p, []byte("one\n"), time.Now().Add(-time.Hour))
+		was, err := ws.lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.changedSince(p, was) {
+			t.Errorf("%s: changed since its own stat", p)
+		}
+		writeAged(t, root, p, []byte("two\n"), time.Now().Add(-time.Minute))
+		if !w.changedSince(p, was) {
+			t.Errorf("%s: not changed since it was rewritten", p)
+		}
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+		if w.changedSince(p, was) {
+			t.Errorf("%s: changed since, once gone", p)
 		}
 	}
 }
