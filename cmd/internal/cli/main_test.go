@@ -62,9 +62,33 @@ func TestDemoOnDefaultRoot(t *testing.T) {
 }
 
 func TestDemoOnMem(t *testing.T) {
-	if code, _, errOut := trove(t, "", "--store", "mem://", "demo"); code != exitOK {
+	demoOnTemp(t, "mem://")
+}
+
+// demoOnTemp runs the demo on a store with no directory of its own: its
+// workspace is a temporary directory, removed after, and the exported
+// page is kept beside it for the user to open (under TMPDIR, here the
+// test's own, so runs leave nothing behind).
+func demoOnTemp(t *testing.T, store string) {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, out, errOut := trove(t, "", "--store", store, "demo")
+	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	pages, _ := filepath.Glob(filepath.Join(tmp, "trove-demo-workspace-*.html"))
+	if len(pages) != 1 || !strings.Contains(out, pages[0]) {
+		t.Fatalf("pages %v, output:\n%s", pages, out)
+	}
+	if ws := strings.TrimSuffix(pages[0], ".html"); dirExists(ws) {
+		t.Fatalf("the temporary workspace %s is left", ws)
+	}
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 func TestFilesRoundTrip(t *testing.T) {

@@ -40,7 +40,5 @@ func TestTimeoutFlag(t *testing.T) {
 
 // memblob:// is a store the command opens.
 func TestDemoOnMemblob(t *testing.T) {
-	if code, _, errOut := trove(t, "", "--store", "memblob://", "demo"); code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	demoOnTemp(t, "memblob://")
 }
