@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/trovekit/trove/cas"
@@ -114,10 +116,15 @@ func (c *Cache) EncodeHead() Head {
 	b = append(b, make([]byte, 4*nd+4*ts)...)
 	table := b[offs+4*nd:]
 	pos := len(b) // where the next record starts in the block
-	// In map order: the table finds them.
-	for d, r := range c.Dirs {
-		i := len(h.paths)
+	// In the order a walk reaches them (the table finds them in any):
+	// records the walk reads one after another are then near each other
+	// in the mapped file, not spread over all of it.
+	for d := range c.Dirs {
 		h.paths = append(h.paths, d)
+	}
+	slices.SortFunc(h.paths, walkOrder)
+	for i, d := range h.paths {
+		r := c.Dirs[d]
 		h.recs = append(h.recs, r)
 		binary.LittleEndian.PutUint32(b[offs+4*i:], uint32(pos-len(b)))
 		putSlot(table, pathHash(d), uint32(i+1))
@@ -125,6 +132,34 @@ func (c *Cache) EncodeHead() Head {
 	}
 	h.pre, h.size = b, pos+crc32.Size
 	return h
+}
+
+// walkOrder orders directories as a walk that takes the last queued
+// directory first reaches them: a directory before those below it, and
+// of two siblings the one whose name sorts last first. "." is the root.
+func walkOrder(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == ".":
+		return -1
+	case b == ".":
+		return 1
+	}
+	for {
+		ca, ra, moreA := strings.Cut(a, "/")
+		cb, rb, moreB := strings.Cut(b, "/")
+		if ca != cb {
+			return strings.Compare(cb, ca)
+		}
+		switch {
+		case !moreA:
+			return -1 // a is b's ancestor
+		case !moreB:
+			return 1
+		}
+		a, b = ra, rb
+	}
 }
 
 // recordSize is the bytes appendRecord writes for d's record r at pos.

@@ -622,3 +622,37 @@ func TestMisalignedEntriesCopied(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsInWalkOrder checks that the records are written in the
+// order a walk reads them (walkOrder), so that those read one after
+// another are near each other in the file.
+func TestRecordsInWalkOrder(t *testing.T) {
+	c := New()
+	listings := map[string]Listing{}
+	for _, d := range []string{"a", "a/b", "a/c", "a/c/d", "a.b", "ab", "b", "b/x", "."} {
+		listings[d] = Listing{St: Stat{Mode: fs.ModeDir | 0o755, Mtime: 1e9}, Names: []string{"f"}}
+	}
+	c.Relist(listings, 99)
+	got, err := Decode(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for i := range got.lz.nd {
+		p, _, ok := got.lz.pathAt(i)
+		if !ok {
+			t.Fatalf("record %d: no path", i)
+		}
+		order = append(order, p)
+	}
+	// "a.b" sorts before "a/..." as a path but after "a" as a name.
+	want := []string{".", "b", "b/x", "ab", "a.b", "a", "a/c", "a/c/d", "a/b"}
+	if !slices.Equal(order, want) {
+		t.Errorf("records in order %q, want %q", order, want)
+	}
+	for _, d := range want {
+		if r, _ := got.Listing(d, Stat{}, 0); r == nil {
+			t.Errorf("%s: no record", d)
+		}
+	}
+}
