@@ -225,27 +225,45 @@ func decodeIdxCache(b []byte) (*idxTable, error) {
 		return nil, errIdxCache
 	}
 	t.recs = r
-	for i := range t.len() {
-		rec := t.rec(i)
-		if int(binary.LittleEndian.Uint32(rec[4:])) >= len(t.packs) || !Algorithm(rec[0]).valid() {
-			return nil, errIdxCache
-		}
-		// The numbers a pack index would refuse (decodeIndex), refused.
-		switch Codec(rec[1]) {
-		case CodecRaw, CodecZstd, codecSolid:
-		default:
-			return nil, errIdxCache
-		}
-		for off := 40; off < idxRecSize; off += 8 {
-			if binary.LittleEndian.Uint64(rec[off:]) > maxStored {
-				return nil, errIdxCache
-			}
-		}
-		if i > 0 && cmpRec(t.rec(i-1), rec[0], rec[8:40]) > 0 {
-			return nil, errIdxCache
-		}
+	if !validRecs(r, len(t.packs)) {
+		return nil, errIdxCache
 	}
 	return t, nil
+}
+
+// validRecs reports whether recs, whole records, name packs below npacks,
+// hold only what a pack index would (decodeIndex) and are in ref order. It
+// runs over every record of the cache at each process's first lookup, so
+// it reads each record once, with no call per record: the order by the
+// algorithm and the digest's first 8 bytes, the rest of the digest only on
+// a tie; the five numbers checked at once unless one has a high bit set.
+func validRecs(recs []byte, npacks int) bool {
+	le := binary.LittleEndian
+	var prevAlgo byte
+	var prevHi uint64
+	for i := 0; i+idxRecSize <= len(recs); i += idxRecSize {
+		rec := recs[i : i+idxRecSize : i+idxRecSize]
+		algo, codec := rec[0], Codec(rec[1])
+		if !Algorithm(algo).valid() || (codec != CodecRaw && codec != CodecZstd && codec != codecSolid) ||
+			uint64(le.Uint32(rec[4:])) >= uint64(npacks) {
+			return false
+		}
+		// maxStored is 1<<62: a number over it has bit 62 or 63 set.
+		if (le.Uint64(rec[40:])|le.Uint64(rec[48:])|le.Uint64(rec[56:])|le.Uint64(rec[64:])|le.Uint64(rec[72:]))>>62 != 0 {
+			for off := 40; off < idxRecSize; off += 8 {
+				if le.Uint64(rec[off:]) > maxStored {
+					return false
+				}
+			}
+		}
+		hi := binary.BigEndian.Uint64(rec[8:])
+		if i > 0 && (algo < prevAlgo || algo == prevAlgo && (hi < prevHi ||
+			hi == prevHi && bytes.Compare(recs[i-idxRecSize+8:i-idxRecSize+40], rec[8:40]) > 0)) {
+			return false
+		}
+		prevAlgo, prevHi = algo, hi
+	}
+	return true
 }
 
 // encodeIdxCache writes a cache of packs, taking the entries of those
