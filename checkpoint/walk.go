@@ -262,6 +262,7 @@ type walkScratch struct {
 	// arena holds the bytes of the paths (see relPaths): never written
 	// again once a path is taken from it.
 	arena []byte
+	near  statcache.Near // where this goroutine found a record last
 }
 
 // work takes directories off the queue and visits them until none is
@@ -311,7 +312,7 @@ func (w *walker) visit(j walkJob, sc *walkScratch) error {
 	}
 	var ents []dirEntry
 	var err error
-	rec, cached := w.cache.Listing(j.dir, j.st, w.m.cfg.racy)
+	rec, cached := w.cache.ListingNear(&sc.near, j.dir, j.st, w.m.cfg.racy)
 	if cached && w.useListings {
 		ents, err = w.m.ws.statNames(j.dir, rec.Names, sc.ents)
 		sc.ents = ents

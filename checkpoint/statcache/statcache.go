@@ -187,7 +187,17 @@ func New() *Cache {
 }
 
 // dir returns dir's record, or nil. Safe for concurrent use.
-func (c *Cache) dir(dir string) *Dir {
+func (c *Cache) dir(dir string) *Dir { return c.dirNear(nil, dir) }
+
+// Near is where one walker last found a directory's record in the file.
+// The records are in the order a walk reads them (walkOrder), so the
+// next directory a walker reads is most often the next record: it is
+// tried first, before the table, whose slots are spread over the file.
+// The zero Near knows nothing; a Near is for one goroutine.
+type Near struct{ next int }
+
+// dirNear is dir, trying the record after n's first when n is not nil.
+func (c *Cache) dirNear(n *Near, dir string) *Dir {
 	if c.full.Load() {
 		return c.Dirs[dir]
 	}
@@ -199,10 +209,21 @@ func (c *Cache) dir(dir string) *Dir {
 			return nil
 		}
 	}
-	if i, r := c.lz.find(dir); i >= 0 {
-		return c.lz.dirFrom(i, r)
+	lz := c.lz
+	if n != nil && n.next > 0 && n.next < lz.nd {
+		if path, r, ok := lz.pathAt(n.next); ok && path == dir {
+			n.next++
+			return lz.dirFrom(n.next-1, r)
+		}
 	}
-	return nil
+	i, r := lz.find(dir)
+	if i < 0 {
+		return nil
+	}
+	if n != nil {
+		n.next = i + 1
+	}
+	return lz.dirFrom(i, r)
 }
 
 // NumDirs is about how many directories the cache holds: a walk's size.
@@ -249,7 +270,13 @@ func (c *Cache) Tree(ref string) ([]byte, bool) {
 // Listing returns dir's record, if any, and whether st Proves its names
 // current.
 func (c *Cache) Listing(dir string, st Stat, window time.Duration) (*Dir, bool) {
-	r := c.dir(dir)
+	return c.ListingNear(nil, dir, st, window)
+}
+
+// ListingNear is Listing for a walker that read the directory's record
+// last from n (nil for none), and updates n.
+func (c *Cache) ListingNear(n *Near, dir string, st Stat, window time.Duration) (*Dir, bool) {
+	r := c.dirNear(n, dir)
 	if r == nil || !r.Listed || r.St != st || racy(Entry{St: r.St, Verified: r.Verified}, window) {
 		return r, false
 	}

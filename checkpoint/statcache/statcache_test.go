@@ -656,3 +656,28 @@ func TestRecordsInWalkOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestListingNear checks that a lookup from a Near finds what one
+// without does, whatever record the Near tried first.
+func TestListingNear(t *testing.T) {
+	c, dirs := benchCache()
+	got, err := Decode(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n Near
+	look := append(slices.Clone(dirs), "no/such", dirs[7], dirs[3], ".", dirs[len(dirs)-1], dirs[0])
+	for _, d := range look {
+		want, wantOK := got.Listing(d, Stat{Mode: fs.ModeDir | 0o755, Mtime: 1e9}, 0)
+		r, ok := got.ListingNear(&n, d, Stat{Mode: fs.ModeDir | 0o755, Mtime: 1e9}, 0)
+		if r != want || ok != wantOK {
+			t.Errorf("%s: ListingNear %p %v, Listing %p %v", d, r, ok, want, wantOK)
+		}
+	}
+	for _, next := range []int{-1, 0, 1, len(dirs) - 1, len(dirs), len(dirs) + 5} {
+		n := Near{next: next}
+		if r, _ := got.ListingNear(&n, dirs[5], Stat{}, 0); r == nil || r != got.dir(dirs[5]) {
+			t.Errorf("from next %d: record %p, want %p", next, r, got.dir(dirs[5]))
+		}
+	}
+}
