@@ -3,12 +3,29 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// TestMain gives the package's tests, and the trove processes they start,
+// a TMPDIR of their own, removed after: the demo on a store with no
+// directory of its own (memblob, fileblob, a bucket through trove-cloud)
+// keeps its HTML page in the temporary directory for the user to open.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trove-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // trove runs the command line in process and returns its exit code and output.
 func trove(t *testing.T, stdin string, args ...string) (int, string, string) {
