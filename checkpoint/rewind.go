@@ -236,6 +236,9 @@ func (m *Manager) sameGitignores(files []Entry, skip func(string) bool, t tree, 
 			dirs = append(dirs, dir)
 		}
 	}
+	// A .gitignore on both sides, the usual case, is compared once.
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
 	man := Manifest{Files: files}
 	for _, dir := range dirs {
 		if !t.wasRead(dir) || skip(dir) {
