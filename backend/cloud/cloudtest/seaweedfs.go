@@ -112,6 +112,8 @@ type Weed struct {
 	exited chan struct{}
 	out    *tail
 	once   sync.Once
+	tmp    string // weed's TMPDIR: its log files
+	ports  []int
 }
 
 // Addr is the S3 gateway's address, 127.0.0.1:PORT.
@@ -125,6 +127,15 @@ func (w *Weed) Stop() {
 	w.once.Do(func() {
 		killGroup(w.cmd)
 		<-w.exited
+		os.RemoveAll(w.tmp)
+		// weed names a unix socket after each gRPC port in /tmp whatever
+		// TMPDIR says, and leaves them: the ports were ours.
+		for _, p := range w.ports {
+			socks, _ := filepath.Glob("/tmp/seaweedfs-*-" + strconv.Itoa(p) + ".sock")
+			for _, s := range socks {
+				os.Remove(s)
+			}
+		}
 	})
 }
 
@@ -176,12 +187,25 @@ func launchWeed(bin, dir string, timeout time.Duration) (*Weed, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	// weed puts its glog files in TMPDIR and never removes them: give it
+	// one of its own, removed when it stops, with its two configurable
+	// sockets (a socket's path is at most 107 bytes: MkdirTemp's is short).
+	tmp, err := os.MkdirTemp("", "weed")
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "-filer.localSocket="+filepath.Join(tmp, "filer.sock"), "-s3.localSocket="+filepath.Join(tmp, "s3.sock"))
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	w := &Weed{cmd: cmd, addr: "127.0.0.1:" + strconv.Itoa(ports["s3.port"]), exited: make(chan struct{}), out: &tail{max: 16 << 10}}
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	w := &Weed{cmd: cmd, addr: "127.0.0.1:" + strconv.Itoa(ports["s3.port"]), exited: make(chan struct{}), out: &tail{max: 16 << 10}, tmp: tmp}
+	for _, p := range ports {
+		w.ports = append(w.ports, p)
+	}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() { cmd.Wait(); close(w.exited) }()
@@ -201,6 +225,7 @@ func launchWeed(bin, dir string, timeout time.Duration) (*Weed, error) {
 		}
 		select {
 		case <-w.exited:
+			w.Stop()
 			return nil, fmt.Errorf("weed exited before serving %s: %s", w.addr, w.out)
 		case <-ctx.Done():
 			w.Stop()
