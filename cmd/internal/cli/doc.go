@@ -8,6 +8,6 @@
 // backend/crypt, backend/mem, backend/open (but no provider), cas,
 // catalog, checkpoint, export, importer, internal/jsonscan, internal/jsonw,
 // runlog, session, session/tree, viewer, watch, spf13/cobra and
-// spf13/pflag (the command line), schollz/progressbar/v3,
+// spf13/pflag (the command line),
 // golang.org/x/sys/unix and golang.org/x/term.
 package cli

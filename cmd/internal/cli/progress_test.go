@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // progressRuns are the long commands that show a bar, each with what its
@@ -104,5 +105,70 @@ func TestIndexBarOverlapping(t *testing.T) {
 	wg.Wait()
 	if a.barOn.Load() {
 		t.Error("a bar is left on after every refresh was through")
+	}
+}
+
+// A bar of known length shows its share done and its count, and done
+// clears its line and says no bar is on.
+func TestBarDraws(t *testing.T) {
+	var stderr bytes.Buffer
+	a := &app{stderr: &stderr, terminal: func(io.Writer) bool { return true }}
+	b := a.progress(4, "copying")
+	if !a.barOn.Load() || !strings.Contains(stderr.String(), "copying   0% |") {
+		t.Fatalf("a new bar drew %q", stderr.String())
+	}
+	b.drawn = time.Time{} // due for a redraw
+	b.set(2, 4)
+	if want := "copying  50% |" + strings.Repeat("█", 15) + strings.Repeat(" ", 15) + "| (2/4)"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("half done drew %q, want %q in it", stderr.String(), want)
+	}
+	b.done()
+	if !strings.HasSuffix(stderr.String(), "\r\x1b[K") || a.barOn.Load() {
+		t.Errorf("done left %q, bar on %v", stderr.String(), a.barOn.Load())
+	}
+	n := stderr.Len()
+	b.add(1)
+	b.done()
+	if stderr.Len() != n {
+		t.Errorf("a finished bar wrote %q", stderr.String()[n:])
+	}
+}
+
+// A spinner counts its steps and stops drawing when done returns.
+func TestSpinnerDraws(t *testing.T) {
+	var stderr bytes.Buffer
+	a := &app{stderr: &stderr, terminal: func(io.Writer) bool { return true }}
+	b := a.progress(-1, "verifying")
+	b.mu.Lock()
+	b.drawn = time.Time{}
+	b.mu.Unlock()
+	b.add(3)
+	b.done()
+	if !strings.Contains(stderr.String(), "verifying ⠋ (3) [0s]") {
+		t.Errorf("spinner drew %q", stderr.String())
+	}
+	n := stderr.Len()
+	b.done()
+	if stderr.Len() != n {
+		t.Errorf("a finished spinner wrote %q", stderr.String()[n:])
+	}
+}
+
+// A line wider than the terminal would wrap, and the next draw could not
+// clear it: the description gives way, keeping its end.
+func TestFitLine(t *testing.T) {
+	for _, c := range []struct {
+		desc       string
+		tail, cols int
+		want       string
+	}{
+		{"snapshotting /a/b", 10, 0, "snapshotting /a/b"},
+		{"snapshotting /a/b", 10, 40, "snapshotting /a/b"},
+		{"snapshotting /a/b", 10, 20, "…ing /a/b"},
+		{"snapshotting /a/b", 10, 12, ""},
+	} {
+		if got := fitLine(c.desc, c.tail, c.cols); got != c.want {
+			t.Errorf("fitLine(%q, %d, %d) = %q, want %q", c.desc, c.tail, c.cols, got, c.want)
+		}
 	}
 }
