@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -307,11 +308,14 @@ type results struct {
 // allocation is fresh memory, a page fault each few KiB, and a phrase
 // checks several candidates per hit.
 type scratch struct {
-	line  []byte     // the entry's line
-	toks  []byte     // its tokens, each after a space
-	all   []string   // its tokens
-	ends  []int      // ends[i]: how many of all the texts up to i hold
-	words wordTokens // a hit's text cut into words, for its snippet
+	line  []byte   // the entry's line
+	toks  []byte   // its tokens, each after a space
+	at    []int    // where each token starts in toks, and its end after
+	all   []string // its tokens
+	spans []span   // spans[i]: the place in its text of all[i]'s word
+	ends  []int    // ends[i]: how many of all the texts up to i hold
+	hit   []bool   // a snippet's tokens that a term matches
+	marks []span   // a snippet's marked words
 	// an entry's top-level members: each candidate's parse reuses them
 	members jsonscan.Members
 }
@@ -594,26 +598,43 @@ func readSized(r io.Reader, b []byte, n int64) ([]byte, error) {
 
 // tokens cuts texts into their tokens as indexed, in sc's memory: one
 // allocation for the lot, not one a token. It notes where each text's
-// tokens end.
+// tokens end and the place of each token's word in its text, which the
+// snippet marks: a hit's text is not cut into words a second time.
 func (sc *scratch) tokens(texts []string) []string {
-	sc.toks = sc.toks[:0]
-	sc.all, sc.ends = sc.all[:0], sc.ends[:0]
+	sc.toks, sc.at = sc.toks[:0], sc.at[:0]
+	sc.all, sc.spans, sc.ends = sc.all[:0], sc.spans[:0], sc.ends[:0]
 	for _, text := range texts {
-		sc.toks = append(appendStream(sc.toks, text), ' ') // an empty token: the text's end
+		eachWord(text, func(w string, at span) bool {
+			start := len(sc.toks)
+			if len(w) <= maxWord && plainWord(w) {
+				// Most words: one token, the word itself (appendWord).
+				sc.toks = append(append(sc.toks, ' '), w...)
+				sc.at = append(sc.at, start+1, len(sc.toks))
+				sc.spans = append(sc.spans, at)
+				return true
+			}
+			sc.toks = appendWord(sc.toks, w)
+			for i := start; i < len(sc.toks); {
+				i++ // the space before each token
+				end := bytes.IndexByte(sc.toks[i:], ' ')
+				if end < 0 {
+					end = len(sc.toks)
+				} else {
+					end += i
+				}
+				if end > i {
+					sc.at = append(sc.at, i, end)
+					sc.spans = append(sc.spans, at)
+				}
+				i = end
+			}
+			return true
+		})
+		sc.ends = append(sc.ends, len(sc.spans))
 	}
 	s := string(sc.toks)
-	for s != "" {
-		s = s[1:] // the space before each token
-		end := strings.IndexByte(s, ' ')
-		if end < 0 {
-			end = len(s)
-		}
-		if end > 0 {
-			sc.all = append(sc.all, s[:end])
-		} else {
-			sc.ends = append(sc.ends, len(sc.all))
-		}
-		s = s[end:]
+	for i := 0; i < len(sc.at); i += 2 {
+		sc.all = append(sc.all, s[sc.at[i]:sc.at[i+1]])
 	}
 	return sc.all
 }

@@ -1,63 +1,11 @@
 package catalog
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
-
-// wordTokens are a text's tokens as indexed, its words' places and the
-// word each token comes from: what a snippet marks.
-type wordTokens struct {
-	spans []span   // each word's place in the text
-	from  []int    // each token's word, an index into spans
-	toks  []string // the text's tokens
-	buf   []byte   // the tokens, each after a space
-}
-
-// snippetWords cuts text into tokens, each with its word, in wt's
-// memory, as far as a snippet of width bytes needs: up to the end of the
-// window around the word of token first (the text's first match), and
-// more words past it (the rest of a phrase that starts in the window).
-// Marks past the window are not written, and the rest of a long text is
-// not cut into words.
-func (wt *wordTokens) snippetWords(text string, first, width, more int) {
-	wt.spans, wt.from, wt.toks, wt.buf = wt.spans[:0], wt.from[:0], wt.toks[:0], wt.buf[:0]
-	end := -1 // the window's end, once the first match's word is seen
-	eachWord(text, func(w string, at span) bool {
-		if end >= 0 && at.start >= end {
-			if more == 0 {
-				return false
-			}
-			more--
-		}
-		start := len(wt.buf)
-		if wt.buf = appendWord(wt.buf, w); len(wt.buf) == start {
-			return true
-		}
-		for rest := wt.buf[start:]; len(rest) > 0; {
-			rest = rest[1:] // the space before each token
-			n := bytes.IndexByte(rest, ' ')
-			if n < 0 {
-				n = len(rest)
-			}
-			if n > 0 {
-				wt.from = append(wt.from, len(wt.spans))
-			}
-			rest = rest[n:]
-		}
-		wt.spans = append(wt.spans, at)
-		if end < 0 && len(wt.from) > first {
-			_, end = snippetWindow(text, at.start, width)
-		}
-		return true
-	})
-	for t := range strings.FieldsSeq(string(wt.buf)) {
-		wt.toks = append(wt.toks, t)
-	}
-}
 
 // snippetWindow is the window of about width bytes of text around a
 // match at byte at, on rune boundaries.
@@ -74,25 +22,15 @@ func snippetWindow(text string, at, width int) (from, to int) {
 }
 
 // makeSnippet cuts about width bytes of texts around the first match of
-// terms, the matching words marked. sc holds the texts' tokens: only the
-// first text a term matches is cut into words again, as far as the
-// snippet needs.
+// terms, the matching words marked. sc holds the texts' tokens and the
+// places of their words (scratch.tokens): the first text a term matches
+// is marked from them, not cut into words again.
 func makeSnippet(texts []string, sc *scratch, terms []*expr, width int) string {
 	start := 0
-	more := 0
-	for _, t := range terms {
-		more = max(more, len(t.toks))
-	}
 	for i, text := range texts {
-		toks := sc.all[start:sc.ends[i]]
-		start = sc.ends[i]
-		first := firstMatch(toks, terms)
-		if first < 0 {
-			continue
-		}
-		wt := &sc.words
-		wt.snippetWords(text, first, width, more)
-		marked := markWords(wt, terms)
+		from, end := start, sc.ends[i]
+		start = end
+		marked := sc.markWords(sc.all[from:end], sc.spans[from:end], terms)
 		if len(marked) == 0 {
 			continue
 		}
@@ -170,39 +108,31 @@ func matchAt(toks []string, t *expr, i int) int {
 	return 0
 }
 
-// firstMatch is the index of the first token of toks a term matches
-// from, or -1.
-func firstMatch(toks []string, terms []*expr) int {
-	for i := range toks {
-		if slices.ContainsFunc(terms, func(t *expr) bool { return matchAt(toks, t, i) > 0 }) {
-			return i
-		}
-	}
-	return -1
-}
-
-// markWords returns the places of the words of a text that terms match,
-// in order.
-func markWords(wt *wordTokens, terms []*expr) []span {
-	spans, toks, owner := wt.spans, wt.toks, wt.from
-	hit := make([]bool, len(spans))
+// markWords returns the places of the words of a text that terms
+// match, in order: toks are its tokens, spans[i] the place of toks[i]'s
+// word (the tokens of a word are side by side). The result is in sc's
+// memory.
+func (sc *scratch) markWords(toks []string, spans []span, terms []*expr) []span {
+	hit := slices.Grow(sc.hit[:0], len(toks))[:len(toks)]
+	clear(hit)
+	sc.hit = hit
 	any := false
 	for _, t := range terms {
 		for i := range toks {
 			n := matchAt(toks, t, i)
 			for j := i; j < i+n; j++ {
-				hit[owner[j]], any = true, true
+				hit[j], any = true, true
 			}
 		}
 	}
-	if !any {
-		return nil
-	}
-	var out []span
-	for i, h := range hit {
-		if h {
-			out = append(out, spans[i])
+	out := sc.marks[:0]
+	if any {
+		for i, h := range hit {
+			if h && (len(out) == 0 || out[len(out)-1] != spans[i]) {
+				out = append(out, spans[i])
+			}
 		}
 	}
+	sc.marks = out
 	return out
 }
