@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/trovekit/trove/internal/beneath"
 )
@@ -26,6 +28,11 @@ type dirWorkspace struct {
 	// Linux fast path of readDir (see ws_dir_linux.go).
 	fast *beneath.Root
 	bufs sync.Pool
+	// born, rawAfter (a time since born) and slowStats decide which stats
+	// are made raw (see rawEvery).
+	born      time.Time
+	rawAfter  atomic.Int64
+	slowStats atomic.Int32
 }
 
 // Dir opens the workspace at the directory path. Close it when done (the
@@ -39,7 +46,7 @@ func Dir(dir string) (Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint workspace: %w", err)
 	}
-	w := &dirWorkspace{root: root, path: abs, fast: beneath.Open(abs)}
+	w := &dirWorkspace{root: root, path: abs, fast: beneath.Open(abs), born: time.Now()}
 	w.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	return w, nil
 }
