@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"syscall"
 	"time"
 
@@ -113,13 +114,9 @@ const busyGOGC = 200
 // afterGC restores GOGC=busyGOGC and no limit when the collection just done kept
 // more than a quarter of limit live, and says whether it did not.
 func afterGC(limit int64) (quiet bool) {
-	// HeapAlloc is the heap the collection kept and what was allocated
-	// since: a little over the live heap, so the check errs towards
-	// GOGC. runtime/metrics would tell the live heap alone, but building
-	// its table of metrics costs every process about 50 us at start.
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	if ms.HeapAlloc <= uint64(limit/4) {
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if live[0].Value.Kind() == metrics.KindUint64 && live[0].Value.Uint64() <= uint64(limit/4) {
 		return true
 	}
 	debug.SetGCPercent(busyGOGC)
