@@ -108,15 +108,17 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry)
 		buf = append(append(buf[:prefix], n...), 0)
 		var st unix.Stat_t
 		var err error
-		if raw && i%rawEvery == 0 {
+		if raw && (i+len(dir))%rawEvery == 0 {
+			// Offset by the directory's path: of a small directory's
+			// calls, not always the first.
 			raw, err = w.timedRawStat(rootfd, buf, &st)
 		} else {
 			err = lstatAt(rootfd, buf, &st, raw)
 		}
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-			continue
-		}
 		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				continue
+			}
 			return nil, true, &fs.PathError{Op: "lstat", Path: string(buf[:len(buf)-1]), Err: err}
 		}
 		out = append(out, dirEntry{name: n, st: statFromUnix(&st)})
@@ -166,12 +168,21 @@ func (w *dirWorkspace) rawTook(d, now time.Duration) bool {
 	}
 	w.slowStats.Store(0)
 	w.rawAfter.Store(int64(now + rawPause))
+	w.rawOff.Store(true)
 	return false
 }
 
-// rawNow reports whether stats are made raw now.
+// rawNow reports whether stats are made raw now: the clock is read only
+// while they are not.
 func (w *dirWorkspace) rawNow() bool {
-	return time.Since(w.born) >= time.Duration(w.rawAfter.Load())
+	if !w.rawOff.Load() {
+		return true
+	}
+	if time.Since(w.born) < time.Duration(w.rawAfter.Load()) {
+		return false
+	}
+	w.rawOff.Store(false)
+	return true
 }
 
 // statFromUnix converts as os.Lstat does, so stats from either path compare

@@ -39,4 +39,8 @@ func TestRawStatsStopWhenSlow(t *testing.T) {
 	if after := time.Duration(w.rawAfter.Load()); after != now+rawPause {
 		t.Fatalf("raw stats resume at %v, want %v", after, now+rawPause)
 	}
+	w.rawAfter.Store(int64(time.Since(w.born))) // the pause over
+	if !w.rawNow() || w.rawOff.Load() {
+		t.Fatal("raw stats do not resume after the pause")
+	}
 }
