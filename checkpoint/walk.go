@@ -193,7 +193,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	// every file in it vouched for by the last tree snapshot.
 	w.dirty = opt.dirty && w.useListings && cache.Last.Tree != ""
 	if opt.noListings {
-		w.t.read = make(map[string]struct{}, cache.NumDirs())
+		w.readDirs = make([]string, 0, cache.NumDirs())
 	} else {
 		w.t.listings = make(map[string]statcache.Listing, cache.NumDirs())
 	}
@@ -240,6 +240,7 @@ type walker struct {
 	pending   int                    // directories queued or being read
 	byDir     map[string][]treeEntry // each directory's entries, sorted by name
 	dirtyDirs []string
+	readDirs  []string // the directories read, for tree.read (noListings)
 	first     error
 	t         tree
 }
@@ -474,8 +475,10 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 	t.ignored = append(t.ignored, v.ignored...)
 	t.skipped = append(t.skipped, v.skipped...)
 	t.temps = append(t.temps, v.temps...)
-	if t.read != nil {
-		t.read[j.dir] = struct{}{}
+	if w.opt.noListings {
+		// Into tree.read after the walk: a map filled here, under mu,
+		// was 1.8% of a dry run's CPU.
+		w.readDirs = append(w.readDirs, j.dir)
 	} else {
 		t.listings[j.dir] = statcache.Listing{St: j.st, Names: v.names}
 	}
@@ -506,6 +509,12 @@ func (w *walker) result() tree {
 		t.entries = pathOrder(w.byDir, t.entries)
 	}
 	slices.Sort(t.ignored)
+	if w.opt.noListings {
+		t.read = make(map[string]struct{}, len(w.readDirs))
+		for _, d := range w.readDirs {
+			t.read[d] = struct{}{}
+		}
+	}
 	if w.dirty {
 		t.dirty = make(map[string]bool, 4*len(w.dirtyDirs))
 		for _, d := range w.dirtyDirs {
