@@ -192,11 +192,7 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	// Proving a directory unchanged needs its listing from the cache and
 	// every file in it vouched for by the last tree snapshot.
 	w.dirty = opt.dirty && w.useListings && cache.Last.Tree != ""
-	if opt.noListings {
-		w.readDirs = make([]string, 0, cache.NumDirs())
-	} else {
-		w.t.listings = make(map[string]statcache.Listing, cache.NumDirs())
-	}
+	w.visited = make([]visitedDir, 0, cache.NumDirs())
 	if !opt.byDir || opt.unsorted {
 		w.t.entries = make([]treeEntry, 0, cache.Size())
 	}
@@ -205,11 +201,6 @@ func (m *Manager) walkTree(ctx context.Context, base *ignore.Matcher, gi gitigno
 	}
 	w.cond = sync.NewCond(&w.mu)
 	w.queue = []walkJob{{".", rootSt, base}}
-	if !opt.unsorted {
-		// About the last walk's directories: sized so, the map is not
-		// rehashed (each rehash into fresh memory) as it fills.
-		w.byDir = make(map[string][]treeEntry, cache.NumDirs())
-	}
 	w.pending = 1
 	var wg sync.WaitGroup
 	for range walkers {
@@ -237,12 +228,23 @@ type walker struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	queue     []walkJob
-	pending   int                    // directories queued or being read
-	byDir     map[string][]treeEntry // each directory's entries, sorted by name
+	pending   int // directories queued or being read
 	dirtyDirs []string
-	readDirs  []string // the directories read, for tree.read (noListings)
-	first     error
-	t         tree
+	// visited holds what each directory read left for the tree's maps
+	// (listings or read, byDir), filled after the walk: maps filled in
+	// record, under mu, cost a dry run 1.8% of its CPU (their lines
+	// passed between the walkers' CPUs, the other walkers waiting).
+	visited []visitedDir
+	first   error
+	t       tree
+}
+
+// visitedDir is a directory read: its listing and, unless the walk is
+// unsorted, its entries sorted by name.
+type visitedDir struct {
+	dir     string
+	listing statcache.Listing
+	entries []treeEntry
 }
 
 // walkJob is a directory to read.
@@ -469,19 +471,18 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 			t.entries = append(t.entries, v.entries...)
 		}
 		sc.entries = v.entries
-	} else {
-		w.byDir[j.dir] = v.entries
 	}
+	vd := visitedDir{dir: j.dir}
+	if !w.opt.unsorted {
+		vd.entries = v.entries
+	}
+	if !w.opt.noListings {
+		vd.listing = statcache.Listing{St: j.st, Names: v.names}
+	}
+	w.visited = append(w.visited, vd)
 	t.ignored = append(t.ignored, v.ignored...)
 	t.skipped = append(t.skipped, v.skipped...)
 	t.temps = append(t.temps, v.temps...)
-	if w.opt.noListings {
-		// Into tree.read after the walk: a map filled here, under mu,
-		// was 1.8% of a dry run's CPU.
-		w.readDirs = append(w.readDirs, j.dir)
-	} else {
-		t.listings[j.dir] = statcache.Listing{St: j.st, Names: v.names}
-	}
 	if v.isDirty {
 		w.dirtyDirs = append(w.dirtyDirs, j.dir)
 	}
@@ -498,23 +499,35 @@ func (w *walker) record(j walkJob, v *dirVisit, sc *walkScratch) {
 // ancestors.
 func (w *walker) result() tree {
 	t := w.t
+	if w.opt.noListings {
+		t.read = make(map[string]struct{}, len(w.visited))
+	} else {
+		t.listings = make(map[string]statcache.Listing, len(w.visited))
+	}
+	var byDir map[string][]treeEntry
+	if !w.opt.unsorted {
+		byDir = make(map[string][]treeEntry, len(w.visited))
+	}
+	n := 0
+	for _, vd := range w.visited {
+		if t.read != nil {
+			t.read[vd.dir] = struct{}{}
+		} else {
+			t.listings[vd.dir] = vd.listing
+		}
+		if byDir != nil {
+			byDir[vd.dir] = vd.entries
+			n += len(vd.entries)
+		}
+	}
 	switch {
 	case w.opt.unsorted:
 	case w.opt.byDir:
-		t.byDir = w.byDir
-		for _, ents := range w.byDir {
-			t.n += len(ents)
-		}
+		t.byDir, t.n = byDir, n
 	default:
-		t.entries = pathOrder(w.byDir, t.entries)
+		t.entries = pathOrder(byDir, t.entries)
 	}
 	slices.Sort(t.ignored)
-	if w.opt.noListings {
-		t.read = make(map[string]struct{}, len(w.readDirs))
-		for _, d := range w.readDirs {
-			t.read[d] = struct{}{}
-		}
-	}
 	if w.dirty {
 		t.dirty = make(map[string]bool, 4*len(w.dirtyDirs))
 		for _, d := range w.dirtyDirs {
