@@ -77,6 +77,16 @@ func TestWordShortcuts(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%q: words %q, want %q", text, got, want)
 		}
+		for i := 0; ; {
+			at, isPlain, ok := nextWord(text, i)
+			if !ok {
+				break
+			}
+			if w := text[at.start:at.end]; isPlain != plainWord(w) {
+				t.Fatalf("%q: word %q plain %v, plainWord says %v", text, w, isPlain, plainWord(w))
+			}
+			i = at.end
+		}
 		for _, w := range got {
 			if plainWord(w) {
 				plain++
@@ -543,5 +553,25 @@ func TestPageSize(t *testing.T) {
 	h, _ := old.handle()
 	if err := h.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal mode %q, %v; want wal", mode, err)
+	}
+}
+
+// TestASCIIParts: a word of ASCII is cut into the parts the cut of any
+// word gives.
+func TestASCIIParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	pieces := []string{"a", "z", "q", "0", "9", "_", "A", "Z", "Q", "ab", "AB", "Ab", "aB", "x1", "1X"}
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		w := b.String()
+		var got, want []string
+		splitASCIIParts(w, func(p string) { got = append(got, p) })
+		splitRuneParts(w, func(p string) { want = append(want, p) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: parts %q, want %q", w, got, want)
+		}
 	}
 }

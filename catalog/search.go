@@ -604,16 +604,21 @@ func (sc *scratch) tokens(texts []string) []string {
 	sc.toks, sc.at = sc.toks[:0], sc.at[:0]
 	sc.all, sc.spans, sc.ends = sc.all[:0], sc.spans[:0], sc.ends[:0]
 	for _, text := range texts {
-		eachWord(text, func(w string, at span) bool {
+		for i := 0; ; {
+			at, plain, ok := nextWord(text, i)
+			if !ok {
+				break
+			}
+			i = at.end
 			start := len(sc.toks)
-			if len(w) <= maxWord && plainWord(w) {
+			if plain && at.end-at.start <= maxWord {
 				// Most words: one token, the word itself (appendWord).
-				sc.toks = append(append(sc.toks, ' '), w...)
+				sc.toks = append(append(sc.toks, ' '), text[at.start:at.end]...)
 				sc.at = append(sc.at, start+1, len(sc.toks))
 				sc.spans = append(sc.spans, at)
-				return true
+				continue
 			}
-			sc.toks = appendWord(sc.toks, w)
+			sc.toks = appendWord(sc.toks, text[at.start:at.end])
 			for i := start; i < len(sc.toks); {
 				i++ // the space before each token
 				end := bytes.IndexByte(sc.toks[i:], ' ')
@@ -628,8 +633,7 @@ func (sc *scratch) tokens(texts []string) []string {
 				}
 				i = end
 			}
-			return true
-		})
+		}
 		sc.ends = append(sc.ends, len(sc.spans))
 	}
 	s := string(sc.toks)

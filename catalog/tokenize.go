@@ -40,31 +40,83 @@ func words(text string, f func(w string, at span)) {
 }
 
 // eachWord calls f for each word of text, with its place, until f
-// returns false. ASCII bytes are classed without decoding a rune: most
-// text is ASCII, and a query cuts each candidate's text into words.
+// returns false.
 func eachWord(text string, f func(w string, at span) bool) {
-	start := -1
-	for i := 0; i < len(text); {
-		in, n := asciiWordByte(text[i]), 1
-		if text[i] >= utf8.RuneSelf {
-			var r rune
-			r, n = utf8.DecodeRuneInString(text[i:])
-			in = wordRune(r)
+	for i := 0; ; {
+		at, _, ok := nextWord(text, i)
+		if !ok || !f(text[at.start:at.end], at) {
+			return
 		}
+		i = at.end
+	}
+}
+
+// ASCII bytes' classes (asciiClass): not in a word, in a word and in a
+// plain word (plainWord), in a word but not a plain one.
+const (
+	classSep   = 0
+	classPlain = 1
+	classWord  = 2
+)
+
+// asciiClass is each ASCII byte's class, a load and not four range
+// checks: a query cuts each candidate's texts into words.
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := range t {
 		switch {
-		case in && start < 0:
-			start = i
-		case !in && start >= 0:
-			if !f(text[start:i], span{start, i}) {
-				return
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			t[c] = classPlain
+		case asciiWordByte(byte(c)):
+			t[c] = classWord
+		}
+	}
+	return t
+}()
+
+// nextWord returns the place of the first word of text at or after byte
+// i, and whether it is a plain word (plainWord); ok false when there is
+// none. ASCII bytes are classed without decoding a rune: most text is
+// ASCII.
+func nextWord(text string, i int) (at span, plain, ok bool) {
+	for i < len(text) {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			if asciiClass[c] != classSep {
+				break
 			}
-			start = -1
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if wordRune(r) {
+			break
 		}
 		i += n
 	}
-	if start >= 0 {
-		f(text[start:], span{start, len(text)})
+	if i >= len(text) {
+		return span{}, false, false
 	}
+	start, plain := i, true
+	for i < len(text) {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			switch asciiClass[c] {
+			case classSep:
+				return span{start, i}, plain, true
+			case classWord:
+				plain = false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !wordRune(r) {
+			break
+		}
+		plain = false
+		i += n
+	}
+	return span{start, i}, plain, true
 }
 
 // asciiWordByte reports whether the ASCII byte c belongs to a word
@@ -123,6 +175,15 @@ func appendCompound(b []byte, w string) []byte {
 // the last capital of a run of capitals followed by lower case
 // (HTTPServer: HTTP, Server).
 func splitParts(w string, f func(string)) {
+	if ascii(w) {
+		splitASCIIParts(w, f)
+		return
+	}
+	splitRuneParts(w, f)
+}
+
+// splitRuneParts is splitParts for any word.
+func splitRuneParts(w string, f func(string)) {
 	start := 0
 	var prev rune = -1
 	for i, r := range w {
@@ -146,6 +207,45 @@ func splitParts(w string, f func(string)) {
 	if start < len(w) {
 		f(w[start:])
 	}
+}
+
+// splitASCIIParts is splitParts for a word of ASCII bytes, each a rune:
+// the same cuts without the Unicode tables.
+func splitASCIIParts(w string, f func(string)) {
+	upper := func(c byte) bool { return 'A' <= c && c <= 'Z' }
+	start := 0
+	prev := byte(0) // none: neither lower, digit nor upper
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c == '_' {
+			if i > start {
+				f(w[start:i])
+			}
+			start, prev = i+1, 0
+			continue
+		}
+		if i > start && upper(c) {
+			if 'a' <= prev && prev <= 'z' || '0' <= prev && prev <= '9' ||
+				upper(prev) && i+1 < len(w) && 'a' <= w[i+1] && w[i+1] <= 'z' {
+				f(w[start:i])
+				start = i
+			}
+		}
+		prev = c
+	}
+	if start < len(w) {
+		f(w[start:])
+	}
+}
+
+// ascii reports whether s is ASCII bytes only.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // appendLower appends w in lower case without its underscores.
