@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"unicode/utf16"
@@ -61,6 +62,17 @@ var (
 // they are, valid UTF-8 or not, so a name round-trips.
 func AppendUnquoted(dst, b []byte) ([]byte, int, error) {
 	for i := 0; i < len(b); {
+		// A run of bytes copied as they are, eight at a time while none
+		// ends the string, escapes or is a control character.
+		j := i
+		for j+8 <= len(b) && !Special8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		if j > i {
+			dst = append(dst, b[i:j]...)
+			i = j
+			continue
+		}
 		c := b[i]
 		if c != '\\' {
 			switch {
