@@ -43,6 +43,20 @@ type usage struct {
 // parseEntry reads one line of a session file: ok false for a line that
 // is not an entry (torn, garbage, no id).
 func parseEntry(line []byte, buf jsonscan.Members) (d doc, ok bool) {
+	return parseEntryOf(line, buf, true)
+}
+
+// parseTexts reads what a query checks of an entry read back: its texts
+// (and the refs of those in the blob store), not its time and usage,
+// which the catalog's row holds: parsing them costs each candidate a
+// time.Parse and, for an answer, a strconv.ParseFloat, whose code and
+// tables are pages a new process faults in.
+func parseTexts(line []byte, buf jsonscan.Members) (d doc, ok bool) {
+	return parseEntryOf(line, buf, false)
+}
+
+// parseEntryOf is parseEntry, its time and usage read only with stats.
+func parseEntryOf(line []byte, buf jsonscan.Members, stats bool) (d doc, ok bool) {
 	valid, _, top := jsonscan.ScanObject(line, buf)
 	if !valid || top == nil {
 		return d, false
@@ -52,7 +66,7 @@ func parseEntry(line []byte, buf jsonscan.Members) (d doc, ok bool) {
 		return d, false
 	}
 	d.parent, _ = top.Str("parentId")
-	if ts, ok := top.Str("timestamp"); ok {
+	if ts, ok := top.Str("timestamp"); ok && stats {
 		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
 			d.ts = t.UnixMilli()
 		}
@@ -60,7 +74,7 @@ func parseEntry(line []byte, buf jsonscan.Members) (d doc, ok bool) {
 	typ, _ := top.Str("type")
 	switch typ {
 	case "message", "custom_message":
-		d.message(top.Get("message"), typ == "custom_message", top)
+		d.message(top.Get("message"), typ == "custom_message", top, stats)
 	case "compaction", "branch_summary":
 		d.role = RoleSummary
 		d.addString(top.Get("summary"))
@@ -77,8 +91,8 @@ func parseEntry(line []byte, buf jsonscan.Members) (d doc, ok bool) {
 }
 
 // message reads a message entry's message object (for a custom message,
-// the entry itself holds the content).
-func (d *doc) message(raw []byte, custom bool, top jsonscan.Members) {
+// the entry itself holds the content), its usage with stats.
+func (d *doc) message(raw []byte, custom bool, top jsonscan.Members, stats bool) {
 	m := top
 	var buf [16]jsonscan.Member // split on the stack, not the heap
 	if !custom {
@@ -96,7 +110,9 @@ func (d *doc) message(raw []byte, custom bool, top jsonscan.Members) {
 	case "assistant":
 		d.role = RoleAssistant
 		d.model, _ = m.Str("model")
-		d.readUsage(m.Get("usage"))
+		if stats {
+			d.readUsage(m.Get("usage"))
+		}
 	case "toolResult":
 		d.role = RoleTool
 		if name, ok := m.Str("toolName"); ok {

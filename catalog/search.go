@@ -546,7 +546,7 @@ func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int
 		if sc.members == nil {
 			sc.members = make(jsonscan.Members, 0, 16)
 		}
-		d, ok = parseEntry(line, sc.members[:0])
+		d, ok = parseTexts(line, sc.members[:0])
 	}
 	if !ok {
 		return nil
