@@ -28,8 +28,9 @@ type dirWorkspace struct {
 	// Linux fast path of readDir (see ws_dir_linux.go).
 	fast *beneath.Root
 	bufs sync.Pool
-	// born, rawAfter (a time since born), rawOff and slowStats decide
-	// which stats are made raw (see rawEvery).
+	// rawOK (WithRawStats), born, rawAfter (a time since born), rawOff
+	// and slowStats decide which stats are made raw (see rawEvery).
+	rawOK     atomic.Bool
 	born      time.Time
 	rawAfter  atomic.Int64
 	rawOff    atomic.Bool

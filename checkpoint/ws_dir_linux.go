@@ -100,7 +100,7 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry)
 	}
 	prefix := len(buf)
 	// Raw system calls while they prove quick (see rawEvery).
-	raw := w.rawNow()
+	raw := w.rawOK.Load() && w.rawNow()
 	for i, n := range names {
 		if strings.IndexByte(n, 0) >= 0 {
 			continue // no such name on disk (a damaged cache): never a shorter path
@@ -126,14 +126,15 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry)
 	return out, true, nil
 }
 
-// The stat pass makes its calls raw (see lstatAt): the scheduler's
-// bookkeeping around a system call, and the handoffs of Ps and wakeups of
-// threads it leads to in a process that makes little but system calls,
-// cost more CPU per stat than the kernel's own work for an inode it has
-// cached (~0.4 of ~2 us a call, measured). A stat that reads the disk
-// holds its P while it waits: one call in rawEvery is timed, and once two
-// timed in a row took over rawSlow the workspace makes ordinary calls for
-// rawPause, so a cold cache costs a few calls. A call alone is timed, not
+// Where WithRawStats asks, the stat pass makes its calls raw (see
+// lstatAt): the scheduler's bookkeeping around a system call, and the
+// handoffs of Ps and wakeups of threads it leads to in a process that
+// makes little but system calls, cost more CPU per stat than the kernel's
+// own work for an inode it has cached (~0.4 of ~2 us a call, measured). A
+// stat that reads the disk holds its P while it waits: one call in
+// rawEvery is timed, and once rawSlowRun timed in a row took over rawSlow
+// the workspace makes ordinary calls for rawPause, so a cold cache costs
+// a few calls. A call alone is timed, not
 // a group of them: a goroutine waits for its P for milliseconds while the
 // garbage collector has it. One slow call alone (the machine busy) changes
 // nothing.

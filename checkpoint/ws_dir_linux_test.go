@@ -5,6 +5,8 @@ package checkpoint
 import (
 	"testing"
 	"time"
+
+	"github.com/trovekit/trove/backend/mem"
 )
 
 // A run of slow raw stats (a disk read each) makes the workspace use
@@ -42,5 +44,25 @@ func TestRawStatsStopWhenSlow(t *testing.T) {
 	w.rawAfter.Store(int64(time.Since(w.born))) // the pause over
 	if !w.rawNow() || w.rawOff.Load() {
 		t.Fatal("raw stats do not resume after the pause")
+	}
+}
+
+// Raw stats are the caller's choice: a long-lived process (the library's
+// default) keeps ordinary system calls, which a hung mount cannot turn
+// into a stalled process.
+func TestRawStatsOnlyWhenAsked(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		var opts []Option
+		if raw {
+			opts = append(opts, WithRawStats())
+		}
+		m, err := OpenDir(t.Context(), mem.New(), t.TempDir(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ws.(*dirWorkspace).rawOK.Load(); got != raw {
+			t.Errorf("WithRawStats given: %v; raw stats made: %v", raw, got)
+		}
+		m.Close()
 	}
 }

@@ -91,8 +91,9 @@ func checkpointWith(a *app, dir, sessionRef *string) withManager {
 		if err != nil {
 			return err
 		}
-		// One command, then the process ends: see WithMappedStatCache.
-		opts := []checkpoint.Option{checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache()}
+		// One command, then the process ends: see WithMappedStatCache and
+		// WithRawStats (not for the hooks, which keep a deadline).
+		opts := []checkpoint.Option{checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache(), checkpoint.WithRawStats()}
 		if *sessionRef != "" {
 			s, err := a.sessionStore(ctx)
 			if err != nil {
