@@ -54,9 +54,10 @@ func Main(opts ...Option) {
 const signalDelay = 50 * time.Millisecond
 
 // cancelOnSignal returns a context that SIGINT and SIGTERM cancel once
-// delay has passed, and a channel closed when they do. Nothing stops the
-// catching: Main exits after its command (signal.Stop would first wait
-// for the runtime's signal thread, 0.1 ms).
+// delay has passed, and a channel closed when they do. The first signal
+// cancels; the catching then stops, so that a second ends the process at
+// once, even while its command waits on a call that never returns (a
+// dead mount): the runtime's signal handler does that on its own thread.
 func cancelOnSignal(delay time.Duration) (context.Context, <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	caught := make(chan struct{})
@@ -65,6 +66,7 @@ func cancelOnSignal(delay time.Duration) (context.Context, <-chan struct{}) {
 		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 		close(caught)
 		<-c
+		signal.Stop(c)
 		cancel()
 	})
 	return ctx, caught
