@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,10 +101,30 @@ func newHooksCmd(a *app) *cobra.Command {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
 			defer cancel()
+			var known struct {
+				sync.Mutex
+				h hookInput
+			}
+			if a.exits {
+				// A call that never returns (a dead mount, a pipe nobody
+				// writes) does not see the context: past the budget and
+				// a grace, the process logs and ends, and the tool runs.
+				watchdog := time.AfterFunc(budget+hookGrace, func() {
+					known.Lock()
+					h := known.h
+					known.Unlock()
+					hookLog(h, fmt.Errorf("gave up: still running %v after the budget: %w", hookGrace, context.DeadlineExceeded), time.Since(start))
+					os.Exit(exitOK)
+				})
+				defer watchdog.Stop()
+			}
 			// Read whole: a Write's tool_input holds the file's content,
 			// which may be any size, and a cut payload takes no checkpoint.
 			var h hookInput
 			err := json.NewDecoder(a.stdin).Decode(&h)
+			known.Lock()
+			known.h = h
+			known.Unlock()
 			ag, aerr := agentNamed(args[0])
 			if err == nil {
 				err = aerr
@@ -117,7 +138,7 @@ func newHooksCmd(a *app) *cobra.Command {
 			return nil // a hook never stops the agent
 		},
 	}
-	run.Flags().DurationVar(&budget, "budget", 20*time.Second, "give up (and let the tool run) after this long")
+	run.Flags().DurationVar(&budget, "budget", 20*time.Second, "give up (and let the tool run) after this long; the process ends 2s later whatever it waits for")
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Where trove's hooks are installed, and the hooks' recent failures",
@@ -222,8 +243,13 @@ func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(path); err != nil {
+		fi, err := os.Stat(path)
+		if err != nil {
 			return fmt.Errorf("transcript: %w", err) // Once would find nothing to read, and say nothing
+		}
+		if !fi.Mode().IsRegular() {
+			// A FIFO would block the open; a device never ends.
+			return fmt.Errorf("transcript %s: not a regular file (%v): %w", path, fi.Mode().Type(), fs.ErrInvalid)
 		}
 		paths := []string{path}
 		if sub := strings.TrimSuffix(path, ".jsonl") + "/subagents"; isDir(sub) {
@@ -321,6 +347,10 @@ func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// hookGrace is how long a hook's process may outlive its budget, finishing
+// what the cancelled context stops, before it ends regardless.
+const hookGrace = 2 * time.Second
 
 // hookLogPath is where hooks log their failures: $XDG_STATE_HOME/trove,
 // else ~/.local/state/trove.
