@@ -148,8 +148,24 @@ func sourceFiles(p string) (files, blobDirs []string, err error) {
 	return files, blobDirs, err
 }
 
+// regularFile returns an error wrapping fs.ErrInvalid unless path names
+// a regular file: a FIFO would block its open and a device never ends.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (%v): %w", path, fi.Mode().Type(), fs.ErrInvalid)
+	}
+	return nil
+}
+
 func importFile(ctx context.Context, st *trove.Store, path string, o Options, tasks map[string]map[string]string) ([]Result, error) {
 	r := Result{Source: path}
+	if err := regularFile(path); err != nil {
+		return []Result{r}, fmt.Errorf("import: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return []Result{r}, fmt.Errorf("import: %w", err)

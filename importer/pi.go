@@ -175,6 +175,10 @@ func importPiBlobsRedacted(ctx context.Context, bs *cas.Store, dir string, dry b
 			continue // not a blob
 		}
 		path := filepath.Join(dir, e.Name())
+		if err := regularFile(path); err != nil {
+			errs = append(errs, fmt.Errorf("import blob: %w", err))
+			continue
+		}
 		if redact != nil {
 			put, err := putRedactedBlob(ctx, bs, path, ref, dry, redact, rewrites)
 			if err != nil {
