@@ -134,10 +134,9 @@ func (w *dirWorkspace) statNamesFast(dir string, names []string, dst []dirEntry)
 // stat that reads the disk holds its P while it waits: one call in
 // rawEvery is timed, and once rawSlowRun timed in a row took over rawSlow
 // the workspace makes ordinary calls for rawPause, so a cold cache costs
-// a few calls. A call alone is timed, not
-// a group of them: a goroutine waits for its P for milliseconds while the
-// garbage collector has it. One slow call alone (the machine busy) changes
-// nothing.
+// a few calls. A call alone is timed, not a group of them: a goroutine
+// waits for its P for milliseconds while the garbage collector has it. One
+// slow call alone (the machine busy) changes nothing.
 const (
 	rawEvery = 8
 	rawSlow  = 50 * time.Microsecond

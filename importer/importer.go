@@ -148,17 +148,23 @@ func sourceFiles(p string) (files, blobDirs []string, err error) {
 	return files, blobDirs, err
 }
 
-// regularFile returns an error wrapping fs.ErrInvalid unless path names
-// a regular file: a FIFO would block its open and a device never ends.
+// NotRegular returns an error wrapping fs.ErrInvalid unless fi, the stat
+// of path, is a regular file's: a source that is a FIFO would block its
+// open, a device would never end. Import, watch and the hooks ask it.
+func NotRegular(path string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s: not a regular file (%v): %w", path, fi.Mode().Type(), fs.ErrInvalid)
+}
+
+// regularFile is NotRegular of path's stat.
 func regularFile(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%v): %w", path, fi.Mode().Type(), fs.ErrInvalid)
-	}
-	return nil
+	return NotRegular(path, fi)
 }
 
 func importFile(ctx context.Context, st *trove.Store, path string, o Options, tasks map[string]map[string]string) ([]Result, error) {

@@ -97,11 +97,9 @@ func (w *Watcher) step(ctx context.Context, s *source) (changed bool, err error)
 	if fi.Size() == s.Size && fi.ModTime().Equal(s.Mod) {
 		return false, nil
 	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO would block the open, a device never ends. Said once,
-		// until it changes.
-		s.Size, s.Mod = fi.Size(), fi.ModTime()
-		return false, fmt.Errorf("%s: not a regular file (%v): %w", s.Path, fi.Mode().Type(), fs.ErrInvalid)
+	if err := importer.NotRegular(s.Path, fi); err != nil {
+		s.Size, s.Mod = fi.Size(), fi.ModTime() // said once, until it changes
+		return false, err
 	}
 	f, err := w.open(s.Path)
 	if err != nil {

@@ -112,8 +112,8 @@ type Weed struct {
 	exited chan struct{}
 	out    *tail
 	once   sync.Once
-	tmp    string // weed's TMPDIR: its log files
-	ports  []int
+	tmp    string         // weed's TMPDIR: its log files
+	ports  map[string]int // its ports, by weed's flag
 }
 
 // Addr is the S3 gateway's address, 127.0.0.1:PORT.
@@ -198,10 +198,7 @@ func launchWeed(bin, dir string, timeout time.Duration) (*Weed, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	w := &Weed{cmd: cmd, addr: "127.0.0.1:" + strconv.Itoa(ports["s3.port"]), exited: make(chan struct{}), out: &tail{max: 16 << 10}, tmp: tmp}
-	for _, p := range ports {
-		w.ports = append(w.ports, p)
-	}
+	w := &Weed{cmd: cmd, addr: "127.0.0.1:" + strconv.Itoa(ports["s3.port"]), exited: make(chan struct{}), out: &tail{max: 16 << 10}, tmp: tmp, ports: ports}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {

@@ -247,9 +247,8 @@ func (a *app) runHook(ctx context.Context, ag agent, h hookInput) error {
 		if err != nil {
 			return fmt.Errorf("transcript: %w", err) // Once would find nothing to read, and say nothing
 		}
-		if !fi.Mode().IsRegular() {
-			// A FIFO would block the open; a device never ends.
-			return fmt.Errorf("transcript %s: not a regular file (%v): %w", path, fi.Mode().Type(), fs.ErrInvalid)
+		if err := importer.NotRegular(path, fi); err != nil {
+			return fmt.Errorf("transcript: %w", err)
 		}
 		paths := []string{path}
 		if sub := strings.TrimSuffix(path, ".jsonl") + "/subagents"; isDir(sub) {
