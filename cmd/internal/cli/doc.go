@@ -6,7 +6,8 @@
 //
 // Imports: the standard library, trove (the one store), backend,
 // backend/crypt, backend/mem, backend/open (but no provider), cas,
-// catalog, checkpoint, export, importer, internal/jsonscan, internal/jsonw,
+// catalog, checkpoint, cmd/internal/oneproc (a search on one P), export,
+// importer, internal/jsonscan, internal/jsonw,
 // runlog, session, session/tree, viewer, watch, spf13/cobra and
 // spf13/pflag (the command line),
 // golang.org/x/sys/unix and golang.org/x/term.

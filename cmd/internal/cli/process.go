@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/cmd/internal/oneproc"
 )
 
 // Option configures Main.
@@ -40,7 +41,9 @@ func Main(opts ...Option) {
 		}
 	}
 	quietGC(64 << 20)
-	ctx, _ := cancelOnSignal(signalDelay)
+	// A search runs on one P from its start (oneproc); one that runs
+	// past signalDelay gets its Ps back, on the timer already there.
+	ctx, _ := cancelOnSignal(signalDelay, oneproc.Restore)
 	os.Exit((&app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, exits: true}).run(ctx, os.Args[1:]))
 }
 
@@ -58,10 +61,14 @@ const signalDelay = 50 * time.Millisecond
 // cancels; the catching then stops, so that a second ends the process at
 // once, even while its command waits on a call that never returns (a
 // dead mount): the runtime's signal handler does that on its own thread.
-func cancelOnSignal(delay time.Duration) (context.Context, <-chan struct{}) {
+// after, if not nil, is called when delay has passed.
+func cancelOnSignal(delay time.Duration, after func()) (context.Context, <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	caught := make(chan struct{})
 	time.AfterFunc(delay, func() {
+		if after != nil {
+			after()
+		}
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 		close(caught)

@@ -13,10 +13,17 @@ import (
 )
 
 // TestCancelOnSignal checks that a SIGTERM after the delay cancels the
-// context instead of ending the process.
+// context instead of ending the process, and that the delay's function
+// ran before the catching began.
 func TestCancelOnSignal(t *testing.T) {
-	ctx, caught := cancelOnSignal(0)
+	after := make(chan struct{})
+	ctx, caught := cancelOnSignal(0, func() { close(after) })
 	<-caught
+	select {
+	case <-after:
+	default:
+		t.Fatal("the catching began before after was called")
+	}
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("cancelled before any signal: %v", err)
 	}
@@ -31,7 +38,7 @@ func TestCancelOnSignal(t *testing.T) {
 // a dead mount), by the signal, not an exit the command chose.
 func TestSecondSignalEnds(t *testing.T) {
 	if os.Getenv("TROVE_TEST_SIGNAL_CHILD") == "1" {
-		ctx, caught := cancelOnSignal(0)
+		ctx, caught := cancelOnSignal(0, nil)
 		<-caught
 		fmt.Println("armed")
 		go func() {
