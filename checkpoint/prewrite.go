@@ -84,22 +84,13 @@ func (w *prewriter) load(c *change) {
 	w.write(c, a)
 }
 
-// write runs one write in the background, or, dry, only the load of a,
-// on the caller's goroutine (likely's search): a load is CPU work
-// (decoding, verifying) beside the walk's, which has the other cores,
-// and a goroutine for each load cost a dry run of 10 files about 0.5 ms
-// of CPU more (docs/checkpoint.md).
+// write runs one write (or, dry, only the load of a) in the background.
 func (w *prewriter) write(c *change, a *ahead) {
 	w.mu.Lock()
 	again := !w.dry && w.started[c.path]
 	w.started[c.path] = true
 	w.mu.Unlock()
 	if again && a == nil {
-		return
-	}
-	if w.dry && a != nil {
-		a.data, a.err = w.m.content(w.ctx, c.b.digest, c.b.base, c.b.delta)
-		close(a.done)
 		return
 	}
 	w.wg.Go(func() {
