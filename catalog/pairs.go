@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
@@ -48,17 +47,13 @@ func pairHash(a, b []byte) uint64 {
 func pairFilter(stream []byte, hashes []uint64) (filter []byte, reuse []uint64) {
 	hashes = hashes[:0]
 	var prev []byte
-	for rest := stream; len(rest) > 0; {
-		rest = rest[1:] // the space before each token
-		end := bytes.IndexByte(rest, ' ')
-		if end < 0 {
-			end = len(rest)
-		}
-		tok := rest[:end]
+	for i := 0; i < len(stream); {
+		start, end := nextToken(stream, i)
+		tok := stream[start:end]
 		if prev != nil {
 			hashes = append(hashes, pairHash(prev, tok))
 		}
-		prev, rest = tok, rest[end:]
+		prev, i = tok, end
 	}
 	distinct := countDistinct(hashes)
 	size := max(1, (distinct*pairBits+7)/8)

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -619,19 +618,13 @@ func (sc *scratch) tokens(texts []string) []string {
 				continue
 			}
 			sc.toks = appendWord(sc.toks, text[at.start:at.end])
-			for i := start; i < len(sc.toks); {
-				i++ // the space before each token
-				end := bytes.IndexByte(sc.toks[i:], ' ')
-				if end < 0 {
-					end = len(sc.toks)
-				} else {
-					end += i
-				}
-				if end > i {
-					sc.at = append(sc.at, i, end)
+			for j := start; j < len(sc.toks); {
+				from, end := nextToken(sc.toks, j)
+				if end > from {
+					sc.at = append(sc.at, from, end)
 					sc.spans = append(sc.spans, at)
 				}
-				i = end
+				j = end
 			}
 		}
 		sc.ends = append(sc.ends, len(sc.spans))

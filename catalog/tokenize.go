@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -281,4 +282,16 @@ func Tokens(text string) []string {
 func appendStream(b []byte, text string) []byte {
 	eachWord(text, func(w string, _ span) bool { b = appendWord(b, w); return true })
 	return b
+}
+
+// nextToken returns where the token of stream (appendStream's: each
+// token after a space) whose space is at i starts and ends: its end is
+// the next token's space, or len(stream).
+func nextToken(stream []byte, i int) (start, end int) {
+	start = i + 1
+	end = bytes.IndexByte(stream[start:], ' ')
+	if end < 0 {
+		return start, len(stream)
+	}
+	return start, start + end
 }
