@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,10 +65,11 @@ func run(n, rounds int, keep bool) error {
 		fmt.Println("keeping", tmp)
 	}
 	bin := filepath.Join(tmp, "trove")
-	if stderrFile, err = os.Create(filepath.Join(tmp, "trove.stderr")); err != nil {
+	stderr, err := os.Create(filepath.Join(tmp, "trove.stderr"))
+	if err != nil {
 		return err
 	}
-	defer stderrFile.Close()
+	defer stderr.Close()
 	if err := trovebin.Build(bin); err != nil {
 		return err
 	}
@@ -84,7 +86,7 @@ func run(n, rounds int, keep bool) error {
 
 	// Build from nothing, timed until it answers.
 	start := time.Now()
-	rss, err := cli(bin, c.root, "search", "--all", word())
+	rss, err := cli(bin, c.root, stderr, "search", "--all", word())
 	if err != nil {
 		return err
 	}
@@ -106,7 +108,7 @@ func run(n, rounds int, keep bool) error {
 	for range rounds {
 		w := word()
 		start := time.Now()
-		rss, err := cli(bin, c.root, "search", "--all", "--json", w)
+		rss, err := cli(bin, c.root, stderr, "search", "--all", "--json", w)
 		if err != nil {
 			return err
 		}
@@ -128,7 +130,7 @@ func run(n, rounds int, keep bool) error {
 	for i := range rounds {
 		p := c.phrases[i%len(c.phrases)]
 		start := time.Now()
-		if _, err := cli(bin, c.root, "search", "--all", "-n", "20", `"`+p+`"`); err != nil {
+		if _, err := cli(bin, c.root, stderr, "search", "--all", "-n", "20", `"`+p+`"`); err != nil {
 			return err
 		}
 		tw = append(tw, time.Since(start))
@@ -228,21 +230,21 @@ func flushedRow(bin, root string, rounds int) (row, error) {
 	return row{"a message flushed by another trove process, then searched (CLI)", round(median(ds)), "", "", "found at the next query"}, nil
 }
 
-// stderrFile takes the stderr of the trove commands timed.
-var stderrFile *os.File
-
 // cli runs the trove command on root and returns its peak RSS in bytes.
-// Its stderr goes to stderrFile, as rg's goes to /dev/null: a
+// Its stderr goes to the file stderr, as rg's goes to /dev/null: a
 // strings.Builder there had os/exec copy it through a pipe on a
 // goroutine of this process, which Wait waits for, 0.3-0.5 ms a run
 // that was this process's, not trove's (rg was timed without).
-func cli(bin, root string, args ...string) (int64, error) {
+func cli(bin, root string, stderr *os.File, args ...string) (int64, error) {
 	cmd := exec.Command(bin, append([]string{"--store", root}, args...)...)
 	cmd.Stdout = nil
-	cmd.Stderr = stderrFile
+	cmd.Stderr = stderr
+	// The command writes at the file's offset, which it shares: what it
+	// says starts where the offset is now, after the earlier runs'.
+	from, _ := stderr.Seek(0, io.SeekCurrent)
 	if err := cmd.Run(); err != nil {
-		msg, _ := os.ReadFile(stderrFile.Name())
-		return 0, fmt.Errorf("trove %s: %v: %s", strings.Join(args, " "), err, msg)
+		msg, _ := os.ReadFile(stderr.Name())
+		return 0, fmt.Errorf("trove %s: %v: %s", strings.Join(args, " "), err, msg[min(int(from), len(msg)):])
 	}
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if ru == nil {
