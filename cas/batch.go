@@ -313,6 +313,9 @@ func (b *Batch) PutRef(ctx context.Context, want Ref, r io.Reader) error {
 	if err := s.checkRef("put", want); err != nil {
 		return err
 	}
+	if err := want.algo.usable(); err != nil {
+		return refErr("put", want, err)
+	}
 	b.mu.Lock()
 	dup := b.pending[want]
 	b.mu.Unlock()
@@ -330,7 +333,11 @@ func (b *Batch) PutRef(ctx context.Context, want Ref, r io.Reader) error {
 		_, err := s.putReader(ctx, "put", want.algo, want, io.MultiReader(bytes.NewReader(head), r))
 		return err
 	}
-	if got, _ := Sum(want.algo, head); got != want {
+	got, err := Sum(want.algo, head)
+	if err != nil {
+		return refErr("put", want, err)
+	}
+	if got != want {
 		return refErr("put", want, fmt.Errorf("%w: content hashes to %v", ErrCorrupt, got))
 	}
 	return b.add(ctx, want, head)

@@ -14,6 +14,9 @@ var (
 	ErrCorrupt = errors.New("corrupt blob")
 	// ErrTooLarge: a blob longer than the store's maximum blob size.
 	ErrTooLarge = errors.New("blob too large")
+	// ErrAlgorithmUnavailable: a digest algorithm this build cannot hash
+	// with (BLAKE3 under the build tag trove_noblake3, see Algorithm.Linked).
+	ErrAlgorithmUnavailable = errors.New("digest algorithm not in this build")
 )
 
 func refErr(op string, ref Ref, err error) error {

@@ -43,11 +43,12 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithAlgorithm sets the algorithm Put uses (default SHA256). Refs of either
-// algorithm are read whatever this is.
+// algorithm are read whatever this is. BLAKE3 in a build without it
+// (Algorithm.Linked) makes Open fail with ErrAlgorithmUnavailable.
 func WithAlgorithm(a Algorithm) Option {
 	return func(c *config) {
-		if !a.valid() {
-			c.fail("unknown algorithm %v", a)
+		if err := a.usable(); err != nil {
+			c.fail("%w", err)
 		}
 		c.algo = a
 	}

@@ -383,6 +383,9 @@ func (e *errReader) Read(p []byte) (int, error) {
 }
 
 func (s *Store) newBlobReader(op string, ref Ref, obj object) (*blobReader, error) {
+	if err := ref.algo.usable(); err != nil {
+		return nil, err
+	}
 	if obj.size > s.cfg.maxBlobSize {
 		return nil, fmt.Errorf("%w: recorded length %d, max %d", ErrTooLarge, obj.size, s.cfg.maxBlobSize)
 	}
@@ -504,6 +507,9 @@ func (s *Store) withBlob(ctx context.Context, op string, ref Ref, use func(objec
 	if err := s.checkRef(op, ref); err != nil {
 		return err
 	}
+	if err := ref.algo.usable(); err != nil {
+		return refErr(op, ref, err)
+	}
 	var firstErr error
 	try := func(open func() (object, error)) (done bool, err error) {
 		obj, err := open()
@@ -605,6 +611,9 @@ func (s *Store) Get(ctx context.Context, ref Ref) ([]byte, error) {
 // readAll reads and verifies a whole object and closes it.
 func (s *Store) readAll(op string, ref Ref, obj object) ([]byte, error) {
 	defer obj.closer.Close()
+	if err := ref.algo.usable(); err != nil {
+		return nil, refErr(op, ref, err)
+	}
 	if obj.size > s.cfg.maxBlobSize {
 		return nil, refErr(op, ref, fmt.Errorf("%w: recorded length %d, max %d", ErrTooLarge, obj.size, s.cfg.maxBlobSize))
 	}

@@ -7,8 +7,6 @@ import (
 	"hash"
 	"io"
 	"strings"
-
-	"github.com/zeebo/blake3"
 )
 
 // Algorithm is a digest algorithm for refs.
@@ -32,16 +30,33 @@ func (a Algorithm) String() string {
 
 func (a Algorithm) valid() bool { return a == SHA256 || a == BLAKE3 }
 
+// Linked reports whether this build can hash with a: SHA256 always,
+// BLAKE3 unless built with the tag trove_noblake3.
+func (a Algorithm) Linked() bool { return a == SHA256 || a == BLAKE3 && blake3Linked }
+
+// usable is nil when a can be hashed with here, else an error wrapping
+// ErrAlgorithmUnavailable (or ErrInvalidRef for no algorithm). Every
+// path that hashes checks it first.
+func (a Algorithm) usable() error {
+	switch {
+	case !a.valid():
+		return fmt.Errorf("%w: unknown algorithm %v", ErrInvalidRef, a)
+	case !a.Linked():
+		return fmt.Errorf("%w: %v (this build has the tag trove_noblake3; trove-cloud, or a build without the tag, has it)", ErrAlgorithmUnavailable, a)
+	}
+	return nil
+}
+
 func (a Algorithm) newHash() hash.Hash {
 	if a == BLAKE3 {
-		return blake3.New()
+		return newBLAKE3()
 	}
 	return sha256.New()
 }
 
 func (a Algorithm) sum(data []byte) [32]byte {
 	if a == BLAKE3 {
-		return blake3.Sum256(data)
+		return sumBLAKE3(data)
 	}
 	return sha256.Sum256(data)
 }
@@ -66,16 +81,16 @@ const refPrefix = "blob:"
 
 // Sum returns the ref of data under algo.
 func Sum(algo Algorithm, data []byte) (Ref, error) {
-	if !algo.valid() {
-		return Ref{}, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidRef, algo)
+	if err := algo.usable(); err != nil {
+		return Ref{}, err
 	}
 	return Ref{algo: algo, digest: algo.sum(data)}, nil
 }
 
 // SumReader is Sum of everything r yields, read in chunks.
 func SumReader(algo Algorithm, r io.Reader) (Ref, error) {
-	if !algo.valid() {
-		return Ref{}, fmt.Errorf("cas: %w: algorithm %d", ErrInvalidRef, algo)
+	if err := algo.usable(); err != nil {
+		return Ref{}, fmt.Errorf("cas: %w", err)
 	}
 	h := algo.newHash()
 	if _, err := io.Copy(h, r); err != nil {

@@ -130,6 +130,9 @@ func (s *Store) Put(ctx context.Context, data []byte) (Ref, error) {
 // putBytes hashes and stores data; with want set, data must hash to it. The
 // hash comes first so that present content costs no compression.
 func (s *Store) putBytes(ctx context.Context, op string, algo Algorithm, want Ref, data []byte) (Ref, error) {
+	if err := algo.usable(); err != nil {
+		return Ref{}, refErr(op, want, err)
+	}
 	if int64(len(data)) > s.cfg.maxBlobSize {
 		return Ref{}, refErr(op, want, fmt.Errorf("%w: %d bytes, max %d", ErrTooLarge, len(data), s.cfg.maxBlobSize))
 	}
@@ -205,6 +208,9 @@ func (s *Store) PutRef(ctx context.Context, want Ref, r io.Reader) error {
 	if err := s.checkRef("put", want); err != nil {
 		return err
 	}
+	if err := want.algo.usable(); err != nil {
+		return refErr("put", want, err)
+	}
 	if ok, err := s.present(ctx, want); err != nil || ok {
 		return refErr("put", want, err)
 	}
@@ -213,6 +219,9 @@ func (s *Store) PutRef(ctx context.Context, want Ref, r io.Reader) error {
 }
 
 func (s *Store) putReader(ctx context.Context, op string, algo Algorithm, want Ref, r io.Reader) (Ref, error) {
+	if err := algo.usable(); err != nil {
+		return Ref{}, refErr(op, want, err)
+	}
 	limit := min(s.cfg.streamBuffer, s.cfg.maxBlobSize)
 	bp := s.getBuf()
 	defer s.putBuf(bp)

@@ -149,7 +149,8 @@ func (s *Store) Walk(ctx context.Context) iter.Seq2[Ref, error] {
 
 // Verify re-reads and re-hashes every stored copy of every blob. It yields
 // (ref, nil) for a good copy and (ref, err) for a bad one, err wrapping
-// ErrCorrupt (or ErrTooLarge); a problem not tied to one blob (a stray object,
+// ErrCorrupt (or ErrTooLarge, or ErrAlgorithmUnavailable for a blob this
+// build cannot hash); a problem not tied to one blob (a stray object,
 // an unreadable index) comes with the zero Ref and an error naming the
 // object. Iteration goes on past bad blobs and stops at a storage error.
 func (s *Store) Verify(ctx context.Context) iter.Seq2[Ref, error] {
@@ -166,7 +167,7 @@ func (s *Store) Verify(ctx context.Context) iter.Seq2[Ref, error] {
 				continue
 			}
 			err := s.verifyLoose(ctx, o.ref)
-			if err != nil && !isBad(err) {
+			if err != nil && !ofOneBlob(err) {
 				yield(o.ref, err)
 				return
 			}
@@ -194,6 +195,10 @@ func (s *Store) Verify(ctx context.Context) iter.Seq2[Ref, error] {
 }
 
 func isBad(err error) bool { return isCorrupt(err) || errors.Is(err, ErrTooLarge) }
+
+// ofOneBlob says whether Verify goes on past err: a bad blob, or one whose
+// algorithm this build cannot hash (ErrAlgorithmUnavailable).
+func ofOneBlob(err error) bool { return isBad(err) || errors.Is(err, ErrAlgorithmUnavailable) }
 
 // isCorrupt says whether err is corruption: of a blob, or of the bytes
 // the storage holds (backend.ErrCorrupt: an encrypted store's tag fails).
@@ -275,7 +280,7 @@ func (s *Store) verifyPack(ctx context.Context, x indexObj, yield func(Ref, erro
 			}
 			verr = s.verifyRecord(e, rc, nil)
 		}
-		if verr != nil && !isBad(verr) {
+		if verr != nil && !ofOneBlob(verr) {
 			yield(e.ref, verr)
 			return false
 		}

@@ -628,7 +628,10 @@ func (c *Catalog) parse(ctx context.Context, p *parsed, data []byte, start int64
 	var hashes []uint64
 	for i := range p.docs {
 		d := &p.docs[i]
-		c.resolve(ctx, &d.doc)
+		if err := c.resolve(ctx, &d.doc); err != nil {
+			p.err = err
+			return
+		}
 		for _, t := range d.texts {
 			d.stream = appendStream(d.stream, t)
 		}
@@ -659,9 +662,14 @@ func appendRefs(refs []string, line []byte) []string {
 }
 
 // resolve puts the text of the blobs a doc refers to in their places.
-func (c *Catalog) resolve(ctx context.Context, d *doc) {
+//
+// A blob that cannot be read leaves its place empty, but for one whose
+// digest algorithm this build cannot hash (cas.ErrAlgorithmUnavailable):
+// indexed without its text, the entry would stay unfound after a build
+// that has it reads the catalog as current, so the error is returned.
+func (c *Catalog) resolve(ctx context.Context, d *doc) error {
 	if len(d.refs) == 0 {
-		return
+		return nil
 	}
 	r := 0
 	for i, t := range d.texts {
@@ -678,6 +686,9 @@ func (c *Catalog) resolve(ctx context.Context, d *doc) {
 			continue
 		}
 		data, err := c.blobs.Get(ctx, parsedRef)
+		if errors.Is(err, cas.ErrAlgorithmUnavailable) {
+			return fmt.Errorf("catalog: %w", err)
+		}
 		if err != nil {
 			c.cfg.log.Debug("trove/catalog: blob not indexed", "ref", ref, "err", err)
 			continue
@@ -687,4 +698,5 @@ func (c *Catalog) resolve(ctx context.Context, d *doc) {
 		}
 		d.texts[i] = string(data)
 	}
+	return nil
 }

@@ -264,7 +264,9 @@ func (c *Catalog) fetchBatch(ctx context.Context, db *sql.DB, r *results, match 
 			h.Time = time.UnixMilli(ts).UTC()
 		}
 		h.Tools = strings.Fields(tools)
-		c.consider(ctx, r, &cr)
+		if err := c.consider(ctx, r, &cr); err != nil {
+			return n, last, err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return n, last, fmt.Errorf("catalog: %w", err)
@@ -337,20 +339,24 @@ type candRow struct {
 // in between (an id deleted and given to another entry) or a file
 // changed in place since it was read must not yield a hit that does not
 // match.
-func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) {
+func (c *Catalog) consider(ctx context.Context, r *results, cr *candRow) error {
 	h := cr.h
-	texts := c.entryTexts(ctx, &r.scratch, h, cr.off, cr.len)
+	texts, err := c.entryTexts(ctx, &r.scratch, h, cr.off, cr.len)
+	if err != nil {
+		return err
+	}
 	if !r.exact {
 		r.verified++
 	}
 	if !r.e.match(r.scratch.tokens(texts)) {
-		return
+		return nil
 	}
 	h.Snippet = makeSnippet(texts, &r.scratch, r.terms, 200)
 	h.Score = r.rk.score(cr.ntok)
 	r.hits = append(r.hits, h)
 	r.files = append(r.files, cr.file)
 	r.chains = append(r.chains, cr.chain)
+	return nil
 }
 
 // ranker scores hits by BM25 with every term counted once: the sum of
@@ -525,10 +531,10 @@ func (b *branches) leaf(id string) string {
 
 // entryTexts reads an entry (a session's title: its header; a run's
 // record) back from its file: the texts the catalog indexed of it.
-func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int64) []string {
+func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int64) ([]string, error) {
 	line, err := readLine(ctx, c.st, sc.line, h.Path, off, n)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	sc.line = line
 	var d doc
@@ -538,9 +544,9 @@ func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int
 		d, ok, _ = parseRunRecord(line, off)
 	case h.EntryID == "":
 		if hd, ok := parseHeader(line); ok {
-			return []string{hd.title}
+			return []string{hd.title}, nil
 		}
-		return nil
+		return nil, nil
 	default:
 		if sc.members == nil {
 			sc.members = make(jsonscan.Members, 0, 16)
@@ -548,10 +554,10 @@ func (c *Catalog) entryTexts(ctx context.Context, sc *scratch, h Hit, off, n int
 		d, ok = parseTexts(line, sc.members[:0])
 	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	c.resolve(ctx, &d)
-	return d.texts
+	err = c.resolve(ctx, &d)
+	return d.texts, err
 }
 
 // readLine reads the n bytes of name at off into b: through the

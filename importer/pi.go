@@ -221,7 +221,11 @@ func putRedactedBlob(ctx context.Context, bs *cas.Store, path string, ref cas.Re
 	if err != nil {
 		return false, fmt.Errorf("import blobs: %w", err)
 	}
-	if got, err := cas.Sum(ref.Algorithm(), data); err != nil || got != ref {
+	got, err := cas.Sum(ref.Algorithm(), data)
+	if err != nil {
+		return false, fmt.Errorf("import blob %s: %w", path, err)
+	}
+	if got != ref {
 		return false, fmt.Errorf("import blob %s: %w: content hashes to %v", path, cas.ErrCorrupt, got)
 	}
 	if utf8.Valid(data) {

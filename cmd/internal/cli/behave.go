@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trovekit/trove/backend/open"
+	"github.com/trovekit/trove/cas"
 	"github.com/trovekit/trove/checkpoint"
 )
 
@@ -95,10 +96,14 @@ func behave(cmd *cobra.Command) {
 
 // version is the module version the binary was built from.
 func version() string {
+	v := "devel"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+		v = bi.Main.Version
 	}
-	return "devel"
+	if !cas.BLAKE3.Linked() {
+		v += " (without BLAKE3: trove-cloud reads blob:blake3 refs)"
+	}
+	return v
 }
 
 // errorJSON is an error under --json, on stderr.

@@ -1,5 +1,6 @@
 // Package trovebin builds the trove command for the benchmarks as a user
-// gets it from make install: static (no cgo) and copied into place. A
+// gets it from make install: static (no cgo), without BLAKE3 (Tags), and
+// copied into place. A
 // binary the linker wrote in place starts 0.5-1.5 ms slower here than a
 // copy of the same bytes (perf stat -r 150 trove version: 4.5-4.9 ms
 // against 3.7-4.0), which would tilt every whole-process row.
@@ -15,6 +16,11 @@ import (
 	"path/filepath"
 )
 
+// Tags are the build tags make install builds trove with (the Makefile's
+// TROVE_TAGS): cas without BLAKE3, which starts each process 0.75-1 ms
+// sooner on a virtual machine (cas/blake3_absent.go).
+const Tags = "trove_noblake3"
+
 // Build builds ./cmd/trove (run from the module root) into dst.
 func Build(dst string) error {
 	tmp, err := os.MkdirTemp("", "trovebin-")
@@ -23,7 +29,7 @@ func Build(dst string) error {
 	}
 	defer os.RemoveAll(tmp)
 	built := filepath.Join(tmp, "trove")
-	cmd := exec.Command("go", "build", "-o", built, "./cmd/trove")
+	cmd := exec.Command("go", "build", "-tags", Tags, "-o", built, "./cmd/trove")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/trove: %v\n%s", err, out)
