@@ -53,6 +53,8 @@ type Catalog struct {
 	stmts  map[string]*sql.Stmt // by query
 
 	gen atomic.Int64 // counts this process's writes to the catalog
+
+	advised atomic.Bool // the file's mapping is read at random (adviseMapping)
 }
 
 // Option configures Open.
@@ -528,6 +530,15 @@ func (c *Catalog) empty(ctx context.Context) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// adviseMapping marks the catalog's mapping as read at random
+// (adviseRandom) once SQLite made it: after the refresh's first
+// statements, before the pages a query reads.
+func (c *Catalog) adviseMapping() {
+	if !c.advised.Load() && adviseRandom(c.path) {
+		c.advised.Store(true)
+	}
 }
 
 // handle returns the open database, reopening a catalog found damaged.

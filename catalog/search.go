@@ -108,6 +108,7 @@ func (c *Catalog) query(ctx context.Context, e *expr, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.adviseMapping()
 	var mb strings.Builder
 	exact := e.fts(&mb)
 	r := &results{limit: q.Limit, exact: exact, e: e, terms: e.positive(nil)}

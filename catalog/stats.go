@@ -74,6 +74,7 @@ func (c *Catalog) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.adviseMapping()
 	rows, err := db.QueryContext(ctx, `SELECT e.file, f.cwd, e.ts, e.role, e.tools, e.model, e.messages, e.tool_calls, e.tool_errors,
 		e.input, e.output, e.cache_read, e.cache_write, e.cost FROM entries e JOIN files f ON f.id = e.file WHERE f.run = '' AND e.ts >= ?`, q.Since.UnixMilli())
 	if q.Since.IsZero() {
