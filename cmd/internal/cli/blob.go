@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -76,9 +78,17 @@ func newBlobCmd(a *app) *cobra.Command {
 			}
 			good := 0
 			bad := []map[string]string{}
+			var unverified []string // blake3 refs this build cannot hash
 			b := a.progress(-1, "verifying blobs")
 			for ref, err := range bs.Verify(ctx) {
 				b.add(1)
+				if errors.Is(err, cas.ErrAlgorithmUnavailable) && !ref.IsZero() {
+					unverified = append(unverified, ref.String())
+					if !a.jsonOut {
+						a.printf("NOT VERIFIED %s: %v\n", ref, cas.ErrAlgorithmUnavailable)
+					}
+					continue
+				}
 				if err != nil {
 					r := ""
 					if !ref.IsZero() {
@@ -98,14 +108,24 @@ func newBlobCmd(a *app) *cobra.Command {
 			}
 			b.done()
 			if a.jsonOut {
-				if err := a.printJSON(map[string]any{"good": good, "bad": bad}); err != nil {
+				out := map[string]any{"good": good, "bad": bad}
+				if len(unverified) > 0 {
+					out["not_verified"] = unverified
+				}
+				if err := a.printJSON(out); err != nil {
 					return err
 				}
+			} else if len(unverified) > 0 {
+				a.printf("%d good, %d bad, %d not verified\n", good, len(bad), len(unverified))
 			} else {
 				a.printf("%d good, %d bad\n", good, len(bad))
 			}
 			if len(bad) > 0 {
 				return &exitError{code: exitProblems, err: errProblems(len(bad))}
+			}
+			if len(unverified) > 0 {
+				// Not bad, but not checked: this trove has no BLAKE3.
+				return fmt.Errorf("%d blake3 blobs not verified: %w; trove-cloud blob verify checks them", len(unverified), cas.ErrAlgorithmUnavailable)
 			}
 			return nil
 		},
