@@ -15,10 +15,10 @@ import (
 // fault on a page of the catalog that is not in the page cache then
 // reads that page, where it read the device's whole read-around window
 // (8 MiB on this VM's disk, whose DAMON pages out what sat unread for a
-// minute): a query after a pause took 90-150 ms in 5-8 such faults. A
-// page already cached is mapped as before, so a warm query costs the
-// same. SQLite maps the file itself; the mapping is found by the file's
-// device and inode in /proc/self/maps.
+// minute): a query after a pause took 90-150 ms in 5-8 such faults.
+// Cached pages are mapped as before (fault-around included). SQLite maps
+// the file itself; the mapping is found by the file's device and inode
+// in /proc/self/maps.
 func adviseRandom(path string) bool {
 	var st unix.Stat_t
 	if unix.Stat(path, &st) != nil {
