@@ -9,7 +9,7 @@
 // the text it indexes, and peak RSS. Each timed query uses a word no
 // earlier run asked for.
 //
-// Usage: go run ./tools/searchbench [-sessions 10000] [-rounds 5] [-keep]
+// Usage: go run ./tools/searchbench [-sessions 10000] [-rounds 11] [-keep]
 package main
 
 import (
@@ -37,7 +37,7 @@ import (
 
 func main() {
 	n := flag.Int("sessions", 10000, "sessions in the store")
-	rounds := flag.Int("rounds", 5, "rounds per row (the median is reported)")
+	rounds := flag.Int("rounds", 11, "rounds per row (the median is reported)")
 	keep := flag.Bool("keep", false, "keep the temporary directory")
 	flag.Parse()
 	if err := run(*n, *rounds, *keep); err != nil {
