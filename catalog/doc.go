@@ -16,6 +16,7 @@
 // on queries alike; SQLite indexes its token stream. docs/catalog.md has
 // the schema, tokenizer and query syntax.
 //
-// Imports: the standard library, modernc.org/sqlite, backend, cas,
-// session, runlog and internal/jsonscan.
+// Imports: the standard library, modernc.org/sqlite, golang.org/x/sys/unix
+// (the mapping's advice, Linux), backend, cas, session, runlog and
+// internal/jsonscan.
 package catalog
