@@ -8,7 +8,7 @@ import "hash"
 // builds it) leaves zeebo/blake3 out, and with it klauspost/cpuid, whose
 // package initialisation asks the CPU for its features with dozens of
 // CPUID instructions: each traps to the hypervisor on a virtual machine,
-// 0.4-1 ms of every process's start there. Nothing hashes with BLAKE3
+// 0.3-0.8 ms of every process's start there. Nothing hashes with BLAKE3
 // here: Open refuses it as the algorithm of puts, and every read, put and
 // Sum of a blake3 ref fails first with ErrAlgorithmUnavailable
 // (Algorithm.usable), so the two functions below are never reached.

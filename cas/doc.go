@@ -37,7 +37,7 @@
 //
 // BLAKE3 is left out of a build with the tag trove_noblake3 (the trove
 // command as make install builds it: zeebo/blake3's CPU probe costs a
-// process 0.75-1 ms of its start on a virtual machine). There, blake3 refs
+// process 0.3-0.8 ms of its start on a virtual machine). There, blake3 refs
 // still parse and Has, Stat, Delete, Walk and GC take them, but whatever
 // would hash one (a read, a put, Sum, Verify, WithAlgorithm) fails with
 // ErrAlgorithmUnavailable; Algorithm.Linked says which build this is.
