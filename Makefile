@@ -17,7 +17,8 @@ export TROVE_AZURITE ?= $(TOOLS)/azurite/node_modules/.bin/azurite-blob
 # 0.4 ms sooner without it); trove-cloud, built
 # without the tag, reads blob:blake3 refs (cas.Algorithm.Linked).
 TROVE_TAGS := trove_noblake3
-BUILD_TROVE := CGO_ENABLED=0 $(GO) build -tags $(TROVE_TAGS)
+BUILD_STATIC := CGO_ENABLED=0 $(GO) build
+BUILD_TROVE := $(BUILD_STATIC) -tags $(TROVE_TAGS)
 
 ## demo: run the main job on the default local store and print what it did
 demo:
@@ -29,7 +30,7 @@ demo:
 ## here than a copy of it (tools/internal/trovebin)
 install:
 	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; tmp=$$(mktemp -d); \
-	$(BUILD_TROVE) -o $$tmp/ ./cmd/trove && CGO_ENABLED=0 $(GO) build -o $$tmp/ ./cmd/trove-cloud && mkdir -p $$bin && \
+	$(BUILD_TROVE) -o $$tmp/ ./cmd/trove && $(BUILD_STATIC) -o $$tmp/ ./cmd/trove-cloud && mkdir -p $$bin && \
 	for c in trove trove-cloud; do cp $$tmp/$$c $$bin/$$c.new && mv $$bin/$$c.new $$bin/$$c || exit 1; done; \
 	rc=$$?; rm -rf $$tmp; [ $$rc -ne 0 ] || echo "installed trove and trove-cloud in $$bin"; exit $$rc
 

@@ -28,13 +28,14 @@ func adviseRandom(path string) bool {
 	if err != nil {
 		return false
 	}
+	ino := strconv.FormatUint(st.Ino, 10)
 	found := false
 	for len(maps) > 0 {
 		var line []byte
 		line, maps, _ = bytes.Cut(maps, []byte("\n"))
 		// start-end perms offset major:minor inode path
 		f := bytes.Fields(line)
-		if len(f) < 6 || string(f[4]) != strconv.FormatUint(st.Ino, 10) {
+		if len(f) < 6 || string(f[4]) != ino {
 			continue
 		}
 		major, minor, _ := bytes.Cut(f[3], []byte(":"))
