@@ -47,6 +47,7 @@ type Option func(*options)
 type options struct {
 	appendable func(string) bool
 	kdf        kdfParams
+	random     bool // RandomSecret
 }
 
 // WithAppendable says which files are appended to by writers that stay

@@ -342,12 +342,28 @@ func TestDamagedKeyObject(t *testing.T) {
 }
 
 // Any one byte of a store's only key object flipped: opening it with the
-// right passphrase fails naming the object as damaged, never as a wrong
-// passphrase alone, and never opens with another master key.
+// right secret fails naming the object as damaged, never as a wrong
+// passphrase alone, and never opens with another master key. So for a
+// passphrase's object (scrypt) and a random key's (HKDF).
 func TestKeyObjectByteFlips(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		secret []byte
+		opts   []crypt.Option
+	}{
+		{"passphrase", []byte("pw"), []crypt.Option{crypt.WithScrypt(4)}},
+		{"random-key", randomKey(), []crypt.Option{crypt.RandomSecret()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keyObjectByteFlips(t, tc.secret, tc.opts...)
+		})
+	}
+}
+
+func keyObjectByteFlips(t *testing.T, secret []byte, opts ...crypt.Option) {
 	ctx := context.Background()
 	inner := mem.New()
-	if _, err := crypt.Init(ctx, inner, []byte("pw"), crypt.WithScrypt(4)); err != nil {
+	if _, err := crypt.Init(ctx, inner, secret, opts...); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := crypt.ListKeys(ctx, inner)
@@ -366,7 +382,7 @@ func TestKeyObjectByteFlips(t *testing.T) {
 			if err := inner.WriteFile(ctx, name, b); err != nil {
 				t.Fatal(err)
 			}
-			_, err := crypt.Open(ctx, inner, []byte("pw"))
+			_, err := crypt.Open(ctx, inner, secret)
 			if !errors.Is(err, fs.ErrInvalid) || !strings.Contains(err.Error(), name) {
 				t.Fatalf("byte %d ^ %#x: %v, want the damage named", i, bit, err)
 			}
@@ -375,7 +391,7 @@ func TestKeyObjectByteFlips(t *testing.T) {
 	if err := inner.WriteFile(ctx, name, good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := crypt.Open(ctx, inner, []byte("pw")); err != nil {
+	if _, err := crypt.Open(ctx, inner, secret); err != nil {
 		t.Fatalf("restored key object: %v", err)
 	}
 }

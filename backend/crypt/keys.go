@@ -2,7 +2,9 @@ package crypt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -38,6 +41,28 @@ type kdfParams struct{ LogN, R, P int }
 
 // scrypt's recommended interactive parameters (N=2^15, r=8, p=1).
 var defaultKDF = kdfParams{LogN: 15, R: 8, P: 1}
+
+// The key derivations of key objects: scrypt for passphrases; HKDF for
+// random keys (RandomSecret), which have nothing to stretch.
+const (
+	kdfScrypt = "scrypt"
+	kdfHKDF   = "hkdf-sha256"
+)
+
+// MinRandomSecret is the least length of a RandomSecret, in bytes.
+const MinRandomSecret = 32
+
+// RandomSecret says that the new secret of Init, AddKey or ChangeKey is a
+// random key (at least MinRandomSecret bytes from a cryptographic random
+// source, as `trove key add --generate-key-file` writes), not a
+// passphrase. Its key object derives the wrapping key with HKDF-SHA256
+// instead of scrypt: opening the store with it then costs microseconds,
+// not scrypt's 50-100 ms and 32 MiB, which a hook that opens the store
+// on every tool call pays each time. A guessable secret must never be
+// given this way: nothing slows down guessing it.
+func RandomSecret() Option {
+	return func(o *options) { o.random = true }
+}
 
 // WithScrypt sets the scrypt cost of keys that Init, AddKey and ChangeKey
 // write: N = 2^logN (default 15). Lower costs are for tests.
@@ -88,24 +113,43 @@ type KeyInfo struct {
 	Created time.Time `json:"created"`
 }
 
+// kek derives the key that wraps the master key in ko from secret.
 func kek(secret []byte, ko *keyObject) ([]byte, error) {
-	if ko.KDF != "scrypt" || ko.LogN < 1 || ko.LogN > 30 || ko.R < 1 || ko.P < 1 {
-		return nil, fmt.Errorf("%w: key derivation %q with log_n=%d r=%d p=%d", fs.ErrInvalid, ko.KDF, ko.LogN, ko.R, ko.P)
+	switch {
+	case ko.KDF == kdfScrypt && ko.LogN >= 1 && ko.LogN <= 30 && ko.R >= 1 && ko.P >= 1:
+		return scrypt.Key(secret, ko.Salt, 1<<ko.LogN, ko.R, ko.P, chacha20poly1305.KeySize)
+	case ko.KDF == kdfHKDF && ko.LogN == 0 && ko.R == 0 && ko.P == 0 && len(ko.Salt) >= 16:
+		return hkdf.Key(sha256.New, secret, ko.Salt, "trove/key/1 kek", chacha20poly1305.KeySize)
 	}
-	return scrypt.Key(secret, ko.Salt, 1<<ko.LogN, ko.R, ko.P, chacha20poly1305.KeySize)
+	return nil, fmt.Errorf("%w: key derivation %q with log_n=%d r=%d p=%d", fs.ErrInvalid, ko.KDF, ko.LogN, ko.R, ko.P)
+}
+
+// kdfCost orders key objects for unlock: the cheap derivation first, so
+// that a random key never waits for scrypt on a passphrase's object.
+func kdfCost(ko *keyObject) int {
+	if ko.KDF == kdfHKDF {
+		return 0
+	}
+	return 1
 }
 
 func keyAD(id string) []byte { return []byte("trove/key/1 " + id) }
 
 // wrap writes a new key object wrapping master with secret.
-func wrap(ctx context.Context, inner backend.Storage, master, secret []byte, p kdfParams) (string, error) {
+func wrap(ctx context.Context, inner backend.Storage, master, secret []byte, o options) (string, error) {
 	if len(secret) == 0 {
 		return "", fmt.Errorf("crypt: empty passphrase: %w", fs.ErrInvalid)
+	}
+	if o.random && len(secret) < MinRandomSecret {
+		return "", fmt.Errorf("crypt: a random secret of %d bytes, want %d or more: %w", len(secret), MinRandomSecret, fs.ErrInvalid)
 	}
 	var idb [8]byte
 	rand.Read(idb[:])
 	id := hex.EncodeToString(idb[:])
-	ko := &keyObject{Version: 1, KDF: "scrypt", LogN: p.LogN, R: p.R, P: p.P, Salt: make([]byte, 16), Created: time.Now().UTC()}
+	ko := &keyObject{Version: 1, KDF: kdfScrypt, LogN: o.kdf.LogN, R: o.kdf.R, P: o.kdf.P, Salt: make([]byte, 16), Created: time.Now().UTC()}
+	if o.random {
+		ko.KDF, ko.LogN, ko.R, ko.P = kdfHKDF, 0, 0, 0
+	}
 	rand.Read(ko.Salt)
 	k, err := kek(secret, ko)
 	if err != nil {
@@ -183,25 +227,38 @@ func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, 
 	// A damaged key object does not keep the others from opening the
 	// store; it is named when none does.
 	var damaged []error
+	type candidate struct {
+		id string
+		ko *keyObject
+	}
+	var cands []candidate
 	for _, id := range ids {
 		ko, err := readKey(ctx, inner, id)
-		if err == nil {
-			var k []byte
-			if k, err = kek(secret, ko); err == nil {
-				if a, err := chacha20poly1305.NewX(k); err == nil && len(ko.Data) >= nonceSize {
-					master, err := a.Open(nil, ko.Data[:nonceSize], ko.Data[nonceSize:], keyAD(id))
-					if err == nil && len(master) == KeySize {
-						return master, id, nil
-					}
-				}
-				continue
+		if err != nil {
+			if !errors.Is(err, fs.ErrInvalid) {
+				return nil, "", err // the storage failed, not the key object
 			}
-			err = backend.PathErr("read", backend.Join(KeysDir, id), err)
+			damaged = append(damaged, err)
+			continue
 		}
-		if !errors.Is(err, fs.ErrInvalid) {
-			return nil, "", err // the storage failed, not the key object
+		if ko.KDF == kdfHKDF && len(secret) < MinRandomSecret {
+			continue // a passphrase, never this random key
 		}
-		damaged = append(damaged, err)
+		cands = append(cands, candidate{id, ko})
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(kdfCost(a.ko), kdfCost(b.ko)) })
+	for _, c := range cands {
+		k, err := kek(secret, c.ko)
+		if err != nil {
+			damaged = append(damaged, backend.PathErr("read", backend.Join(KeysDir, c.id), err))
+			continue
+		}
+		if a, err := chacha20poly1305.NewX(k); err == nil && len(c.ko.Data) >= nonceSize {
+			master, err := a.Open(nil, c.ko.Data[:nonceSize], c.ko.Data[nonceSize:], keyAD(c.id))
+			if err == nil && len(master) == KeySize {
+				return master, c.id, nil
+			}
+		}
 	}
 	if len(damaged) > 0 {
 		return nil, "", fmt.Errorf("crypt: %w (%d keys tried; damaged: %w)", ErrWrongKey, len(ids), errors.Join(damaged...))
@@ -223,7 +280,7 @@ func Init(ctx context.Context, inner backend.Storage, secret []byte, opts ...Opt
 	}
 	master := make([]byte, KeySize)
 	rand.Read(master)
-	if _, err := wrap(ctx, inner, master, secret, newOptions(opts).kdf); err != nil {
+	if _, err := wrap(ctx, inner, master, secret, newOptions(opts)); err != nil {
 		return nil, err
 	}
 	return New(inner, master, opts...)
@@ -247,7 +304,7 @@ func AddKey(ctx context.Context, inner backend.Storage, secret, newSecret []byte
 	if err != nil {
 		return "", err
 	}
-	return wrap(ctx, inner, master, newSecret, newOptions(opts).kdf)
+	return wrap(ctx, inner, master, newSecret, newOptions(opts))
 }
 
 // RemoveKey removes the key object id; secret must open the store, and the
@@ -280,7 +337,7 @@ func ChangeKey(ctx context.Context, inner backend.Storage, secret, newSecret []b
 	if err != nil {
 		return "", err
 	}
-	id, err := wrap(ctx, inner, master, newSecret, newOptions(opts).kdf)
+	id, err := wrap(ctx, inner, master, newSecret, newOptions(opts))
 	if err != nil {
 		return "", err
 	}

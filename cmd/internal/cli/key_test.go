@@ -81,6 +81,11 @@ func TestEncryptedStoreCommands(t *testing.T) {
 	if fi, err := os.Stat(kf); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
+	// Its 256 random bits are wrapped through HKDF, not scrypt: a hook
+	// opens the store in microseconds.
+	if out := must("--store", dir, "key", "list"); strings.Count(out, "hkdf-sha256") != 1 || strings.Count(out, "scrypt") != 2 {
+		t.Fatalf("key list after --generate-key-file:\n%s", out)
+	}
 	t.Setenv(envPassword, "")
 	must("--store", dir, "fsck")
 	os.Chmod(kf, 0o644)
