@@ -42,11 +42,12 @@ type kdfParams struct{ LogN, R, P int }
 // scrypt's recommended interactive parameters (N=2^15, r=8, p=1).
 var defaultKDF = kdfParams{LogN: 15, R: 8, P: 1}
 
-// The key derivations of key objects: scrypt for passphrases; HKDF for
-// random keys (RandomSecret), which have nothing to stretch.
+// The key derivations of key objects (KeyInfo.KDF): scrypt for
+// passphrases; HKDF for random keys (RandomSecret), which have nothing to
+// stretch.
 const (
-	kdfScrypt = "scrypt"
-	kdfHKDF   = "hkdf-sha256"
+	KDFScrypt = "scrypt"
+	KDFHKDF   = "hkdf-sha256"
 )
 
 // MinRandomSecret is the least length of a RandomSecret, in bytes.
@@ -116,9 +117,9 @@ type KeyInfo struct {
 // kek derives the key that wraps the master key in ko from secret.
 func kek(secret []byte, ko *keyObject) ([]byte, error) {
 	switch {
-	case ko.KDF == kdfScrypt && ko.LogN >= 1 && ko.LogN <= 30 && ko.R >= 1 && ko.P >= 1:
+	case ko.KDF == KDFScrypt && ko.LogN >= 1 && ko.LogN <= 30 && ko.R >= 1 && ko.P >= 1:
 		return scrypt.Key(secret, ko.Salt, 1<<ko.LogN, ko.R, ko.P, chacha20poly1305.KeySize)
-	case ko.KDF == kdfHKDF && ko.LogN == 0 && ko.R == 0 && ko.P == 0 && len(ko.Salt) >= 16:
+	case ko.KDF == KDFHKDF && ko.LogN == 0 && ko.R == 0 && ko.P == 0 && len(ko.Salt) >= 16:
 		return hkdf.Key(sha256.New, secret, ko.Salt, "trove/key/1 kek", chacha20poly1305.KeySize)
 	}
 	return nil, fmt.Errorf("%w: key derivation %q with log_n=%d r=%d p=%d", fs.ErrInvalid, ko.KDF, ko.LogN, ko.R, ko.P)
@@ -127,7 +128,7 @@ func kek(secret []byte, ko *keyObject) ([]byte, error) {
 // kdfCost orders key objects for unlock: the cheap derivation first, so
 // that a random key never waits for scrypt on a passphrase's object.
 func kdfCost(ko *keyObject) int {
-	if ko.KDF == kdfHKDF {
+	if ko.KDF == KDFHKDF {
 		return 0
 	}
 	return 1
@@ -146,9 +147,9 @@ func wrap(ctx context.Context, inner backend.Storage, master, secret []byte, o o
 	var idb [8]byte
 	rand.Read(idb[:])
 	id := hex.EncodeToString(idb[:])
-	ko := &keyObject{Version: 1, KDF: kdfScrypt, LogN: o.kdf.LogN, R: o.kdf.R, P: o.kdf.P, Salt: make([]byte, 16), Created: time.Now().UTC()}
+	ko := &keyObject{Version: 1, KDF: KDFScrypt, LogN: o.kdf.LogN, R: o.kdf.R, P: o.kdf.P, Salt: make([]byte, 16), Created: time.Now().UTC()}
 	if o.random {
-		ko.KDF, ko.LogN, ko.R, ko.P = kdfHKDF, 0, 0, 0
+		ko.KDF, ko.LogN, ko.R, ko.P = KDFHKDF, 0, 0, 0
 	}
 	rand.Read(ko.Salt)
 	k, err := kek(secret, ko)
@@ -241,7 +242,7 @@ func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, 
 			damaged = append(damaged, err)
 			continue
 		}
-		if ko.KDF == kdfHKDF && len(secret) < MinRandomSecret {
+		if ko.KDF == KDFHKDF && len(secret) < MinRandomSecret {
 			continue // a passphrase, never this random key
 		}
 		cands = append(cands, candidate{id, ko})
@@ -342,6 +343,20 @@ func ChangeKey(ctx context.Context, inner backend.Storage, secret, newSecret []b
 		return "", err
 	}
 	return id, inner.Unlink(ctx, backend.Join(KeysDir, old))
+}
+
+// KeyFor describes the key object that secret opens (ErrWrongKey when
+// none does), such as whether it is a passphrase's (KDFScrypt).
+func KeyFor(ctx context.Context, inner backend.Storage, secret []byte) (KeyInfo, error) {
+	_, id, err := unlock(ctx, inner, secret)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	ko, err := readKey(ctx, inner, id)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	return KeyInfo{ID: id, KDF: ko.KDF, Created: ko.Created}, nil
 }
 
 // ListKeys describes the store's key objects; it needs no secret.

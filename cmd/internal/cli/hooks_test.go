@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -528,5 +529,64 @@ func TestHooksStopReadsNewBytes(t *testing.T) {
 		if got[name] != w {
 			t.Errorf("%s differs:\nimport: %.1000s\nhooks:  %.1000s", name, w, got[name])
 		}
+	}
+}
+
+// Hooks on an encrypted store: a hook cannot ask for a passphrase, so
+// install refuses until a key file can open the store, warns of a key
+// file wrapped with scrypt (80 ms a tool call), and is quiet for a
+// generated one, with which a hook then takes its checkpoint.
+func TestHooksInstallEncryptedStore(t *testing.T) {
+	config, project, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
+	store := filepath.Join(t.TempDir(), "store")
+	t.Setenv(envPassword, "pw1")
+	if code, _, errOut := trove(t, "", "--store", store, "init", "--encrypt"); code != exitOK {
+		t.Fatalf("init: %s", errOut)
+	}
+	t.Chdir(project)
+	settings := filepath.Join(project, ".claude", "settings.json")
+	install := func() (int, string, string) {
+		return trove(t, "", "--store", store, "hooks", "install", "claude", "--project")
+	}
+
+	t.Setenv(envPassword, "")
+	if code, _, errOut := install(); code == exitOK || !strings.Contains(errOut, "trove key add --generate-key-file") {
+		t.Fatalf("install without a key file: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(settings); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused install wrote %s: %v", settings, err)
+	}
+	keyFile := filepath.Join(config, "trove", "key")
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(keyFile, []byte("not the passphrase\n"), 0o600)
+	if code, _, errOut := install(); code == exitOK || !strings.Contains(errOut, "does not open") {
+		t.Fatalf("install with a wrong key file: exit %d, %s", code, errOut)
+	}
+	// A passphrase in the key file works, at scrypt's cost: said.
+	os.WriteFile(keyFile, []byte("pw1\n"), 0o600)
+	if code, out, errOut := install(); code != exitOK || !strings.Contains(out, "warning") || !strings.Contains(out, "scrypt") {
+		t.Fatalf("install with a passphrase's key file: exit %d, %s %s", code, out, errOut)
+	}
+	os.Remove(keyFile)
+	t.Setenv(envPassword, "pw1")
+	if code, _, errOut := trove(t, "", "--store", store, "key", "add", "--generate-key-file"); code != exitOK {
+		t.Fatalf("key add: %s", errOut)
+	}
+	t.Setenv(envPassword, "")
+	if code, out, errOut := install(); code != exitOK || strings.Contains(out, "warning") {
+		t.Fatalf("install with a generated key file: exit %d, %s %s", code, out, errOut)
+	}
+	in := `{"session_id":"s1","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Write","tool_use_id":"toolu_enc","tool_input":{}}`
+	if code, _, _ := trove(t, in, "--store", store, "hooks", "run", "claude"); code != exitOK {
+		t.Fatalf("hook exit %d", code)
+	}
+	if cps := hookCheckpoints(t, store, ws); len(cps) != 1 || cps[0].ID != "toolu_enc" {
+		t.Fatalf("the hook's checkpoint on the encrypted store: %+v", cps)
 	}
 }

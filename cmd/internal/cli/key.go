@@ -65,14 +65,8 @@ func (a *app) secret(file, env, prompt string, useKeyFile, confirm bool) ([]byte
 		return []byte(v), true, nil
 	}
 	if useKeyFile {
-		if p, err := keyFilePath(); err == nil {
-			if fi, err := os.Stat(p); err == nil {
-				if fi.Mode().Perm()&0o077 != 0 {
-					return nil, false, fmt.Errorf("key file %s is readable by others (mode %04o; chmod 600 it): %w", p, fi.Mode().Perm(), fs.ErrPermission)
-				}
-				b, err := readSecretFile(p)
-				return b, err == nil, err
-			}
+		if b, ok, err := readKeyFile(); ok || err != nil {
+			return b, ok, err
 		}
 	}
 	f, ok := a.stdin.(*os.File)
@@ -99,6 +93,24 @@ func (a *app) secret(file, env, prompt string, useKeyFile, confirm bool) ([]byte
 		}
 	}
 	return b, true, nil
+}
+
+// readKeyFile reads the user's key file; ok is false when there is none.
+// One that others may read is refused.
+func readKeyFile() (b []byte, ok bool, err error) {
+	p, err := keyFilePath()
+	if err != nil {
+		return nil, false, nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, false, nil
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, false, fmt.Errorf("key file %s is readable by others (mode %04o; chmod 600 it): %w", p, fi.Mode().Perm(), fs.ErrPermission)
+	}
+	b, err = readSecretFile(p)
+	return b, err == nil, err
 }
 
 // storeSecret is the passphrase of the --store, or an error saying how to
