@@ -66,7 +66,7 @@ func newHooksCmd(a *app) *cobra.Command {
 				}
 				command += " --store " + shellQuote(store)
 			}
-			if err := a.checkHookKey(cmd.Context()); err != nil {
+			if err := a.checkUnattendedKey(cmd.Context(), "hooks", true); err != nil {
 				return err
 			}
 			return a.editSettings(ag, path, command+ag.marker(), "installed trove's hooks in")
@@ -155,13 +155,15 @@ func newHooksCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// checkHookKey makes sure that a hook, which cannot ask for a passphrase,
-// can open the --store when it is encrypted: through the user's key file
-// (or $TROVE_PASSWORD in the agent's environment). A key file wrapped
-// with scrypt works, but costs every tool call about 80 ms: it says so.
-func (a *app) checkHookKey(ctx context.Context) error {
+// checkUnattendedKey makes sure that what runs unattended (who: hooks,
+// which the agent runs, or the watch service), and so cannot ask for a
+// passphrase, can open the --store when it is encrypted: through the
+// user's key file, or for hooks $TROVE_PASSWORD in the agent's
+// environment. A key file wrapped with scrypt works, but costs each
+// process about 80 ms: perCall says so for hooks, one process a call.
+func (a *app) checkUnattendedKey(ctx context.Context, who string, perCall bool) error {
 	if err := a.checkStoreExists(); errors.Is(err, fs.ErrNotExist) {
-		return nil // the first hook makes a plain store
+		return nil // the first write makes a plain store
 	}
 	st, err := a.rawStore(ctx)
 	if err != nil {
@@ -175,20 +177,20 @@ func (a *app) checkHookKey(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		if os.Getenv(envPassword) != "" {
-			a.printf("%s is encrypted: the hooks need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)\n", a.storeName(), envPassword)
+		if perCall && os.Getenv(envPassword) != "" {
+			a.printf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)\n", a.storeName(), who, envPassword)
 			return nil
 		}
-		return fmt.Errorf("%s is encrypted, and a hook cannot ask for its passphrase: write a key file first (trove key add --generate-key-file), then install: %w", a.storeName(), crypt.ErrEncrypted)
+		return fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file), then install: %w", a.storeName(), who, crypt.ErrEncrypted)
 	}
 	kf := keyFileHint()
 	k, err := crypt.KeyFor(ctx, st, secret)
 	if err != nil {
 		return fmt.Errorf("the key file %s does not open %s: %w", kf, a.storeName(), err)
 	}
-	if k.KDF != crypt.KDFHKDF {
-		a.printf("warning: the key file %s is wrapped with %s (key %s): each hook spends about 80 ms opening the store.\n"+
-			"A generated one opens it in microseconds: trove key remove %s; rm %s; trove key add --generate-key-file\n", kf, k.KDF, k.ID, k.ID, kf)
+	if perCall && k.KDF != crypt.KDFHKDF {
+		a.printf("warning: the key file %s is wrapped with %s (key %s): %s spend about 80 ms each opening the store.\n"+
+			"A generated one opens it in microseconds: trove key remove %s; rm %s; trove key add --generate-key-file\n", kf, k.KDF, k.ID, who, k.ID, kf)
 	}
 	return nil
 }

@@ -533,7 +533,7 @@ func TestHooksStopReadsNewBytes(t *testing.T) {
 }
 
 // Hooks on an encrypted store: a hook cannot ask for a passphrase, so
-// install refuses until a key file can open the store, warns of a key
+// install (and watch --install) refuses until a key file can open the store, warns of a key
 // file wrapped with scrypt (80 ms a tool call), and is quiet for a
 // generated one, with which a hook then takes its checkpoint.
 func TestHooksInstallEncryptedStore(t *testing.T) {
@@ -560,6 +560,10 @@ func TestHooksInstallEncryptedStore(t *testing.T) {
 	if _, err := os.Stat(settings); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused install wrote %s: %v", settings, err)
 	}
+	// So is the watch service, which cannot ask either.
+	if code, _, errOut := trove(t, "", "--store", store, "watch", "--install"); code == exitOK || !strings.Contains(errOut, "the watch service cannot ask") {
+		t.Fatalf("watch --install without a key file: exit %d, %s", code, errOut)
+	}
 	keyFile := filepath.Join(config, "trove", "key")
 	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
 		t.Fatal(err)
@@ -581,6 +585,9 @@ func TestHooksInstallEncryptedStore(t *testing.T) {
 	t.Setenv(envPassword, "")
 	if code, out, errOut := install(); code != exitOK || strings.Contains(out, "warning") {
 		t.Fatalf("install with a generated key file: exit %d, %s %s", code, out, errOut)
+	}
+	if code, out, errOut := trove(t, "", "--store", store, "watch", "--install"); code != exitOK || !strings.Contains(out, " watch") {
+		t.Fatalf("watch --install with a key file: exit %d, %s %s", code, out, errOut)
 	}
 	in := `{"session_id":"s1","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Write","tool_use_id":"toolu_enc","tool_input":{}}`
 	if code, _, _ := trove(t, in, "--store", store, "hooks", "run", "claude"); code != exitOK {

@@ -33,6 +33,9 @@ func newWatchCmd(a *app) *cobra.Command {
 				return usageErr("--write goes with --install")
 			}
 			if install {
+				if err := a.checkUnattendedKey(cmd.Context(), "the watch service", false); err != nil {
+					return err
+				}
 				return a.installWatch(args, write)
 			}
 			roots := watch.DefaultRoots()
