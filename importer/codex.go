@@ -156,6 +156,10 @@ func (p *codexParser) line(b []byte) error {
 		var parts []codexPart
 		json.Unmarshal(it.Content, &parts)
 		if it.Role == "developer" || it.Role == "system" || harnessContext(parts) {
+			if c.cwd == "" {
+				// Rollouts before session_meta name it only here.
+				c.cwd = contextCwd(parts)
+			}
 			return nil // instructions and context the harness injects, not a turn
 		}
 		if it.Role == "assistant" {
@@ -234,6 +238,23 @@ func harnessContext(parts []codexPart) bool {
 		}
 	}
 	return true
+}
+
+// contextCwd is the working directory an <environment_context> names
+// (<cwd>/path</cwd>), taken as session_meta's is, or "" when it names none.
+func contextCwd(parts []codexPart) string {
+	for _, p := range parts {
+		t := strings.TrimSpace(p.Text)
+		if !strings.HasPrefix(t, "<environment_context>") {
+			continue
+		}
+		_, rest, ok := strings.Cut(t, "<cwd>")
+		cwd, _, closed := strings.Cut(rest, "</cwd>")
+		if cwd = strings.TrimSpace(cwd); ok && closed && cwd != "" && !strings.ContainsAny(cwd, "<>\n") {
+			return cwd
+		}
+	}
+	return ""
 }
 
 // codexOutput is a function output: a string, or an object with "content".

@@ -51,7 +51,7 @@ func TestImportCodex(t *testing.T) {
 // A rollout of Codex from before session_meta (mid-2025: the session's
 // {id, timestamp, instructions, git} first, then bare items between
 // {"record_type":"state"} lines) imports, found by its format, with its
-// turns; a second import adds nothing. TestFollowEqualsImport follows it.
+// turns and the cwd of its environment context; a second import adds nothing. TestFollowEqualsImport follows it.
 func TestImportCodexLegacy(t *testing.T) {
 	src := filepath.Join("testdata", "codex-legacy")
 	s, res, before := importFresh(t, src, importer.Options{})
@@ -62,6 +62,10 @@ func TestImportCodexLegacy(t *testing.T) {
 	got, all := sessionPath(t, s, res[0].SessionID)
 	if got != "user assistant toolResult" {
 		t.Errorf("roles %s", got)
+	}
+	// Its working directory is named only in the environment context.
+	if m, err := s.Sessions().Metadata(context.Background(), res[0].SessionID); err != nil || m.Cwd != "/home/dev/legacy-project" {
+		t.Errorf("cwd %q, %v; want the environment context's", m.Cwd, err)
 	}
 	for _, want := range []string{"old format question", "old format answer", `"name":"shell"`, `"toolName":"shell"`, `"timestamp":"2025-07-01T10:00:00.000Z"`} {
 		if !strings.Contains(all, want) {
