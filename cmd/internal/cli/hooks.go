@@ -148,6 +148,11 @@ func newHooksCmd(a *app) *cobra.Command {
 		Short: "Where trove's hooks are installed, and the hooks' recent failures",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Whether a hook can open an encrypted store, first: a
+			// missing key file fails every hook.
+			if err := a.checkUnattendedKey(cmd.Context(), "hooks", true); err != nil {
+				a.printf("store: %v\n", err)
+			}
 			return a.hooksStatus()
 		},
 	}

@@ -560,6 +560,9 @@ func TestHooksInstallEncryptedStore(t *testing.T) {
 	if _, err := os.Stat(settings); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused install wrote %s: %v", settings, err)
 	}
+	if code, out, _ := trove(t, "", "--store", store, "hooks", "status"); code != exitOK || !strings.Contains(out, "store: ") || !strings.Contains(out, "--generate-key-file") {
+		t.Fatalf("hooks status without a key file: exit %d, %s", code, out)
+	}
 	// So is the watch service, which cannot ask either.
 	if code, _, errOut := trove(t, "", "--store", store, "watch", "--install"); code == exitOK || !strings.Contains(errOut, "the watch service cannot ask") {
 		t.Fatalf("watch --install without a key file: exit %d, %s", code, errOut)
