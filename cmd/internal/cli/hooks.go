@@ -186,7 +186,7 @@ func (a *app) checkUnattendedKey(ctx context.Context, who string, perCall bool) 
 			a.printf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)\n", a.storeName(), who, envPassword)
 			return nil
 		}
-		return fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file), then install: %w", a.storeName(), who, crypt.ErrEncrypted)
+		return fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file): %w", a.storeName(), who, crypt.ErrEncrypted)
 	}
 	kf := keyFileHint()
 	k, err := crypt.KeyFor(ctx, st, secret)
