@@ -194,8 +194,11 @@ func (a *app) checkUnattendedKey(ctx context.Context, who string, perCall bool) 
 		return fmt.Errorf("the key file %s does not open %s: %w", kf, a.storeName(), err)
 	}
 	if perCall && k.KDF != crypt.KDFHKDF {
+		// Its key object may be the user's own passphrase's: the way
+		// out keeps it.
 		a.printf("warning: the key file %s is wrapped with %s (key %s): %s spend about 80 ms each opening the store.\n"+
-			"A generated one opens it in microseconds: trove key remove %s; rm %s; trove key add --generate-key-file\n", kf, k.KDF, k.ID, who, k.ID, kf)
+			"A generated one opens it in microseconds: mv %s %s.old; trove key add --generate-key-file\n"+
+			"(then trove key remove %s, unless that key is a passphrase someone types)\n", kf, k.KDF, k.ID, who, kf, kf, k.ID)
 	}
 	return nil
 }
