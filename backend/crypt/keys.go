@@ -114,6 +114,11 @@ type KeyInfo struct {
 	Created time.Time `json:"created"`
 }
 
+// info describes ko, the key object id.
+func (ko *keyObject) info(id string) KeyInfo {
+	return KeyInfo{ID: id, KDF: ko.KDF, Created: ko.Created}
+}
+
 // kek derives the key that wraps the master key in ko from secret.
 func kek(secret []byte, ko *keyObject) ([]byte, error) {
 	switch {
@@ -216,14 +221,14 @@ func IsEncrypted(ctx context.Context, inner backend.Storage) (bool, error) {
 }
 
 // unlock finds the key object secret opens and returns the master key and
-// that object's id.
-func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, string, error) {
+// a description of that object.
+func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, KeyInfo, error) {
 	ids, err := keyIDs(ctx, inner)
 	if err != nil {
-		return nil, "", err
+		return nil, KeyInfo{}, err
 	}
 	if len(ids) == 0 {
-		return nil, "", fmt.Errorf("crypt: %w", ErrNotEncrypted)
+		return nil, KeyInfo{}, fmt.Errorf("crypt: %w", ErrNotEncrypted)
 	}
 	// A damaged key object does not keep the others from opening the
 	// store; it is named when none does.
@@ -237,7 +242,7 @@ func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, 
 		ko, err := readKey(ctx, inner, id)
 		if err != nil {
 			if !errors.Is(err, fs.ErrInvalid) {
-				return nil, "", err // the storage failed, not the key object
+				return nil, KeyInfo{}, err // the storage failed, not the key object
 			}
 			damaged = append(damaged, err)
 			continue
@@ -257,14 +262,14 @@ func unlock(ctx context.Context, inner backend.Storage, secret []byte) ([]byte, 
 		if a, err := chacha20poly1305.NewX(k); err == nil && len(c.ko.Data) >= nonceSize {
 			master, err := a.Open(nil, c.ko.Data[:nonceSize], c.ko.Data[nonceSize:], keyAD(c.id))
 			if err == nil && len(master) == KeySize {
-				return master, c.id, nil
+				return master, c.ko.info(c.id), nil
 			}
 		}
 	}
 	if len(damaged) > 0 {
-		return nil, "", fmt.Errorf("crypt: %w (%d keys tried; damaged: %w)", ErrWrongKey, len(ids), errors.Join(damaged...))
+		return nil, KeyInfo{}, fmt.Errorf("crypt: %w (%d keys tried; damaged: %w)", ErrWrongKey, len(ids), errors.Join(damaged...))
 	}
-	return nil, "", fmt.Errorf("crypt: %w (%d keys tried; a damaged key object reads the same)", ErrWrongKey, len(ids))
+	return nil, KeyInfo{}, fmt.Errorf("crypt: %w (%d keys tried; a damaged key object reads the same)", ErrWrongKey, len(ids))
 }
 
 // Init makes inner, which must be empty, an encrypted store: a random
@@ -342,21 +347,14 @@ func ChangeKey(ctx context.Context, inner backend.Storage, secret, newSecret []b
 	if err != nil {
 		return "", err
 	}
-	return id, inner.Unlink(ctx, backend.Join(KeysDir, old))
+	return id, inner.Unlink(ctx, backend.Join(KeysDir, old.ID))
 }
 
 // KeyFor describes the key object that secret opens (ErrWrongKey when
 // none does), such as whether it is a passphrase's (KDFScrypt).
 func KeyFor(ctx context.Context, inner backend.Storage, secret []byte) (KeyInfo, error) {
-	_, id, err := unlock(ctx, inner, secret)
-	if err != nil {
-		return KeyInfo{}, err
-	}
-	ko, err := readKey(ctx, inner, id)
-	if err != nil {
-		return KeyInfo{}, err
-	}
-	return KeyInfo{ID: id, KDF: ko.KDF, Created: ko.Created}, nil
+	_, k, err := unlock(ctx, inner, secret)
+	return k, err
 }
 
 // ListKeys describes the store's key objects; it needs no secret.
@@ -371,7 +369,7 @@ func ListKeys(ctx context.Context, inner backend.Storage) ([]KeyInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, KeyInfo{ID: id, KDF: ko.KDF, Created: ko.Created})
+		out = append(out, ko.info(id))
 	}
 	return out, nil
 }
