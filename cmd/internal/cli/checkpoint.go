@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,10 +25,10 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "checkpoint", Short: "Snapshot a workspace and rewind it"}
 	var dir, sessionRef string
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
-	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar)")
+	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar; and those its hooks took, kept with the workspace's)")
 	with := checkpointWith(a, &dir, &sessionRef)
 	cmd.AddCommand(newCheckpointCreateCmd(a, &dir, with), newCheckpointRewindCmd(a, with), newCheckpointDiffCmd(a, with))
-	addCheckpointAdmin(a, cmd, with)
+	addCheckpointAdmin(a, cmd, with, checkpointLinked(a, &dir, &sessionRef))
 	for _, c := range cmd.Commands() {
 		switch c.Name() {
 		case "rewind", "diff", "show", "rm":
@@ -41,9 +42,6 @@ func newCheckpointCmd(a *app) *cobra.Command {
 // withManager runs fn on a checkpoint manager for the workspace.
 type withManager = func(cmd *cobra.Command, fn func(*checkpoint.Manager) error) error
 
-// checkpointWith returns what runs fn on a manager for the workspace
-// *dir (of the session *sessionRef, when set), closed after: flags are read
-// when it runs.
 // checkpointAbove is the nearest directory above dir holding checkpoint
 // id, "" if none does: a hook checkpoints the project's root
 // (CLAUDE_PROJECT_DIR) while its user may be in a subdirectory.
@@ -80,38 +78,152 @@ func workspaceDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// checkpointWith returns what runs fn on a manager for the workspace
+// *dir (of the session *sessionRef, when set), closed after: flags are read
+// when it runs. A name the session's sidecar lacks is looked for among the
+// workspace's checkpoints linked to the session (sessionWorkspaces).
 func checkpointWith(a *app, dir, sessionRef *string) withManager {
 	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
-		st, err := a.store(ctx)
-		if err != nil {
-			return err
-		}
 		abs, err := workspaceDir(*dir)
 		if err != nil {
 			return err
 		}
-		// One command, then the process ends: see WithMappedStatCache and
-		// WithRawStats (not for the hooks, which keep a deadline).
-		opts := []checkpoint.Option{checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache(), checkpoint.WithRawStats()}
-		if *sessionRef != "" {
-			s, err := a.sessionStore(ctx)
-			if err != nil {
-				return err
-			}
-			meta, err := s.Metadata(ctx, *sessionRef)
-			if err != nil {
-				return storeErr(err)
-			}
-			opts = append(opts, checkpoint.WithDir(backend.Join(session.SidecarDir(meta.Path), session.CheckpointsDir)))
+		if *sessionRef == "" {
+			return a.withCheckpoints(ctx, abs, "", fn)
 		}
-		m, err := checkpoint.OpenDir(ctx, st, abs, opts...)
+		meta, err := a.sessionMeta(ctx, *sessionRef)
 		if err != nil {
 			return err
 		}
-		defer m.Close()
-		return fn(m)
+		err = a.withCheckpoints(ctx, abs, backend.Join(session.SidecarDir(meta.Path), session.CheckpointsDir), fn)
+		names := checkpointNames(cmd)
+		if !errors.Is(err, checkpoint.ErrNotFound) || len(names) == 0 {
+			return err
+		}
+		// Not the session's own: one a hook took before a tool call of the
+		// session is kept with the workspace's, linked to the session.
+		for _, ws := range sessionWorkspaces(cmd, abs, meta) {
+			if a.linkedIn(ctx, ws, meta.ID, names) {
+				return a.withCheckpoints(ctx, ws, "", fn)
+			}
+		}
+		return err
 	}
+}
+
+// withCheckpoints runs fn on a manager for the workspace abs, keeping its
+// checkpoints in dir ("": the workspace's own), closed after.
+func (a *app) withCheckpoints(ctx context.Context, abs, dir string, fn func(m *checkpoint.Manager) error) error {
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	// One command, then the process ends: see WithMappedStatCache and
+	// WithRawStats (not for the hooks, which keep a deadline).
+	opts := []checkpoint.Option{checkpoint.WithLogger(a.log), checkpoint.WithMappedStatCache(), checkpoint.WithRawStats()}
+	if dir != "" {
+		opts = append(opts, checkpoint.WithDir(dir))
+	}
+	m, err := checkpoint.OpenDir(ctx, st, abs, opts...)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return fn(m)
+}
+
+// linkedManager runs fn on the manager of each workspace whose
+// checkpoints a hook of the --session session may have taken, with the
+// workspace and the session's id; nothing without --session.
+type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error
+
+func checkpointLinked(a *app, dir, sessionRef *string) linkedManager {
+	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error {
+		if *sessionRef == "" {
+			return nil
+		}
+		ctx := cmd.Context()
+		abs, err := workspaceDir(*dir)
+		if err != nil {
+			return err
+		}
+		meta, err := a.sessionMeta(ctx, *sessionRef)
+		if err != nil {
+			return err
+		}
+		for _, ws := range sessionWorkspaces(cmd, abs, meta) {
+			if _, err := os.Stat(ws); errors.Is(err, fs.ErrNotExist) {
+				continue // a session's cwd on another machine
+			}
+			if err := a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error { return fn(m, ws, meta.ID) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// sessionMeta is the metadata of the session ref names.
+func (a *app) sessionMeta(ctx context.Context, ref string) (session.Metadata, error) {
+	s, err := a.sessionStore(ctx)
+	if err != nil {
+		return session.Metadata{}, err
+	}
+	meta, err := s.Metadata(ctx, ref)
+	if err != nil {
+		return session.Metadata{}, storeErr(err)
+	}
+	return meta, nil
+}
+
+// checkpointNames are the checkpoints cmd names, which a session's
+// sidecar may lack: show's, diff's, rm's and rewind's (by name or
+// --before).
+func checkpointNames(cmd *cobra.Command) []string {
+	switch cmd.Name() {
+	case "show", "diff", "rm":
+		return cmd.Flags().Args()
+	case "rewind":
+		if f := cmd.Flag("before"); f != nil && f.Value.String() != "" {
+			return []string{f.Value.String()}
+		}
+		if f := cmd.Flag("undo"); f != nil && f.Value.String() == "true" {
+			return nil
+		}
+		return cmd.Flags().Args()
+	}
+	return nil
+}
+
+// sessionWorkspaces are the workspaces whose checkpoints a session's
+// hooks may have taken: --dir when given, else the current directory and
+// the session's cwd.
+func sessionWorkspaces(cmd *cobra.Command, abs string, meta session.Metadata) []string {
+	out := []string{abs}
+	if f := cmd.Flag("dir"); f != nil && f.Changed || meta.Cwd == "" {
+		return out
+	}
+	if cwd, err := workspaceDir(meta.Cwd); err == nil && cwd != abs {
+		out = append(out, cwd)
+	}
+	return out
+}
+
+// linkedIn reports whether workspace ws holds every checkpoint of names,
+// each linked to session id.
+func (a *app) linkedIn(ctx context.Context, ws, id string, names []string) bool {
+	ok := false
+	a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error {
+		for _, name := range names {
+			if man, err := m.LoadHeader(ctx, name); err != nil || man.Session != id {
+				return nil
+			}
+		}
+		ok = true
+		return nil
+	})
+	return ok
 }
 
 // newCheckpointCreateCmd is trove checkpoint create.
@@ -331,6 +443,26 @@ func parseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+// checkpointRows appends m's checkpoints to out; with id set, only those
+// linked to session id, marked as workspace ws's.
+func checkpointRows(ctx context.Context, m *checkpoint.Manager, out []checkpointJSON, ws, id string) ([]checkpointJSON, error) {
+	infos, err := m.List(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, in := range infos {
+		c := checkpointJSON{ID: in.ID, Size: in.Size, Workspace: ws}
+		man, n, err := listed(ctx, m, in.ID)
+		if err == nil {
+			c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), n, man.Session, man.Note
+		}
+		if id == "" || err == nil && man.Session == id {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // listed is what a listing shows of checkpoint id: its manifest's header
 // and how many entries it has, its trees read only where the header does
 // not count them (written before manifests did).
@@ -347,46 +479,52 @@ func listed(ctx context.Context, m *checkpoint.Manager, id string) (*checkpoint.
 
 // addCheckpointAdmin adds ls, show and rm to the checkpoint command; with
 // runs a function on the workspace's manager.
-func addCheckpointAdmin(a *app, cmd *cobra.Command, with func(*cobra.Command, func(*checkpoint.Manager) error) error) {
+func addCheckpointAdmin(a *app, cmd *cobra.Command, with withManager, linked linkedManager) {
 	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "List the workspace's checkpoints",
+		Short: "List the workspace's checkpoints (with --session, the session's and those its hooks took)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return with(cmd, func(m *checkpoint.Manager) error {
-				infos, err := m.List(cmd.Context())
-				if err != nil {
-					return err
-				}
-				out := []checkpointJSON{}
-				for _, in := range infos {
-					c := checkpointJSON{ID: in.ID, Size: in.Size}
-					if man, n, err := listed(cmd.Context(), m, in.ID); err == nil {
-						c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), n, man.Session, man.Note
-					}
-					out = append(out, c)
-				}
-				// Oldest first: hooks name checkpoints after tool_use_ids,
-				// whose order says nothing of when they were taken.
-				slices.SortStableFunc(out, func(x, y checkpointJSON) int {
-					return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID))
-				})
-				if a.jsonOut {
-					return a.printJSON(out)
-				}
-				w := 24
-				for _, c := range out {
-					w = max(w, len(c.ID))
-				}
-				for _, c := range out {
-					a.printf("%-*s  %s  %-5s  %6d files", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
-					if c.Note != "" {
-						a.printf("  before %s", sanitizeLine(c.Note))
-					}
-					a.printf("\n")
-				}
-				return nil
+			ctx := cmd.Context()
+			out := []checkpointJSON{}
+			err := with(cmd, func(m *checkpoint.Manager) error {
+				var err error
+				out, err = checkpointRows(ctx, m, out, "", "")
+				return err
 			})
+			if err != nil {
+				return err
+			}
+			err = linked(cmd, func(m *checkpoint.Manager, ws, id string) error {
+				out, err = checkpointRows(ctx, m, out, ws, id)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			// Oldest first: hooks name checkpoints after tool_use_ids,
+			// whose order says nothing of when they were taken.
+			slices.SortStableFunc(out, func(x, y checkpointJSON) int {
+				return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID))
+			})
+			if a.jsonOut {
+				return a.printJSON(out)
+			}
+			w := 24
+			for _, c := range out {
+				w = max(w, len(c.ID))
+			}
+			for _, c := range out {
+				a.printf("%-*s  %s  %-5s  %6d files", w, c.ID, c.CreatedAt.Local().Format(time.DateTime), c.Kind, c.Files)
+				if c.Note != "" {
+					a.printf("  before %s", sanitizeLine(c.Note))
+				}
+				if c.Workspace != "" {
+					a.printf("  (%s's)", sanitizeLine(c.Workspace))
+				}
+				a.printf("\n")
+			}
+			return nil
 		},
 	}
 	show := &cobra.Command{
@@ -457,4 +595,8 @@ type checkpointJSON struct {
 	Session   string    `json:"session,omitempty"`
 	Note      string    `json:"note,omitempty"` // the tool call it was taken before
 	Size      int64     `json:"manifest_bytes"`
+	// Workspace, in a session's listing, is the workspace directory whose
+	// checkpoint this is, linked to the session (a hook's), not one of
+	// the session's own.
+	Workspace string `json:"workspace,omitempty"`
 }

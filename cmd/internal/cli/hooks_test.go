@@ -242,6 +242,34 @@ func TestHooksCheckpointBeforeEachCall(t *testing.T) {
 	if out := run(nil, "--json", "ls", "--all"); !strings.Contains(out, sid) {
 		t.Errorf("Stop did not import the transcript as %s:\n%s", sid, out)
 	}
+
+	// The session's listing holds the checkpoints its hooks took (kept
+	// with the workspace's), not the workspace's others; show and rewind
+	// find them through the session too.
+	run(nil, "checkpoint", "create", "--dir", ws, "unlinked")
+	cps = nil
+	if err := json.Unmarshal([]byte(run(nil, "--json", "checkpoint", "ls", "--session", sid, "--dir", ws)), &cps); err != nil {
+		t.Fatal(err)
+	}
+	if len(cps) != len(want) {
+		t.Fatalf("checkpoint ls --session: %+v, want the %d the hooks took", cps, len(want))
+	}
+	for _, c := range cps {
+		if want[c.ID] != c.Note || c.Workspace != ws {
+			t.Errorf("checkpoint ls --session: %+v, want note %q in %s", c, want[c.ID], ws)
+		}
+	}
+	if out := run(nil, "checkpoint", "show", "--session", sid, "--dir", ws, "toolu_04RmRfSrcXyZ0123456789ab"); !strings.Contains(out, "src/main.go") {
+		t.Errorf("checkpoint show --session of a hook's checkpoint:\n%s", out)
+	}
+	if out := run(nil, "checkpoint", "rewind", "--session", sid, "--dir", ws, "--dry-run", "--before", "toolu_04RmRfSrcXyZ0123456789ab"); !strings.Contains(out, "would rewind") {
+		t.Errorf("checkpoint rewind --session --before of a hook's checkpoint:\n%s", out)
+	}
+	cmd := exec.Command(bin, "--store", store, "checkpoint", "show", "--session", sid, "--dir", ws, "unlinked")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not found") {
+		t.Errorf("checkpoint show --session of a checkpoint not linked to it: %v\n%s", err, out)
+	}
 	logged, err := os.ReadFile(filepath.Join(state, "trove", "hooks.log"))
 	if err != nil || bytes.Count(logged, []byte("\n")) != 1 {
 		t.Errorf("the hooks' log should hold the one bad payload: %v\n%s", err, logged)
