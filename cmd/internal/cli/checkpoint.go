@@ -138,6 +138,8 @@ func (a *app) withCheckpoints(ctx context.Context, abs, dir string, fn func(m *c
 // workspace and the session's id; nothing without --session.
 type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error
 
+// checkpointLinked returns the linkedManager of the flags *dir and
+// *sessionRef, read when it runs.
 func checkpointLinked(a *app, dir, sessionRef *string) linkedManager {
 	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error {
 		if *sessionRef == "" {
@@ -478,7 +480,8 @@ func listed(ctx context.Context, m *checkpoint.Manager, id string) (*checkpoint.
 }
 
 // addCheckpointAdmin adds ls, show and rm to the checkpoint command; with
-// runs a function on the workspace's manager.
+// runs a function on the workspace's manager, linked on those holding the
+// checkpoints a session's hooks took.
 func addCheckpointAdmin(a *app, cmd *cobra.Command, with withManager, linked linkedManager) {
 	ls := &cobra.Command{
 		Use:   "ls",
