@@ -54,7 +54,7 @@ func newHooksCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			exe, err := os.Executable()
+			exe, err := lastingExecutable("the hooks")
 			if err != nil {
 				return err
 			}
@@ -450,7 +450,8 @@ func (a *app) hooksStatus() error {
 	return a.hooksLog()
 }
 
-// settingsStatus says whether trove's hooks are in the settings at p.
+// settingsStatus says whether trove's hooks are in the settings at p,
+// and whether the binary they call is still there.
 func (a *app) settingsStatus(ag agent, p string) {
 	command, err := ag.installedCommand(p)
 	switch {
@@ -460,7 +461,60 @@ func (a *app) settingsStatus(ag agent, p string) {
 		a.printf("%s: no trove hooks\n", p)
 	default:
 		a.printf("%s: installed: %s\n", p, command)
+		if bin := firstWord(command); filepath.IsAbs(bin) && !isExecutable(bin) {
+			a.printf("  but %s is gone: every hook fails before trove can log why (install them again: trove hooks install %s)\n", bin, ag.name)
+		}
 	}
+}
+
+// lastingExecutable is this binary's path, for what calls it later (the
+// agent's hooks, a service). It refuses `go run`'s temporary build, which
+// is removed when that run ends: every later call would fail before
+// trove could log why.
+func lastingExecutable(who string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if goRunBuild(exe) {
+		return "", fmt.Errorf("%s would call %s, a temporary build that go run removes when it ends: install trove first (make install, or go install ./cmd/trove) and use that binary", who, exe)
+	}
+	return exe, nil
+}
+
+// goRunBuild reports whether exe is where go run builds a command:
+// .../go-buildNNN/bNNN/exe/NAME.
+func goRunBuild(exe string) bool {
+	parts := strings.Split(filepath.ToSlash(exe), "/")
+	n := len(parts)
+	return n >= 4 && parts[n-2] == "exe" && strings.HasPrefix(parts[n-4], "go-build")
+}
+
+// firstWord is the first word of a command as shellQuote writes words.
+func firstWord(command string) string {
+	if !strings.HasPrefix(command, "'") {
+		w, _, _ := strings.Cut(command, " ")
+		return w
+	}
+	var b strings.Builder
+	for rest := command[1:]; ; {
+		i := strings.IndexByte(rest, '\'')
+		if i < 0 {
+			return b.String() + rest
+		}
+		b.WriteString(rest[:i])
+		if !strings.HasPrefix(rest[i:], `'\''`) {
+			return b.String()
+		}
+		b.WriteByte('\'')
+		rest = rest[i+4:]
+	}
+}
+
+// isExecutable reports whether path is a file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // hooksLog prints the hooks' recent failures.

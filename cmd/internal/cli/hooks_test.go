@@ -628,3 +628,73 @@ func TestHooksInstallEncryptedStore(t *testing.T) {
 		t.Fatalf("the hook's checkpoint on the encrypted store: %+v", cps)
 	}
 }
+
+// A hook entry or service calls the binary that installed it, later: one
+// `go run` built (removed when the run ends) is refused, and status says
+// when the binary an entry calls is gone (every hook then fails before
+// trove can log anything).
+func TestHooksInstallLastingBinary(t *testing.T) {
+	built := buildTrove(t)
+	project, home := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_STATE_HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR=")
+	copyTo := func(path string) {
+		t.Helper()
+		b, err := os.ReadFile(built)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(bin string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = project, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	settings := filepath.Join(project, ".claude", "settings.json")
+
+	goRun := filepath.Join(t.TempDir(), "go-build2113350101", "b001", "exe", "trove")
+	copyTo(goRun)
+	if out, err := run(goRun, "hooks", "install", "claude"); err == nil || !strings.Contains(out, "go install ./cmd/trove") {
+		t.Fatalf("install from a go run build: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(settings); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused install wrote %s: %v", settings, err)
+	}
+	if out, err := run(goRun, "watch", "--install"); err == nil || !strings.Contains(out, "go run removes") {
+		t.Fatalf("watch --install from a go run build: %v\n%s", err, out)
+	}
+
+	kept := filepath.Join(t.TempDir(), "it's here", "trove")
+	copyTo(kept)
+	if out, err := run(kept, "hooks", "install", "claude"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	if out, err := run(built, "hooks", "status"); err != nil || strings.Contains(out, "is gone") || !strings.Contains(out, "installed: "+shellQuote(kept)) {
+		t.Fatalf("status with the binary in place: %v\n%s", err, out)
+	}
+	os.Remove(kept)
+	if out, err := run(built, "hooks", "status"); err != nil || !strings.Contains(out, kept+" is gone") {
+		t.Fatalf("status once the binary is gone: %v\n%s", err, out)
+	}
+}
+
+func TestFirstWord(t *testing.T) {
+	for _, p := range []string{"/usr/local/bin/trove", "/home/me/my tools/trove", "/it's/a 'quoted'/trove", "/x'"} {
+		for _, rest := range []string{"", " --store /s" + claudeAgent().marker()} {
+			if got := firstWord(shellQuote(p) + rest); got != p {
+				t.Errorf("firstWord(%q) = %q, want %q", shellQuote(p)+rest, got, p)
+			}
+		}
+	}
+	for exe, want := range map[string]bool{"/tmp/go-build2113350101/b001/exe/trove": true, "/tmp/go-build1/b001/cli.test": false, "/usr/bin/trove": false, "/exe/trove": false} {
+		if goRunBuild(exe) != want {
+			t.Errorf("goRunBuild(%s) = %v", exe, !want)
+		}
+	}
+}

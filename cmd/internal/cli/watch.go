@@ -91,7 +91,7 @@ func (a *app) watchState() string {
 // installWatch prints, or writes, the service definition running this
 // binary's `trove watch`.
 func (a *app) installWatch(args []string, write bool) error {
-	exe, err := os.Executable()
+	exe, err := lastingExecutable("the service")
 	if err != nil {
 		return err
 	}
