@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,45 +163,55 @@ func newHooksCmd(a *app) *cobra.Command {
 
 // checkUnattendedKey makes sure that what runs unattended (who: hooks,
 // which the agent runs, or the watch service), and so cannot ask for a
-// passphrase, can open the --store when it is encrypted: through the
-// user's key file, or for hooks $TROVE_PASSWORD in the agent's
-// environment. A key file wrapped with scrypt works, but costs each
-// process about 80 ms: perCall says so for hooks, one process a call.
+// passphrase, can open the --store when it is encrypted (unattendedKey),
+// and prints what it notes.
 func (a *app) checkUnattendedKey(ctx context.Context, who string, perCall bool) error {
+	note, err := a.unattendedKey(ctx, who, perCall)
+	if note != "" {
+		a.printf("%s\n", note)
+	}
+	return err
+}
+
+// unattendedKey says whether who can open the --store: a plain one, or an
+// encrypted one through the user's key file, or for hooks
+// $TROVE_PASSWORD in the agent's environment (then the note says so). A
+// key file wrapped with scrypt works, but costs each process about 80
+// ms: perCall notes it for hooks, one process a call.
+func (a *app) unattendedKey(ctx context.Context, who string, perCall bool) (note string, err error) {
 	if err := a.checkStoreExists(); errors.Is(err, fs.ErrNotExist) {
-		return nil // the first write makes a plain store
+		return "", nil // the first write makes a plain store
 	}
 	st, err := a.rawStore(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if enc, err := crypt.IsEncrypted(ctx, st); err != nil || !enc {
-		return err
+		return "", err
 	}
 	secret, ok, err := readKeyFile()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !ok {
 		if perCall && os.Getenv(envPassword) != "" {
-			a.printf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)\n", a.storeName(), who, envPassword)
-			return nil
+			return fmt.Sprintf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)", a.storeName(), who, envPassword), nil
 		}
-		return fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file): %w", a.storeName(), who, crypt.ErrEncrypted)
+		return "", fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file): %w", a.storeName(), who, crypt.ErrEncrypted)
 	}
 	kf := keyFileHint()
 	k, err := crypt.KeyFor(ctx, st, secret)
 	if err != nil {
-		return fmt.Errorf("the key file %s does not open %s: %w", kf, a.storeName(), err)
+		return "", fmt.Errorf("the key file %s does not open %s: %w", kf, a.storeName(), err)
 	}
 	if perCall && k.KDF != crypt.KDFHKDF {
 		// Its key object may be the user's own passphrase's: the way
 		// out keeps it.
-		a.printf("warning: the key file %s is wrapped with %s (key %s): %s spend about 80 ms each opening the store.\n"+
+		return fmt.Sprintf("warning: the key file %s is wrapped with %s (key %s): %s spend about 80 ms each opening the store.\n"+
 			"A generated one opens it in microseconds: mv %s %s.old; trove key add --generate-key-file\n"+
-			"(then trove key remove %s, unless that key is a passphrase someone types)\n", kf, k.KDF, k.ID, who, kf, kf, k.ID)
+			"(then trove key remove %s, unless that key is a passphrase someone types)", kf, k.KDF, k.ID, who, kf, kf, k.ID), nil
 	}
-	return nil
+	return "", nil
 }
 
 // editSettings rewrites the agent's settings at path with trove's
@@ -440,14 +451,28 @@ func hookLog(h hookInput, err error, took time.Duration) {
 }
 
 func (a *app) hooksStatus() error {
-	wd, _ := os.Getwd()
-	for _, ag := range []agent{claudeAgent(), codexAgent()} {
-		user, _ := ag.userFile()
-		for _, p := range []string{filepath.Join(wd, filepath.FromSlash(ag.project)), user} {
-			a.settingsStatus(ag, p)
-		}
+	for ag, p := range settingsFiles() {
+		a.settingsStatus(ag, p)
 	}
 	return a.hooksLog()
+}
+
+// settingsFiles yields each agent's settings files where trove's hooks
+// may be: the project's under the current directory, then the user's
+// (once, where the two are one).
+func settingsFiles() iter.Seq2[agent, string] {
+	return func(yield func(agent, string) bool) {
+		wd, _ := os.Getwd()
+		for _, ag := range []agent{claudeAgent(), codexAgent()} {
+			project := filepath.Join(wd, filepath.FromSlash(ag.project))
+			if !yield(ag, project) {
+				return
+			}
+			if user, err := ag.userFile(); err == nil && user != project && !yield(ag, user) {
+				return
+			}
+		}
+	}
 }
 
 // settingsStatus says whether trove's hooks are in the settings at p,
@@ -461,7 +486,7 @@ func (a *app) settingsStatus(ag agent, p string) {
 		a.printf("%s: no trove hooks\n", p)
 	default:
 		a.printf("%s: installed: %s\n", p, command)
-		if bin := firstWord(command); filepath.IsAbs(bin) && !isExecutable(bin) {
+		if bin := goneBinary(command); bin != "" {
 			a.printf("  but %s is gone: every hook fails before trove can log why (install them again: trove hooks install %s)\n", bin, ag.name)
 		}
 	}
@@ -509,6 +534,15 @@ func firstWord(command string) string {
 		b.WriteByte('\'')
 		rest = rest[i+4:]
 	}
+}
+
+// goneBinary is the program command (as shellQuote writes it) calls by
+// its absolute path, when no such program is there any more; else "".
+func goneBinary(command string) string {
+	if bin := firstWord(command); filepath.IsAbs(bin) && !isExecutable(bin) {
+		return bin
+	}
+	return ""
 }
 
 // isExecutable reports whether path is a file someone may execute.

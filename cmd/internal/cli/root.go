@@ -150,7 +150,7 @@ func topCommands() []topCommand {
 		{"checkpoint", newCheckpointCmd}, {"runs", newRunsCmd}, {"ls", newLsCmd}, {"show", newShowCmd},
 		{"fork", newForkCmd}, {"unlock", newUnlockCmd}, {"rm", newRmCmd}, {"gc", newGCCmd}, {"fsck", newFsckCmd},
 		{"export", newExportCmd}, {"serve", newServeCmd}, {"mirror", newMirrorCmd}, {"import", newImportCmd},
-		{"watch", newWatchCmd}, {"hooks", newHooksCmd}, {"search", newSearchCmd}, {"catalog", newCatalogCmd},
+		{"watch", newWatchCmd}, {"hooks", newHooksCmd}, {"doctor", newDoctorCmd}, {"search", newSearchCmd}, {"catalog", newCatalogCmd},
 		{"stats", newStatsCmd}, {"init", newInitCmd}, {"key", newKeyCmd}, {"scan", newScanCmd},
 		{"prune", newPruneCmd}, {"pin", newPinCmd}, {"unpin", newUnpinCmd},
 	}

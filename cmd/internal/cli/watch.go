@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -111,24 +112,16 @@ func (a *app) installWatch(args []string, write bool) error {
 		}
 		argv = append(argv, abs)
 	}
-	home, err := os.UserHomeDir()
+	path, err := watchService()
 	if err != nil {
 		return err
 	}
-	var path, text, enable string
+	var text, enable string
 	switch runtime.GOOS {
 	case "darwin":
-		path = filepath.Join(home, "Library", "LaunchAgents", "dev.trove.watch.plist")
 		text, enable = launchdAgent(argv), "launchctl load -w "+path
 	case "linux":
-		dir := os.Getenv("XDG_CONFIG_HOME")
-		if dir == "" {
-			dir = filepath.Join(home, ".config")
-		}
-		path = filepath.Join(dir, "systemd", "user", "trove-watch.service")
 		text, enable = systemdUnit(argv), "systemctl --user daemon-reload && systemctl --user enable --now trove-watch"
-	default:
-		return fmt.Errorf("trove watch --install: no service manager known on %s: run `trove watch` at login", runtime.GOOS)
 	}
 	if !write {
 		a.printf("# %s\n%s", path, text)
@@ -143,6 +136,58 @@ func (a *app) installWatch(args []string, write bool) error {
 	}
 	a.printf("wrote %s\nstart it with: %s\n", path, enable)
 	return nil
+}
+
+// watchService is the file where this system's service manager looks
+// for trove watch's service: a launchd agent on macOS, a systemd user
+// unit on Linux.
+func watchService() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		return filepath.Join(home, "Library", "LaunchAgents", "dev.trove.watch.plist"), nil
+	case "linux":
+		dir := os.Getenv("XDG_CONFIG_HOME")
+		if dir == "" {
+			dir = filepath.Join(home, ".config")
+		}
+		return filepath.Join(dir, "systemd", "user", "trove-watch.service"), nil
+	}
+	return "", fmt.Errorf("trove watch --install: no service manager known on %s: run `trove watch` at login", runtime.GOOS)
+}
+
+// serviceBinary is the program a service file written by installWatch
+// runs ("" when it names none).
+func serviceBinary(text string) string {
+	if _, args, ok := strings.Cut(text, "<key>ProgramArguments</key>"); ok { // launchd
+		if _, v, ok := strings.Cut(args, "<string>"); ok {
+			v, _, _ = strings.Cut(v, "</string>")
+			return html.UnescapeString(v)
+		}
+		return ""
+	}
+	for line := range strings.Lines(text) {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart=")
+		if !ok {
+			continue
+		}
+		if q, ok := strings.CutPrefix(v, `"`); ok {
+			var b strings.Builder
+			for i := 0; i < len(q) && q[i] != '"'; i++ {
+				if q[i] == '\\' && i+1 < len(q) {
+					i++
+				}
+				b.WriteByte(q[i])
+			}
+			return strings.ReplaceAll(strings.ReplaceAll(b.String(), "$$", "$"), "%%", "%")
+		}
+		w, _, _ := strings.Cut(v, " ")
+		return w
+	}
+	return ""
 }
 
 // systemdUnit is a user unit running argv, restarted if it fails.
