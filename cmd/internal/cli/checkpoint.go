@@ -92,24 +92,51 @@ func checkpointWith(a *app, dir, sessionRef *string) withManager {
 		if *sessionRef == "" {
 			return a.withCheckpoints(ctx, abs, "", fn)
 		}
-		meta, err := a.sessionMeta(ctx, *sessionRef)
-		if err != nil {
+		sc, err := a.sessionScope(ctx, *sessionRef)
+		if sc.ids == nil {
 			return err
 		}
-		err = a.withCheckpoints(ctx, abs, backend.Join(session.SidecarDir(meta.Path), session.CheckpointsDir), fn)
+		if err == nil {
+			err = a.withCheckpoints(ctx, abs, backend.Join(session.SidecarDir(sc.meta.Path), session.CheckpointsDir), fn)
+			if !errors.Is(err, checkpoint.ErrNotFound) {
+				return err
+			}
+		}
 		names := checkpointNames(cmd)
-		if !errors.Is(err, checkpoint.ErrNotFound) || len(names) == 0 {
+		if len(names) == 0 {
 			return err
 		}
 		// Not the session's own: one a hook took before a tool call of the
 		// session is kept with the workspace's, linked to the session.
-		for _, ws := range sessionWorkspaces(cmd, abs, meta) {
-			if a.linkedIn(ctx, ws, meta.ID, names) {
+		for _, ws := range sessionWorkspaces(cmd, abs, sc.meta) {
+			if a.linkedIn(ctx, ws, sc.ids, names) {
 				return a.withCheckpoints(ctx, ws, "", fn)
 			}
 		}
 		return err
 	}
+}
+
+// sessionScope is the session --session names: its metadata, when trove
+// holds it, and the ids the checkpoints its hooks took are linked to.
+type sessionScope struct {
+	meta session.Metadata // zero while trove holds no such session
+	ids  []string
+}
+
+// sessionScope resolves ref. A session trove holds no copy of yet (the
+// hooks import it when the agent stops) still names the checkpoints they
+// took: by the ids an import of an agent's session ref gives it. Then
+// the error says the session is not found, and ids are set.
+func (a *app) sessionScope(ctx context.Context, ref string) (sessionScope, error) {
+	meta, err := a.sessionMeta(ctx, ref)
+	switch {
+	case err == nil:
+		return sessionScope{meta: meta, ids: []string{meta.ID}}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return sessionScope{ids: agentSessionIDs(ref)}, err
+	}
+	return sessionScope{}, err
 }
 
 // withCheckpoints runs fn on a manager for the workspace abs, keeping its
@@ -136,12 +163,12 @@ func (a *app) withCheckpoints(ctx context.Context, abs, dir string, fn func(m *c
 // linkedManager runs fn on the manager of each workspace whose
 // checkpoints a hook of the --session session may have taken, with the
 // workspace and the session's id; nothing without --session.
-type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error
+type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws string, ids []string) error) error
 
 // checkpointLinked returns the linkedManager of the flags *dir and
 // *sessionRef, read when it runs.
 func checkpointLinked(a *app, dir, sessionRef *string) linkedManager {
-	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws, id string) error) error {
+	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws string, ids []string) error) error {
 		if *sessionRef == "" {
 			return nil
 		}
@@ -150,15 +177,15 @@ func checkpointLinked(a *app, dir, sessionRef *string) linkedManager {
 		if err != nil {
 			return err
 		}
-		meta, err := a.sessionMeta(ctx, *sessionRef)
-		if err != nil {
+		sc, err := a.sessionScope(ctx, *sessionRef)
+		if sc.ids == nil {
 			return err
 		}
-		for _, ws := range sessionWorkspaces(cmd, abs, meta) {
+		for _, ws := range sessionWorkspaces(cmd, abs, sc.meta) {
 			if _, err := os.Stat(ws); errors.Is(err, fs.ErrNotExist) {
 				continue // a session's cwd on another machine
 			}
-			if err := a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error { return fn(m, ws, meta.ID) }); err != nil {
+			if err := a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error { return fn(m, ws, sc.ids) }); err != nil {
 				return err
 			}
 		}
@@ -173,6 +200,9 @@ func (a *app) sessionMeta(ctx context.Context, ref string) (session.Metadata, er
 		return session.Metadata{}, err
 	}
 	meta, err := s.Metadata(ctx, ref)
+	if id, ok := a.agentRef(ctx, ref, err); ok {
+		meta, err = s.Metadata(ctx, id)
+	}
 	if err != nil {
 		return session.Metadata{}, storeErr(err)
 	}
@@ -213,12 +243,12 @@ func sessionWorkspaces(cmd *cobra.Command, abs string, meta session.Metadata) []
 }
 
 // linkedIn reports whether workspace ws holds every checkpoint of names,
-// each linked to session id.
-func (a *app) linkedIn(ctx context.Context, ws, id string, names []string) bool {
+// each linked to one of the session ids.
+func (a *app) linkedIn(ctx context.Context, ws string, ids, names []string) bool {
 	ok := false
 	a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error {
 		for _, name := range names {
-			if man, err := m.LoadHeader(ctx, name); err != nil || man.Session != id {
+			if man, err := m.LoadHeader(ctx, name); err != nil || !slices.Contains(ids, man.Session) {
 				return nil
 			}
 		}
@@ -445,9 +475,9 @@ func parseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
-// checkpointRows appends m's checkpoints to out; with id set, only those
-// linked to session id, marked as workspace ws's.
-func checkpointRows(ctx context.Context, m *checkpoint.Manager, out []checkpointJSON, ws, id string) ([]checkpointJSON, error) {
+// checkpointRows appends m's checkpoints to out; with ids set, only those
+// linked to one of them, marked as workspace ws's.
+func checkpointRows(ctx context.Context, m *checkpoint.Manager, out []checkpointJSON, ws string, ids []string) ([]checkpointJSON, error) {
 	infos, err := m.List(ctx)
 	if err != nil {
 		return out, err
@@ -458,7 +488,7 @@ func checkpointRows(ctx context.Context, m *checkpoint.Manager, out []checkpoint
 		if err == nil {
 			c.Kind, c.CreatedAt, c.Files, c.Session, c.Note = man.Kind, man.CreatedAt.UTC(), n, man.Session, man.Note
 		}
-		if id == "" || err == nil && man.Session == id {
+		if ids == nil || err == nil && slices.Contains(ids, man.Session) {
 			out = append(out, c)
 		}
 	}
@@ -490,20 +520,25 @@ func addCheckpointAdmin(a *app, cmd *cobra.Command, with withManager, linked lin
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			out := []checkpointJSON{}
-			err := with(cmd, func(m *checkpoint.Manager) error {
+			missing := with(cmd, func(m *checkpoint.Manager) error {
 				var err error
-				out, err = checkpointRows(ctx, m, out, "", "")
+				out, err = checkpointRows(ctx, m, out, "", nil)
+				return err
+			})
+			if missing != nil && !errors.Is(missing, fs.ErrNotExist) {
+				return missing
+			}
+			// A session not imported yet: only what its hooks took.
+			err := linked(cmd, func(m *checkpoint.Manager, ws string, ids []string) error {
+				var err error
+				out, err = checkpointRows(ctx, m, out, ws, ids)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			err = linked(cmd, func(m *checkpoint.Manager, ws, id string) error {
-				out, err = checkpointRows(ctx, m, out, ws, id)
-				return err
-			})
-			if err != nil {
-				return err
+			if missing != nil && len(out) == 0 {
+				return missing
 			}
 			// Oldest first: hooks name checkpoints after tool_use_ids,
 			// whose order says nothing of when they were taken.

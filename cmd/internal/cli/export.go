@@ -37,6 +37,9 @@ func newExportCmd(a *app) *cobra.Command {
 				return err
 			}
 			sess, _, err := ts.ReadSession(ctx, args[0])
+			if id, ok := a.agentRef(ctx, args[0], err); ok {
+				sess, _, err = ts.ReadSession(ctx, id)
+			}
 			if err != nil {
 				return storeErr(err)
 			}

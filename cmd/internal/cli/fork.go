@@ -25,6 +25,9 @@ func newForkCmd(a *app) *cobra.Command {
 			// The fork is durable before its id is printed, and nothing
 			// holds it open: no writer lock is taken.
 			meta, err := s.ForkSession(ctx, args[0], session.ForkOptions{At: at, Last: last})
+			if id, ok := a.agentRef(ctx, args[0], err); ok {
+				meta, err = s.ForkSession(ctx, id, session.ForkOptions{At: at, Last: last})
+			}
 			if err != nil {
 				return storeErr(err)
 			}

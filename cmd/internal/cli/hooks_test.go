@@ -212,6 +212,13 @@ func TestHooksCheckpointBeforeEachCall(t *testing.T) {
 	hook("5-sed.json")
 	os.WriteFile(filepath.Join(ws, "README.md"), []byte("the new way\n"), 0o644)
 	after := workspaceState(t, ws)
+	// Before the Stop hook imports the session, the id Claude Code gave it
+	// names the checkpoints its hooks took.
+	claudeID := "9a1f0c3e-4b2d-4e8f-a6c1-7d5e3b2a1f90"
+	var early []checkpointJSON
+	if err := json.Unmarshal([]byte(run(nil, "--json", "checkpoint", "ls", "--session", claudeID, "--dir", ws)), &early); err != nil || len(early) != 4 {
+		t.Fatalf("checkpoint ls --session of a session not imported yet: %v %+v", err, early)
+	}
 	hook("6-stop.json")
 	run([]byte("{not json"), "hooks", "run", "claude")
 
@@ -264,6 +271,19 @@ func TestHooksCheckpointBeforeEachCall(t *testing.T) {
 	}
 	if out := run(nil, "checkpoint", "rewind", "--session", sid, "--dir", ws, "--dry-run", "--before", "toolu_04RmRfSrcXyZ0123456789ab"); !strings.Contains(out, "would rewind") {
 		t.Errorf("checkpoint rewind --session --before of a hook's checkpoint:\n%s", out)
+	}
+	if out := run(nil, "show", claudeID); !strings.Contains(out, sid) {
+		t.Errorf("show by Claude Code's session id:\n%s", out)
+	}
+	if out := run(nil, "checkpoint", "ls", "--session", claudeID, "--dir", ws); strings.Count(out, "before ") != len(want) {
+		t.Errorf("checkpoint ls --session by Claude Code's session id:\n%s", out)
+	}
+	for _, args := range [][]string{{"show", "0badc0de-0000-4000-8000-000000000000"}, {"checkpoint", "ls", "--session", "0badc0de-0000-4000-8000-000000000000", "--dir", ws}} {
+		cmd := exec.Command(bin, append([]string{"--store", store}, args...)...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not exist") {
+			t.Errorf("%v, a session nobody knows: %v\n%s", args, err, out)
+		}
 	}
 	cmd := exec.Command(bin, "--store", store, "checkpoint", "show", "--session", sid, "--dir", ws, "unlinked")
 	cmd.Env = env

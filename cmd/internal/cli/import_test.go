@@ -123,3 +123,28 @@ func TestImportFromAgentJSONL(t *testing.T) {
 		t.Errorf("--from spec003: exit %d %s", code, errOut)
 	}
 }
+
+// An imported session answers to the id its agent gave it (Claude Code's
+// file name) where a session id is asked for.
+func TestAgentSessionID(t *testing.T) {
+	store := t.TempDir()
+	src := filepath.Join("..", "..", "..", "importer", "testdata", "claude")
+	if code, _, errOut := trove(t, "", "--store", store, "import", src); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	claudeID := "5f0c1a2e-7b1d-4c8e-9a31-2d6f0e4b7c90"
+	for _, args := range [][]string{{"show", claudeID}, {"export", "--format", "md", claudeID}, {"session", "context", claudeID}} {
+		if code, out, errOut := trove(t, "", append([]string{"--store", store}, args...)...); code != 0 || !strings.Contains(out, "it says hi") {
+			t.Errorf("%v: exit %d %s %s", args, code, out, errOut)
+		}
+	}
+	if code, out, errOut := trove(t, "", "--store", store, "fork", claudeID); code != 0 || len(strings.TrimSpace(out)) != 36 {
+		t.Errorf("fork: exit %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "rm", claudeID); code != 0 {
+		t.Errorf("rm: %s", errOut)
+	}
+	if code, _, errOut := trove(t, "", "--store", store, "show", claudeID); code == 0 || !strings.Contains(errOut, "not exist") {
+		t.Errorf("show after rm: exit %d %s", code, errOut)
+	}
+}

@@ -15,6 +15,9 @@ func newRmCmd(a *app) *cobra.Command {
 			}
 			for _, ref := range args {
 				m, err := ts.Sessions().Metadata(ctx, ref)
+				if id, ok := a.agentRef(ctx, ref, err); ok {
+					m, err = ts.Sessions().Metadata(ctx, id)
+				}
 				if err != nil {
 					return storeErr(err)
 				}

@@ -35,6 +35,9 @@ func newSessionCmd(a *app) *cobra.Command {
 				return err
 			}
 			c, err := s.ContextFor(ctx, ref, leaf)
+			if id, ok := a.agentRef(ctx, ref, err); ok {
+				c, err = s.ContextFor(ctx, id, leaf)
+			}
 			if err != nil {
 				return err
 			}

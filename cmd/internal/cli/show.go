@@ -155,6 +155,9 @@ func newShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			meta, err := s.Metadata(ctx, args[0])
+			if id, ok := a.agentRef(ctx, args[0], err); ok {
+				meta, err = s.Metadata(ctx, id)
+			}
 			if err != nil {
 				return storeErr(err)
 			}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/importer"
 	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/session/tree"
 )
@@ -19,6 +21,37 @@ func (a *app) sessionStore(ctx context.Context) (*session.Store, error) {
 		return nil, err
 	}
 	return ts.Sessions(), nil
+}
+
+// agentSessionIDs are the ids of the sessions an import of the agent
+// session whose own id is ref makes, one for each agent whose sessions
+// trove imports under their own ids (Claude Code, Codex, pi).
+func agentSessionIDs(ref string) []string {
+	var ids []string
+	for _, format := range []string{"claude", "codex", "pi"} {
+		ids = append(ids, importer.SessionID(format, ref))
+	}
+	return ids
+}
+
+// agentRef says, after err from looking up the session ref, whether ref
+// is the id an agent gave a session trove imported (Claude Code's and
+// Codex's are what their users know: claude --resume ID), and the
+// session's id in trove to look up instead.
+func (a *app) agentRef(ctx context.Context, ref string, err error) (string, bool) {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	s, serr := a.sessionStore(ctx)
+	if serr != nil {
+		return "", false
+	}
+	for _, id := range agentSessionIDs(ref) {
+		if _, ferr := s.Find(ctx, id); ferr == nil {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // storeErr turns an ambiguous prefix into a usage error that lists the

@@ -25,7 +25,12 @@ func newUnlockCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, held, err := s.Holder(ctx, args[0])
+			ref := args[0]
+			h, held, err := s.Holder(ctx, ref)
+			if id, ok := a.agentRef(ctx, ref, err); ok {
+				ref = id
+				h, held, err = s.Holder(ctx, ref)
+			}
 			if err != nil {
 				return storeErr(err)
 			}
@@ -43,7 +48,7 @@ func newUnlockCmd(a *app) *cobra.Command {
 			if !force && leaseLooksAlive(h) {
 				return usageErr("%s: its lease (%s) looks alive; --force removes it anyway", args[0], who)
 			}
-			if err := s.BreakLock(ctx, args[0]); err != nil {
+			if err := s.BreakLock(ctx, ref); err != nil {
 				return storeErr(err)
 			}
 			if a.jsonOut {
