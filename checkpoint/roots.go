@@ -58,6 +58,13 @@ func LoadManifest(ctx context.Context, st backend.Storage, blobs cas.Blobs, name
 	return m.Load(ctx, id)
 }
 
+// LoadManifestHeader reads the manifest at the store path name without
+// the entries its trees hold (see Manager.LoadHeader).
+func LoadManifestHeader(ctx context.Context, st backend.Storage, blobs cas.Blobs, name string) (*Manifest, error) {
+	id, m := readerOf(st, blobs, name)
+	return m.LoadHeader(ctx, id)
+}
+
 // readerOf is a Manager without a workspace, to read the manifest name.
 func readerOf(st backend.Storage, blobs cas.Blobs, name string) (string, *Manager) {
 	id := strings.TrimSuffix(backend.Base(name), ".json")

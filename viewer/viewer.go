@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -80,7 +82,7 @@ func viewTemplates() *template.Template {
 {{range .Groups}}<h2>{{.Cwd}}</h2><table>{{range .Sessions}}<tr><td><a href="/s/{{.ID}}">{{if .Title}}{{.Title}}{{else}}{{.ID}}{{end}}</a></td><td>{{.FirstMessage}}</td><td>{{.MessageCount}} messages</td><td>{{time .UpdatedAt}}</td></tr>{{end}}</table>
 {{else}}<p class="meta">No sessions{{if .Query}} match {{.Query}}{{end}}.</p>{{end}}{{template "bottom"}}{{end}}
 {{define "checkpoints"}}{{template "top" .}}<div class="meta"><a href="/s/{{.ID}}">← session</a></div><h1>Checkpoints of {{.ID}}</h1>
-{{range .Manifests}}<h2>{{.ID}} · {{.Kind}} · {{time .CreatedAt}}</h2>{{if .Message}}<div class="meta">before message <a href="/s/{{$.ID}}#e-{{.Message}}">#{{.Message}}</a></div>{{end}}
+{{range .Manifests}}<h2>{{.ID}} · {{.Kind}} · {{time .CreatedAt}}</h2>{{if .Note}}<div class="meta">before {{.Note}}{{if .Message}} ({{.Message}}){{end}}</div>{{else if .Message}}<div class="meta">before message <a href="/s/{{$.ID}}#e-{{.Message}}">#{{.Message}}</a></div>{{end}}
 {{if .Prev}}<h3>Changes since {{.Prev}}</h3>{{range .Changes}}<details><summary>{{.Status}} <code>{{.Path}}</code></summary>{{if .Note}}<div class="meta">{{.Note}}</div>{{else}}<pre class="diff">{{range .Lines}}<span class="d{{if eq .Op "+"}}add{{else if eq .Op "-"}}del{{end}}">{{.Op}}{{.Text}}</span>
 {{end}}</pre>{{end}}</details>{{else}}<div class="meta">no changes</div>{{end}}{{end}}
 <details><summary>{{len .Files}} files</summary><table><tr><th>path</th><th>state</th><th>size</th><th>digest</th></tr>{{range .Files}}<tr><td>{{.Path}}</td><td>{{if .Exists}}{{or .Type "file"}}{{else}}absent{{end}}</td><td>{{.Size}}</td><td><code>{{.Digest}}</code></td></tr>{{end}}</table></details>
@@ -167,6 +169,7 @@ func (v *viewer) checkpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir := session.SidecarDir(meta.Path) + "/"
+	workspaces := hookWorkspaces(meta.Cwd)
 	var mans []*checkpoint.Manifest
 	for name, err := range checkpoint.Manifests(ctx, v.ts.Storage()) {
 		if err != nil {
@@ -174,7 +177,15 @@ func (v *viewer) checkpoints(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !strings.HasPrefix(name, dir) {
-			continue
+			// A hook's, before a tool call of the session: kept with
+			// the workspace's own, linked to the session.
+			if !workspaces[path.Dir(name)] {
+				continue
+			}
+			h, err := checkpoint.LoadManifestHeader(ctx, v.ts.Storage(), v.ts.Blobs(), name)
+			if err != nil || h.Session != meta.ID {
+				continue
+			}
 		}
 		m, err := checkpoint.LoadManifest(ctx, v.ts.Storage(), v.ts.Blobs(), name)
 		if err != nil {
@@ -193,6 +204,22 @@ func (v *viewer) checkpoints(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.render(w, "checkpoints", map[string]any{"Title": "checkpoints " + meta.ID, "ID": meta.ID, "Manifests": views})
+}
+
+// hookWorkspaces are the store directories of the checkpoints of cwd's
+// workspace and of those above it (a hook checkpoints the project's root,
+// CLAUDE_PROJECT_DIR, which the session's cwd may lie under).
+func hookWorkspaces(cwd string) map[string]bool {
+	out := map[string]bool{}
+	if !filepath.IsAbs(cwd) {
+		return out
+	}
+	for d := filepath.Clean(cwd); ; d = filepath.Dir(d) {
+		out["checkpoints/"+checkpoint.WorkspaceKey(d)] = true
+		if d == filepath.Dir(d) {
+			return out
+		}
+	}
 }
 
 func (v *viewer) runs(w http.ResponseWriter, r *http.Request) {

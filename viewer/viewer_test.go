@@ -3,6 +3,8 @@ package viewer
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,8 +16,10 @@ import (
 	"testing"
 
 	troveapi "github.com/trovekit/trove"
+	"github.com/trovekit/trove/checkpoint"
 	"github.com/trovekit/trove/importer"
 	"github.com/trovekit/trove/internal/browsertest"
+	"github.com/trovekit/trove/session"
 	"github.com/trovekit/trove/viewer/viewertest"
 )
 
@@ -149,5 +153,62 @@ func TestViewerLineage(t *testing.T) {
 	}
 	if _, body := get(t, srv.URL+"/s/"+sub); !strings.Contains(body, `href="/s/`+main+`">parent: Find the slow query`) {
 		t.Errorf("the subagent's page does not link its parent")
+	}
+}
+
+// A session's checkpoints page shows those the hooks took of its
+// workspace before its tool calls (kept with the workspace's, linked to
+// the session), with the call each precedes, and no other checkpoint of
+// that workspace.
+func TestViewerHookCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	store, ws := t.TempDir(), t.TempDir()
+	ts, err := troveapi.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	h, err := ts.Sessions().Create(ctx, session.CreateOptions{Cwd: filepath.Join(ws, "sub")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AppendMessage(ctx, json.RawMessage(`{"role":"user","content":"clean up"}`)); err != nil {
+		t.Fatal(err)
+	}
+	id := h.ID()
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := ts.Checkpoints(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cp := range []struct{ name, session, text string }{
+		{"toolu_01first", id, "one\n"}, {"unlinked", "", "two\n"}, {"toolu_02other", "0badc0de-0000-4000-8000-000000000000", "three\n"}, {"toolu_03second", id, "four <b>\n"},
+	} {
+		if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte(cp.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := []checkpoint.CreateOption{checkpoint.WithNote(fmt.Sprintf("Bash: step %d", i))}
+		if cp.session != "" {
+			opts = append(opts, checkpoint.WithSession(cp.session), checkpoint.WithMessage(cp.name))
+		}
+		if _, err := cps.CreateTree(ctx, cp.name, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cps.Close()
+	srv := httptest.NewServer(New(ts, slog.New(slog.DiscardHandler)))
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/s/"+id+"/checkpoints")
+	for _, want := range []string{"toolu_01first", "before Bash: step 0 (toolu_01first)", "toolu_03second", "Changes since toolu_01first", "&#43;four &lt;b&gt;"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("checkpoints page (%d) lacks %q:\n%s", code, want, body)
+		}
+	}
+	for _, not := range []string{"unlinked", "toolu_02other"} {
+		if strings.Contains(body, not) {
+			t.Errorf("checkpoints page shows %s, not linked to the session:\n%s", not, body)
+		}
 	}
 }
