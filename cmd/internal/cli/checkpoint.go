@@ -162,7 +162,8 @@ func (a *app) withCheckpoints(ctx context.Context, abs, dir string, fn func(m *c
 
 // linkedManager runs fn on the manager of each workspace whose
 // checkpoints a hook of the --session session may have taken, with the
-// workspace and the session's id; nothing without --session.
+// workspace and the ids such a checkpoint is linked to (sessionScope);
+// nothing without --session.
 type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws string, ids []string) error) error
 
 // checkpointLinked returns the linkedManager of the flags *dir and
