@@ -26,9 +26,13 @@ func (c *Storage) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	return out, nil
 }
 
-// openAll decrypts a whole object.
+// openAll decrypts a whole object in the memory of ct, which it takes: a
+// new buffer as large cost a process reading the stat cache or the pack
+// index of an encrypted store a page fault every 4 KiB (0.9 MB of
+// ciphertext: 230 faults). Each frame opens where it lies, then its
+// plaintext moves down to follow the last.
 func (c *Storage) openAll(name string, ct []byte) ([]byte, error) {
-	out := make([]byte, 0, max(wholeSize(int64(len(ct))), 0))
+	out := ct[:0]
 	var prev byte
 	var off int64
 	for pos := 0; pos < len(ct); {
@@ -43,10 +47,12 @@ func (c *Storage) openAll(name string, ct []byte) ([]byte, error) {
 		if len(rest) < n+Overhead {
 			return out, torn(rest, off)
 		}
-		var err error
-		if out, kind, err = c.s.open(out, name, off, rest[:n+Overhead]); err != nil {
+		frame := rest[:n+Overhead]
+		plain, kind, err := c.s.open(frame[hdrSize+nonceSize:hdrSize+nonceSize], name, off, frame)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, plain...) // ahead of the frame: out ends at off, the frame starts at pos > off
 		if err := sequence(prev, kind, off); err != nil {
 			return nil, err
 		}
