@@ -103,13 +103,15 @@ func checkpointWith(a *app, dir, sessionRef *string) withManager {
 			}
 		}
 		names := checkpointNames(cmd)
-		if len(names) == 0 {
+		undo := cmd.Name() == "rewind" && cmd.Flag("undo").Value.String() == "true"
+		if len(names) == 0 && !undo {
 			return err
 		}
 		// Not the session's own: one a hook took before a tool call of the
-		// session is kept with the workspace's, linked to the session.
+		// session is kept with the workspace's, linked to the session; so
+		// is the undo of a rewind to such a checkpoint.
 		for _, ws := range sessionWorkspaces(cmd, abs, sc.meta) {
-			if a.linkedIn(ctx, ws, sc.ids, names) {
+			if undo && a.hasUndo(ctx, ws) || !undo && a.linkedIn(ctx, ws, sc.ids, names) {
 				return a.withCheckpoints(ctx, ws, "", fn)
 			}
 		}
@@ -243,6 +245,17 @@ func sessionWorkspaces(cmd *cobra.Command, abs string, meta session.Metadata) []
 	return out
 }
 
+// hasUndo reports whether workspace ws holds the undo of a rewind.
+func (a *app) hasUndo(ctx context.Context, ws string) bool {
+	ok := false
+	a.withCheckpoints(ctx, ws, "", func(m *checkpoint.Manager) error {
+		infos, err := m.List(ctx)
+		ok = err == nil && slices.ContainsFunc(infos, func(in checkpoint.Info) bool { return strings.HasPrefix(in.ID, checkpoint.UndoPrefix) })
+		return nil
+	})
+	return ok
+}
+
 // linkedIn reports whether workspace ws holds every checkpoint of names,
 // each linked to one of the session ids.
 func (a *app) linkedIn(ctx context.Context, ws string, ids, names []string) bool {
@@ -341,7 +354,7 @@ func newCheckpointRewindCmd(a *app, with withManager) *cobra.Command {
 						}
 					}
 					if name == "" {
-						return fmt.Errorf("no rewind to undo in this workspace")
+						return fmt.Errorf("no rewind to undo in this workspace: %w", checkpoint.ErrNotFound)
 					}
 				} else if before != "" {
 					name = before // the hook named it after the tool call

@@ -272,6 +272,10 @@ func TestHooksCheckpointBeforeEachCall(t *testing.T) {
 	if out := run(nil, "checkpoint", "rewind", "--session", sid, "--dir", ws, "--dry-run", "--before", "toolu_04RmRfSrcXyZ0123456789ab"); !strings.Contains(out, "would rewind") {
 		t.Errorf("checkpoint rewind --session --before of a hook's checkpoint:\n%s", out)
 	}
+	run(nil, "checkpoint", "rewind", "--session", sid, "--dir", ws, "--before", "toolu_04RmRfSrcXyZ0123456789ab")
+	sameState(t, "rewound before rm -rf src through --session", beforeRm, workspaceState(t, ws))
+	run(nil, "checkpoint", "rewind", "--session", sid, "--dir", ws, "--undo")
+	sameState(t, "that rewind undone through --session", after, workspaceState(t, ws))
 	if out := run(nil, "show", claudeID); !strings.Contains(out, sid) {
 		t.Errorf("show by Claude Code's session id:\n%s", out)
 	}
