@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,7 +77,8 @@ func (a *app) doctor(ctx context.Context, now time.Time) []finding {
 	if errors.Is(a.checkStoreExists(), fs.ErrNotExist) {
 		detail = a.storeName() + ": none yet (the first write makes it)"
 	}
-	note, err := a.unattendedKey(ctx, "hooks", true)
+	key := a.probeKey(ctx) // once: a key file wrapped with scrypt costs 80 ms to try
+	note, err := key.judge(a.storeName(), "hooks", true)
 	if note != "" {
 		detail += "\n" + note
 	}
@@ -123,14 +123,14 @@ func (a *app) doctor(ctx context.Context, now time.Time) []finding {
 		add("watch", err, "")
 	default:
 		bin := serviceBinary(string(text))
-		if filepath.IsAbs(bin) && !isExecutable(bin) {
+		_, kerr := key.judge(a.storeName(), "the watch service", false)
+		switch {
+		case programGone(bin):
 			add("watch", fmt.Errorf("%s runs %s, which is gone: the service fails at each start (write it again: trove watch --install --write)", path, bin), "")
-		} else {
-			if _, err := a.unattendedKey(ctx, "the watch service", false); err != nil {
-				add("watch", fmt.Errorf("%s: %w", path, err), "")
-			} else {
-				add("watch", nil, path+": runs "+bin)
-			}
+		case kerr != nil:
+			add("watch", fmt.Errorf("%s: %w", path, kerr), "")
+		default:
+			add("watch", nil, path+": runs "+bin)
 		}
 	}
 	return out

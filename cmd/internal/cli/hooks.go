@@ -163,53 +163,70 @@ func newHooksCmd(a *app) *cobra.Command {
 
 // checkUnattendedKey makes sure that what runs unattended (who: hooks,
 // which the agent runs, or the watch service), and so cannot ask for a
-// passphrase, can open the --store when it is encrypted (unattendedKey),
+// passphrase, can open the --store when it is encrypted (storeKey.judge),
 // and prints what it notes.
 func (a *app) checkUnattendedKey(ctx context.Context, who string, perCall bool) error {
-	note, err := a.unattendedKey(ctx, who, perCall)
+	note, err := a.probeKey(ctx).judge(a.storeName(), who, perCall)
 	if note != "" {
 		a.printf("%s\n", note)
 	}
 	return err
 }
 
-// unattendedKey says whether who can open the --store: a plain one, or an
-// encrypted one through the user's key file, or for hooks
-// $TROVE_PASSWORD in the agent's environment (then the note says so). A
-// key file wrapped with scrypt works, but costs each process about 80
-// ms: perCall notes it for hooks, one process a call.
-func (a *app) unattendedKey(ctx context.Context, who string, perCall bool) (note string, err error) {
+// storeKey is what a process that cannot ask for a passphrase meets
+// opening the --store: found once (probeKey), for a verdict on each
+// unattended part (judge).
+type storeKey struct {
+	encrypted bool
+	keyFile   bool          // the user's key file is there
+	key       crypt.KeyInfo // the key object it opens
+	err       error         // the storage failed, or the key file (others may read it, it opens nothing)
+}
+
+// probeKey reads what an unattended process would: whether the store is
+// encrypted, and if so the user's key file and which key object it opens.
+func (a *app) probeKey(ctx context.Context) storeKey {
 	if err := a.checkStoreExists(); errors.Is(err, fs.ErrNotExist) {
-		return "", nil // the first write makes a plain store
+		return storeKey{} // the first write makes a plain store
 	}
 	st, err := a.rawStore(ctx)
 	if err != nil {
-		return "", err
+		return storeKey{err: err}
 	}
 	if enc, err := crypt.IsEncrypted(ctx, st); err != nil || !enc {
-		return "", err
+		return storeKey{err: err}
 	}
 	secret, ok, err := readKeyFile()
-	if err != nil {
-		return "", err
+	if err != nil || !ok {
+		return storeKey{encrypted: true, err: err}
 	}
-	if !ok {
-		if perCall && os.Getenv(envPassword) != "" {
-			return fmt.Sprintf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)", a.storeName(), who, envPassword), nil
-		}
-		return "", fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file): %w", a.storeName(), who, crypt.ErrEncrypted)
-	}
-	kf := keyFileHint()
 	k, err := crypt.KeyFor(ctx, st, secret)
 	if err != nil {
-		return "", fmt.Errorf("the key file %s does not open %s: %w", kf, a.storeName(), err)
+		err = fmt.Errorf("the key file %s does not open %s: %w", keyFileHint(), a.storeName(), err)
 	}
-	if perCall && k.KDF != crypt.KDFHKDF {
+	return storeKey{encrypted: true, keyFile: true, key: k, err: err}
+}
+
+// judge says whether who can open store: a plain one, or an encrypted one
+// through the user's key file, or for hooks $TROVE_PASSWORD in the
+// agent's environment (then the note says so). A key file wrapped with
+// scrypt works, but costs each process about 80 ms: perCall notes it for
+// hooks, one process a call.
+func (k storeKey) judge(store, who string, perCall bool) (note string, err error) {
+	switch {
+	case k.err != nil || !k.encrypted:
+		return "", k.err
+	case !k.keyFile && perCall && os.Getenv(envPassword) != "":
+		return fmt.Sprintf("%s is encrypted: %s need $%s in the agent's environment too (or a key file: trove key add --generate-key-file)", store, who, envPassword), nil
+	case !k.keyFile:
+		return "", fmt.Errorf("%s is encrypted, and %s cannot ask for its passphrase: write a key file first (trove key add --generate-key-file): %w", store, who, crypt.ErrEncrypted)
+	case perCall && k.key.KDF != crypt.KDFHKDF:
 		// Its key object may be the user's own passphrase's: the way
 		// out keeps it.
+		kf := keyFileHint()
 		return fmt.Sprintf("warning: the key file %s is wrapped with %s (key %s): %s spend about 80 ms each opening the store.\n"+
 			"A generated one opens it in microseconds: mv %s %s.old; trove key add --generate-key-file\n"+
-			"(then trove key remove %s, unless that key is a passphrase someone types)", kf, k.KDF, k.ID, who, kf, kf, k.ID), nil
+			"(then trove key remove %s, unless that key is a passphrase someone types)", kf, k.key.KDF, k.key.ID, who, kf, kf, k.key.ID), nil
 	}
 	return "", nil
 }
@@ -539,16 +556,20 @@ func firstWord(command string) string {
 // goneBinary is the program command (as shellQuote writes it) calls by
 // its absolute path, when no such program is there any more; else "".
 func goneBinary(command string) string {
-	if bin := firstWord(command); filepath.IsAbs(bin) && !isExecutable(bin) {
+	if bin := firstWord(command); programGone(bin) {
 		return bin
 	}
 	return ""
 }
 
-// isExecutable reports whether path is a file someone may execute.
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+// programGone reports whether bin, a program named by its absolute path,
+// is no longer a file someone may execute.
+func programGone(bin string) bool {
+	if !filepath.IsAbs(bin) {
+		return false
+	}
+	fi, err := os.Stat(bin)
+	return err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0
 }
 
 // hooksLog prints the hooks' recent failures.
