@@ -23,12 +23,12 @@ import (
 
 func newCheckpointCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "checkpoint", Short: "Snapshot a workspace and rewind it"}
-	var dir, sessionRef string
-	cmd.PersistentFlags().StringVar(&dir, "dir", ".", "workspace directory")
-	cmd.PersistentFlags().StringVar(&sessionRef, "session", "", "the session whose checkpoints these are (kept in its sidecar; and those its hooks took, kept with the workspace's)")
-	with := checkpointWith(a, &dir, &sessionRef)
-	cmd.AddCommand(newCheckpointCreateCmd(a, &dir, with), newCheckpointRewindCmd(a, with), newCheckpointDiffCmd(a, with))
-	addCheckpointAdmin(a, cmd, with, checkpointLinked(a, &dir, &sessionRef))
+	f := &checkpointFlags{}
+	cmd.PersistentFlags().StringVar(&f.dir, "dir", ".", "workspace directory")
+	cmd.PersistentFlags().StringVar(&f.session, "session", "", "the session whose checkpoints these are (kept in its sidecar; and those its hooks took, kept with the workspace's)")
+	with := checkpointWith(a, f)
+	cmd.AddCommand(newCheckpointCreateCmd(a, &f.dir, with), newCheckpointRewindCmd(a, with), newCheckpointDiffCmd(a, with))
+	addCheckpointAdmin(a, cmd, with, checkpointLinked(a, f))
 	for _, c := range cmd.Commands() {
 		switch c.Name() {
 		case "rewind", "diff", "show", "rm":
@@ -78,21 +78,40 @@ func workspaceDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// checkpointFlags are the checkpoint command's --dir and --session, read
+// when a subcommand runs. The session is resolved once: ls reads its
+// sidecar, then its workspaces.
+type checkpointFlags struct {
+	dir, session string
+	resolved     bool
+	scope        sessionScope
+	scopeErr     error
+}
+
+// sessionScope is app.sessionScope of --session, resolved once.
+func (f *checkpointFlags) sessionScope(ctx context.Context, a *app) (sessionScope, error) {
+	if !f.resolved {
+		f.scope, f.scopeErr = a.sessionScope(ctx, f.session)
+		f.resolved = true
+	}
+	return f.scope, f.scopeErr
+}
+
 // checkpointWith returns what runs fn on a manager for the workspace
-// *dir (of the session *sessionRef, when set), closed after: flags are read
-// when it runs. A name the session's sidecar lacks is looked for among the
-// workspace's checkpoints linked to the session (sessionWorkspaces).
-func checkpointWith(a *app, dir, sessionRef *string) withManager {
+// --dir (of the session --session names, when set), closed after. A name
+// the session's sidecar lacks is looked for among the workspace's
+// checkpoints linked to the session (sessionWorkspaces).
+func checkpointWith(a *app, f *checkpointFlags) withManager {
 	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager) error) error {
 		ctx := cmd.Context()
-		abs, err := workspaceDir(*dir)
+		abs, err := workspaceDir(f.dir)
 		if err != nil {
 			return err
 		}
-		if *sessionRef == "" {
+		if f.session == "" {
 			return a.withCheckpoints(ctx, abs, "", fn)
 		}
-		sc, err := a.sessionScope(ctx, *sessionRef)
+		sc, err := f.sessionScope(ctx, a)
 		if sc.ids == nil {
 			return err
 		}
@@ -168,19 +187,18 @@ func (a *app) withCheckpoints(ctx context.Context, abs, dir string, fn func(m *c
 // nothing without --session.
 type linkedManager = func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws string, ids []string) error) error
 
-// checkpointLinked returns the linkedManager of the flags *dir and
-// *sessionRef, read when it runs.
-func checkpointLinked(a *app, dir, sessionRef *string) linkedManager {
+// checkpointLinked returns the linkedManager of the flags f.
+func checkpointLinked(a *app, f *checkpointFlags) linkedManager {
 	return func(cmd *cobra.Command, fn func(m *checkpoint.Manager, ws string, ids []string) error) error {
-		if *sessionRef == "" {
+		if f.session == "" {
 			return nil
 		}
 		ctx := cmd.Context()
-		abs, err := workspaceDir(*dir)
+		abs, err := workspaceDir(f.dir)
 		if err != nil {
 			return err
 		}
-		sc, err := a.sessionScope(ctx, *sessionRef)
+		sc, err := f.sessionScope(ctx, a)
 		if sc.ids == nil {
 			return err
 		}
